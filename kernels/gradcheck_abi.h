@@ -1,0 +1,39 @@
+/*
+ * gradcheck native calling convention (version 1).
+ *
+ * A C loss is checked through a pair of functions that share one signature family.
+ * Every symbol carries a project prefix (gc_) because numba keys cffi functions by
+ * their bare name: two unprefixed "loss" functions from different modules collide.
+ *
+ *   double gc_NAME_loss(const double *x, int64_t n, const int64_t *iparams);
+ *       Returns the scalar loss at x[0..n). Must not write to x. Must be re-entrant
+ *       (no static scratch): the compiled engine calls it from several threads at once,
+ *       each with its own private copy of x.
+ *
+ *   void gc_NAME_grad(const double *x, int64_t n, const int64_t *iparams, double *g);
+ *       Writes the claimed gradient d loss / d x into g[0..n).
+ *
+ * Array-valued functions use a forward / vector-Jacobian-product pair instead:
+ *
+ *   void gc_NAME_forward(const double *x, int64_t n, const int64_t *iparams,
+ *                        double *y, int64_t m);
+ *   void gc_NAME_vjp(const double *x, int64_t n, const int64_t *iparams,
+ *                    const double *ybar, int64_t m, double *g);
+ *
+ * iparams carries integer parameters (shapes, flags) and may be NULL when unused.
+ * x is always a C-contiguous float64 array; the checker flattens and restores shapes.
+ */
+#ifndef GRADCHECK_ABI_H
+#define GRADCHECK_ABI_H
+#include <stdint.h>
+
+/* Subject kernel: the extended Rosenbrock function
+ *   f(x) = sum_{i<n-1} 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2
+ * gc_rosenbrock_grad is correct; gc_rosenbrock_grad_lastbug deliberately drops the
+ * 200 (x[n-1] - x[n-2]^2) term of the last entry: a planted bug at exactly one entry,
+ * used by the tests and the demo as a negative control for native code. */
+double gc_rosenbrock_loss(const double *x, int64_t n, const int64_t *iparams);
+void gc_rosenbrock_grad(const double *x, int64_t n, const int64_t *iparams, double *g);
+void gc_rosenbrock_grad_lastbug(const double *x, int64_t n, const int64_t *iparams, double *g);
+
+#endif
