@@ -1,2 +1,18 @@
-"""gradcheck: check every entry of a claimed gradient against central differences."""
+"""gradcheck: check every entry of a claimed gradient against central differences.
+
+>>> import numpy as np, gradcheck
+>>> gradcheck.check(lambda x: (x**2).sum(), np.arange(3.0), grad=lambda x: 2*x).passed
+True
+"""
+from ._check import check as check
+from ._config import Config as Config
+from ._errors import FunctionError as FunctionError
+from ._errors import GradcheckError as GradcheckError
+from ._errors import GradcheckWarning as GradcheckWarning
+from ._errors import GradientAssertionError as GradientAssertionError
+from ._errors import InputMutationError as InputMutationError
+from ._errors import ShapeMismatchError as ShapeMismatchError
+from ._errors import UnsupportedInputError as UnsupportedInputError
+from ._report import Report as Report
+from ._verdict import Verdict as Verdict
 from ._version import __version__ as __version__

@@ -1,0 +1,195 @@
+"""``check``: every entry of a claimed gradient against a central difference."""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from . import backends as _backends
+from ._classify import classify, tolerance
+from ._config import Config
+from ._differences import central_differences, slope_and_noise, steps_for
+from ._errors import FunctionError, InputMutationError
+from ._inputs import as_gradient, float_dtype_name, unit_roundoff_of
+from ._refine import step_study
+from ._report import Report
+from ._verdict import Verdict
+
+ENGINES = ("auto", "serial")
+
+
+def make_cotangent(shape: tuple[int, ...], config: Config) -> np.ndarray:
+    """The cotangent that reduces an array output to a scalar (seeded, or all ones)."""
+    if config.reduce == "sum":
+        return np.ones(shape)
+    return np.random.default_rng(config.seed).standard_normal(shape)
+
+
+def reducer(cotangent: np.ndarray | None) -> Callable[[np.ndarray], float]:
+    """Scalar from an output: the output itself, or ``cotangent . output`` in float64."""
+    if cotangent is None:
+        return lambda y: float(np.asarray(y, dtype=np.float64))
+    flat_v = cotangent.reshape(-1)
+    shape = cotangent.shape
+
+    def reduce(y: np.ndarray) -> float:
+        y = np.asarray(y)
+        if y.shape != shape:
+            raise ValueError(f"f returned shape {y.shape} after returning {shape} at the unperturbed input")
+        return float(np.dot(flat_v, y.reshape(-1).astype(np.float64)))
+
+    return reduce
+
+
+def check(
+    f: Callable[..., Any],
+    x: Any,
+    grad: Any = None,
+    *,
+    config: Config | None = None,
+    name: str | None = None,
+    backend: Any = None,
+    engine: str = "auto",
+) -> Report:
+    """Check the claimed gradient of ``f`` at ``x`` at every entry.
+
+    ``f`` maps an array to a scalar or an array. An array output is reduced to a scalar
+    with a seeded random cotangent ``v`` (``config.reduce="sum"`` uses ones). ``grad`` is
+    the claimed gradient: an array, a function ``grad(x)``, or for array outputs a VJP
+    ``grad(x, v)``. ``x`` is never modified: perturbations happen on a private copy.
+
+    Returns a :class:`Report` (call ``.assert_pass()`` in a test).
+
+    >>> import numpy as np, gradcheck
+    >>> x = np.array([[0.5, -1.0], [2.0, 0.1]])
+    >>> report = gradcheck.check(lambda x: np.sin(x).sum(), x, grad=np.cos)
+    >>> report.passed
+    True
+    """
+    if engine not in ENGINES:
+        raise ValueError(f"engine={engine!r} is not one of {ENGINES}")
+    started = time.perf_counter()
+    be = _backends.resolve(backend, x)
+    x_np = be.to_numpy(x)
+    dtype = float_dtype_name(x_np)
+    cfg = config if config is not None else Config.for_dtype(dtype)
+    label = name or getattr(f, "__name__", "f")
+
+    # Private copies: `work` is perturbed, `pristine` detects a function that writes to x.
+    work = np.array(x_np, order="C", copy=True)
+    pristine = work.copy()
+
+    try:
+        y0 = be.evaluate(f, work)
+    except Exception as exc:
+        raise FunctionError(None, "base", None, exc) from exc
+    cotangent = None if y0.ndim == 0 else make_cotangent(y0.shape, cfg)
+    reduce = reducer(cotangent)
+    f0 = reduce(y0)
+
+    if cotangent is not None and grad is not None and not callable(grad) and cfg.reduce != "sum":
+        raise TypeError(
+            f"f returns an array of shape {y0.shape}, so the claimed gradient must be a VJP "
+            "function grad(x, cotangent); an array can only be the gradient of a scalar "
+            "(pass config=Config(reduce='sum') if it is the gradient of sum(f(x)))"
+        )
+    claimed = be.claimed_gradient(f, work.copy(), cotangent, grad)
+    analytic = as_gradient(claimed, work.shape)
+
+    unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
+    evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
+
+    def differencer(flat_idx: np.ndarray, steps: np.ndarray):
+        return central_differences(evaluate, work, flat_idx, steps)
+
+    size = work.size
+    flat_idx = np.arange(size)
+    steps = steps_for(work.reshape(-1), cfg.step)
+    fp, fm, denom = differencer(flat_idx, steps)
+    evaluations = 1 + 2 * size
+
+    # Determinism and input mutation, checked once at the end (cheap).
+    f1 = evaluate()
+    evaluations += 1
+    if not np.array_equal(work, pristine, equal_nan=True):
+        raise InputMutationError(
+            f"{label} wrote into the array it was given; gradcheck cannot difference a "
+            "function that mutates its input (copy inside the function)"
+        )
+    deterministic = bool(f1 == f0 or (np.isnan(f1) and np.isnan(f0)))
+    drift = 0.0 if deterministic else float(abs(f1 - f0))
+
+    numeric, noise = slope_and_noise(fp, fm, denom, unit)
+    if not deterministic:
+        # Run-to-run drift is noise the difference cannot see through.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            noise = noise + drift / np.abs(denom)
+    a = analytic.reshape(-1)
+    codes = classify(a, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
+    refined = np.zeros(size, dtype=bool)
+    notes: list[str] = []
+
+    if np.isfinite(f0):
+        evaluations += _retry_nonfinite_steps(differencer, work, a, fp, fm, steps, codes, numeric, noise, unit, cfg)
+    else:
+        notes.append("f is not finite at x: no entry can be checked")
+    if cfg.refine and deterministic:
+        suspects = np.flatnonzero(codes == Verdict.MISMATCH)
+        if suspects.size:
+            study = step_study(
+                differencer, suspects, steps[suspects], a[suspects], (numeric[suspects], noise[suspects]),
+                unit_roundoff=unit, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor,
+            )
+            numeric[suspects] = study.numeric
+            noise[suspects] = study.bound / cfg.noise_factor
+            codes[suspects] = study.codes
+            refined[suspects] = True
+            evaluations += study.evaluations
+    if not deterministic:
+        notes.append(
+            f"f is nondeterministic: f(x) gave {f0!r} then {f1!r}; its drift is counted as noise"
+        )
+
+    shape = work.shape
+    tol = tolerance(a, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
+    return Report(
+        name=label,
+        analytic=analytic,
+        numeric=numeric.reshape(shape),
+        noise=noise.reshape(shape),
+        tolerance=tol.reshape(shape),
+        codes=codes.reshape(shape),
+        refined=refined.reshape(shape),
+        dtype=dtype,
+        engine="serial",
+        config=cfg,
+        deterministic=deterministic,
+        drift=drift,
+        evaluations=evaluations,
+        seconds=time.perf_counter() - started,
+        notes=tuple(notes),
+    )
+
+
+def _retry_nonfinite_steps(differencer, work, a, fp, fm, steps, codes, numeric, noise, unit, cfg) -> int:
+    """Entries whose x and claimed value are finite but whose perturbed evaluations were
+    not (a step that left f's domain, e.g. log near 0) are retried with smaller steps."""
+    x = work.reshape(-1)
+    stuck = np.flatnonzero(
+        np.isfinite(x) & np.isfinite(a) & ~(np.isfinite(fp) & np.isfinite(fm))
+    )
+    evaluations = 0
+    for shrink in (1e-1, 1e-2, 1e-3, 1e-4):
+        if not stuck.size:
+            break
+        p, m, d = differencer(stuck, steps[stuck] * shrink)
+        evaluations += 2 * stuck.size
+        ok = np.isfinite(p) & np.isfinite(m)
+        if ok.any():
+            idx = stuck[ok]
+            n, z = slope_and_noise(p[ok], m[ok], d[ok], unit)
+            numeric[idx], noise[idx] = n, z
+            codes[idx] = classify(a[idx], n, z, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
+        stuck = stuck[~ok]
+    return evaluations

@@ -1,0 +1,87 @@
+"""Central differences with the realized step, perturbing one writable array in place.
+
+The serial engine: any Python callable. The array being perturbed is either the
+checker's private copy of ``x`` (``check``) or a user's parameter array that is restored
+bit for bit afterwards (``check_params``); either way each entry is put back in a
+``finally`` block, so an exception or a KeyboardInterrupt never leaves it perturbed.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ._errors import FunctionError
+
+
+def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
+    """``h_i = step * max(1, |x_i|)`` as float64."""
+    v = np.abs(np.asarray(values, dtype=np.float64))
+    return np.asarray(rel_step, dtype=np.float64) * np.maximum(1.0, v)
+
+
+def _flat_handle(target: np.ndarray):
+    """A 1-D handle whose item assignment writes into ``target`` (a view when possible)."""
+    if target.flags.c_contiguous:
+        return target.reshape(-1)
+    return target.flat  # writes through for any layout
+
+
+def central_differences(
+    evaluate: Callable[[], float],
+    target: np.ndarray,
+    flat_indices: Sequence[int] | np.ndarray,
+    steps: np.ndarray,
+    *,
+    param: str | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Evaluate ``f(x + h e_i)`` and ``f(x - h e_i)`` for each flat index.
+
+    ``evaluate()`` reads the current contents of ``target`` and returns a float.
+    Returns ``(f_plus, f_minus, realized_denominator)``, each float64 of len(indices).
+    Entries whose value is not finite are not perturbed (NaN results).
+    """
+    idx = np.asarray(flat_indices, dtype=np.int64)
+    count = idx.size
+    f_plus = np.full(count, np.nan)
+    f_minus = np.full(count, np.nan)
+    denom = np.full(count, np.nan)
+    flat = _flat_handle(target)
+    cast = target.dtype.type
+    for j in range(count):
+        i = int(idx[j])
+        old = flat[i]
+        if not np.isfinite(old):
+            continue
+        h = cast(steps[j])
+        xp = cast(old + h)
+        xm = cast(old - h)
+        side = "+h"
+        try:
+            flat[i] = xp
+            fp = evaluate()
+            side = "-h"
+            flat[i] = xm
+            fm = evaluate()
+        except Exception as exc:  # re-raised with the entry it happened at
+            raise FunctionError(np.unravel_index(i, target.shape), side, param, exc) from exc
+        finally:
+            flat[i] = old
+        f_plus[j] = fp
+        f_minus[j] = fm
+        # The realized step: representation error of x +- h does not leak into the slope.
+        denom[j] = np.float64(xp) - np.float64(xm)
+        if progress is not None:
+            progress(j)
+    return f_plus, f_minus, denom
+
+
+def slope_and_noise(
+    f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray, unit_roundoff: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Difference quotient and the round-off it may carry: ``u(|f+|+|f-|)/|denom|``."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        slope = (f_plus - f_minus) / denom
+        noise = unit_roundoff * (np.abs(f_plus) + np.abs(f_minus)) / np.abs(denom)
+    return slope, noise

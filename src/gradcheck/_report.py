@@ -1,0 +1,198 @@
+"""The result of one check: always returned, never a flag that changes its type."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from ._classify import relative_error
+from ._errors import GradientAssertionError
+from ._verdict import FAILING, Verdict
+
+_VERDICT_BY_CODE = np.array(list(Verdict), dtype=object)
+
+
+def _fmt(v: float) -> str:
+    return f"{v: .6e}" if np.isfinite(v) else f"{v!s:>13}"
+
+
+@dataclass(frozen=True, eq=False)
+class Report:
+    """Per-entry verdicts of one check, with everything needed to judge them.
+
+    Arrays are shaped like the checked input: ``analytic`` (the claimed gradient),
+    ``numeric`` (central difference, refined where a step study ran), ``noise``
+    (estimated round-off of the numeric value), ``tolerance`` and ``codes`` (verdict
+    codes; ``verdicts`` gives :class:`Verdict` members).
+
+    >>> import numpy as np, gradcheck
+    >>> r = gradcheck.check(lambda x: (x**3).sum(), np.array([1.0, 2.0]), grad=lambda x: 3*x**2)
+    >>> r.passed, r.counts[gradcheck.Verdict.PASS]
+    (True, 2)
+    """
+
+    name: str
+    analytic: np.ndarray
+    numeric: np.ndarray
+    noise: np.ndarray
+    tolerance: np.ndarray
+    codes: np.ndarray
+    refined: np.ndarray
+    dtype: str
+    engine: str
+    config: Any
+    deterministic: bool = True
+    drift: float = 0.0
+    evaluations: int = 0
+    seconds: float = 0.0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    # -- views ---------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.codes.shape)
+
+    @property
+    def size(self) -> int:
+        return int(self.codes.size)
+
+    @property
+    def verdicts(self) -> np.ndarray:
+        """Object array shaped like ``x`` holding :class:`Verdict` members."""
+        return _VERDICT_BY_CODE[self.codes]
+
+    @property
+    def rel_error(self) -> np.ndarray:
+        """The seed's relative error ``|a-n| / max(|a|, |n|, 1e-12)``."""
+        return relative_error(self.analytic, self.numeric)
+
+    @property
+    def counts(self) -> dict[Verdict, int]:
+        """Number of entries per verdict (every member present, zeros included)."""
+        found = np.bincount(self.codes.reshape(-1), minlength=len(Verdict))
+        return {v: int(found[v]) for v in Verdict}
+
+    @property
+    def passed(self) -> bool:
+        """No MISMATCH, no NONFINITE, and the function was deterministic."""
+        return self.deterministic and not any(self.counts[v] for v in FAILING)
+
+    def entries(self, verdict: Verdict | Iterable[Verdict]) -> list[tuple[int, ...]]:
+        """Multi-indices (row-major order) of the entries with this verdict (or these)."""
+        wanted = [verdict] if isinstance(verdict, Verdict) else list(verdict)
+        mask = np.isin(self.codes, np.array([int(v) for v in wanted], dtype=np.uint8))
+        return [tuple(int(i) for i in ix) for ix in np.argwhere(mask)]
+
+    def excess(self) -> np.ndarray:
+        """``|a - n| / tolerance``: above 1 means outside tolerance."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.abs(self.analytic - self.numeric) / self.tolerance
+
+    def worst(self, count: int = 10) -> list[tuple[int, ...]]:
+        """Multi-indices of the entries furthest outside (or closest to) tolerance;
+        failing verdicts first."""
+        flat_codes = self.codes.reshape(-1)
+        ex = np.nan_to_num(self.excess().reshape(-1), nan=np.inf, posinf=np.inf)
+        failing = np.isin(flat_codes, [int(v) for v in FAILING])
+        order = np.lexsort((-ex, ~failing))[:count]
+        return [tuple(int(i) for i in np.unravel_index(j, self.shape)) for j in order]
+
+    # -- judging -------------------------------------------------------------------
+    def assert_pass(self, *, allow_unchecked: bool = True) -> "Report":
+        """Raise :class:`GradientAssertionError` (an AssertionError) unless the check passed.
+
+        ``allow_unchecked=False`` also fails on UNCHECKED entries (nothing proven there).
+        Returns the report, so it can be chained.
+        """
+        bad = not self.passed or (not allow_unchecked and self.counts[Verdict.UNCHECKED])
+        if bad:
+            raise GradientAssertionError(f"gradient check failed\n{self}", self)
+        return self
+
+    # -- rendering -----------------------------------------------------------------
+    def summary(self) -> str:
+        c = self.counts
+        parts = [f"{c[v]} {v.name}" for v in Verdict if c[v]]
+        status = "PASS" if self.passed else "FAIL"
+        return f"{self.name}: {status} -- {self.size} entries: " + (", ".join(parts) or "none")
+
+    def table(self, count: int = 10) -> str:
+        """The worst entries by multi-index, never a dump of whole arrays."""
+        rows = [f"  {'entry':<18} {'verdict':<10} {'claimed':>14} {'numeric':>14} {'rel_err':>9} {'err/tol':>9}"]
+        rel = self.rel_error
+        ex = self.excess()
+        for ix in self.worst(count):
+            code = Verdict(int(self.codes[ix]))
+            tag = code.name + ("*" if self.refined[ix] else "")
+            rows.append(
+                f"  {str(ix):<18} {tag:<10} {_fmt(self.analytic[ix]):>14} {_fmt(self.numeric[ix]):>14}"
+                f" {rel[ix]:9.2e} {ex[ix]:9.2e}"
+            )
+        return "\n".join(rows)
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        lines.append(
+            f"  dtype {self.dtype}, engine {self.engine}, {self.evaluations} evaluations in {self.seconds:.3g} s"
+        )
+        if not self.deterministic:
+            lines.append(f"  NONDETERMINISTIC: f(x) changed by {self.drift:.3g} between two evaluations")
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        if self.size:
+            lines.append(self.table())
+            if self.refined.any():
+                lines.append("  (* = judged after a step study)")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"<Report {self.summary()}>"
+
+    def to_dict(self, *, arrays: bool = False, limit: int = 1000) -> dict[str, Any]:
+        """A JSON-ready dict: counts, settings, and the non-PASS entries (up to ``limit``)
+        with their values. ``arrays=True`` adds the full arrays as nested lists."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "passed": self.passed,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "engine": self.engine,
+            "deterministic": self.deterministic,
+            "drift": self.drift,
+            "evaluations": self.evaluations,
+            "seconds": self.seconds,
+            "counts": {v.name: n for v, n in self.counts.items()},
+            "config": {k: getattr(self.config, k) for k in self.config.__dataclass_fields__},
+            "notes": list(self.notes),
+        }
+        flagged = self.entries([v for v in Verdict if v is not Verdict.PASS])
+        rel = self.rel_error
+        out["entries"] = [
+            {
+                "index": list(ix),
+                "verdict": Verdict(int(self.codes[ix])).name,
+                "claimed": _jsonable(self.analytic[ix]),
+                "numeric": _jsonable(self.numeric[ix]),
+                "noise": _jsonable(self.noise[ix]),
+                "rel_error": _jsonable(rel[ix]),
+                "refined": bool(self.refined[ix]),
+            }
+            for ix in flagged[:limit]
+        ]
+        out["entries_truncated"] = len(flagged) > limit
+        if arrays:
+            for key in ("analytic", "numeric", "noise", "tolerance"):
+                out[key] = [_jsonable(v) for v in getattr(self, key).reshape(-1)]
+            out["verdicts"] = [Verdict(int(c)).name for c in self.codes.reshape(-1)]
+        return out
+
+    def to_json(self, **kwargs: Any) -> str:
+        """``to_dict`` as a JSON string (NaN/inf written as strings)."""
+        return json.dumps(self.to_dict(**kwargs))
+
+
+def _jsonable(v: Any) -> float | str:
+    v = float(v)
+    return v if np.isfinite(v) else str(v)

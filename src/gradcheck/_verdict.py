@@ -1,0 +1,32 @@
+"""Per-entry verdicts."""
+from __future__ import annotations
+
+import enum
+
+
+class Verdict(enum.IntEnum):
+    """What a check concluded about one entry of a gradient.
+
+    ``PASS``       the claimed and numeric values agree within tolerance, above the noise.
+    ``MISMATCH``   they disagree by more than tolerance plus noise, at any magnitude.
+    ``UNCHECKED``  both are indistinguishable from finite-difference noise: absence of
+                   evidence, said out loud (e.g. a true gradient of exactly 0).
+    ``NONFINITE``  an input, an evaluation or the claimed value was NaN or infinite.
+    ``KINK``       the one-sided derivatives differ: a non-differentiable point, where the
+                   claimed value is a subgradient choice rather than a bug.
+    ``SKIPPED``    not examined, because sampling was asked for.
+    """
+
+    PASS = 0
+    MISMATCH = 1
+    UNCHECKED = 2
+    NONFINITE = 3
+    KINK = 4
+    SKIPPED = 5
+
+    def __str__(self) -> str:
+        return self.name
+
+
+#: Verdicts that make a check fail.
+FAILING = (Verdict.MISMATCH, Verdict.NONFINITE)

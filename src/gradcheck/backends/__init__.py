@@ -1,0 +1,48 @@
+"""Backends: where the claimed gradient comes from (numpy, dual numbers, frameworks)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ._numpy import NumpyBackend as NumpyBackend
+from ._protocol import Backend as Backend
+
+_NAMED = {"numpy": NumpyBackend}
+
+
+def register(name: str, factory: Any) -> None:
+    """Make ``backend=name`` resolve to ``factory()``."""
+    _NAMED[name] = factory
+
+
+def resolve(backend: Any, x: Any) -> Backend:
+    """A backend instance from a name, an instance, or (None) the type of ``x``."""
+    if backend is None:
+        mod = type(x).__module__.split(".")[0]
+        if mod == "torch":
+            backend = "torch"
+        elif mod in ("jax", "jaxlib"):
+            backend = "jax"
+        else:
+            backend = "numpy"
+    if isinstance(backend, str):
+        if backend not in _NAMED:
+            _load_builtin(backend)
+        if backend not in _NAMED:
+            raise ValueError(f"unknown backend {backend!r}; known: {sorted(_NAMED)}")
+        return _NAMED[backend]()
+    if isinstance(backend, Backend):
+        return backend
+    raise TypeError(f"backend must be a name or a Backend instance, got {type(backend).__name__}")
+
+
+def _load_builtin(name: str) -> None:
+    """Import optional backends only when asked for (they pull in heavy modules)."""
+    import importlib
+
+    module = {"dual": "._dualbackend", "torch": "._torch", "jax": "._jax"}.get(name)
+    if module is None:
+        return
+    try:
+        importlib.import_module(module, __name__)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"backend {name!r} needs {exc.name!r}, which is not installed") from exc

@@ -1,0 +1,37 @@
+"""The Backend protocol: the only code that touches a framework."""
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """Where arrays and the claimed gradient come from.
+
+    The checker core sees numpy arrays only. A backend converts at the boundary, runs the
+    user's function forward, and hands back the gradient *it claims* (a hand-written one,
+    a framework's autodiff, dual numbers...). The numeric reference never goes through it.
+    """
+
+    name: str
+
+    def accepts(self, x: Any) -> bool:
+        """Whether this backend handles inputs like ``x`` (used for automatic choice)."""
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        """``x`` as a numpy array (no copy needed; the checker copies)."""
+
+    def evaluate(self, f: Callable[..., Any], x: np.ndarray) -> np.ndarray:
+        """``f`` at the numpy array ``x``, returned as a numpy array (0-d for scalars)."""
+
+    def claimed_gradient(
+        self, f: Callable[..., Any], x: np.ndarray, cotangent: np.ndarray | None, grad: Any
+    ) -> np.ndarray:
+        """The gradient this backend claims: of ``f`` if ``cotangent`` is None (scalar
+        output), else of ``sum(cotangent * f(x))``. ``grad`` is what the user passed."""
+
+    def control_problem(self) -> tuple[Callable[..., Any], np.ndarray, Any]:
+        """A smooth test function written for this backend, an input, and the ``grad``
+        argument that yields its correct gradient (for the negative control)."""
