@@ -1,0 +1,1 @@
+"""Example subjects for gradcheck: functions with known, hand-written gradients."""
