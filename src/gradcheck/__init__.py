@@ -6,6 +6,7 @@ True
 """
 from ._check import check as check
 from ._config import Config as Config
+from ._diagnosis import Diagnosis as Diagnosis
 from ._errors import FunctionError as FunctionError
 from ._errors import GradcheckError as GradcheckError
 from ._errors import GradcheckWarning as GradcheckWarning
@@ -13,6 +14,8 @@ from ._errors import GradientAssertionError as GradientAssertionError
 from ._errors import InputMutationError as InputMutationError
 from ._errors import ShapeMismatchError as ShapeMismatchError
 from ._errors import UnsupportedInputError as UnsupportedInputError
+from ._params import ParamsReport as ParamsReport
+from ._params import check_params as check_params
 from ._report import Report as Report
 from ._verdict import Verdict as Verdict
 from ._version import __version__ as __version__

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -120,32 +121,17 @@ def check(
     deterministic = bool(f1 == f0 or (np.isnan(f1) and np.isnan(f0)))
     drift = 0.0 if deterministic else float(abs(f1 - f0))
 
-    numeric, noise = slope_and_noise(fp, fm, denom, unit)
-    if not deterministic:
-        # Run-to-run drift is noise the difference cannot see through.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            noise = noise + drift / np.abs(denom)
     a = analytic.reshape(-1)
-    codes = classify(a, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
-    refined = np.zeros(size, dtype=bool)
+    drift_per_entry = None if deterministic else drift
+    judged = judge_entries(
+        differencer, work.reshape(-1), a, (fp, fm, denom), steps,
+        unit=unit, config=cfg, drift=drift_per_entry, base_finite=bool(np.isfinite(f0)),
+    )
+    numeric, noise, codes, refined = judged.numeric, judged.noise, judged.codes, judged.refined
+    evaluations += judged.evaluations
     notes: list[str] = []
-
-    if np.isfinite(f0):
-        evaluations += _retry_nonfinite_steps(differencer, work, a, fp, fm, steps, codes, numeric, noise, unit, cfg)
-    else:
+    if not np.isfinite(f0):
         notes.append("f is not finite at x: no entry can be checked")
-    if cfg.refine and deterministic:
-        suspects = np.flatnonzero(codes == Verdict.MISMATCH)
-        if suspects.size:
-            study = step_study(
-                differencer, suspects, steps[suspects], a[suspects], (numeric[suspects], noise[suspects]),
-                unit_roundoff=unit, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor,
-            )
-            numeric[suspects] = study.numeric
-            noise[suspects] = study.bound / cfg.noise_factor
-            codes[suspects] = study.codes
-            refined[suspects] = True
-            evaluations += study.evaluations
     if not deterministic:
         notes.append(
             f"f is nondeterministic: f(x) gave {f0!r} then {f1!r}; its drift is counted as noise"
@@ -172,10 +158,61 @@ def check(
     )
 
 
-def _retry_nonfinite_steps(differencer, work, a, fp, fm, steps, codes, numeric, noise, unit, cfg) -> int:
+@dataclass
+class Judged:
+    numeric: np.ndarray
+    noise: np.ndarray
+    codes: np.ndarray
+    refined: np.ndarray
+    evaluations: int
+
+
+def judge_entries(
+    differencer, values: np.ndarray, analytic: np.ndarray, diffs, steps: np.ndarray, *,
+    unit: float, config: Config, drift: float | None, base_finite: bool,
+    flat_indices: np.ndarray | None = None,
+) -> Judged:
+    """Verdicts for entries already differenced once: classify, retry steps that left
+    f's domain, and give every MISMATCH a step study (when f is deterministic).
+
+    ``values``, ``analytic``, ``diffs`` and ``steps`` are aligned 1-D arrays; the
+    differencer takes indices into the perturbed array (``flat_indices`` maps to them).
+    """
+    cfg = config
+    fp, fm, denom = diffs
+    idx_map = np.arange(values.size) if flat_indices is None else np.asarray(flat_indices)
+    numeric, noise = slope_and_noise(fp, fm, denom, unit)
+    if drift is not None:
+        # Run-to-run drift is noise the difference cannot see through.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            noise = noise + drift / np.abs(denom)
+    codes = classify(analytic, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
+    refined = np.zeros(values.size, dtype=bool)
+    evaluations = 0
+    if base_finite:
+        evaluations += _retry_nonfinite_steps(
+            lambda j, h: differencer(idx_map[j], h), values, analytic, fp, fm, steps,
+            codes, numeric, noise, unit, cfg,
+        )
+    if cfg.refine and drift is None:
+        suspects = np.flatnonzero(codes == Verdict.MISMATCH)
+        if suspects.size:
+            study = step_study(
+                lambda j, h: differencer(idx_map[j], h), suspects, steps[suspects], analytic[suspects],
+                (numeric[suspects], noise[suspects]),
+                unit_roundoff=unit, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor,
+            )
+            numeric[suspects] = study.numeric
+            noise[suspects] = study.bound / cfg.noise_factor if cfg.noise_factor else study.bound
+            codes[suspects] = study.codes
+            refined[suspects] = True
+            evaluations += study.evaluations
+    return Judged(numeric, noise, codes, refined, evaluations)
+
+
+def _retry_nonfinite_steps(differencer, x, a, fp, fm, steps, codes, numeric, noise, unit, cfg) -> int:
     """Entries whose x and claimed value are finite but whose perturbed evaluations were
     not (a step that left f's domain, e.g. log near 0) are retried with smaller steps."""
-    x = work.reshape(-1)
     stuck = np.flatnonzero(
         np.isfinite(x) & np.isfinite(a) & ~(np.isfinite(fp) & np.isfinite(fm))
     )

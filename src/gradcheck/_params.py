@@ -1,0 +1,248 @@
+"""``check_params``: every entry of every named parameter of a model, with a diagnosis."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ._check import judge_entries
+from ._classify import tolerance
+from ._config import Config
+from ._diagnosis import Diagnosis, diagnose
+from ._differences import central_differences, steps_for
+from ._errors import FunctionError, GradientAssertionError, InputMutationError
+from ._inputs import as_gradient, float_dtype_name, unit_roundoff_of
+from ._report import Report
+from ._verdict import Verdict
+
+
+@dataclass(frozen=True, eq=False)
+class ParamsReport:
+    """One :class:`Report` per parameter name, a table of all names, and a diagnosis
+    that reads the names in backward order."""
+
+    reports: dict[str, Report]
+    order: tuple[str, ...]          # backward order used by the diagnosis
+    diagnosis: Diagnosis
+    deterministic: bool = True
+    drift: float = 0.0
+    seconds: float = 0.0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def passed(self) -> bool:
+        return self.deterministic and all(r.passed for r in self.reports.values())
+
+    @property
+    def failing(self) -> list[str]:
+        """Names with a MISMATCH or NONFINITE entry, in backward order."""
+        return [n for n in self.order if not self.reports[n].passed]
+
+    @property
+    def worst(self) -> dict[str, float]:
+        """Per name, the largest relative error over entries that were judged against a
+        value above the noise (PASS or MISMATCH): the seed's ``worst`` dict, minus the
+        meaningless ratios of two round-off values."""
+        out = {}
+        for n, r in self.reports.items():
+            judged = np.isin(r.codes, [int(Verdict.PASS), int(Verdict.MISMATCH)])
+            out[n] = float(r.rel_error[judged].max()) if judged.any() else 0.0
+        return out
+
+    def __getitem__(self, name: str) -> Report:
+        return self.reports[name]
+
+    def table(self) -> str:
+        head = f"  {'name':<16} {'shape':<12} {'status':<6} {'PASS':>6} {'MISMATCH':>8} {'UNCHECKED':>9} {'other':>6} {'worst rel':>10}"
+        rows = [head]
+        worst = self.worst
+        for n in self.order:
+            r = self.reports[n]
+            c = r.counts
+            other = c[Verdict.NONFINITE] + c[Verdict.KINK] + c[Verdict.SKIPPED]
+            status = "ok" if r.passed else "FAIL"
+            rows.append(
+                f"  {n:<16} {str(r.shape):<12} {status:<6} {c[Verdict.PASS]:>6} {c[Verdict.MISMATCH]:>8}"
+                f" {c[Verdict.UNCHECKED]:>9} {other:>6} {worst[n]:>10.2e}"
+            )
+        return "\n".join(rows)
+
+    def __str__(self) -> str:
+        total = sum(r.size for r in self.reports.values())
+        status = "PASS" if self.passed else "FAIL"
+        lines = [f"check_params: {status} -- {len(self.reports)} tensors, {total} entries, {self.seconds:.3g} s"]
+        if not self.deterministic:
+            lines.append(f"  NONDETERMINISTIC: the loss changed by {self.drift:.3g} between two evaluations")
+        lines.extend(f"  note: {n}" for n in self.notes)
+        lines.append("  (names in backward order)")
+        lines.append(self.table())
+        lines.append(f"diagnosis: {self.diagnosis.text}")
+        for n in self.failing[:3]:
+            lines.append(f"-- {n}")
+            lines.append(self.reports[n].table(5))
+        return "\n".join(lines)
+
+    def assert_pass(self) -> "ParamsReport":
+        """Raise :class:`GradientAssertionError` with the whole table unless every name passed."""
+        if not self.passed:
+            raise GradientAssertionError(f"gradient check failed\n{self}", self)
+        return self
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "order": list(self.order),
+            "deterministic": self.deterministic,
+            "drift": self.drift,
+            "seconds": self.seconds,
+            "diagnosis": self.diagnosis.to_dict(),
+            "notes": list(self.notes),
+            "params": {n: self.reports[n].to_dict(**kwargs) for n in self.order},
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(**kwargs))
+
+
+def check_params(
+    loss: Callable[[Mapping[str, np.ndarray]], Any],
+    params: dict[str, np.ndarray],
+    grads: Mapping[str, Any],
+    *,
+    order: Sequence[str] | None = None,
+    sample: int | None = None,
+    config: Config | None = None,
+    seed: int = 0,
+) -> ParamsReport:
+    """Check ``grads[name]`` against ``loss(params)`` at every entry of every name.
+
+    Entries of ``params`` are perturbed in place (the usual convention for models that
+    read their parameters from the dict) and restored bit for bit afterwards, also when
+    ``loss`` raises or the run is interrupted. Every name is checked; nothing stops at the
+    first failure. ``order`` is the backward order of the names (default: the reverse of
+    the dict's order, which is the forward creation order in most models); the diagnosis
+    reads the failing names in that order. ``sample=k`` checks only ``k`` seeded random
+    entries per name (the rest are SKIPPED); the default checks them all.
+
+    >>> import numpy as np, gradcheck
+    >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
+    >>> loss = lambda p: float((p["w"] ** 2).sum() + 3 * p["b"][0])
+    >>> gradcheck.check_params(loss, p, {"w": 2 * p["w"], "b": np.array([3.0])}).passed
+    True
+    """
+    started = time.perf_counter()
+    names = list(params)
+    missing = [n for n in names if n not in grads]
+    if missing:
+        raise KeyError(f"grads has no entry for {missing}; it must have one per parameter name {names}")
+    order_t = tuple(order) if order is not None else tuple(reversed(names))
+    if sorted(order_t) != sorted(names):
+        raise ValueError(f"order must list each parameter name once: got {list(order_t)}, names are {names}")
+    if sample is not None and (not isinstance(sample, int) or sample < 1):
+        raise ValueError(f"sample must be a positive int (entries per name) or None, got {sample!r}")
+
+    dtypes = {n: float_dtype_name(np.asarray(params[n]), f"params[{n!r}]") for n in names}
+    claimed = {n: as_gradient(grads[n], np.shape(params[n]), f"grads[{n!r}]") for n in names}
+    originals = dict(params)                      # the user's objects, for identity restore
+    snapshots = {n: np.array(params[n], copy=True) for n in names}
+    rng = np.random.default_rng(seed)
+    reports: dict[str, Report] = {}
+    swapped: list[str] = []
+    try:
+        for n in names:
+            if not params[n].flags.writeable:
+                # Can't perturb a read-only array in place: swap in a private copy.
+                params[n] = snapshots[n].copy()
+                swapped.append(n)
+        f0 = _scalar_loss(loss, params, None, "base", None)
+        for n in names:
+            cfg = config if config is not None else Config.for_dtype(dtypes[n])
+            reports[n] = _check_one(loss, params, n, claimed[n], cfg, sample, rng)
+        f1 = _scalar_loss(loss, params, None, "base", None)
+    finally:
+        for n in names:
+            params[n] = originals[n]
+            if params[n].flags.writeable and _bits_differ(params[n], snapshots[n]):
+                params[n][...] = snapshots[n]
+    deterministic = bool(f1 == f0 or (np.isnan(f0) and np.isnan(f1)))
+    notes = []
+    if swapped:
+        notes.append(f"read-only parameters checked through a temporary copy in the dict: {swapped}")
+    if not deterministic:
+        notes.append(f"the loss is nondeterministic: {f0!r} then {f1!r}")
+    return ParamsReport(
+        reports=reports,
+        order=order_t,
+        diagnosis=diagnose(order_t, {n: r.passed for n, r in reports.items()},
+                           {n: r.counts[Verdict.PASS] > 0 for n, r in reports.items()}),
+        deterministic=deterministic,
+        drift=0.0 if deterministic else float(abs(f1 - f0)),
+        seconds=time.perf_counter() - started,
+        notes=tuple(notes),
+    )
+
+
+def _bits_differ(a: np.ndarray, b: np.ndarray) -> bool:
+    return np.ascontiguousarray(a).tobytes() != np.ascontiguousarray(b).tobytes()
+
+
+def _scalar_loss(loss, params, index, side, name) -> float:
+    try:
+        value = loss(params)
+    except Exception as exc:
+        raise FunctionError(index, side, name, exc) from exc
+    arr = np.asarray(value)
+    if arr.ndim != 0:
+        raise ValueError(f"loss(params) must return a scalar, got an array of shape {arr.shape}")
+    return float(arr)
+
+
+def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng) -> Report:
+    started = time.perf_counter()
+    arr = params[name]
+    size = arr.size
+    if sample is None or sample >= size:
+        flat_idx = np.arange(size)
+    else:
+        flat_idx = np.sort(rng.choice(size, size=sample, replace=False))
+    values = np.asarray(arr, dtype=np.float64).reshape(-1)[flat_idx] if size else np.zeros(0)
+    steps = steps_for(values, cfg.step)
+    evaluate = lambda: _scalar_loss(loss, params, None, "base", name)  # noqa: E731
+
+    def differencer(idx: np.ndarray, h: np.ndarray):
+        return central_differences(evaluate, arr, idx, h, param=name)
+
+    probe = np.asarray(loss(params))
+    unit = max(cfg.unit_roundoff, unit_roundoff_of(arr), unit_roundoff_of(probe))
+    a = analytic_full.reshape(-1)[flat_idx]
+    diffs = differencer(flat_idx, steps)
+    judged = judge_entries(
+        differencer, values, a, diffs, steps, unit=unit, config=cfg, drift=None,
+        base_finite=bool(np.isfinite(probe)), flat_indices=flat_idx,
+    )
+    shape = arr.shape
+    numeric = np.full(size, np.nan)
+    noise = np.full(size, np.nan)
+    codes = np.full(size, Verdict.SKIPPED, dtype=np.uint8)
+    refined = np.zeros(size, dtype=bool)
+    numeric[flat_idx], noise[flat_idx] = judged.numeric, judged.noise
+    codes[flat_idx], refined[flat_idx] = judged.codes, judged.refined
+    tol = tolerance(analytic_full.reshape(-1), numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
+    return Report(
+        name=name,
+        analytic=analytic_full,
+        numeric=numeric.reshape(shape),
+        noise=noise.reshape(shape),
+        tolerance=tol.reshape(shape),
+        codes=codes.reshape(shape),
+        refined=refined.reshape(shape),
+        dtype=float_dtype_name(arr),
+        engine="serial",
+        config=cfg,
+        evaluations=2 * flat_idx.size + judged.evaluations + 1,
+        seconds=time.perf_counter() - started,
+        notes=(f"sampled {flat_idx.size} of {size} entries",) if flat_idx.size < size else (),
+    )
