@@ -6,6 +6,7 @@ True
 """
 from ._check import check as check
 from ._config import Config as Config
+from ._control import assert_detects_wrong_gradient as assert_detects_wrong_gradient
 from ._diagnosis import Diagnosis as Diagnosis
 from ._errors import FunctionError as FunctionError
 from ._errors import GradcheckError as GradcheckError

@@ -10,14 +10,14 @@ import numpy as np
 from . import backends as _backends
 from ._classify import classify, tolerance
 from ._config import Config
-from ._differences import central_differences, slope_and_noise, steps_for
+from ._differences import slope_and_noise, steps_for
 from ._errors import FunctionError, InputMutationError
 from ._inputs import as_gradient, float_dtype_name, unit_roundoff_of
 from ._refine import step_study
 from ._report import Report
 from ._verdict import Verdict
+from .engines import ENGINE_NAMES, CheckProblem, select_engine
 
-ENGINES = ("auto", "serial")
 
 
 def make_cotangent(shape: tuple[int, ...], config: Config) -> np.ndarray:
@@ -52,6 +52,7 @@ def check(
     name: str | None = None,
     backend: Any = None,
     engine: str = "auto",
+    vectorized: bool = False,
 ) -> Report:
     """Check the claimed gradient of ``f`` at ``x`` at every entry.
 
@@ -59,6 +60,9 @@ def check(
     with a seeded random cotangent ``v`` (``config.reduce="sum"`` uses ones). ``grad`` is
     the claimed gradient: an array, a function ``grad(x)``, or for array outputs a VJP
     ``grad(x, v)``. ``x`` is never modified: perturbations happen on a private copy.
+    ``engine`` chooses how the 2N evaluations run (``"auto"`` says what it picked and
+    why, in ``report.notes``); ``vectorized=True`` declares that ``f`` accepts a leading
+    batch axis.
 
     Returns a :class:`Report` (call ``.assert_pass()`` in a test).
 
@@ -68,14 +72,14 @@ def check(
     >>> report.passed
     True
     """
-    if engine not in ENGINES:
-        raise ValueError(f"engine={engine!r} is not one of {ENGINES}")
+    if engine not in ENGINE_NAMES:
+        raise ValueError(f"engine={engine!r} is not one of {ENGINE_NAMES}")
     started = time.perf_counter()
     be = _backends.resolve(backend, x)
     x_np = be.to_numpy(x)
     dtype = float_dtype_name(x_np)
     cfg = config if config is not None else Config.for_dtype(dtype)
-    label = name or getattr(f, "__name__", "f")
+    label = name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
 
     # Private copies: `work` is perturbed, `pristine` detects a function that writes to x.
     work = np.array(x_np, order="C", copy=True)
@@ -101,8 +105,10 @@ def check(
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
 
-    def differencer(flat_idx: np.ndarray, steps: np.ndarray):
-        return central_differences(evaluate, work, flat_idx, steps)
+    problem = CheckProblem(f=f, work=work, evaluate=evaluate, backend=be, cotangent=cotangent,
+                           vectorized=vectorized)
+    eng, engine_reason = select_engine(engine, problem)
+    differencer = eng.differences
 
     size = work.size
     flat_idx = np.arange(size)
@@ -129,7 +135,7 @@ def check(
     )
     numeric, noise, codes, refined = judged.numeric, judged.noise, judged.codes, judged.refined
     evaluations += judged.evaluations
-    notes: list[str] = []
+    notes: list[str] = [engine_reason] if engine == "auto" else []
     if not np.isfinite(f0):
         notes.append("f is not finite at x: no entry can be checked")
     if not deterministic:
@@ -148,7 +154,7 @@ def check(
         codes=codes.reshape(shape),
         refined=refined.reshape(shape),
         dtype=dtype,
-        engine="serial",
+        engine=eng.name,
         config=cfg,
         deterministic=deterministic,
         drift=drift,

@@ -30,6 +30,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 __all__ = ["DualArray", "dual_gradient", "dual_jvp"]
 
+_NOVALUE = getattr(np, "_NoValue", object())  # numpy's "argument not given" marker
 _LOST = "the tangent would be lost; use .value if you really mean to drop the derivative"
 
 
@@ -139,7 +140,8 @@ class DualArray:
         if not all(_is_known(a) for a in inputs):
             return NotImplemented
         out = kwargs.pop("out", None)
-        name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        name = (f"numpy.{ufunc.__name__}" if getattr(np, ufunc.__name__, None) is ufunc
+                else f"ufunc {ufunc.__name__!r}") + ("" if method == "__call__" else f".{method}")
         if method == "reduce" and ufunc in _REDUCERS and out is None:
             return _ufunc_reduce(ufunc, name, *inputs, **kwargs)
         if method != "__call__":
@@ -166,6 +168,8 @@ class DualArray:
 
     def __array_function__(self, func: Callable, types: Iterable[type], args: tuple,
                            kwargs: dict) -> Any:
+        if not all(issubclass(t, (DualArray, np.ndarray)) for t in types):
+            return NotImplemented  # another duck array: let it (or numpy) decide
         impl = _FUNCTIONS.get(func)
         if impl is None:
             name = f"{getattr(func, '__module__', 'numpy')}.{func.__name__}"
@@ -348,7 +352,7 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
 
 
 def _reject(name: str, **given: Any) -> None:
-    bad = [k for k, v in given.items() if v is not None and v is not np._NoValue]
+    bad = [k for k, v in given.items() if v is not None and v is not _NOVALUE]
     if bad:
         raise TypeError(f"DualArray does not support {name} with {bad}")
 
@@ -509,7 +513,7 @@ def _mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims
     return _sum(a, ax, keepdims=keepdims) / count
 
 
-def _extreme(a: Any, axis: Any, keepdims: bool, pick: Callable, name: str) -> DualArray:
+def _extreme(a: Any, axis: Any, keepdims: bool, pick: Callable) -> DualArray:
     ax = _axes(axis, a.ndim)
     m = pick(a.value, axis=ax, keepdims=True)
     hit = a.value == m
@@ -523,19 +527,20 @@ def _extreme(a: Any, axis: Any, keepdims: bool, pick: Callable, name: str) -> Du
 def _max(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
          initial: Any = None, where: Any = None) -> DualArray:
     _reject("numpy.max", out=out, initial=initial, where=where)
-    return _extreme(a, axis, keepdims, np.max, "max")
+    return _extreme(a, axis, keepdims, np.max)
 
 
 def _min(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
          initial: Any = None, where: Any = None) -> DualArray:
     _reject("numpy.min", out=out, initial=initial, where=where)
-    return _extreme(a, axis, keepdims, np.min, "min")
+    return _extreme(a, axis, keepdims, np.min)
 
 
 def _var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
          keepdims: bool = False, *, where: Any = None, mean: Any = None,
          correction: Any = None) -> DualArray:
-    _reject("numpy.var", dtype=dtype, out=out, where=where, mean=mean, correction=correction)
+    _reject("numpy.var", dtype=dtype, out=out, where=where, mean=mean)
+    ddof = ddof if correction is None or correction is _NOVALUE else correction
     ax = _axes(axis, a.ndim)
     count = int(np.prod([a.shape[i] for i in ax]))
     d = a - _mean(a, ax, keepdims=True)
@@ -545,8 +550,8 @@ def _var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: flo
 def _std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
          keepdims: bool = False, *, where: Any = None, mean: Any = None,
          correction: Any = None) -> DualArray:
-    _reject("numpy.std", dtype=dtype, out=out, where=where, mean=mean, correction=correction)
-    return np.sqrt(_var(a, axis, ddof=ddof, keepdims=keepdims))
+    _reject("numpy.std", dtype=dtype, out=out, where=where, mean=mean)
+    return np.sqrt(_var(a, axis, ddof=ddof, keepdims=keepdims, correction=correction))
 
 
 def _prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
@@ -562,7 +567,7 @@ def _prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims
     left = np.cumprod(np.concatenate([ones, v[..., :-1]], axis=-1), axis=-1)
     right = np.cumprod(np.concatenate([ones, v[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
     value = np.prod(a.value, axis=ax, keepdims=keepdims)
-    tangent = np.sum((left * right)[..., None] * t, axis=-2)
+    tangent = np.sum((left[..., :v.shape[-1]] * right[..., :v.shape[-1]])[..., None] * t, axis=-2)
     return DualArray(value, tangent.reshape(np.shape(value) + (a.n_tangents,)))
 
 
@@ -664,8 +669,8 @@ def _stack(arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None,
 
 def _atleast(a: Any, n: int) -> Any:
     if isinstance(a, DualArray):
-        while a.ndim < n:
-            a = _expand_dims(a, 0 if a.ndim == 0 or n == 1 else 0)
+        while a.ndim < n:  # numpy.atleast_1d/2d prepend axes
+            a = _expand_dims(a, 0)
         return a
     return np.atleast_2d(a) if n == 2 else np.atleast_1d(a)
 
@@ -700,8 +705,8 @@ def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> DualArray:
     return DualArray(np.take_along_axis(arr.value, idx, axis=ax), t)
 
 
-def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue,
-          append: Any = np._NoValue) -> DualArray:
+def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = _NOVALUE,
+          append: Any = _NOVALUE) -> DualArray:
     _reject("numpy.diff", prepend=prepend, append=append)
     ax = normalize_axis_index(axis, a.ndim)
     return DualArray(np.diff(a.value, n, axis=ax), np.diff(a.tangent, n, axis=ax))
@@ -734,34 +739,39 @@ def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
     return _finish(value, np.where(cond[..., None], xd.tangent, yd.tangent), k)
 
 
-def _clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = None, *,
-          min: Any = np._NoValue, max: Any = np._NoValue, **kw: Any) -> DualArray:
+def _clip(a: Any, a_min: Any = _NOVALUE, a_max: Any = _NOVALUE, out: Any = None, *,
+          min: Any = _NOVALUE, max: Any = _NOVALUE, **kw: Any) -> DualArray:
     _reject("numpy.clip", out=out, **kw)
-    lo = min if a_min is np._NoValue else a_min
-    hi = max if a_max is np._NoValue else a_max
+    lo = min if a_min is _NOVALUE else a_min
+    hi = max if a_max is _NOVALUE else a_max
     # maximum/minimum carry the tie rule, so clip at a bound splits the tangent like they do.
-    if lo is not None and lo is not np._NoValue:
+    if lo is not None and lo is not _NOVALUE:
         a = np.maximum(a, lo)
-    if hi is not None and hi is not np._NoValue:
+    if hi is not None and hi is not _NOVALUE:
         a = np.minimum(a, hi)
     return a
 
 
-def _like(fill: float | None) -> Callable:
-    def impl(a: Any, *args: Any, dtype: Any = None, order: Any = "K", subok: bool = True,
-             shape: Any = None, device: Any = None) -> Any:
-        value = args[0] if fill is None and args else fill
-        if fill is None and not args:
-            raise TypeError("numpy.full_like needs a fill value")
-        if isinstance(value, DualArray):
-            raise TypeError("numpy.full_like with a DualArray fill value is not supported")
-        shp = a.shape if shape is None else tuple(np.atleast_1d(shape)) if np.ndim(shape) \
-            else (shape,)
-        if dtype is not None and np.dtype(dtype) != np.float64:
-            return np.full(shp, value, dtype=dtype)  # an integer/bool mask is just a constant
-        # A DualArray (with zero tangent) so that `out = np.zeros_like(x); out[i] = ...` works.
-        return DualArray(np.full(shp, value, dtype=np.float64), np.zeros(shp + (a.n_tangents,)))
+def _constant_like(a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
+    if isinstance(fill, DualArray):
+        raise TypeError("numpy.full_like with a DualArray fill value is not supported")
+    shp = a.shape if shape is None else tuple(int(n) for n in np.atleast_1d(shape))
+    if dtype is not None and np.dtype(dtype) != np.float64:
+        return np.full(shp, fill, dtype=dtype)  # an integer/bool mask is just a constant
+    # A DualArray (zero tangent) so that `out = np.zeros_like(x); out[i] = ...` keeps tangents.
+    return DualArray(np.full(shp, fill, dtype=np.float64), np.zeros(shp + (a.n_tangents,)))
+
+
+def _like(fill: float) -> Callable:
+    def impl(a: Any, dtype: Any = None, order: Any = "K", subok: bool = True, shape: Any = None,
+             *, device: Any = None) -> Any:
+        return _constant_like(a, fill, dtype, shape)
     return impl
+
+
+def _full_like(a: Any, fill_value: Any, dtype: Any = None, order: Any = "K", subok: bool = True,
+               shape: Any = None, *, device: Any = None) -> Any:
+    return _constant_like(a, fill_value, dtype, shape)
 
 
 # ---- products ----------------------------------------------------------------------------------
@@ -849,7 +859,7 @@ _FUNCTIONS: dict[Callable, Callable] = {
     np.where: _where, np.clip: _clip, np.dot: _dot, np.outer: _outer, np.einsum: _einsum,
     np.linalg.norm: _norm,
     np.zeros_like: _like(0.0), np.ones_like: _like(1.0), np.empty_like: _like(0.0),
-    np.full_like: _like(None),
+    np.full_like: _full_like,
     np.copy: lambda a, order="K", subok=False: a.copy(),
     np.argmax: lambda a, axis=None, out=None, **kw: np.argmax(a.value, axis, out, **kw),
     np.argmin: lambda a, axis=None, out=None, **kw: np.argmin(a.value, axis, out, **kw),

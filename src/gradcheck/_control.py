@@ -1,0 +1,79 @@
+"""The negative control: prove the instrument works before trusting its verdicts.
+
+A checker that computes nothing and reports "pass" is worse than none, and one that
+complains about everything is just as useless. So both directions are checked: a
+corrupted gradient must be flagged at exactly the corrupted entries, and the correct
+gradient must pass.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from . import backends as _backends
+from ._config import Config
+from ._errors import GradientAssertionError
+from ._verdict import Verdict
+
+# (multi-index, multiplicative corruption): a relative error of 1e-3 on one entry and a
+# sign flip on another, so both a subtle and a gross defect must be seen.
+CORRUPTIONS: tuple[tuple[tuple[int, int], float], ...] = (((1, 2), 1.0 + 1e-3), ((2, 0), -1.0))
+
+
+class _Corrupting:
+    """Wraps a backend and corrupts the gradient it claims at known entries."""
+
+    def __init__(self, inner: Any, corruptions=CORRUPTIONS) -> None:
+        self.inner = inner
+        self.name = f"corrupted-{inner.name}"
+        self.corruptions = corruptions
+
+    def accepts(self, x: Any) -> bool:
+        return self.inner.accepts(x)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return self.inner.to_numpy(x)
+
+    def evaluate(self, f: Callable[..., Any], x: np.ndarray) -> np.ndarray:
+        return self.inner.evaluate(f, x)
+
+    def claimed_gradient(self, f, x, cotangent, grad) -> np.ndarray:
+        g = np.array(self.inner.claimed_gradient(f, x, cotangent, grad), dtype=np.float64)
+        for ix, factor in self.corruptions:
+            g[ix] = g[ix] * factor
+        return g
+
+    def control_problem(self):
+        return self.inner.control_problem()
+
+
+def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto", config: Config | None = None) -> None:
+    """Raise :class:`GradientAssertionError` unless the checker, through ``backend``,
+    flags a corrupted gradient at exactly its corrupted entries AND passes the correct one.
+
+    Run it in the same test session as your real checks; if it ever fails, ignore every
+    other result of that run.
+
+    >>> import gradcheck
+    >>> gradcheck.assert_detects_wrong_gradient("numpy")
+    """
+    from ._check import check  # late: avoid an import cycle at package import
+
+    be = _backends.resolve(backend, None)
+    f, x, grad = be.control_problem()
+    good = check(f, x, grad, backend=be, engine=engine, config=config, name=f"control[{be.name}]")
+    if not good.passed or good.counts[Verdict.PASS] != good.size:
+        raise GradientAssertionError(
+            f"negative control failed: the CORRECT gradient through backend {be.name!r} was not "
+            f"passed at every entry, so the checker cries wolf\n{good}", good,
+        )
+    bad = check(f, x, grad, backend=_Corrupting(be), engine=engine, config=config,
+                name=f"control[{be.name}, corrupted]")
+    expected = sorted(ix for ix, _ in CORRUPTIONS)
+    flagged = sorted(bad.entries(Verdict.MISMATCH))
+    if flagged != expected:
+        raise GradientAssertionError(
+            f"negative control failed: gradient corrupted at {expected} through backend {be.name!r}, "
+            f"but the checker flagged {flagged}\n{bad}", bad,
+        )

@@ -1,0 +1,85 @@
+"""The ``gradcheck`` command line.
+
+Exit codes: 0 every check passed, 1 a check failed (a mismatch was found), 2 usage error.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any, Sequence
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+def _load(spec: str) -> Any:
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        raise ValueError(f"expected MODULE:NAME, got {spec!r}")
+    obj = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from .showcases import run_demo
+
+    return EXIT_PASS if run_demo(json_out=args.json) else EXIT_FAIL
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from . import Config, check
+
+    f = _load(args.function)
+    grad = _load(args.grad) if args.grad else None
+    if args.input:
+        x = np.load(args.input, allow_pickle=False)
+    elif args.shape:
+        shape = tuple(int(s) for s in args.shape.split(","))
+        x = np.random.default_rng(args.seed).standard_normal(shape).astype(args.dtype)
+    else:
+        raise ValueError("give --input FILE.npy or --shape D0,D1,...")
+    cfg = Config.for_dtype(str(x.dtype)) if x.dtype.kind == "f" else None
+    report = check(f, x, grad, config=cfg, backend=args.backend)
+    print(report.to_json() if args.json else report)
+    return EXIT_PASS if report.passed else EXIT_FAIL
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gradcheck", description="Check gradients at every entry.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run the showcases (planted bugs that must be caught, correct gradients that must pass)")
+    demo.add_argument("--json", action="store_true", help="print JSON instead of text")
+    demo.set_defaults(run=_cmd_demo)
+    chk = sub.add_parser("check", help="check MODULE:FUNC against its claimed gradient")
+    chk.add_argument("function", help="MODULE:FUNC, the function to check")
+    chk.add_argument("--grad", help="MODULE:FUNC, the claimed gradient grad(x) (or VJP grad(x, v))")
+    chk.add_argument("--input", help="a .npy file holding x (loaded with allow_pickle=False)")
+    chk.add_argument("--shape", help="random normal x of this shape, e.g. 3,4")
+    chk.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    chk.add_argument("--seed", type=int, default=0)
+    chk.add_argument("--backend", default=None, help="numpy (default), dual, ...")
+    chk.add_argument("--json", action="store_true")
+    chk.set_defaults(run=_cmd_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    try:
+        return int(args.run(args))
+    except (ValueError, TypeError, ImportError, AttributeError, OSError) as exc:
+        print(f"gradcheck: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
