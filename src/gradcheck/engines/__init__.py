@@ -14,7 +14,7 @@ import numpy as np
 
 from ._serial import SerialEngine
 
-ENGINE_NAMES = ("auto", "serial")
+ENGINE_NAMES = ("auto", "serial", "batched", "compiled", "processes")
 
 
 class Engine(Protocol):
@@ -39,10 +39,37 @@ class CheckProblem:
 
 
 def select_engine(name: str, problem: CheckProblem) -> tuple[Engine, str]:
-    """The engine for ``name`` and, for ``"auto"``, the reason it was picked."""
+    """The engine for ``name`` and the reason it was picked (said in the report).
+
+    ``auto``: ``compiled`` for a numba ``@njit`` function or a native (cffi) function with
+    the numpy backend; ``batched`` when ``vectorized=True``; ``processes`` when the
+    estimated serial time is long and there is more than one core; else ``serial``.
+    """
     if name not in ENGINE_NAMES:
         raise ValueError(f"engine={name!r} is not one of {ENGINE_NAMES}")
-    if name in ("auto", "serial"):
-        reason = "serial: the only engine for a general Python callable" if name == "auto" else "serial: asked for"
+    if name == "serial":
+        return SerialEngine(problem), "serial: asked for"
+    if name == "auto":
+        name, reason = _auto(problem)
+    else:
+        reason = f"{name}: asked for"
+    if name == "serial":
         return SerialEngine(problem), reason
-    raise AssertionError("unreachable")  # pragma: no cover
+    import importlib
+
+    module = importlib.import_module(f"._{name}", __name__)
+    return module.make_engine(problem), reason
+
+
+def _auto(problem: CheckProblem) -> tuple[str, str]:
+    import importlib
+
+    for candidate in ("compiled", "batched", "processes"):
+        try:
+            module = importlib.import_module(f"._{candidate}", __name__)
+        except ModuleNotFoundError:
+            continue
+        why = module.auto_reason(problem)
+        if why:
+            return candidate, f"{candidate}: {why}"
+    return "serial", "serial: a general Python callable (no faster engine applies)"
