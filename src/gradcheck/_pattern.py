@@ -45,7 +45,7 @@ from typing import Sequence
 
 import numpy as np
 
-MIN_ACCURACY = 0.5
+MIN_ACCURACY = 0.97
 MIN_RECALL = 0.90
 MAX_ERROR_RATIO = 0.25
 _MAX_ALTERNATIVES = 4
