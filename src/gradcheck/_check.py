@@ -218,21 +218,25 @@ def judge_entries(
 
 def _retry_nonfinite_steps(differencer, x, a, fp, fm, steps, codes, numeric, noise, unit, cfg) -> int:
     """Entries whose x and claimed value are finite but whose perturbed evaluations were
-    not (a step that left f's domain, e.g. log near 0) are retried with smaller steps."""
+    not (a step that left f's domain, e.g. log near 0) are retried with a step relative
+    to |x_i| alone, then smaller ones. ``steps`` is updated for the entries that worked,
+    so a later step study starts from the step that stays in the domain."""
     stuck = np.flatnonzero(
         np.isfinite(x) & np.isfinite(a) & ~(np.isfinite(fp) & np.isfinite(fm))
     )
     evaluations = 0
-    for shrink in (1e-1, 1e-2, 1e-3, 1e-4):
+    relative = cfg.step * np.maximum(np.abs(x), np.finfo(np.float64).tiny)
+    for shrink in (1.0, 1e-2, 1e-4):
         if not stuck.size:
             break
-        p, m, d = differencer(stuck, steps[stuck] * shrink)
+        trial = np.minimum(relative[stuck] * shrink, steps[stuck])
+        p, m, d = differencer(stuck, trial)
         evaluations += 2 * stuck.size
-        ok = np.isfinite(p) & np.isfinite(m)
+        ok = np.isfinite(p) & np.isfinite(m) & (d > 0)
         if ok.any():
             idx = stuck[ok]
             n, z = slope_and_noise(p[ok], m[ok], d[ok], unit)
-            numeric[idx], noise[idx] = n, z
+            numeric[idx], noise[idx], steps[idx] = n, z, trial[ok]
             codes[idx] = classify(a[idx], n, z, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
         stuck = stuck[~ok]
     return evaluations

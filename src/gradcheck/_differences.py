@@ -49,7 +49,13 @@ def central_differences(
     denom = np.full(count, np.nan)
     flat = _flat_handle(target)
     cast = target.dtype.type
-    for j in range(count):
+    with np.errstate(all="ignore"):  # f is evaluated at points the user did not choose
+        _difference_loop(evaluate, target, flat, cast, idx, steps, f_plus, f_minus, denom, param, progress)
+    return f_plus, f_minus, denom
+
+
+def _difference_loop(evaluate, target, flat, cast, idx, steps, f_plus, f_minus, denom, param, progress) -> None:
+    for j in range(idx.size):
         i = int(idx[j])
         old = flat[i]
         if not np.isfinite(old):
@@ -65,7 +71,8 @@ def central_differences(
             flat[i] = xm
             fm = evaluate()
         except Exception as exc:  # re-raised with the entry it happened at
-            raise FunctionError(np.unravel_index(i, target.shape), side, param, exc) from exc
+            index = tuple(int(k) for k in np.unravel_index(i, target.shape))
+            raise FunctionError(index, side, param, exc) from exc
         finally:
             flat[i] = old
         f_plus[j] = fp
@@ -74,7 +81,6 @@ def central_differences(
         denom[j] = np.float64(xp) - np.float64(xm)
         if progress is not None:
             progress(j)
-    return f_plus, f_minus, denom
 
 
 def slope_and_noise(
