@@ -36,6 +36,7 @@ CASES = [
     ("even-rows", mask((6, 4), S[::2]), "parity", "even rows"),
     ("odd-columns", mask((3, 7), S[:, 1::2]), "parity", "odd columns"),
     ("stride", mask((12, 2), S[1::4]), "stride", "every 4th row from row 1"),
+    ("late-start-is-no-parity", mask((8, 2), S[3::2]), "row", "rows 3, 5 and 7"),
     ("block", mask((6, 6), S[2:5, 1:4]), "block", "a block rows 2–4 × columns 1–3"),
     ("grid", mask((6, 6), S[1::2, [0, 5]]), "product", "a grid of odd rows × columns 0 and 5"),
     ("diagonal", np.eye(5, dtype=bool), "diagonal", "the main diagonal"),
@@ -135,21 +136,28 @@ def rebuild(details: dict, kind: str) -> np.ndarray:
     return out
 
 
+def index_set(n: int):
+    """Any subset of range(n), or a periodic one (parities, strides, runs)."""
+    periodic = st.builds(lambda a, step: list(range(a % n, n, step)),
+                         st.integers(0, 6), st.integers(1, 4))
+    return st.one_of(st.sets(st.integers(0, n - 1)).map(sorted), periodic)
+
+
 @st.composite
 def masks(draw):
     """Random masks, biased towards structure so every kind gets exercised."""
     shape = tuple(draw(st.lists(st.integers(1, 7), min_size=0, max_size=3)))
     size = int(np.prod(shape))
     style = draw(st.sampled_from(["random", "product", "diagonal"]))
-    if style == "diagonal" and len(shape) == 2:
-        m = np.eye(*shape, draw(st.integers(-shape[0] + 1, shape[1] - 1)), dtype=bool)
-        m = m[:, ::-1] if draw(st.booleans()) else m
-    elif style == "product":
-        m = np.zeros(shape, bool)
-        m[np.ix_(*[sorted(draw(st.sets(st.integers(0, n - 1)))) for n in shape])] = True
-    else:
+    if style == "random":
         bits = draw(st.lists(st.booleans(), min_size=size, max_size=size))
         m = np.array(bits, bool).reshape(shape)
+    elif style == "diagonal" and len(shape) == 2:
+        m = np.eye(*shape, draw(st.integers(-shape[0] + 1, shape[1] - 1)), dtype=bool)
+        m = m[:, ::-1] if draw(st.booleans()) else m
+    else:
+        m = np.zeros(shape, bool)
+        m[np.ix_(*[draw(index_set(n)) for n in shape])] = True
     return ~m if draw(st.booleans()) else m
 
 

@@ -277,8 +277,11 @@ def find_shape_rule(shapes: Sequence[Sequence[int]], failed: Sequence[bool], *,
     def build(idx: int, exact: bool) -> ShapeRule:
         text, pred, alts = decode(idx)
         level = level_of(idx)
-        same = np.flatnonzero(scores == scores[idx])
-        alts += [decode(int(o))[0] for o in same if o != idx and level_of(int(o)) == level]
+        for other in np.flatnonzero(scores == scores[idx]):
+            if len(alts) >= _MAX_ALTERNATIVES:
+                break  # tiny sweeps tie thousands of pairs; a few make the point
+            if other != idx and level_of(int(other)) == level:
+                alts.append(decode(int(other))[0])
         kind = "constant" if idx < 2 else ("single" if level == "single" else pred.op)
         return ShapeRule(text, float(scores[idx]) / n_total, exact, n_failed, n_total, pred,
                          kind, tuple(alts[:_MAX_ALTERNATIVES]))
