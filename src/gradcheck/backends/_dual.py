@@ -26,7 +26,12 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
-from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+try:
+    from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+except ImportError:  # numpy < 2.0
+    from numpy.core.multiarray import normalize_axis_index  # type: ignore[no-redef]
+    from numpy.core.numeric import normalize_axis_tuple  # type: ignore[no-redef]
 
 __all__ = ["DualArray", "dual_gradient", "dual_jvp"]
 
@@ -686,7 +691,8 @@ def _hstack(tup: Any, *, dtype: Any = None, casting: Any = None) -> DualArray:
     return _concatenate(arrs, axis=0 if np.ndim(_value(arrs[0])) == 1 else 1)
 
 
-def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> DualArray:
+def _take(a: Any, indices: Any, axis: Any = None, out: Any = None,
+          mode: str = "raise") -> DualArray:
     _reject("numpy.take", out=out)
     idx = _plain(indices, "numpy.take indices")
     if axis is None:
