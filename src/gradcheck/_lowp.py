@@ -19,15 +19,13 @@ Conventions
 * ``ulp_error`` never returns NaN: 0 when candidate and exact are the same infinity or
   both NaN, inf whenever exactly one side is non-finite or they are different infinities.
 
-Example
--------
 >>> from fractions import Fraction
->>> bits = round_to_format([Fraction(1, 3)], "bfloat16")
->>> float(from_bits(bits, "bfloat16")[0])
+>>> float(round_to_format([Fraction(1, 3)], "bfloat16", as_dtype=True)[0])
 0.333984375
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 from dataclasses import dataclass
@@ -35,11 +33,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "FloatFormat", "FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64", "FORMATS",
-    "resolve_format", "round_to_format", "from_bits", "ulp", "ulp_error",
-    "is_correctly_rounded",
-]
+__all__ = ["FloatFormat", "FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64", "FORMATS",
+           "resolve_format", "round_to_format", "from_bits", "ulp", "ulp_error",
+           "is_correctly_rounded"]
 
 
 @dataclass(frozen=True)
@@ -57,27 +53,21 @@ class FloatFormat:
     @property
     def bits(self) -> int:
         return 1 + self.exponent_bits + self.mantissa_bits
-
     @property
     def bias(self) -> int:
         return (1 << (self.exponent_bits - 1)) - 1
-
     @property
     def emin(self) -> int:
         return 1 - self.bias
-
     @property
     def emax(self) -> int:
         return self.bias
-
     @property
     def min_subnormal(self) -> float:
         return math.ldexp(1.0, self.emin - self.mantissa_bits)
-
     @property
     def min_normal(self) -> float:
         return math.ldexp(1.0, self.emin)
-
     @property
     def max_finite(self) -> float:
         return math.ldexp(2.0 - math.ldexp(1.0, -self.mantissa_bits), self.emax)
@@ -120,18 +110,14 @@ def resolve_format(dtype_like: Any) -> FloatFormat:
     """
     if isinstance(dtype_like, FloatFormat):
         return dtype_like
-    name: str | None = None
-    if isinstance(dtype_like, str):
-        name = dtype_like
+    name = None
+    if isinstance(dtype_like, str) or str(dtype_like).startswith("torch."):
+        name = str(dtype_like)
     elif isinstance(dtype_like, np.dtype):
         name = dtype_like.name
     elif isinstance(dtype_like, type):
-        try:
+        with contextlib.suppress(TypeError):
             name = np.dtype(dtype_like).name
-        except TypeError:
-            name = None
-    elif str(dtype_like).startswith("torch."):
-        name = str(dtype_like)
     elif hasattr(dtype_like, "dtype"):  # an array or tensor: judge by its dtype
         return resolve_format(dtype_like.dtype)
     if name is not None:
@@ -189,14 +175,9 @@ def _floor_log2(p: int, q: int, e2: int) -> int:
     return d + e2
 
 
-def _consts(fmt: FloatFormat) -> tuple[int, int, int, int, int, int]:
-    # Hoisted once per call: the per-entry loop must not pay for property lookups.
-    return fmt.mantissa_bits, fmt.emin, fmt.emax, fmt.bias, fmt.inf_bits, fmt.bits - 1
-
-
 def _round_bits(sign: int, p: int, q: int, e2: int,
                 k: tuple[int, int, int, int, int, int]) -> int:
-    """Bits of (-1)**sign * p * 2**e2 / q rounded to nearest even; k = _consts(fmt)."""
+    """Bits of (-1)**sign * p * 2**e2 / q rounded to nearest even; k: format constants."""
     m, emin, emax, bias, inf_bits, sign_pos = k
     signbit = sign << sign_pos
     if p == 0:
@@ -217,7 +198,7 @@ def _round_bits(sign: int, p: int, q: int, e2: int,
     else:
         num, den = (p << s, q) if s >= 0 else (p, q << -s)
         n, r = divmod(num, den)
-        up = 2 * r > den or (2 * r == den and n & 1)
+        up = 2 * r > den  # q odd > 1: never exactly a (dyadic) midpoint, so no ties
     # Bias the exponent field by big_e - 1: n carries the implicit bit, so a carry out of
     # the mantissa (n == 2**(m+1)) bumps the exponent for free, and the subnormal binade
     # (field 0) needs no special case.
@@ -238,12 +219,6 @@ def _as_float64(values: Any) -> np.ndarray | None:
             ("bfloat16", "float8", "float6", "float4"))):
         return arr.astype(np.float64)  # every binary format of <= 64 bits widens exactly
     return None
-
-
-def _as_objects(values: Any) -> np.ndarray:
-    # astype(object) turns numpy integers into Python ints, which _parse takes exactly.
-    return np.asarray(values).astype(object) if isinstance(values, np.ndarray) else \
-        np.asarray(values, dtype=object)
 
 
 def _round_float64(x: np.ndarray, fmt: FloatFormat) -> np.ndarray:
@@ -287,17 +262,14 @@ def round_to_format(values: Any, fmt: Any, *, as_dtype: bool = False) -> np.ndar
     fmt = resolve_format(fmt)
     x = _as_float64(values)
     if x is not None:
-        bits = _round_float64(np.ascontiguousarray(x), fmt)
+        bits = _round_float64(x if x.flags.c_contiguous else x.copy(), fmt)  # keeps 0-d
     else:
-        objs = _as_objects(values)
-        out, k = [], _consts(fmt)
-        for v in objs.flat:
-            kind, sign, p, q, e2 = _parse(v)
-            if kind == _FINITE:
-                out.append(_round_bits(sign, p, q, e2, k))
-            else:
-                out.append(fmt.inf_bits | (sign << (fmt.bits - 1)) if kind == _INF
-                           else _nan_bits(sign, fmt))
+        objs = np.asarray(values, dtype=object)  # numpy ints become exact Python ints
+        # Constants hoisted: the per-entry loop must not pay for property lookups.
+        k = (fmt.mantissa_bits, fmt.emin, fmt.emax, fmt.bias, fmt.inf_bits, fmt.bits - 1)
+        out = [_round_bits(sign, p, q, e2, k) if kind == _FINITE
+               else (sign << k[5]) | fmt.inf_bits if kind == _INF else _nan_bits(sign, fmt)
+               for kind, sign, p, q, e2 in map(_parse, objs.flat)]
         bits = np.array(out, dtype=fmt.uint_dtype).reshape(objs.shape)
     return from_bits(bits, fmt) if as_dtype else bits
 
@@ -330,13 +302,11 @@ def ulp(value: Any, fmt: Any) -> np.ndarray:
         e = np.clip(np.where(x == 0, fmt.emin, e - 1), fmt.emin, fmt.emax)
         out = np.ldexp(1.0, (e - fmt.mantissa_bits).astype(np.int32))
         return np.where(np.isfinite(x), out, np.abs(x))  # inf -> inf, nan -> nan
-    objs = _as_objects(value)
-    res = np.empty(objs.shape, dtype=np.float64)
-    for i, v in enumerate(objs.flat):
-        kind, _, p, q, e2 = _parse(v)
-        res.flat[i] = ((math.inf if kind == _INF else math.nan) if kind != _FINITE
-                       else math.ldexp(1.0, _ulp_exponent(p, q, e2, fmt)))
-    return res
+    objs = np.asarray(value, dtype=object)
+    res = [math.ldexp(1.0, _ulp_exponent(p, q, e2, fmt)) if kind == _FINITE
+           else math.inf if kind == _INF else math.nan
+           for kind, _, p, q, e2 in map(_parse, objs.flat)]
+    return np.array(res, dtype=np.float64).reshape(objs.shape)
 
 
 def _candidate_float64(candidate: Any) -> np.ndarray:
@@ -359,7 +329,9 @@ def ulp_error(candidate: Any, exact: Any, fmt: Any) -> np.ndarray:
     [1.0]
     """
     fmt = resolve_format(fmt)
-    c, ex = np.broadcast_arrays(_candidate_float64(candidate), _exact_view(exact))
+    ex = _as_float64(exact)
+    c, ex = np.broadcast_arrays(_candidate_float64(candidate),
+                                np.asarray(exact, dtype=object) if ex is None else ex)
     if ex.dtype == np.float64:
         # Both are floats: fl(c - x) is the correctly rounded difference, and dividing by
         # a power of two is exact, so this is the exact ratio rounded once.
@@ -368,20 +340,12 @@ def ulp_error(candidate: Any, exact: Any, fmt: Any) -> np.ndarray:
         same = (c == ex) | (np.isnan(c) & np.isnan(ex))
         err = np.where(same, 0.0, err)
         finite = np.isfinite(c) & np.isfinite(ex)
-        # c - x can overflow for float64 near its max although the ratio is finite: redo
-        # those few exactly.
+        # c - x overflows near float64's max although the ratio is finite: redo exactly.
         for i in np.flatnonzero(finite & ~np.isfinite(err)):
             err.flat[i] = _exact_ulp_error(float(c.flat[i]), float(ex.flat[i]), fmt)
         return np.where(finite | same, err, np.inf)
-    res = np.empty(c.shape, dtype=np.float64)
-    for i, (cv, xv) in enumerate(zip(c.flat, ex.flat)):
-        res.flat[i] = _exact_ulp_error(float(cv), xv, fmt)
-    return res
-
-
-def _exact_view(exact: Any) -> np.ndarray:
-    x = _as_float64(exact)
-    return x if x is not None else _as_objects(exact)
+    res = [_exact_ulp_error(float(cv), xv, fmt) for cv, xv in zip(c.flat, ex.flat)]
+    return np.array(res, dtype=np.float64).reshape(c.shape)
 
 
 def _exact_ulp_error(cv: float, xv: Any, fmt: FloatFormat) -> float:
@@ -397,11 +361,7 @@ def _exact_ulp_error(cv: float, xv: Any, fmt: FloatFormat) -> float:
     # |cp*2**ce - s*p*2**e2/q| / 2**k over the common exponent m, as one integer ratio.
     m = min(ce, e2)
     num = abs(((cp * q) << (ce - m)) - (-1) ** sx * (p << (e2 - m)))
-    den = q
-    if m - k >= 0:
-        num <<= m - k
-    else:
-        den <<= k - m
+    num, den = (num << (m - k), q) if m >= k else (num, q << (k - m))
     try:
         return num / den  # int / int is correctly rounded in CPython
     except OverflowError:
@@ -423,7 +383,8 @@ def is_correctly_rounded(candidate: Any, exact: Any, fmt: Any, *,
     want = round_to_format(exact, fmt)
     got = round_to_format(c, fmt)
     c, want, got = np.broadcast_arrays(c, want, got)
-    representable = (from_bits(got, fmt).astype(np.float64) == c) | np.isnan(c)
+    with np.errstate(invalid="ignore"):  # ml_dtypes warns when widening NaN
+        representable = (from_bits(got, fmt).astype(np.float64) == c) | np.isnan(c)
     mag = ~np.asarray(1 << (fmt.bits - 1), dtype=fmt.uint_dtype)  # all bits but the sign
     nan_w = (want & mag) > fmt.inf_bits
     nan_g = (got & mag) > fmt.inf_bits
