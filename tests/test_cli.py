@@ -1,0 +1,71 @@
+"""The command line, run as a subprocess: output and exit codes (0 pass, 1 fail, 2 usage)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+
+def run(*args, cwd=None, env_extra=None):
+    env = dict(os.environ)
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "gradcheck.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, env=env, timeout=300)
+
+
+def test_demo_runs_every_showcase_and_exits_zero():
+    """`gradcheck demo` prints each showcase and exits 0 when all behave as expected."""
+    out = run("demo")
+    assert out.returncode == 0, out.stderr
+    assert "showcases behaved as expected" in out.stdout
+    assert "b1.wq fails alone" in out.stdout
+
+
+def test_demo_json():
+    """`gradcheck demo --json` prints one JSON document."""
+    out = run("demo", "--json")
+    data = json.loads(out.stdout)
+    assert data["behaved"] is True and len(data["showcases"]) >= 5
+
+
+@pytest.fixture
+def user_module(tmp_path):
+    (tmp_path / "usermod.py").write_text(textwrap.dedent("""
+        import numpy as np
+        def f(x): return (np.sin(x) * x).sum()
+        def good(x): return np.cos(x) * x + np.sin(x)
+        def bad(x):
+            g = good(x); g.flat[3] *= 1.01; return g
+    """))
+    np.save(tmp_path / "x.npy", np.linspace(-1, 1, 8))
+    return tmp_path
+
+
+@pytest.mark.parametrize("grad, code", [("usermod:good", 0), ("usermod:bad", 1)])
+def test_check_command_exit_codes(user_module, grad, code):
+    """`gradcheck check` exits 0 on pass and 1 on a mismatch."""
+    out = run("check", "usermod:f", "--grad", grad, "--input", "x.npy", cwd=user_module,
+              env_extra={"PYTHONPATH": str(user_module)})
+    assert out.returncode == code, out.stdout + out.stderr
+
+
+def test_check_command_json(user_module):
+    """`--json` prints the report as JSON, naming the mismatching entry."""
+    out = run("check", "usermod:f", "--grad", "usermod:bad", "--shape", "2,4", "--json",
+              cwd=user_module, env_extra={"PYTHONPATH": str(user_module)})
+    data = json.loads(out.stdout)
+    assert [e["index"] for e in data["entries"] if e["verdict"] == "MISMATCH"] == [[0, 3]]
+
+
+@pytest.mark.parametrize("args", [[], ["check"], ["check", "nomodule"], ["frobnicate"],
+                                  ["check", "usermod:f", "--grad", "usermod:good"]])
+def test_usage_errors_exit_two(user_module, args):
+    """Usage errors exit 2 with a message, never a traceback."""
+    out = run(*args, cwd=user_module, env_extra={"PYTHONPATH": str(user_module)})
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
