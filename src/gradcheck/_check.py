@@ -201,7 +201,12 @@ def judge_entries(
             codes, numeric, noise, unit, cfg,
         )
     if cfg.refine and drift is None:
-        suspects = np.flatnonzero(codes == Verdict.MISMATCH)
+        suspect = codes == Verdict.MISMATCH
+        if cfg.refine_noisy:
+            # PASS entries whose tolerance is mostly round-off certify less than rtol.
+            scale = np.maximum(np.abs(analytic), np.abs(numeric))
+            suspect |= (codes == Verdict.PASS) & (cfg.noise_factor * noise > cfg.rtol * scale)
+        suspects = np.flatnonzero(suspect)
         if suspects.size:
             study = step_study(
                 lambda j, h: differencer(idx_map[j], h), suspects, steps[suspects], analytic[suspects],

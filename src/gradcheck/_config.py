@@ -41,6 +41,9 @@ class Config:
                       against a true gradient of zero.
     ``seed``          seed of the random cotangent.
     ``refine``        give every MISMATCH a step study before it is reported.
+    ``refine_noisy``  also study PASS entries whose tolerance is dominated by round-off
+                      (``k*noise > rtol*scale``): larger steps resolve them to ``rtol``.
+                      Off in the float32 preset, where that is nearly every entry.
     ``dtype``         the preset this came from (informational).
 
     >>> Config.for_dtype("float32").step
@@ -56,6 +59,7 @@ class Config:
     reduce: Reduce = "random"
     seed: int = 0
     refine: bool = True
+    refine_noisy: bool = True
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
@@ -92,9 +96,9 @@ class Config:
 _PRESETS = {
     # step ~ cbrt(eps): balances O(h^2) truncation against O(u/h) cancellation.
     "float64": Config(step=6.0e-6, rtol=1e-6, atol=0.0, noise_factor=8.0, dtype="float64"),
-    "float32": Config(step=1e-3, rtol=1e-3, atol=0.0, noise_factor=8.0, dtype="float32"),
+    "float32": Config(step=1e-3, rtol=1e-3, atol=0.0, noise_factor=8.0, refine_noisy=False, dtype="float32"),
     # Same-precision differences in 16-bit formats are mostly noise; these presets are
     # coarse on purpose and the noise term will mark most entries UNCHECKED.
-    "float16": Config(step=3e-2, rtol=3e-2, atol=0.0, noise_factor=8.0, dtype="float16"),
-    "bfloat16": Config(step=1e-1, rtol=1e-1, atol=0.0, noise_factor=8.0, dtype="bfloat16"),
+    "float16": Config(step=3e-2, rtol=3e-2, atol=0.0, noise_factor=8.0, refine_noisy=False, dtype="float16"),
+    "bfloat16": Config(step=1e-1, rtol=1e-1, atol=0.0, noise_factor=8.0, refine_noisy=False, dtype="bfloat16"),
 }

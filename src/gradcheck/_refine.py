@@ -1,7 +1,8 @@
 """Second look at suspicious entries: a step study (only suspects pay for it).
 
 A real bug does not care about the step; a finite-difference artifact moves with it.
-Each suspect is differenced again at h/2, 2h and 4h. Every estimate gets an error bound
+Each suspect is differenced again at h/2, 2h, 4h, 8h and 16h (larger steps have less
+round-off, smaller ones less truncation). Every estimate gets an error bound
 from its own round-off and from how much it moves between steps (truncation, measured):
 
     D(s)        bound = k*noise(s) + |D(2s) - D(s)| / 3            (O(s^2) truncation)
@@ -24,7 +25,7 @@ from ._verdict import Verdict
 
 Differencer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
-STUDY_FACTORS = (0.5, 1.0, 2.0, 4.0)
+STUDY_FACTORS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
 
 
 @dataclass(frozen=True)
@@ -64,15 +65,16 @@ def step_study(
 
     k = noise_factor
     candidates: list[tuple[np.ndarray, np.ndarray]] = []
-    for s in (0.5, 1.0, 2.0):
+    lower = STUDY_FACTORS[:-1]
+    for s in lower:
         trunc = np.abs(slopes[2 * s] - slopes[s]) / 3.0
         candidates.append((slopes[s], k * noises[s] + trunc))
     richardson = {}
-    for s in (0.5, 1.0, 2.0):
+    for s in lower:
         value = (4.0 * slopes[s] - slopes[2 * s]) / 3.0
         noise = (4.0 * noises[s] + noises[2 * s]) / 3.0
         richardson[s] = (value, noise)
-    for s in (0.5, 1.0):
+    for s in lower[:-1]:
         value, noise = richardson[s]
         candidates.append((value, k * noise + np.abs(value - richardson[2 * s][0])))
 

@@ -1,0 +1,93 @@
+"""Measurements behind the default tolerances (README, "Choosing tolerances").
+
+For a suite of smooth functions with closed-form gradients, in float64 and float32:
+- false alarms: MISMATCH verdicts on CORRECT gradients (must be 0);
+- sensitivity: the fraction of entries flagged when every entry of the gradient carries a
+  relative error eps, for eps from 1e-8 to 1e-2;
+- the single planted entry: one entry of 512 off by 1e-4 must be found, and only it.
+
+Run: python benchmarks/tolerance_study.py [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import gradcheck
+from gradcheck import Config, Verdict
+
+
+def suite(dtype, rng):
+    """(name, f, grad, x) with closed-form gradients, computed in ``dtype``."""
+    out = []
+    for n in (16, 128, 512):
+        x = rng.standard_normal(n).astype(dtype)
+        out.append((f"sin*x^2 n={n}", lambda x: (np.sin(x) * x * x).sum(),
+                    lambda x: np.cos(x) * x * x + 2 * x * np.sin(x), x))
+        out.append((f"logsumexp n={n}", lambda x: np.log(np.exp(x).sum()),
+                    lambda x: np.exp(x) / np.exp(x).sum(), x))
+    for m in (8, 24):
+        A = rng.standard_normal((m, m)).astype(dtype)
+        B = rng.standard_normal((m, m)).astype(dtype)
+        W = (rng.standard_normal((m, m)) / np.sqrt(m)).astype(dtype)
+        out.append((f"tanh(A@W)*B {m}x{m}", lambda w, A=A, B=B: (np.tanh(A @ w) * B).sum(),
+                    lambda w, A=A, B=B: A.T @ ((1 - np.tanh(A @ w) ** 2) * B), W))
+    x = (rng.standard_normal(64) * np.logspace(-3, 3, 64)).astype(dtype)
+    out.append(("log1p(x^2), |x| in 1e-3..1e3", lambda x: np.log1p(x * x).sum(),
+                lambda x: 2 * x / (1 + x * x), x))
+    return out
+
+
+def main(quick: bool = False) -> dict:
+    rng = np.random.default_rng(0)
+    results: dict = {}
+    print(f"{'dtype':<8} {'function':<32} {'N':>5} {'false alarms':>12} {'UNCHECKED':>9}")
+    for dtype in (np.float64, np.float32):
+        alarms = 0
+        for name, f, g, x in suite(dtype, rng):
+            r = gradcheck.check(f, x, g)
+            alarms += r.counts[Verdict.MISMATCH]
+            print(f"{np.dtype(dtype).name:<8} {name:<32} {x.size:>5} {r.counts[Verdict.MISMATCH]:>12} {r.counts[Verdict.UNCHECKED]:>9}")
+        results[f"false_alarms_{np.dtype(dtype).name}"] = alarms
+
+    print("\nsensitivity: fraction of entries flagged when every entry is off by eps (relative)")
+    epsilons = [1e-8, 1e-7, 1e-6, 3e-6, 1e-5, 1e-4, 1e-3, 1e-2]
+    print(f"{'dtype':<8} " + " ".join(f"{e:>8.0e}" for e in epsilons))
+    for dtype in (np.float64, np.float32):
+        fracs = []
+        for eps in epsilons:
+            caught = total = 0
+            for name, f, g, x in suite(dtype, rng)[: 4 if quick else None]:
+                r = gradcheck.check(f, x, lambda z, g=g: g(z) * (1 + eps))
+                judged = r.size - r.counts[Verdict.UNCHECKED]
+                caught += r.counts[Verdict.MISMATCH]
+                total += judged
+            fracs.append(caught / max(total, 1))
+        results[f"sensitivity_{np.dtype(dtype).name}"] = dict(zip(map(str, epsilons), fracs))
+        print(f"{np.dtype(dtype).name:<8} " + " ".join(f"{v:>8.3f}" for v in fracs))
+
+    x = rng.standard_normal((16, 32))
+    f = lambda x: (np.sin(x) * x * x).sum()
+    g = lambda x: np.cos(x) * x * x + 2 * x * np.sin(x)
+    found = []
+    for trial in range(3 if quick else 20):
+        ix = tuple(int(i) for i in rng.integers(0, (16, 32)))
+        def bad(z, ix=ix):
+            out = g(z)
+            out[ix] *= 1 + 1e-4
+            return out
+        found.append(gradcheck.check(f, x, bad).entries(Verdict.MISMATCH) == [ix])
+    results["single_entry_1e-4_of_512"] = f"{sum(found)}/{len(found)} found exactly"
+    print(f"\none entry of 512 off by 1e-4: {results['single_entry_1e-4_of_512']}")
+    print(f"defaults: float64 {Config.for_dtype('float64')}\n          float32 {Config.for_dtype('float32')}")
+    return results
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true")
+    t = time.perf_counter()
+    main(p.parse_args().quick)
+    print(f"({time.perf_counter() - t:.1f} s)")
