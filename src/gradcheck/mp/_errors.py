@@ -11,7 +11,8 @@ class Reason(str, enum.Enum):
     'float_conversion'
     """
 
-    #: an MPFloat was turned into a float (``float(v)``, ``math.tanh``, ``astype``, ``asarray``)
+    #: an MPFloat was turned into a float (``float(v)``, ``math.tanh``, ``astype``, ``asarray``),
+    #: or the object array's raw pointer was taken for C code (``.ctypes``)
     FLOAT_CONVERSION = "float_conversion"
     #: the result is a float (a float dtype array or a float scalar), not an MPFloat
     FLOAT_RESULT = "float_result"

@@ -1,0 +1,46 @@
+"""Arbitrary-precision evaluation of unmodified numpy code, and exact derivatives from it.
+
+``to_mp`` turns a float array into an object array of :class:`MPFloat` holding the same
+values exactly; numpy's object-dtype loops then run ``@``, ``einsum``, ``np.tanh``, ``sum``,
+``var``, indexing and broadcasting at mpmath's working precision. ``evaluate`` scopes the
+precision and refuses to trust a result that dropped to float on the way (:class:`NotAdjudicable`
+with a :class:`Reason`). ``mp_derivative`` gives one entry's exact derivative with its certified
+digits and its one-sided derivatives. mpmath uses gmpy2 when it is installed (:func:`backend`).
+
+This package imports mpmath; ``import gradcheck`` does not import it.
+
+>>> import numpy as np
+>>> from gradcheck.mp import mp_derivative
+>>> d = mp_derivative(lambda v: np.sum(np.maximum(v, 0)), np.array([0.0, 2.0]), 0)
+>>> d.is_kink, float(d.left), float(d.right)
+(True, 0.0, 1.0)
+"""
+from ._array import MPArray as MPArray
+from ._convert import from_mp as from_mp
+from ._convert import to_mp as to_mp
+from ._derivative import MPDerivative as MPDerivative
+from ._derivative import certified_digits as certified_digits
+from ._derivative import mp_derivative as mp_derivative
+from ._errors import NotAdjudicable as NotAdjudicable
+from ._errors import PrecisionLossError as PrecisionLossError
+from ._errors import Reason as Reason
+from ._evaluate import backend as backend
+from ._evaluate import evaluate as evaluate
+from ._scalar import MPFloat as MPFloat
+from ._scalar import exact_mpf as exact_mpf
+
+__all__ = [
+    "MPArray",
+    "MPDerivative",
+    "MPFloat",
+    "NotAdjudicable",
+    "PrecisionLossError",
+    "Reason",
+    "backend",
+    "certified_digits",
+    "evaluate",
+    "exact_mpf",
+    "from_mp",
+    "mp_derivative",
+    "to_mp",
+]

@@ -1,0 +1,209 @@
+"""``MPArray``: an object array of ``MPFloat`` that also runs the ufuncs with no object loop.
+
+numpy 2.4 has no object-dtype loop for ``isfinite``, ``isnan``, ``isinf``, ``signbit``,
+``copysign``, ``heaviside``, ``logaddexp``, ``logaddexp2``, ``float_power``, ``divmod``, ``modf``,
+``ldexp`` and ``frexp``: on a plain object array they raise ``TypeError``. ``MPArray`` intercepts
+ufuncs and numpy functions, computes those elementwise with mpmath, and keeps its type through
+numpy functions so the next operation is intercepted too. ``spacing`` and ``nextafter`` stay
+unsupported on purpose: they are questions about float64, with no arbitrary-precision answer.
+``.ctypes`` is refused (recorded like ``float()``): C code would read object pointers as
+doubles. Python 3.11 gives no hook to refuse the buffer protocol (``memoryview``,
+``ffi.from_buffer``); a kernel reached that way returns a float, which the result check catches.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import mpmath
+import numpy as np
+from mpmath import libmp
+
+from ._errors import PrecisionLossError
+from ._scalar import MPFloat, _exact_tuple, _make_mpf, _record, _wrap
+
+
+class MPArray(np.ndarray):
+    """An object ndarray of :class:`MPFloat`, made by :func:`gradcheck.mp.to_mp`.
+
+    It behaves as any object array; in addition ufuncs without an object loop work on it.
+
+    >>> import numpy as np
+    >>> from gradcheck.mp import to_mp
+    >>> x = to_mp(np.array([0.0, 1.0]), dps=30)
+    >>> bool(np.isfinite(np.logaddexp(x, x)).all())
+    True
+    """
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return apply_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
+        # Keep the type through np.einsum, np.where, np.concatenate, ... so that the ufuncs
+        # applied to their results are intercepted too.
+        return _as_mparray(super().__array_function__(func, types, args, kwargs))
+
+    @property
+    def ctypes(self) -> Any:
+        """Refused: C code given this pointer would read object pointers as doubles."""
+        raise _record(".ctypes (a raw pointer for C code)")
+
+
+def _num(v: Any) -> Any:
+    t = _exact_tuple(v)
+    if t is None:
+        raise TypeError(f"expected a real number, got {type(v).__name__}")
+    return _make_mpf(t)
+
+
+def _mp(value: Any) -> MPFloat:
+    return _wrap(value._mpf_)
+
+
+def _signbit(v: Any) -> bool:
+    if isinstance(v, float):
+        return math.copysign(1.0, v) < 0  # the sign of -0.0, which mpmath has no notion of
+    t = _exact_tuple(v)
+    return t is not None and t != libmp.fnan and t[0] == 1
+
+
+def _copysign(a: Any, b: Any) -> MPFloat:
+    magnitude = abs(_num(a))
+    return _mp(-magnitude if _signbit(b) else magnitude)
+
+
+def _heaviside(x: Any, at_zero: Any) -> MPFloat:
+    v = _num(x)
+    if mpmath.isnan(v):
+        return _mp(v)
+    return _mp(_num(at_zero)) if v == 0 else MPFloat(int(v > 0))
+
+
+def _logaddexp(a: Any, b: Any, base: Any = None) -> MPFloat:
+    x, y = _num(a), _num(b)
+    hi, lo = (x, y) if x >= y else (y, x)
+    if mpmath.isinf(hi) or mpmath.isnan(lo):
+        return _mp(hi if not mpmath.isnan(lo) else lo)
+    if base is None:
+        return _mp(hi + mpmath.log1p(mpmath.exp(lo - hi)))
+    return _mp(hi + mpmath.log1p(mpmath.power(base, lo - hi)) / mpmath.log(base))
+
+
+def _divmod(a: Any, b: Any) -> tuple[MPFloat, MPFloat]:
+    return divmod(MPFloat(a), MPFloat(b))
+
+
+def _modf(x: Any) -> tuple[MPFloat, MPFloat]:
+    v = MPFloat(x)
+    whole = MPFloat(int(v))
+    return v - whole, whole
+
+
+def _ldexp(x: Any, n: Any) -> MPFloat:
+    return _wrap(libmp.mpf_shift(MPFloat(x)._t, int(n)))
+
+
+def _frexp(x: Any) -> tuple[MPFloat, int]:
+    t = MPFloat(x)._t
+    if not t[1]:
+        return MPFloat(x), 0
+    exponent = t[2] + t[3]  # value = man * 2**exp with man of bc bits: mantissa in [0.5, 1)
+    return _wrap(libmp.mpf_shift(t, -exponent)), exponent
+
+
+# ufunc -> (elementwise implementation, outputs that numpy types as bool)
+_MISSING: dict[np.ufunc, tuple[Callable, bool]] = {
+    np.isfinite: (lambda v: bool(mpmath.isfinite(_num(v))), True),
+    np.isnan: (lambda v: bool(mpmath.isnan(_num(v))), True),
+    np.isinf: (lambda v: bool(mpmath.isinf(_num(v))), True),
+    np.signbit: (_signbit, True),
+    np.copysign: (_copysign, False),
+    np.heaviside: (_heaviside, False),
+    np.logaddexp: (_logaddexp, False),
+    np.logaddexp2: (lambda a, b: _logaddexp(a, b, 2), False),
+    np.float_power: (lambda a, b: MPFloat(a) ** MPFloat(b), False),
+    np.divmod: (_divmod, False),
+    np.modf: (_modf, False),
+    np.ldexp: (_ldexp, False),
+    np.frexp: (_frexp, False),
+}
+_ELEMENTWISE = {
+    ufunc: (np.frompyfunc(fn, ufunc.nin, ufunc.nout), as_bool)
+    for ufunc, (fn, as_bool) in _MISSING.items()
+}
+
+
+def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    """Run ``ufunc.method`` on object operands, never converting an ``MPFloat`` to float.
+
+    Used by ``MPFloat.__array_ufunc__`` and ``MPArray.__array_ufunc__``.
+    """
+    args = [_object_operand(a) for a in inputs]
+    if "out" in kwargs:
+        kwargs["out"] = tuple(np.asarray(o) if isinstance(o, MPArray) else o for o in kwargs["out"])
+    if ufunc in _ELEMENTWISE:
+        elementwise, as_bool = _ELEMENTWISE[ufunc]
+        args = [a.astype(object) if isinstance(a, np.ndarray) else a for a in args]
+        result = getattr(elementwise, method)(*args, **kwargs)
+        if as_bool:
+            result = np.asarray(result, dtype=bool)[()]
+        elif ufunc is np.frexp:
+            mantissa, exponent = result
+            result = (mantissa, np.asarray(exponent, dtype=np.intc)[()])
+        return _as_mparray(result)
+    try:
+        return _as_mparray(getattr(ufunc, method)(*args, **kwargs))
+    except PrecisionLossError:
+        raise
+    except TypeError:
+        # A constant among the elements (the 0.0 of np.maximum(x, 0.0)) has no .exp() method:
+        # make every number an MPFloat, exactly, and try once more.
+        if "out" in kwargs:
+            raise
+        normalized = [_normalize(a) for a in args]
+        return _as_mparray(getattr(ufunc, method)(*normalized, **kwargs))
+
+
+def _object_operand(a: Any) -> Any:
+    """An operand numpy puts through its object loop without ever calling ``float()`` on it."""
+    if isinstance(a, MPFloat):
+        # A 0-d object array: passing the MPFloat itself would dispatch back to it forever.
+        box = np.empty((), dtype=object)
+        box[()] = a
+        return box
+    if isinstance(a, np.ndarray):
+        if type(a) is not np.ndarray:
+            a = a.view(np.ndarray)
+        if a.dtype == np.longdouble and np.finfo(np.longdouble).nmant > 52:
+            # astype(object) would keep np.longdouble scalars, which come straight back here.
+            return _to_mpfloat(a)
+        return a
+    if isinstance(a, np.generic) and _exact_tuple(a) is not None:
+        return MPFloat(a)
+    return a
+
+
+_to_mpfloat = np.frompyfunc(lambda v: v if isinstance(v, MPFloat) else _maybe_mp(v), 1, 1)
+
+
+def _maybe_mp(v: Any) -> Any:
+    t = _exact_tuple(v)
+    return v if t is None else _wrap(t)
+
+
+def _normalize(a: Any) -> Any:
+    if isinstance(a, np.ndarray) and a.dtype == object:
+        return _to_mpfloat(a)
+    if isinstance(a, (int, float, np.generic)):
+        return _maybe_mp(a)
+    return a
+
+
+def _as_mparray(result: Any) -> Any:
+    if isinstance(result, tuple):
+        return tuple(_as_mparray(r) for r in result)
+    if isinstance(result, list):
+        return [_as_mparray(r) for r in result]
+    if type(result) is np.ndarray and result.dtype == object:
+        return result.view(MPArray)
+    return result

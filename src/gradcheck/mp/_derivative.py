@@ -1,0 +1,229 @@
+"""The exact partial derivative of one entry, certified by agreement across two precisions."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import mpmath
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._array import MPArray
+from ._convert import to_mp
+from ._evaluate import run_checked
+from ._scalar import MPFloat, _exact_tuple, _make_mpf, _wrap
+
+_PRECISION_GAP = 20  # digits between the two precisions that must agree
+# Richardson-extrapolated central differences err by ~h**4 plus round-off ~10**-p / h; the
+# step h = 10**(-p/5) balances them, leaving about 0.8 * p correct digits.
+_DIGITS_PER_DPS = 0.8
+
+
+def certified_digits(a: Any, b: Any, *, cap: int | None = None) -> int:
+    """How many leading significant decimal digits ``a`` and ``b`` agree on.
+
+    ``floor(-log10(|a - b| / max(|a|, |b|)))``, clipped to ``[0, cap]``; equal values give
+    ``cap`` (default: mpmath's current ``dps``, the most a value at that precision carries).
+    Opposite signs, a zero against a non-zero, or a NaN give 0.
+
+    >>> certified_digits(1.23456, 1.23457, cap=30)
+    5
+    >>> certified_digits(2.0, 2.0, cap=30)
+    30
+    """
+    cap = mpmath.mp.dps if cap is None else cap
+    x, y = _make_mpf(_exact(a)), _make_mpf(_exact(b))
+    if mpmath.isnan(x) or mpmath.isnan(y):
+        return 0
+    if x == y:
+        return cap
+    relative = abs(x - y) / max(abs(x), abs(y))
+    if relative >= 1:
+        return 0
+    return int(min(cap, max(0, mpmath.floor(-mpmath.log10(relative)))))
+
+
+def _exact(v: Any) -> tuple:
+    t = _exact_tuple(v)
+    if t is None:
+        raise TypeError(f"expected a real number, got {type(v).__name__}")
+    return t
+
+
+@dataclass(frozen=True)
+class MPDerivative:
+    """The derivative of ``f`` along one entry, from two arbitrary-precision estimates.
+
+    ``value`` is the central (symmetric) derivative, ``digits`` the significant digits on which
+    the estimates at the two working precisions ``dps`` agree, ``error`` a bound on
+    ``|value - exact|`` (their difference plus a round-off allowance). ``left`` and ``right``
+    are the one-sided derivatives with their own error bounds; where they differ beyond those
+    bounds the point is a kink (``is_kink``) and ``value`` is only the mean of the two slopes.
+    A derivative that is zero has no significant digits (``digits == 0``): read ``error``,
+    an absolute bound, instead. ``evaluations`` counts calls of ``f``.
+    """
+
+    value: Any
+    digits: int
+    error: Any
+    left: Any
+    right: Any
+    left_error: Any
+    right_error: Any
+    dps: tuple[int, int]
+    evaluations: int
+
+    @property
+    def is_kink(self) -> bool:
+        """``True`` when the one-sided derivatives differ by more than ten times their errors."""
+        return bool(abs(self.right - self.left) > 10 * (self.left_error + self.right_error))
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    central: Any
+    left: Any
+    right: Any
+    noise: Any  # round-off allowance of these estimates
+    scale: Any  # |f| / max(1, |x_i|): the natural size of a derivative here
+
+
+def mp_derivative(
+    f: Callable[[Any], Any],
+    x: ArrayLike,
+    index: int | tuple[int, ...],
+    *,
+    dps: int = 30,
+    cotangent: ArrayLike | None = None,
+    min_digits: int | None = None,
+    max_dps: int | None = None,
+) -> MPDerivative:
+    """The exact partial derivative of ``f`` at ``x`` along entry ``index``.
+
+    ``f`` is unmodified numpy code, run on object arrays of :class:`MPFloat` (see
+    :func:`evaluate`). ``index`` is a multi-index, or an int taken as a flat index. If ``f``
+    returns an array, ``cotangent`` (same shape, e.g. float64) reduces it to the scalar
+    ``sum(cotangent * f(x))``, with the cotangent's values taken exactly.
+
+    Richardson-extrapolated central and one-sided differences are computed at ``dps`` and
+    ``dps + 20`` digits with steps ``max(1, |x_i|) * 10**(-p/5)``; their agreement is the
+    certificate. When fewer than ``min_digits`` (default ``2 * dps // 3``) agree, because ``f``
+    is large next to this derivative, precision is raised, up to ``max_dps`` (default
+    ``dps + 200``); a derivative that is zero to ``10**(-2 * min_digits)`` of ``|f| / |x_i|`` also
+    stops the search. Raises :class:`NotAdjudicable` when ``f`` cannot run at high precision.
+
+    >>> import numpy as np
+    >>> d = mp_derivative(lambda v: np.sum(np.tanh(v)), np.array([0.5, 1.0]), 0)
+    >>> with mpmath.workdps(30):
+    ...     exact = 1 / mpmath.cosh(0.5) ** 2
+    >>> d.digits >= 20, abs(d.value - exact) < 1e-20 * exact
+    (True, True)
+    """
+    min_digits = 2 * dps // 3 if min_digits is None else min_digits
+    max_dps = dps + 200 if max_dps is None else max_dps
+    if max_dps < dps + _PRECISION_GAP:
+        raise ValueError(f"max_dps={max_dps} leaves no room above dps={dps} for a second "
+                         f"precision {_PRECISION_GAP} digits higher")
+    base = to_mp(x, dps)
+    where = _multi_index(index, base.shape)
+    cot = None if cotangent is None else to_mp(cotangent)
+    g = _Contracted(f, base, where, cot)
+
+    p = dps
+    low, high = _estimate(g, p), _estimate(g, p + _PRECISION_GAP)
+    while True:
+        error = abs(low.central - high.central) + high.noise
+        digits = min(certified_digits(low.central, high.central, cap=dps),
+                     _digits(high.noise, high.central, dps))
+        settled = digits >= min_digits or error <= mpmath.mpf(10) ** (-2 * min_digits) * high.scale
+        if settled or p + 2 * _PRECISION_GAP > max_dps:
+            break
+        # The low estimate lost this many digits to cancellation; give them back, with margin.
+        lost = max(0.0, _DIGITS_PER_DPS * p - digits)
+        p = min(max(p + _PRECISION_GAP, math.ceil((min_digits + lost + 5) / _DIGITS_PER_DPS)),
+                max_dps - _PRECISION_GAP)
+        low, high = _estimate(g, p), _estimate(g, p + _PRECISION_GAP)
+    return MPDerivative(
+        value=high.central,
+        digits=digits,
+        error=error,
+        left=high.left,
+        right=high.right,
+        left_error=abs(low.left - high.left) + high.noise,
+        right_error=abs(low.right - high.right) + high.noise,
+        dps=(p, p + _PRECISION_GAP),
+        evaluations=g.calls,
+    )
+
+
+def _digits(error: Any, value: Any, cap: int) -> int:
+    if not error:
+        return cap
+    if not value:
+        return 0
+    return int(min(cap, max(0, mpmath.floor(-mpmath.log10(error / abs(value))))))
+
+
+def _multi_index(index: int | tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    size = math.prod(shape)
+    if isinstance(index, (int, np.integer)):
+        if not -size <= index < size:
+            raise IndexError(f"flat index {index} is out of range for shape {shape} "
+                             f"({size} entries)")
+        return tuple(int(i) for i in np.unravel_index(int(index) % size, shape))
+    where = tuple(int(i) for i in index)
+    if len(where) != len(shape) or not all(-n <= i < n for i, n in zip(where, shape)):
+        raise IndexError(f"index {where} does not address an entry of an array of shape {shape}")
+    return tuple(i % n for i, n in zip(where, shape))
+
+
+class _Contracted:
+    """``t -> sum(cotangent * f(x with x[index] = t))`` as an mpf, at the current precision."""
+
+    def __init__(self, f: Callable[[Any], Any], base: MPArray, index: tuple, cot: Any) -> None:
+        self.f, self.base, self.index, self.calls = f, base, index, 0
+        self.x_i = base[index].value
+        if cot is not None:
+            flat = cot.reshape(-1)
+            self.cot_shape = cot.shape
+            self.terms = [(k, flat[k].value) for k in range(flat.size) if flat[k]]
+        else:
+            self.cot_shape = None
+
+    def __call__(self, t: Any) -> Any:
+        x = self.base.copy()
+        x[self.index] = _wrap(t._mpf_)
+        self.calls += 1
+        y = run_checked(self.f, x)
+        if self.cot_shape is None:
+            if np.ndim(y) != 0:
+                raise ValueError(f"f returned an array of shape {np.shape(y)}; pass a cotangent "
+                                 "of that shape to reduce it to a scalar")
+            return (y if isinstance(y, MPFloat) else y[()]).value
+        if np.shape(y) != self.cot_shape:
+            raise ValueError(f"cotangent has shape {self.cot_shape} but f returned shape "
+                             f"{np.shape(y)}")
+        flat = np.asarray(y).reshape(-1)
+        return mpmath.fdot((c, flat[k].value) for k, c in self.terms)
+
+
+def _estimate(g: _Contracted, p: int) -> _Estimate:
+    """Central and one-sided Richardson estimates at ``p`` digits, from five evaluations."""
+    with mpmath.workdps(p):
+        x_i = g.x_i
+        scale = max(mpmath.mpf(1), abs(x_i))
+        # A power of two, so that x_i +- h and x_i +- h/2 are exact at this precision.
+        octave = int(mpmath.floor(mpmath.log(scale, 2)))
+        h = mpmath.ldexp(1, octave - math.ceil(p * math.log2(10) / 5))
+        points = [x_i - h, x_i - h / 2, x_i, x_i + h / 2, x_i + h]
+        gm1, gm2, g0, gp2, gp1 = (g(t) for t in points)
+        xm1, xm2, _, xp2, xp1 = points
+        d1 = (gp1 - gm1) / (xp1 - xm1)
+        d2 = (gp2 - gm2) / (xp2 - xm2)
+        right = 2 * (gp2 - g0) / (xp2 - x_i) - (gp1 - g0) / (xp1 - x_i)
+        left = 2 * (g0 - gm2) / (x_i - xm2) - (g0 - gm1) / (x_i - xm1)
+        largest = max(abs(v) for v in (gm1, gm2, g0, gp2, gp1))
+        # Each value carries ~10**-p relative round-off; the differences divide it by h.
+        noise = mpmath.mpf(10) ** (3 - p) * largest / h
+        return _Estimate(d2 + (d2 - d1) / 3, left, right, noise, largest / scale)

@@ -1,0 +1,151 @@
+"""Run unmodified numpy code at arbitrary precision, and refuse to trust it if it left mpmath."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import mpmath
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._array import MPArray
+from ._convert import to_mp
+from ._errors import NotAdjudicable, PrecisionLossError, Reason
+from ._scalar import MPFloat, _exact_tuple, _float_events, _wrap
+
+# Exceptions from these packages mean compiled code was handed the object array.
+_COMPILED_MODULES = ("numba", "cffi", "ctypes", "_ctypes")
+
+
+def backend() -> str:
+    """mpmath's integer backend: ``"gmpy"`` when gmpy2 is installed (several times faster on
+    large precisions), else ``"python"``. mpmath picks it at import; nothing to configure.
+
+    >>> backend() in ("gmpy", "python")
+    True
+    """
+    return str(mpmath.libmp.BACKEND)
+
+
+def evaluate(f: Callable[[Any], Any], x: ArrayLike, *, dps: int) -> Any:
+    """``f(x)`` computed at ``dps`` significant digits: an :class:`MPFloat` or an object array.
+
+    ``x`` is a float array (converted exactly by :func:`to_mp`) or an object array of
+    ``MPFloat``; ``f`` receives a private copy. mpmath's precision is set for the call and
+    restored afterwards, also when ``f`` raises. Raises :class:`NotAdjudicable` when the value
+    cannot be trusted: ``f`` converted an ``MPFloat`` to float (even if it caught the error),
+    returned a float, returned nothing computed from ``x``, used an operation with no
+    arbitrary-precision form, or produced NaN/inf. Other exceptions from ``f`` propagate.
+    mpmath's precision is global to the process: run evaluations in processes, not threads.
+
+    >>> import numpy as np
+    >>> y = evaluate(lambda v: np.sum(np.exp(v)), np.array([0.0, 1.0]), dps=40)
+    >>> mpmath.nstr(y.value, 40)
+    '3.718281828459045235360287471352662497757'
+    """
+    if dps < 1:
+        raise ValueError(f"dps must be a positive number of digits; got {dps}")
+    x_mp = to_mp(x)  # a private copy even of an object array: f may write into its argument
+    with mpmath.workdps(dps):  # restores the caller's precision on every exit path
+        return run_checked(f, x_mp)
+
+
+def run_checked(f: Callable[[Any], Any], x_mp: Any) -> Any:
+    """``f(x_mp)`` at the current precision, with every way of leaving mpmath detected."""
+    events: list[PrecisionLossError] = []
+    token = _float_events.set(events)
+    try:
+        try:
+            result = f(x_mp)
+        except Exception as exc:  # noqa: BLE001 - classified, re-raised unchanged otherwise
+            reason = _classify(exc, events)
+            if reason is None:
+                raise
+            raise reason from exc
+    finally:
+        _float_events.reset(token)
+    if events:
+        raise _float_conversion(events, swallowed=True)
+    return check_result(result)
+
+
+def _float_conversion(events: list[PrecisionLossError], swallowed: bool) -> NotAdjudicable:
+    first = events[0]
+    caught = " (f caught the error and went on)" if swallowed else ""
+    return NotAdjudicable(
+        Reason.FLOAT_CONVERSION,
+        f"{first.operation} at {first.where}{caught}: the computation left arbitrary "
+        "precision. Keep it in numpy (np.tanh, not math.tanh; no astype(float), float(), "
+        ".ctypes, np.asarray(..., dtype=float))",
+    )
+
+
+def _classify(exc: Exception, events: list[PrecisionLossError]) -> NotAdjudicable | None:
+    if events or isinstance(exc, PrecisionLossError):
+        return _float_conversion(events or [exc], swallowed=False)  # type: ignore[list-item]
+    if isinstance(exc, ZeroDivisionError):
+        return NotAdjudicable(Reason.NONFINITE, f"division by zero ({exc}); in float it is inf/nan")
+    module = type(exc).__module__.split(".")[0]
+    if isinstance(exc, TypeError) or module in _COMPILED_MODULES:
+        return NotAdjudicable(
+            Reason.UNSUPPORTED_OPERATION,
+            f"{type(exc).__name__}: {exc}. numpy has no object-dtype loop for this operation, or "
+            "compiled code (numba, C, scipy) was handed the object array",
+        )
+    return None
+
+
+def check_result(result: Any) -> Any:
+    """The result as ``MPFloat`` or ``MPArray``, or ``NotAdjudicable`` if it is not high precision.
+
+    Exact constants among ``MPFloat`` elements (the ``0.0`` of ``np.maximum(x, 0.0)``) are kept,
+    converted exactly; a result holding no ``MPFloat`` at all did not come from ``x``.
+    """
+    if isinstance(result, MPFloat):
+        return _finite(result, ())
+    if isinstance(result, mpmath.mpf):
+        return _finite(MPFloat(result), ())
+    if isinstance(result, (float, np.floating)):
+        raise NotAdjudicable(
+            Reason.FLOAT_RESULT,
+            f"f returned a {type(result).__name__}, not an MPFloat: somewhere the computation "
+            "left arbitrary precision without calling float() (compiled code, a float copy)",
+        )
+    if isinstance(result, (list, tuple)):
+        result = np.asarray(result, dtype=object)
+    if not isinstance(result, np.ndarray):
+        raise NotAdjudicable(
+            Reason.RESULT_NOT_MP, f"f returned {type(result).__name__}, not an MPFloat or an array"
+        )
+    if result.dtype != object:
+        reason = Reason.FLOAT_RESULT if result.dtype.kind in "fV" else Reason.RESULT_NOT_MP
+        raise NotAdjudicable(
+            reason,
+            f"f returned a {result.dtype} array, not an object array of MPFloat: the values were "
+            "computed outside arbitrary precision (written into np.zeros(...), a float copy)",
+        )
+    flat = result.reshape(-1)
+    if flat.size and not any(isinstance(v, (MPFloat, mpmath.mpf)) for v in flat):
+        raise NotAdjudicable(
+            Reason.RESULT_NOT_MP,
+            "no element of the result is an MPFloat: f did not compute from its argument "
+            "(does it read a captured float copy of x?)",
+        )
+    out = np.empty(result.shape, dtype=object)
+    out_flat = out.reshape(-1)
+    for k, v in enumerate(flat):
+        t = _exact_tuple(v)
+        if t is None:
+            raise NotAdjudicable(
+                Reason.RESULT_NOT_MP,
+                f"element {np.unravel_index(k, result.shape)} of the result is a "
+                f"{type(v).__name__}, not a real number",
+            )
+        out_flat[k] = _finite(_wrap(t), np.unravel_index(k, result.shape))
+    return out.view(MPArray)
+
+
+def _finite(v: MPFloat, index: tuple) -> MPFloat:
+    if not mpmath.isfinite(v.value):
+        where = f" at index {tuple(int(i) for i in index)}" if index else ""
+        raise NotAdjudicable(Reason.NONFINITE, f"f returned {v}{where}")
+    return v
