@@ -185,28 +185,27 @@ def test_unknown_mutation_is_rejected() -> None:
         loss_and_grads(params, ids, targets, cfg, mutation="wq-line")
 
 
-def test_loss_on_python_float_object_arrays_matches_float64() -> None:
-    """The forward runs unchanged on object arrays of Python floats."""
+def test_loss_runs_unmodified_at_high_precision() -> None:
+    """The forward is plain numpy: it runs on gradcheck.mp object arrays, and 30- and
+    60-digit results agree far beyond float64 while matching the float64 loss."""
+    from gradcheck.mp import MPFloat, evaluate, to_mp
+
     params, ids, targets, cfg = make_problem(seed=2)
-    as_objects = {name: p.astype(object) for name, p in params.items()}
-    value = loss(as_objects, ids, targets, cfg)
-    assert not isinstance(value, (float, np.floating))  # did not fall back to float64
-    assert abs(float(value) - loss(params, ids, targets, cfg)) < 1e-12
+    names = list(params)
+    flat = np.concatenate([params[n].ravel() for n in names])
 
+    def loss_flat(v):
+        out, k = {}, 0
+        for n in names:
+            out[n] = v[k:k + params[n].size].reshape(params[n].shape)
+            k += params[n].size
+        return loss(out, ids, targets, cfg)
 
-def test_loss_on_mpmath_numbers_is_not_capped_at_double_precision() -> None:
-    """With mpf parameters, 100-bit and 200-bit results agree far beyond float64."""
-    params, ids, targets, cfg = make_problem(seed=2)
-
-    def loss_at(bits: int) -> mpmath.mpf:
-        mpmath.mp.prec = bits
-        as_mpf = {n: np.frompyfunc(mpmath.mpf, 1, 1)(p) for n, p in params.items()}
-        return loss(as_mpf, ids, targets, cfg)
-
-    lo, hi = loss_at(100), loss_at(200)
-    assert isinstance(lo, mpmath.mpf)
-    assert abs(lo - hi) < mpmath.mpf(2) ** -90
-    assert abs(float(hi) - loss(params, ids, targets, cfg)) < 1e-12
+    lo = evaluate(loss_flat, to_mp(flat), dps=30)
+    hi = evaluate(loss_flat, to_mp(flat), dps=60)
+    assert isinstance(lo, MPFloat)
+    assert abs(lo.value - hi.value) < mpmath.mpf(10) ** -28
+    assert abs(float(hi.value) - loss(params, ids, targets, cfg)) < 1e-12
 
 
 def test_loss_and_grads_does_not_modify_params() -> None:
