@@ -14,9 +14,9 @@ cross-entropy.
 The forward pass does not depend on the precision of its inputs. It only
 uses numpy arithmetic, reductions and indexing. Its constants are Python
 floats and are part of the model's definition. The only transcendental
-functions it calls are exp, tanh and log, through :func:`_elementwise`. So
-:func:`loss` also accepts parameters stored as object arrays of Python
-floats or ``mpmath.mpf`` numbers, and then computes in that number type.
+functions it calls are numpy's exp, tanh and log. So :func:`loss` runs,
+unmodified, on gradcheck's arbitrary-precision object arrays
+(``gradcheck.mp.to_mp``), which is how the referee computes exact derivatives.
 """
 from __future__ import annotations
 
