@@ -17,6 +17,7 @@ from ._refine import step_study
 from ._report import Report
 from ._verdict import Verdict
 from .engines import ENGINE_NAMES, CheckProblem, select_engine
+from ._progress import Progress, differences_with_progress
 
 
 
@@ -53,6 +54,7 @@ def check(
     backend: Any = None,
     engine: str = "auto",
     vectorized: bool = False,
+    progress: bool | None = None,
 ) -> Report:
     """Check the claimed gradient of ``f`` at ``x`` at every entry.
 
@@ -62,7 +64,9 @@ def check(
     ``grad(x, v)``. ``x`` is never modified: perturbations happen on a private copy.
     ``engine`` chooses how the 2N evaluations run (``"auto"`` says what it picked and
     why, in ``report.notes``); ``vectorized=True`` declares that ``f`` accepts a leading
-    batch axis.
+    batch axis. ``progress`` draws a progress line on stderr: ``None`` (default) when
+    stderr is a terminal and the check is projected to take more than a couple of
+    seconds, ``True`` always, ``False`` never.
 
     Returns a :class:`Report` (call ``.assert_pass()`` in a test).
 
@@ -76,6 +80,8 @@ def check(
         raise ValueError(f"engine={engine!r} is not one of {ENGINE_NAMES}")
     started = time.perf_counter()
     be = _backends.resolve(backend, x)
+    # A function may declare that it takes a leading batch axis (the control's does).
+    vectorized = vectorized or bool(getattr(f, "gradcheck_vectorized", False))
     x_np = be.to_numpy(x)
     dtype = float_dtype_name(x_np)
     cfg = config if config is not None else Config.for_dtype(dtype)
@@ -113,7 +119,8 @@ def check(
     size = work.size
     flat_idx = np.arange(size)
     steps = steps_for(work.reshape(-1), cfg.step)
-    fp, fm, denom = differencer(flat_idx, steps)
+    with Progress(size, enabled=progress, label=label) as bar:
+        fp, fm, denom = differences_with_progress(differencer, flat_idx, steps, bar)
     evaluations = 1 + 2 * size
 
     # Determinism and input mutation, checked once at the end (cheap).

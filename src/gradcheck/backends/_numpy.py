@@ -54,8 +54,19 @@ _W = np.linspace(-1.5, 1.3, 12).reshape(3, 4)
 
 
 def control_function(x):
-    """Smooth, every entry matters: sum(w * tanh(x)) + 0.5 sum(x^2) + sum(x[0] * x[2])."""
-    return (_W * np.tanh(x)).sum() + 0.5 * (x * x).sum() + (x[0] * x[2]).sum()
+    """Smooth, every entry matters: sum(w * tanh(x)) + 0.5 sum(x^2) + sum(x[0] * x[2]).
+
+    Vectorized: ``x`` of shape ``(B, 3, 4)`` gives the ``B`` values, so the negative
+    control also runs on the batched engine (``gradcheck_vectorized`` declares it).
+    """
+    rows = (-2, -1)
+    return (
+        (_W * np.tanh(x)).sum(axis=rows) + 0.5 * (x * x).sum(axis=rows)
+        + (x[..., 0, :] * x[..., 2, :]).sum(axis=-1)
+    )
+
+
+control_function.gradcheck_vectorized = True  # type: ignore[attr-defined]
 
 
 def control_gradient(x):

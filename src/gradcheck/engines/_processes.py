@@ -1,0 +1,254 @@
+"""The processes engine: chunks of entries on a pool of forked processes.
+
+For a costly Python ``f`` and more than one core. Each worker is forked from the
+checking process, so it inherits ``f`` and its own copy of the private working array
+(nothing is pickled but index and result arrays), and differences its chunk with the
+serial code (:func:`central_differences`). The results are therefore bit-identical to
+``serial``'s: same code, same inputs, same order of operations inside each entry.
+
+The pool lives as long as the engine (one check): the refinement passes reuse it, and it
+is shut down when the engine is garbage or :meth:`ProcessesEngine.close` is called. On
+Ctrl-C the parent terminates and joins its workers before re-raising, and the workers
+ignore SIGINT themselves, so an interrupted check leaves no process behind. An exception
+in ``f`` is re-raised in the parent as :class:`FunctionError` with the entry index it
+happened at: the first failing entry in index order, as ``serial`` would report it.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import signal
+import time
+import traceback
+import weakref
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from typing import Any, Callable
+
+import numpy as np
+
+from .._differences import central_differences
+from .._errors import FunctionError
+
+#: auto picks this engine when 2N evaluations are estimated to take longer than this.
+AUTO_MIN_SECONDS = 2.0
+#: Chunks per worker: enough for load balance and progress, few enough to stay cheap.
+CHUNKS_PER_WORKER = 8
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def fork_available() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def auto_reason(problem: Any) -> str | None:
+    """Pick ``processes`` when the 2N evaluations would take more than
+    :data:`AUTO_MIN_SECONDS` on one core and there is more than one core to share them.
+
+    The estimate times the problem's own evaluation: once, and a second time (keeping the
+    faster) only when the first says the check is long, so a cheap ``f`` pays for a
+    single extra call.
+    """
+    cores = usable_cores()
+    if cores < 2 or not fork_available():
+        return None
+    n = problem.work.size
+    per_call = _time_call(problem.evaluate)
+    if 2 * n * per_call <= AUTO_MIN_SECONDS:
+        return None
+    per_call = min(per_call, _time_call(problem.evaluate))
+    estimate = 2 * n * per_call
+    if estimate <= AUTO_MIN_SECONDS:
+        return None
+    return (
+        f"2N = {2 * n} evaluations at ~{_format_seconds(per_call)} each would take "
+        f"~{_format_seconds(estimate)} on one core; spread over {cores} processes"
+    )
+
+
+def make_engine(problem: Any, **options: Any) -> "ProcessesEngine":
+    return ProcessesEngine(problem, **options)
+
+
+class ProcessesEngine:
+    name = "processes"
+
+    def __init__(
+        self, problem: Any, *, workers: int | None = None, chunks_per_worker: int = CHUNKS_PER_WORKER
+    ) -> None:
+        if not fork_available():
+            raise RuntimeError(
+                "engine='processes' needs the 'fork' start method (Linux, macOS); "
+                "use engine='serial' on this platform"
+            )
+        self.problem = problem
+        self.workers = max(1, int(workers) if workers is not None else usable_cores())
+        self.chunks_per_worker = max(1, int(chunks_per_worker))
+        self._pool: ProcessPoolExecutor | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    # -- the engine interface -------------------------------------------------------
+    def differences(
+        self,
+        flat_indices: np.ndarray,
+        steps: np.ndarray,
+        progress: Callable[[int], None] | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(f_plus, f_minus, denominator)`` for ``flat_indices``, computed in chunks on
+        the pool; ``progress(done)`` is called as chunks finish."""
+        idx = np.asarray(flat_indices, dtype=np.int64).reshape(-1)
+        steps = np.asarray(steps, dtype=np.float64).reshape(-1)
+        count = idx.size
+        if count < 2:
+            # Nothing to share: difference here (perturbs and restores the private copy).
+            result = central_differences(self.problem.evaluate, self.problem.work, idx, steps)
+            if progress is not None and count:
+                progress(count)
+            return result
+        n_chunks = min(count, self.workers * self.chunks_per_worker)
+        bounds = np.linspace(0, count, n_chunks + 1).astype(np.int64)
+        f_plus = np.full(count, np.nan)
+        f_minus = np.full(count, np.nan)
+        denom = np.full(count, np.nan)
+        pool = self._ensure_pool()
+        futures: dict[Future, tuple[int, int]] = {}
+        try:
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                fut = pool.submit(_difference_chunk, idx[lo:hi], steps[lo:hi])
+                futures[fut] = (int(lo), int(hi))
+            pending = set(futures)
+            done_entries = 0
+            failures: list[tuple[int, tuple]] = []
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    lo, hi = futures[fut]
+                    status, payload = fut.result()
+                    if status == "error":
+                        failures.append((lo, payload))
+                        continue
+                    f_plus[lo:hi], f_minus[lo:hi], denom[lo:hi] = payload
+                    done_entries += hi - lo
+                if failures:
+                    # Chunks not started yet come after every started one (FIFO queue):
+                    # cancel them, let the running ones finish, report the earliest failure.
+                    for fut in pending:
+                        fut.cancel()
+                    for fut in wait(pending).done:
+                        if not fut.cancelled():
+                            status, payload = fut.result()
+                            if status == "error":
+                                failures.append((futures[fut][0], payload))
+                    raise _rebuild_error(min(failures, key=lambda item: item[0])[1])
+                if progress is not None:
+                    progress(done_entries)
+        except BaseException:
+            # KeyboardInterrupt, a broken pool, or f's error: no worker outlives the check.
+            self.close(terminate=True)
+            raise
+        return f_plus, f_minus, denom
+
+    def close(self, terminate: bool = False) -> None:
+        """Shut the pool down (``terminate=True``: kill the workers and join them)."""
+        pool, self._pool = self._pool, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if pool is not None:
+            _shutdown(pool, terminate)
+
+    # -- the pool ---------------------------------------------------------------------
+    def _ensure_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            pool = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=_install,
+                initargs=(self.problem,),  # inherited through fork, never pickled
+            )
+            self._pool = pool
+            self._finalizer = weakref.finalize(self, _shutdown, pool, False)
+        return self._pool
+
+
+def _shutdown(pool: ProcessPoolExecutor, terminate: bool) -> None:
+    if not terminate:
+        pool.shutdown(wait=True, cancel_futures=True)
+        return
+    if hasattr(pool, "kill_workers"):  # Python >= 3.14
+        pool.kill_workers()
+        pool.shutdown(wait=True, cancel_futures=True)
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in processes:
+        proc.join(timeout=5)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
+# -- in the worker ------------------------------------------------------------------------
+_PROBLEM: Any = None
+
+
+def _install(problem: Any) -> None:
+    global _PROBLEM
+    _PROBLEM = problem
+    # Ctrl-C is the parent's to handle: it terminates the pool.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _difference_chunk(idx: np.ndarray, steps: np.ndarray) -> tuple[str, Any]:
+    """Serial differences of one chunk on this worker's own copy of the array.
+
+    Errors come back as data: FunctionError does not survive pickling (its constructor
+    takes structured fields), and the original exception may not pickle at all.
+    """
+    problem = _PROBLEM
+    try:
+        return "ok", central_differences(problem.evaluate, problem.work, idx, steps)
+    except FunctionError as err:
+        cause = err.__cause__ if err.__cause__ is not None else err
+        return "error", (err.index, err.side, _picklable(cause), traceback.format_exc())
+
+
+def _picklable(exc: BaseException) -> BaseException:
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def _rebuild_error(payload: tuple) -> FunctionError:
+    index, side, cause, worker_traceback = payload
+    err = FunctionError(index, side, None, cause)
+    err.__cause__ = cause
+    if hasattr(err, "add_note"):  # Python >= 3.11
+        err.add_note(f"raised in a worker process:\n{worker_traceback}")
+    return err
+
+
+def _time_call(evaluate: Callable[[], float]) -> float:
+    start = time.perf_counter()
+    evaluate()
+    return time.perf_counter() - start
+
+
+def _format_seconds(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.3g} us"
+    if seconds < 1.0:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds:.3g} s"

@@ -1,0 +1,229 @@
+"""The processes engine: chunks on forked workers, results identical to serial bit for bit."""
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import gradcheck
+from gradcheck import FunctionError, check
+from gradcheck._differences import steps_for
+from gradcheck.backends import NumpyBackend
+from gradcheck.engines import CheckProblem
+from gradcheck.engines import _processes
+from gradcheck.engines._processes import ProcessesEngine, auto_reason
+from gradcheck.engines._serial import SerialEngine
+
+from zoo import CASES
+
+pytestmark = pytest.mark.skipif(not _processes.fork_available(), reason="needs the fork start method")
+
+
+def _problem(f, x):
+    work = np.array(x, order="C", copy=True)
+    return CheckProblem(f=f, work=work, evaluate=lambda: float(f(work)), backend=NumpyBackend(),
+                        cotangent=None)
+
+
+def _no_children_left():
+    gc.collect()
+    return multiprocessing.active_children() == []
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_processes_report_equals_serial_bit_for_bit(case):
+    """On the whole zoo (correct and buggy claims, float32, array outputs) the processes
+    engine gives serial's verdicts and serial's numbers, bit for bit."""
+    for grad in (case.grad, case.buggy):
+        serial = check(case.f, case.x, grad, engine="serial", config=case.config)
+        procs = check(case.f, case.x, grad, engine="processes", config=case.config)
+        assert procs.engine == "processes"
+        np.testing.assert_array_equal(procs.codes, serial.codes)
+        np.testing.assert_array_equal(procs.numeric, serial.numeric)
+        np.testing.assert_array_equal(procs.noise, serial.noise)
+    assert _no_children_left()
+
+
+@pytest.mark.parametrize("workers, chunks", [(2, 1), (2, 8), (3, 5)])
+def test_differences_equal_serial_for_any_chunking(workers, chunks):
+    """f_plus, f_minus and denominators do not depend on how entries are chunked."""
+    x = np.random.default_rng(3).standard_normal((7, 5)).astype(np.float32)
+    problem = _problem(lambda x: float((np.tanh(x.astype(np.float64)) * x).sum()), x)
+    idx = np.arange(x.size)
+    steps = steps_for(x.reshape(-1), 1e-3)
+    want = SerialEngine(problem).differences(idx, steps)
+    engine = ProcessesEngine(problem, workers=workers, chunks_per_worker=chunks)
+    try:
+        got = engine.differences(idx, steps)
+        again = engine.differences(idx[::-1], steps[::-1])  # the pool is reused
+    finally:
+        engine.close()
+    for w, g, r in zip(want, got, again):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(r, w[::-1])
+
+
+def test_a_worker_error_names_the_first_failing_entry():
+    """f raising in a worker is re-raised in the parent as FunctionError at the first
+    failing entry in index order (as serial reports it), with the cause chained."""
+    x = np.arange(40.0).reshape(8, 5)
+
+    def f(x):
+        if x[1, 3] != 8.0 or x[6, 0] != 30.0:  # both perturbed entries raise, in different chunks
+            raise ZeroDivisionError("boom")
+        return float(x.sum())
+
+    with pytest.raises(FunctionError) as serial:
+        check(f, x, np.ones_like(x), engine="serial")
+    with pytest.raises(FunctionError) as procs:
+        check(f, x, np.ones_like(x), engine="processes")
+    assert procs.value.index == serial.value.index == (1, 3)
+    assert procs.value.side == serial.value.side == "+h"
+    assert isinstance(procs.value.__cause__, ZeroDivisionError)
+    assert _no_children_left()
+
+
+class _Unpicklable(Exception):
+    def __init__(self, a, b):
+        super().__init__(f"{a} {b}")
+
+
+def test_an_unpicklable_worker_error_still_arrives():
+    """An exception that cannot cross a process boundary is still reported with its entry."""
+    x = np.ones((4, 3))
+
+    def f(x):
+        if x[2, 1] != 1.0:
+            raise _Unpicklable("no", "pickle")
+        return float(x.sum())
+
+    with pytest.raises(FunctionError, match="_Unpicklable") as info:
+        check(f, x, np.ones_like(x), engine="processes")
+    assert info.value.index == (2, 1)
+    assert _no_children_left()
+
+
+def test_the_users_array_is_untouched():
+    """x is never written; the parent's private copy is never perturbed either."""
+    x = np.random.default_rng(5).standard_normal((6, 4))
+    before = x.copy()
+    check(lambda x: float((x**3).sum()), x, lambda x: 3 * x**2, engine="processes").assert_pass()
+    np.testing.assert_array_equal(x, before)
+
+
+def test_the_pool_is_shut_down_after_a_check():
+    """No worker outlives the check that started it."""
+    check(lambda x: float((x**2).sum()), np.ones(6), lambda x: 2 * x, engine="processes")
+    assert _no_children_left()
+
+
+def test_progress_is_reported_as_chunks_finish():
+    """The progress callback sees growing counts that end at the number of entries."""
+    x = np.ones(24)
+    counts = []
+    engine = ProcessesEngine(_problem(lambda x: float(x.sum()), x), workers=2, chunks_per_worker=3)
+    try:
+        engine.differences(np.arange(24), np.full(24, 1e-5), progress=counts.append)
+    finally:
+        engine.close()
+    assert counts == sorted(counts) and counts[-1] == 24
+
+
+def test_auto_leaves_a_cheap_f_to_others():
+    """A cheap f is not worth a pool: auto_reason returns None after one timing."""
+    calls = []
+    problem = _problem(lambda x: calls.append(1) or float(x.sum()), np.ones(100))
+    assert auto_reason(problem) is None
+    assert len(calls) == 1
+
+
+def test_auto_picks_processes_for_a_costly_f(monkeypatch):
+    """A check estimated at more than AUTO_MIN_SECONDS on more than one core goes to
+    processes, and the reason gives the estimate."""
+    monkeypatch.setattr(_processes, "usable_cores", lambda: 4)
+    monkeypatch.setattr(_processes, "_time_call", lambda evaluate: 0.01)
+    reason = auto_reason(_problem(lambda x: float(x.sum()), np.ones(200)))
+    assert reason is not None and "400 evaluations" in reason and "4 processes" in reason
+
+
+def test_auto_never_picks_processes_on_one_core(monkeypatch):
+    """With one usable core a pool cannot help."""
+    monkeypatch.setattr(_processes, "usable_cores", lambda: 1)
+    monkeypatch.setattr(_processes, "_time_call", lambda evaluate: 10.0)
+    assert auto_reason(_problem(lambda x: float(x.sum()), np.ones(200))) is None
+
+
+def test_negative_control_passes_on_processes():
+    """The instrument works on this engine: a corrupted gradient is flagged, a correct
+    one passes."""
+    gradcheck.assert_detects_wrong_gradient("numpy", engine="processes")
+    assert _no_children_left()
+
+
+_INTERRUPTED = textwrap.dedent(
+    """
+    import sys, time
+    import numpy as np
+    from gradcheck.engines import CheckProblem
+    from gradcheck.engines._processes import ProcessesEngine
+    from gradcheck.backends import NumpyBackend
+
+    def f(x):
+        time.sleep(0.1)
+        return float(x.sum())
+
+    work = np.ones(400)
+    problem = CheckProblem(f=f, work=work, evaluate=lambda: f(work), backend=NumpyBackend(),
+                           cotangent=None)
+    engine = ProcessesEngine(problem, workers=2)
+    print("ready", flush=True)
+    try:
+        engine.differences(np.arange(400), np.full(400, 1e-5))
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(0)
+    print("not interrupted", flush=True)
+    sys.exit(1)
+    """
+)
+
+
+def test_ctrl_c_leaves_no_worker_behind():
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) stops the check
+    promptly with KeyboardInterrupt in the parent (each chunk would take 5 s more), the
+    workers print nothing, and every worker is gone."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(1.0)  # workers forked and busy
+        os.killpg(proc.pid, signal.SIGINT)
+        interrupted_at = time.monotonic()
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - interrupted_at
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, out + err
+    assert "interrupted" in out
+    assert took < 3.0
+    assert "Traceback" not in err, err
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(proc.pid, 0)  # anyone left in the group?
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("a worker process outlived the interrupted check")

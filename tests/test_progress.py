@@ -1,0 +1,135 @@
+"""Progress: one updating line on a terminal for long checks, silence everywhere else."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from gradcheck import check
+from gradcheck._differences import steps_for
+from gradcheck._progress import MIN_SECONDS, Progress, differences_with_progress
+from gradcheck.backends import NumpyBackend
+from gradcheck.engines import CheckProblem
+from gradcheck.engines._serial import SerialEngine
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _run(stream, enabled, seconds_per_entry, total=100):
+    clock = Clock()
+    with Progress(total, enabled=enabled, stream=stream, label="f", clock=clock) as bar:
+        for done in range(1, total + 1):
+            clock.now += seconds_per_entry
+            bar.update(done)
+    return stream.getvalue()
+
+
+@pytest.mark.parametrize(
+    "stream, enabled, seconds_per_entry, draws",
+    [
+        (io.StringIO(), None, 1.0, False),      # not a terminal: silent, however long
+        (Terminal(), None, 1.0, True),          # terminal, long check: draws
+        (Terminal(), None, 0.001, False),       # terminal, check of 0.1 s: silent
+        (Terminal(), False, 1.0, False),        # switched off
+        (io.StringIO(), True, 0.001, True),     # forced: draws anywhere
+    ],
+    ids=["pipe-long", "tty-long", "tty-short", "off", "forced"],
+)
+def test_when_the_line_is_drawn(stream, enabled, seconds_per_entry, draws):
+    """Auto mode draws only on a terminal and only for a check projected past
+    MIN_SECONDS; True forces it, False silences it."""
+    out = _run(stream, enabled, seconds_per_entry)
+    assert bool(out) == draws
+    if draws:
+        assert out.startswith("\r") and out.endswith("\n")
+        assert "100/100 entries (100%)" in out
+
+
+def test_the_line_shows_count_rate_and_eta():
+    """Mid-way the line gives entries done / total, the rate and the time left."""
+    clock = Clock()
+    bar = Progress(1000, enabled=True, stream=io.StringIO(), label="loss", clock=clock)
+    clock.now = 2.0
+    bar.update(250)
+    assert bar.line() == "gradcheck[loss]: 250/1000 entries (25%)  125 entries/s  ETA 6.0s"
+
+
+def test_redraws_are_throttled():
+    """Thousands of updates within a second give a handful of redraws, not thousands."""
+    out = _run(Terminal(), True, 1e-5, total=5000)
+    assert out.count("\r") < 10
+
+
+def test_a_shorter_line_erases_the_longer_one_before_it():
+    """Each redraw pads to the previous width, so no stale characters remain."""
+    stream = io.StringIO()
+    clock = Clock()
+    bar = Progress(10, enabled=True, stream=stream, clock=clock)
+    clock.now = 1.0
+    bar.update(1)
+    first = stream.getvalue().split("\r")[-1]
+    clock.now = 2000.0
+    bar.update(9)
+    second = stream.getvalue().split("\r")[-1]
+    assert len(second) >= len(first)
+
+
+def test_progress_rejects_other_values():
+    """progress= takes None, True or False and says so."""
+    with pytest.raises(ValueError, match="None"):
+        Progress(3, enabled="yes")  # type: ignore[arg-type]
+
+
+def test_check_is_silent_when_stderr_is_not_a_terminal(capsys):
+    """The default never writes when stderr is captured or piped."""
+    check(lambda x: (x**2).sum(), np.ones(5), lambda x: 2 * x)
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("engine, vectorized", [("serial", False), ("batched", True), ("processes", False)])
+def test_check_draws_when_forced(capsys, engine, vectorized):
+    """progress=True draws the line on stderr, through every engine, ending at N/N."""
+    f = lambda x: (x**2).sum(axis=-1)  # noqa: E731
+    check(f, np.ones(6), lambda x: 2 * x, engine=engine, vectorized=vectorized, progress=True)
+    err = capsys.readouterr().err
+    assert "\r" in err and "6/6 entries (100%)" in err and err.endswith("\n")
+
+
+def test_chunked_progress_changes_no_result():
+    """An engine without a progress hook is driven in chunks; the results are those of
+    one call, bit for bit."""
+    x = np.random.default_rng(2).standard_normal(300)
+    work = x.copy()
+    f = lambda x: float(np.tanh(x).sum())  # noqa: E731
+    problem = CheckProblem(f=f, work=work, evaluate=lambda: f(work), backend=NumpyBackend(),
+                           cotangent=None)
+    engine = SerialEngine(problem)
+    idx, steps = np.arange(x.size), steps_for(x, 6e-6)
+    want = engine.differences(idx, steps)
+    stream = io.StringIO()
+    with Progress(x.size, enabled=True, stream=stream) as bar:
+        got = differences_with_progress(engine.differences, idx, steps, bar)
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
+    assert "300/300 entries" in stream.getvalue()
+
+
+def test_min_seconds_is_a_couple_of_seconds():
+    """'Checks expected to take more than a couple of seconds' get a bar."""
+    assert 1.0 <= MIN_SECONDS <= 5.0
