@@ -49,6 +49,16 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_PASS if report.passed else EXIT_FAIL
 
 
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from ._bench import discover, find_directory, run_benchmarks
+
+    if args.list:
+        for name, path in discover(find_directory(args.dir)).items():
+            print(f"{name:<12} {path}")
+        return EXIT_PASS
+    return run_benchmarks(args.names, quick=args.quick, directory=args.dir, json_path=args.json)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gradcheck", description="Check gradients at every entry.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -65,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--backend", default=None, help="numpy (default), dual, ...")
     chk.add_argument("--json", action="store_true")
     chk.set_defaults(run=_cmd_check)
+    bench = sub.add_parser("bench", help="run the benchmarks (from a source checkout: benchmarks/bench_*.py)")
+    bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all), e.g. serial batched")
+    bench.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    bench.add_argument("--dir", help="the benchmarks directory (default: ./benchmarks, or the checkout's)")
+    bench.add_argument("--json", metavar="FILE", help="also write every benchmark's results to FILE")
+    bench.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    bench.set_defaults(run=_cmd_bench)
     return parser
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from .._errors import FunctionError, InputMutationError
 
 #: Default byte budget of the batch buffer (``B`` copies of ``x``).
-BUDGET_BYTES = 4 * 2**20
+BUDGET_BYTES = 2 * 2**20
 #: Rows per call are at most this many, whatever the budget (bounds ``f``'s temporaries).
 MAX_ROWS = 4096
 

@@ -1,0 +1,105 @@
+"""Processes engine vs serial on a costly pure-Python f (about 1 ms per call).
+
+The pool forks once per check (its start-up is included in every time below), each
+worker differences a chunk of entries with the serial code, and the results are
+bit-identical to serial's (checked here too). The ideal speedup is the core count.
+
+    python benchmarks/bench_processes.py [--quick]
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import numpy as np
+
+from _common import compare, cores, header, run, seconds, table
+
+import gradcheck
+from gradcheck._differences import steps_for
+from gradcheck.backends import NumpyBackend
+from gradcheck.engines import CheckProblem
+from gradcheck.engines._processes import ProcessesEngine
+from gradcheck.engines._serial import SerialEngine
+
+PER_CALL_SECONDS = 1e-3
+
+
+def make_f(target_seconds: float = PER_CALL_SECONDS):
+    """A smooth f in pure Python whose cost is tuned to ``target_seconds`` per call, and
+    its gradient."""
+
+    def pair(sweeps: int):
+        def f(x):
+            values = [float(v) for v in x.ravel()]
+            total = 0.0
+            for s in range(sweeps):
+                w = 1.0 + 0.01 * s
+                for i, v in enumerate(values):
+                    total += math.tanh(w * v) * (1.0 + 0.001 * i)
+            return total / sweeps
+
+        def grad(x):
+            i = np.arange(x.size).reshape(x.shape)
+            w = 1.0 + 0.01 * np.arange(sweeps)[:, None]
+            t = np.tanh(w * x.reshape(1, -1))
+            return (w * (1 - t**2)).mean(axis=0).reshape(x.shape) * (1.0 + 0.001 * i)
+
+        return f, grad
+
+    x = np.random.default_rng(0).standard_normal(50)
+    probe, _ = pair(10)
+    start = time.perf_counter()
+    for _ in range(20):
+        probe(x)
+    per_sweep = (time.perf_counter() - start) / 200
+    return pair(max(1, round(target_seconds / per_sweep)))
+
+
+def main(quick: bool = False) -> dict:
+    header(f"processes engine vs serial, pure-Python f of ~{PER_CALL_SECONDS * 1e3:.0f} ms per call", quick)
+    f, grad = make_f()
+    n = 60 if quick else 300
+    x = np.random.default_rng(1).standard_normal(n)
+    per_call = min(compare({"f": lambda: f(x)}, repeat=5, warmup=False).values())
+    work_s, work_p = x.copy(), x.copy()
+    mk = lambda work: CheckProblem(f=f, work=work, evaluate=lambda: float(f(work)),  # noqa: E731
+                                   backend=NumpyBackend(), cotangent=None)
+    serial = SerialEngine(mk(work_s))
+    idx, steps = np.arange(n), steps_for(x, 6e-6)
+
+    def processes():
+        engine = ProcessesEngine(mk(work_p))  # a fresh pool: start-up is part of the cost
+        try:
+            return engine.differences(idx, steps)
+        finally:
+            engine.close()
+
+    identical = all(np.array_equal(a, b) for a, b in zip(serial.differences(idx, steps), processes()))
+    repeat = 1 if quick else 3
+    times = compare({"serial": lambda: serial.differences(idx, steps), "processes": processes},
+                    repeat=repeat, warmup=False)
+    speedup = times["serial"] / times["processes"]
+    checks = compare(
+        {"check serial": lambda: gradcheck.check(f, x, grad, engine="serial", progress=False),
+         "check processes": lambda: gradcheck.check(f, x, grad, engine="processes", progress=False)},
+        repeat=1, warmup=False,
+    )
+    check_speedup = checks["check serial"] / checks["check processes"]
+    passed = gradcheck.check(f, x, grad, engine="processes", progress=False).passed
+    print(table(
+        ["what", "N", "f per call", "serial", "processes", "speedup", f"ideal ({cores()} cores)"],
+        [["engine pass (2N evaluations)", n, seconds(per_call), seconds(times["serial"]),
+          seconds(times["processes"]), f"{speedup:.2f}x", f"{cores()}x"],
+         ["full check", n, seconds(per_call), seconds(checks["check serial"]),
+          seconds(checks["check processes"]), f"{check_speedup:.2f}x", f"{cores()}x"]],
+    ))
+    print(f"   results identical to serial bit for bit: {identical}; the check passes: {passed}")
+    return {"benchmark": "processes", "quick": quick, "entries": n, "cores": cores(),
+            "f_seconds_per_call": per_call, **times, "speedup": speedup,
+            "check_seconds": checks, "check_speedup": check_speedup, "bit_identical": identical, "check_passed": passed}
+
+
+if __name__ == "__main__":
+    sys.exit(run(main))
