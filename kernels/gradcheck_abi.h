@@ -36,4 +36,14 @@ double gc_rosenbrock_loss(const double *x, int64_t n, const int64_t *iparams);
 void gc_rosenbrock_grad(const double *x, int64_t n, const int64_t *iparams, double *g);
 void gc_rosenbrock_grad_lastbug(const double *x, int64_t n, const int64_t *iparams, double *g);
 
+/* Subject kernel (kernels/subjects_engine.c): a log barrier with a cyclic coupling,
+ *   f(x) = sum_i c_i (x[i]^2 / 2 - log x[i]) + sin(x[i] x[(i+1) mod n]),
+ *   c_i = 1 + (i mod k), k = iparams[0] when iparams is not NULL, else 1.
+ * Defined for x > 0 (NaN or -inf elsewhere). gc_logbarrier_grad is correct;
+ * gc_logbarrier_grad_firstbug deliberately drops the wrap-around term cos(x[n-1] x[0]) x[n-1]
+ * of entry 0: a planted bug at exactly one entry (negative control of the compiled engine). */
+double gc_logbarrier_loss(const double *x, int64_t n, const int64_t *iparams);
+void gc_logbarrier_grad(const double *x, int64_t n, const int64_t *iparams, double *g);
+void gc_logbarrier_grad_firstbug(const double *x, int64_t n, const int64_t *iparams, double *g);
+
 #endif

@@ -1,0 +1,214 @@
+"""The fused classify kernel equals the numpy reference bit for bit; `_jit` compiles lazily."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from gradcheck import _classify, _classify_kernel, _jit
+from gradcheck._verdict import Verdict
+
+TINY = 5e-324  # the smallest subnormal
+BIG = 1.7e308
+INF, NAN = np.inf, np.nan
+
+
+def reference(a, n, z, **tol):
+    with np.errstate(all="ignore"):  # the reference's tolerance overflows loudly on 1e308
+        return _classify.classify(a, n, z, **tol), _classify.tolerance(a, n, z, **tol)
+
+
+def fused(a, n, z, **tol):
+    return _classify_kernel.classify_and_tolerance(a, n, z, **tol)
+
+
+def assert_same(a, n, z, **tol):
+    codes_ref, tol_ref = reference(a, n, z, **tol)
+    codes, t = fused(a, n, z, **tol)
+    np.testing.assert_array_equal(codes, codes_ref)
+    assert codes.dtype == codes_ref.dtype == np.uint8
+    # Bit for bit, NaNs included (the tolerance is NaN where an input is NaN).
+    assert np.array_equal(t, tol_ref, equal_nan=True)
+    assert np.array_equal(np.signbit(t), np.signbit(tol_ref))
+    only = _classify_kernel.classify_codes(a, n, z, **tol)
+    np.testing.assert_array_equal(only, codes_ref)
+    return codes
+
+
+RULE = dict(rtol=0.5, atol=0.0, noise_factor=1.0)
+
+# (analytic, numeric, noise, expected verdict, why) under RULE, where
+# tol = 1*noise + 0.5*max(|a|,|n|) and floor = 1*noise.
+TABLE = [
+    (2.0, 1.0, 0.0, Verdict.PASS, "err == tol exactly is not a mismatch (>, not >=)"),
+    (np.nextafter(2.0, 3.0), 1.0, 0.0, Verdict.MISMATCH, "err one ulp past the tolerance"),
+    (1.0, 1.0, 1.0, Verdict.UNCHECKED, "scale == floor exactly is unchecked (<=)"),
+    (1.0, 1.0, np.nextafter(1.0, 0.0), Verdict.PASS, "scale one ulp above the floor"),
+    (0.0, 0.0, 0.0, Verdict.UNCHECKED, "both zero with zero noise: 0 <= 0"),
+    (-0.0, 0.0, 0.0, Verdict.UNCHECKED, "negative zero is zero"),
+    (0.0, -0.0, -0.0, Verdict.UNCHECKED, "negative zero noise"),
+    (TINY, 0.0, 0.0, Verdict.MISMATCH, "a subnormal against zero with no noise"),
+    (TINY, TINY, 0.0, Verdict.PASS, "equal subnormals"),
+    (TINY, -TINY, TINY, Verdict.MISMATCH, "opposite subnormals: err 2t > tol t (rtol*t rounds to 0)"),
+    (NAN, 1.0, 0.0, Verdict.NONFINITE, "NaN claimed"),
+    (1.0, NAN, 0.0, Verdict.NONFINITE, "NaN numeric"),
+    (1.0, 1.0, NAN, Verdict.NONFINITE, "NaN noise"),
+    (INF, INF, 0.0, Verdict.NONFINITE, "inf claimed and numeric"),
+    (1.0, -INF, 0.0, Verdict.NONFINITE, "-inf numeric"),
+    (1.0, 1.0, INF, Verdict.NONFINITE, "inf noise"),
+    (BIG, -BIG, 0.0, Verdict.MISMATCH, "a - n overflows to inf: err inf > finite tol"),
+    (BIG, BIG, BIG, Verdict.UNCHECKED, "huge noise: floor and tol finite, scale <= floor"),
+    (1.0, 1.0, 1e308, Verdict.UNCHECKED, "noise_factor * noise near overflow"),
+    (3.0, -3.0, 0.0, Verdict.MISMATCH, "sign flip"),
+]
+
+
+@pytest.mark.parametrize("a, n, z, expected, why", TABLE, ids=[row[4] for row in TABLE])
+def test_adversarial_entries_match_the_reference(a, n, z, expected, why):
+    """Ties at the tolerance, signed zeros, subnormals, NaN/inf, overflow: same verdict."""
+    arr = lambda v: np.array([v], dtype=np.float64)  # noqa: E731
+    codes = assert_same(arr(a), arr(n), arr(z), **RULE)
+    assert codes[0] == expected, why
+
+
+def test_table_as_one_array_matches_the_reference():
+    """All the adversarial rows in one parallel pass, under several tolerance settings."""
+    a = np.array([row[0] for row in TABLE] * 50)
+    n = np.array([row[1] for row in TABLE] * 50)
+    z = np.array([row[2] for row in TABLE] * 50)
+    for rule in (RULE, dict(rtol=1e-6, atol=0.0, noise_factor=8.0),
+                 dict(rtol=0.0, atol=1e-300, noise_factor=0.0), dict(rtol=1e300, atol=1e300, noise_factor=1e300)):
+        assert_same(a, n, z, **rule)
+
+
+def test_random_million_entries_match_the_reference():
+    """Random entries around the tolerance boundary, a million of them, in parallel."""
+    rng = np.random.default_rng(20240501)
+    size = 1_000_000
+    a = rng.standard_normal(size) * np.exp(rng.uniform(-30, 30, size))
+    n = a * (1.0 + rng.standard_normal(size) * 1e-6)
+    z = np.abs(a) * np.exp(rng.uniform(-40, 0, size))
+    specials = rng.integers(0, size, 1000)
+    a[specials[:300]] = rng.choice([NAN, INF, -INF, 0.0, -0.0, TINY], 300)
+    n[specials[300:600]] = rng.choice([NAN, INF, -INF, 0.0, -0.0, TINY], 300)
+    z[specials[600:]] = rng.choice([NAN, INF, 0.0, -0.0, TINY], 400)
+    codes = assert_same(a, n, z, rtol=1e-6, atol=0.0, noise_factor=8.0)
+    assert set(np.unique(codes)) == {int(v) for v in (Verdict.PASS, Verdict.MISMATCH, Verdict.UNCHECKED, Verdict.NONFINITE)}
+
+
+floats = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True, width=64),
+    st.sampled_from([0.0, -0.0, TINY, -TINY, 1.0, -1.0, BIG, -BIG, INF, NAN]),
+)
+tolerances = st.sampled_from([0.0, TINY, 1e-300, 1e-12, 1e-6, 0.5, 1.0, 8.0, 1e300])
+
+
+@given(
+    a=hnp.arrays(np.float64, st.integers(1, 64), elements=floats),
+    data=st.data(),
+    rtol=tolerances, atol=tolerances, k=tolerances,
+)
+def test_any_input_matches_the_reference(a, data, rtol, atol, k):
+    """Property: for every input (specials included) the codes and tolerances are equal."""
+    n = data.draw(hnp.arrays(np.float64, a.shape, elements=floats))
+    z = data.draw(hnp.arrays(np.float64, a.shape, elements=floats))
+    if data.draw(st.booleans()):
+        with np.errstate(over="ignore", invalid="ignore"):
+            n = np.where(np.isfinite(a), a * (1 + rtol), n)  # land on the boundary often
+    assert_same(a, n, z, rtol=rtol, atol=atol, noise_factor=k)
+
+
+def test_shapes_and_dtypes_are_accepted_like_the_reference():
+    """2-D, float32 and non-contiguous inputs give the reference's codes in its shape.
+
+    Like ``classify``, the kernel works in float64; the tolerance equals the reference's
+    on the float64 values (numpy would compute float32 inputs' tolerance in float32).
+    """
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((40, 30)).astype(np.float32)
+    n = (a * 1.000001).T.copy().T  # Fortran order
+    z = np.full((80, 30), 1e-7)[::2]
+    rule = dict(rtol=1e-6, atol=0.0, noise_factor=8.0)
+    codes, tol = fused(a, n, z, **rule)
+    ref_codes, ref_tol = reference(a.astype(np.float64), n.astype(np.float64), z, **rule)
+    assert codes.shape == (40, 30)
+    np.testing.assert_array_equal(codes, _classify.classify(a, n, z, **rule))
+    np.testing.assert_array_equal(_classify_kernel.tolerance(a, n, z, **rule), _classify.tolerance(a, n, z, **rule))
+    np.testing.assert_array_equal(codes, ref_codes)
+    np.testing.assert_array_equal(tol, ref_tol)
+
+
+@pytest.mark.parametrize("size", [10, _classify_kernel.MIN_SIZE - 1, _classify_kernel.MIN_SIZE])
+def test_size_dispatch_gives_the_reference(size):
+    """``classify``/``tolerance`` pick numpy or the kernel by size; the answer is the same."""
+    rng = np.random.default_rng(size)
+    a = rng.standard_normal(size)
+    n = a + rng.standard_normal(size) * 1e-6
+    z = np.full(size, 1e-9)
+    rule = dict(rtol=1e-6, atol=0.0, noise_factor=8.0)
+    np.testing.assert_array_equal(_classify_kernel.classify(a, n, z, **rule), _classify.classify(a, n, z, **rule))
+    np.testing.assert_array_equal(_classify_kernel.tolerance(a, n, z, **rule), _classify.tolerance(a, n, z, **rule))
+
+
+def test_empty_input():
+    """Zero entries: empty codes, no error."""
+    e = np.empty(0)
+    codes, tol = fused(e, e, e, **RULE)
+    assert codes.shape == tol.shape == (0,)
+
+
+# -- _jit: the one place that decides how kernels compile ---------------------------------
+
+def _scale(x, out):
+    for i in range(x.size):
+        out[i] = x[i] / 0.0  # error_model="numpy": inf/NaN, never ZeroDivisionError
+
+
+SCALE = _jit.kernel()(_scale)
+
+
+def test_kernel_options_are_exact_ieee_and_numpy_errors():
+    """Kernels compile with error_model=numpy (no raise on /0), no fastmath, nogil."""
+    out = np.empty(3)
+    SCALE(np.array([1.0, -1.0, 0.0]), out)
+    assert out[0] == INF and out[1] == -INF and np.isnan(out[2])
+    opts = SCALE.dispatcher.targetoptions
+    assert opts["error_model"] == "numpy" and opts["nogil"] is True
+    assert not opts.get("fastmath")
+
+
+def test_compile_time_is_reported_once_per_signature():
+    """The first call for new argument types reports its compile seconds; later calls 0."""
+    x32 = np.ones(2, dtype=np.float32)
+    first = SCALE.compile_for(x32, np.empty(2))
+    again = SCALE.compile_for(x32, np.empty(2))
+    assert first > 0.0 and again == 0.0
+    assert _jit.compile_seconds()[SCALE.name] >= first
+
+
+def test_kernels_taking_functions_are_never_cached():
+    """A kernel that receives a function is not cached (numba cannot cache it safely)."""
+    assert _jit.kernel(takes_functions=True)(_scale).cache is False
+    assert _jit.kernel()(_scale).cache is True
+
+
+def test_importing_gradcheck_and_kernel_modules_does_not_import_numba():
+    """Lazy: numba is imported when a kernel first runs, not by any import or auto check."""
+    code = (
+        "import sys, numpy as np, gradcheck\n"
+        "import gradcheck._jit, gradcheck._classify_kernel, gradcheck.engines._compiled as c\n"
+        "from gradcheck.engines import CheckProblem\n"
+        "from gradcheck.backends import NumpyBackend\n"
+        "w = np.ones(3)\n"
+        "p = CheckProblem(f=np.sum, work=w, evaluate=lambda: float(w.sum()), backend=NumpyBackend(), cotangent=None)\n"
+        "assert c.auto_reason(p) is None\n"
+        "r = gradcheck.check(lambda x: (x**2).sum(), np.arange(3.0), grad=lambda x: 2*x)\n"
+        "assert r.passed\n"
+        "assert 'numba' not in sys.modules, sorted(m for m in sys.modules if 'numba' in m)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
