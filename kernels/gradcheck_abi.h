@@ -46,4 +46,17 @@ double gc_logbarrier_loss(const double *x, int64_t n, const int64_t *iparams);
 void gc_logbarrier_grad(const double *x, int64_t n, const int64_t *iparams, double *g);
 void gc_logbarrier_grad_firstbug(const double *x, int64_t n, const int64_t *iparams, double *g);
 
+/* Subject kernel (kernels/matmul_tn.c): a transposed matmul C = A^T B with A (k x m) and
+ * B (k x n) row-major, x = concat(A.ravel(), B.ravel()), iparams = (m, k, n). The loss is
+ * sum(C * G) for a fixed upstream gradient G[i,j] = 0.25 ((3i + 5j) mod 7) - 0.625;
+ * gc_matmul_tn_forward writes C (m x n, row-major) into y.
+ * gc_matmul_tn_grad is correct. gc_matmul_tn_grad_parity is a DELIBERATE TEST SUBJECT with a
+ * shape-parity defect: its 2x2-unrolled backward forgets the corner remainder, so when m and
+ * n are both odd the last column of dA and the last column of dB are wrong (every row);
+ * every other shape is exact. */
+void gc_matmul_tn_forward(const double *x, int64_t n, const int64_t *iparams, double *y, int64_t m);
+double gc_matmul_tn_loss(const double *x, int64_t n, const int64_t *iparams);
+void gc_matmul_tn_grad(const double *x, int64_t n, const int64_t *iparams, double *g);
+void gc_matmul_tn_grad_parity(const double *x, int64_t n, const int64_t *iparams, double *g);
+
 #endif

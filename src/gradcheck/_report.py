@@ -85,6 +85,15 @@ class Report:
         mask = np.isin(self.codes, np.array([int(v) for v in wanted], dtype=np.uint8))
         return [tuple(int(i) for i in ix) for ix in np.argwhere(mask)]
 
+    @property
+    def layout(self) -> Any:
+        """Where the MISMATCH entries sit, in words: a
+        :class:`~gradcheck._layout.LayoutDescription` such as "the last column (column 4)"
+        (its text is ``"none"`` when nothing mismatches)."""
+        from ._layout import describe_layout
+
+        return describe_layout(self.codes == Verdict.MISMATCH)
+
     def excess(self) -> np.ndarray:
         """``|a - n| / tolerance``: above 1 means outside tolerance."""
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -141,6 +150,8 @@ class Report:
             lines.append(f"  NONDETERMINISTIC: f(x) changed by {self.drift:.3g} between two evaluations")
         for note in self.notes:
             lines.append(f"  note: {note}")
+        if self.counts[Verdict.MISMATCH]:
+            lines.append(f"  MISMATCH at: {self.layout.text}")
         if self.size:
             lines.append(self.table())
             if self.refined.any():
@@ -187,6 +198,14 @@ class Report:
                 out[key] = [_jsonable(v) for v in getattr(self, key).reshape(-1)]
             out["verdicts"] = [Verdict(int(c)).name for c in self.codes.reshape(-1)]
         return out
+
+    def plot(self, path: Any, **options: Any) -> Any:
+        """Write a PNG heat map of the verdicts and relative errors to ``path`` (returned as
+        a ``Path``); ``parts=`` and ``title=`` as in :func:`gradcheck._plot.plot_report`.
+        Needs matplotlib: ``pip install "gradcheck[plot]"``."""
+        from ._plot import plot_report
+
+        return plot_report(self, path, **options)
 
     def to_json(self, **kwargs: Any) -> str:
         """``to_dict`` as a JSON string (NaN/inf written as strings)."""

@@ -26,7 +26,8 @@ def _load(spec: str) -> Any:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from .showcases import run_demo
 
-    return EXIT_PASS if run_demo(json_out=args.json) else EXIT_FAIL
+    out = args.out or None  # --out "" writes no pictures
+    return EXIT_PASS if run_demo(json_out=args.json, out_dir=out) else EXIT_FAIL
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -64,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the showcases (planted bugs that must be caught, correct gradients that must pass)")
     demo.add_argument("--json", action="store_true", help="print JSON instead of text")
+    demo.add_argument("--out", default="gradcheck-demo-output", metavar="DIR",
+                      help="folder for the pictures (default: %(default)s; '' for none)")
     demo.set_defaults(run=_cmd_demo)
     chk = sub.add_parser("check", help="check MODULE:FUNC against its claimed gradient")
     chk.add_argument("function", help="MODULE:FUNC, the function to check")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -17,6 +18,8 @@ import numpy as np
 class Showcase:
     title: str
     run: Callable[[], tuple[Any, bool, str]]   # -> (report, behaved, what was expected)
+    # (report, folder) -> the pictures written there; needs matplotlib
+    pictures: Callable[[Any, Path], list[Path]] | None = None
 
 
 def _numpy_planted() -> tuple[Any, bool, str]:
@@ -83,6 +86,48 @@ def _transformer(mutation: str | None) -> Callable[[], tuple[Any, bool, str]]:
     return run
 
 
+# -- the C transposed matmul with a shape-parity defect (kernels/matmul_tn.c) ---------
+def _matmul_subject(grad: str) -> Callable[[tuple[int, ...]], Any]:
+    from ..native import native_function
+
+    def factory(shape):
+        nf = native_function("matmul_tn", grad=grad, iparams=shape)
+        return nf, nf.gradient
+
+    return factory
+
+
+def _matmul_input(shape: tuple[int, ...]) -> np.ndarray:
+    """x = concat(A.ravel(), B.ravel()) with entries of magnitude 0.5..2, seeded by shape."""
+    m, k, n = shape
+    rng = np.random.default_rng([2, m, k, n])
+    size = k * (m + n)
+    return rng.uniform(0.5, 2.0, size) * rng.choice([-1.0, 1.0], size)
+
+
+def _matmul_parts(shape: tuple[int, ...]) -> dict[str, tuple[int, int]]:
+    m, k, n = shape
+    return {"A": (k, m), "B": (k, n)}
+
+
+def _parity_sweep() -> tuple[Any, bool, str]:
+    from .. import grid, shape_sweep
+
+    shapes = grid(m=range(1, 9), k=range(1, 9), n=range(1, 9))
+    sweep = shape_sweep(_matmul_subject("grad_parity"), shapes, _matmul_input, factory=True,
+                        parts=_matmul_parts, name="C A^T B, backward with a parity defect")
+    defective = {(m, k, n) for m, k, n in shapes if m % 2 == 1 and n % 2 == 1}
+    ok = set(sweep.failed) == defective and sweep.rule.text == "m is odd and n is odd"
+    return sweep, ok, "exactly the 128 shapes with m and n odd fail; rule 'm is odd and n is odd'"
+
+
+def _parity_pictures(sweep: Any, folder: Path) -> list[Path]:
+    shape = (5, 4, 7)
+    return [sweep.plot(folder / "matmul_tn_parity_sweep.png"),
+            sweep.report(shape).plot(folder / "matmul_tn_parity_5x4x7_heatmap.png",
+                                     parts=_matmul_parts(shape))]
+
+
 def _control() -> tuple[Any, bool, str]:
     from .. import assert_detects_wrong_gradient
 
@@ -95,21 +140,37 @@ SHOWCASES = (
     Showcase("numpy function, planted 1e-5 relative bug", _numpy_planted),
     Showcase("softmax: why the default cotangent is random", _softmax_trap),
     Showcase("C kernel through cffi, planted bug", _native_rosenbrock),
+    Showcase("C transposed matmul, shape sweep of a parity defect", _parity_sweep, _parity_pictures),
     Showcase("tiny transformer, correct backward", _transformer(None)),
     Showcase("tiny transformer, one tensor's line wrong", _transformer("wq_line")),
     Showcase("tiny transformer, wrong value returned from block 1", _transformer("block_return")),
 )
 
 
-def run_demo(*, json_out: bool = False, print_fn: Callable[[str], None] = print) -> bool:
-    """Run every showcase, print each report, and return whether all behaved."""
+DEFAULT_OUT = "gradcheck-demo-output"
+
+
+def run_demo(*, json_out: bool = False, print_fn: Callable[[str], None] = print,
+             out_dir: str | Path | None = DEFAULT_OUT) -> bool:
+    """Run every showcase, print each report, and return whether all behaved.
+
+    Pictures (heat maps, sweep grids) are written to ``out_dir`` (None: none); without
+    matplotlib they are skipped with a note, and the demo still runs.
+    """
     results = []
     all_ok = True
+    pictures: list[Path] = []
+    skipped = ""
     for sc in SHOWCASES:
         started = time.perf_counter()
         report, ok, expected = sc.run()
         seconds = time.perf_counter() - started
         all_ok &= ok
+        if sc.pictures is not None and out_dir is not None and not skipped:
+            try:
+                pictures += sc.pictures(report, Path(out_dir))
+            except ImportError as exc:
+                skipped = str(exc)
         results.append({"title": sc.title, "behaved": ok, "expected": expected, "seconds": seconds,
                         "report": report.to_dict() if hasattr(report, "to_dict") else str(report)})
         if not json_out:
@@ -117,7 +178,14 @@ def run_demo(*, json_out: bool = False, print_fn: Callable[[str], None] = print)
             print_fn(str(report))
             print_fn("")
     if json_out:
-        print_fn(json.dumps({"behaved": all_ok, "showcases": results}))
+        print_fn(json.dumps({"behaved": all_ok, "showcases": results,
+                             "pictures": [str(p.resolve()) for p in pictures]}))
     else:
+        if pictures:
+            print_fn(f"pictures written to {Path(out_dir).resolve()}/:")
+            for p in pictures:
+                print_fn(f"  {p.name}")
+        if skipped:
+            print_fn(f"pictures skipped: {skipped}")
         print_fn(f"demo: {sum(r['behaved'] for r in results)}/{len(results)} showcases behaved as expected")
     return all_ok
