@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 
 import numpy as np
 
-from _common import compare, cores, header, run, seconds, table
+from _common import compare, cores, header, run, seconds, table, wall
 
 import gradcheck
 from gradcheck._differences import steps_for
@@ -26,9 +25,9 @@ from gradcheck.engines._serial import SerialEngine
 PER_CALL_SECONDS = 1e-3
 
 
-def make_f(target_seconds: float = PER_CALL_SECONDS):
-    """A smooth f in pure Python whose cost is tuned to ``target_seconds`` per call, and
-    its gradient."""
+def make_f(n: int, target_seconds: float = PER_CALL_SECONDS):
+    """A smooth f of x in R^n in pure Python whose cost is tuned to ``target_seconds`` per
+    call, and its gradient."""
 
     def pair(sweeps: int):
         def f(x):
@@ -48,19 +47,16 @@ def make_f(target_seconds: float = PER_CALL_SECONDS):
 
         return f, grad
 
-    x = np.random.default_rng(0).standard_normal(50)
-    probe, _ = pair(10)
-    start = time.perf_counter()
-    for _ in range(20):
-        probe(x)
-    per_sweep = (time.perf_counter() - start) / 200
+    x = np.random.default_rng(0).standard_normal(n)
+    probe, _ = pair(2)
+    per_sweep = min(wall(lambda: probe(x)) for _ in range(20)) / 2  # best: the unloaded cost
     return pair(max(1, round(target_seconds / per_sweep)))
 
 
 def main(quick: bool = False) -> dict:
     header(f"processes engine vs serial, pure-Python f of ~{PER_CALL_SECONDS * 1e3:.0f} ms per call", quick)
-    f, grad = make_f()
-    n = 60 if quick else 300
+    n = 60 if quick else 200
+    f, grad = make_f(n)
     x = np.random.default_rng(1).standard_normal(n)
     per_call = min(compare({"f": lambda: f(x)}, repeat=5, warmup=False).values())
     work_s, work_p = x.copy(), x.copy()

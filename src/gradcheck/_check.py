@@ -64,9 +64,9 @@ def check(
     ``grad(x, v)``. ``x`` is never modified: perturbations happen on a private copy.
     ``engine`` chooses how the 2N evaluations run (``"auto"`` says what it picked and
     why, in ``report.notes``); ``vectorized=True`` declares that ``f`` accepts a leading
-    batch axis. ``progress`` draws a progress line on stderr: ``None`` (default) when
-    stderr is a terminal and the check is projected to take more than a couple of
-    seconds, ``True`` always, ``False`` never.
+    batch axis (so does ``f.gradcheck_vectorized = True``). ``progress`` draws a progress
+    line on stderr: ``None`` (default) when stderr is a terminal and the check is
+    projected to take more than a couple of seconds, ``True`` always, ``False`` never.
 
     Returns a :class:`Report` (call ``.assert_pass()`` in a test).
 
