@@ -267,3 +267,20 @@ def test_negative_control_passes_on_batched():
     """The instrument works on this engine: a corrupted gradient is flagged, a correct
     one passes."""
     gradcheck.assert_detects_wrong_gradient("numpy", engine="batched")
+
+
+def test_a_write_that_a_later_batch_would_overwrite_is_still_caught():
+    """f writing into a row at an entry that a later batch perturbs (and then restores)
+    cannot slip through: positions are checked before they are perturbed."""
+    x = np.arange(1.0, 9.0)
+    calls = []
+
+    def f(b):
+        calls.append(b.shape[0])
+        if len(calls) == 1:
+            b[1, 6] = -5.0  # row 1, entry 6: perturbed again by a later batch
+        return (b**2).sum(axis=-1)
+
+    engine = BatchedEngine(_problem(f, x), budget_bytes=4 * x.nbytes)
+    with pytest.raises(InputMutationError):
+        engine.differences(*_all_entries(engine.problem.work))

@@ -122,6 +122,8 @@ class BatchedEngine:
             stop = min(start + per, live.size)
             span = slice(2 * start, 2 * stop)
             at, v, batch = where[span], values[span], 2 * (stop - start)
+            if bflat[at].tobytes() != restore[span].tobytes():
+                raise _mutation_error()  # an earlier call wrote where this batch perturbs
             bflat[at] = v
             failure = None
             try:
