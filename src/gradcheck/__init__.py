@@ -4,6 +4,7 @@
 >>> gradcheck.check(lambda x: (x**2).sum(), np.arange(3.0), grad=lambda x: 2*x).passed
 True
 """
+from ._check import MultiReport as MultiReport
 from ._check import check as check
 from ._config import Config as Config
 from ._control import assert_detects_wrong_gradient as assert_detects_wrong_gradient

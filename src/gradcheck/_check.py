@@ -11,7 +11,7 @@ from . import backends as _backends
 from ._classify_kernel import classify, tolerance  # the fused kernel from 1e5 entries
 from ._config import Config
 from ._differences import slope_and_noise, steps_for
-from ._errors import FunctionError, InputMutationError
+from ._errors import FunctionError, GradientAssertionError, InputMutationError
 from ._inputs import as_gradient, float_dtype_name, unit_roundoff_of
 from ._refine import step_study
 from ._report import Report
@@ -55,13 +55,16 @@ def check(
     engine: str = "auto",
     vectorized: bool = False,
     progress: bool | None = None,
-) -> Report:
+) -> Report | MultiReport:
     """Check the claimed gradient of ``f`` at ``x`` at every entry.
 
     ``f`` maps an array to a scalar or an array. An array output is reduced to a scalar
     with a seeded random cotangent ``v`` (``config.reduce="sum"`` uses ones). ``grad`` is
     the claimed gradient: an array, a function ``grad(x)``, or for array outputs a VJP
     ``grad(x, v)``. ``x`` is never modified: perturbations happen on a private copy.
+    A tuple of arrays ``x = (x1, x2, ...)`` means ``f(*x)``: each input is checked with
+    the others held fixed, ``grad`` is then a tuple of claims (or ``grad(*xs)`` returning
+    one), and a :class:`MultiReport` (one Report per input) is returned.
     ``engine`` chooses how the 2N evaluations run (``"auto"`` says what it picked and
     why, in ``report.notes``); ``vectorized=True`` declares that ``f`` accepts a leading
     batch axis (so does ``f.gradcheck_vectorized = True``). ``progress`` draws a progress
@@ -78,6 +81,9 @@ def check(
     """
     if engine not in ENGINE_NAMES:
         raise ValueError(f"engine={engine!r} is not one of {ENGINE_NAMES}")
+    if is_multiple_inputs(x):
+        return _check_inputs(f, x, grad, config=config, name=name, backend=backend,
+                             engine=engine, vectorized=vectorized, progress=progress)
     started = time.perf_counter()
     be = _backends.resolve(backend, x)
     # A function may declare that it takes a leading batch axis (the control's does).
@@ -106,6 +112,10 @@ def check(
             "(pass config=Config(reduce='sum') if it is the gradient of sum(f(x)))"
         )
     claimed = be.claimed_gradient(f, work.copy(), cotangent, grad)
+    # Optional backend hook (torch, jax): the autodiff contract beyond the values (dtype,
+    # zero cotangent -> zero gradient, reentrant backward) as (notes, violations).
+    audit = getattr(be, "audit", None)
+    audit_notes, violations = audit(f, work.copy(), cotangent, grad, claimed) if audit else ((), ())
     analytic = as_gradient(claimed, work.shape)
 
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
@@ -143,6 +153,8 @@ def check(
     numeric, noise, codes, refined = judged.numeric, judged.noise, judged.codes, judged.refined
     evaluations += judged.evaluations
     notes: list[str] = [engine_reason] if engine == "auto" else []
+    notes.extend(audit_notes)
+    notes.extend(f"contract violation: {v}" for v in violations)
     if not np.isfinite(f0):
         notes.append("f is not finite at x: no entry can be checked")
     if not deterministic:
@@ -152,7 +164,7 @@ def check(
 
     shape = work.shape
     tol = tolerance(a, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
-    return Report(
+    report = Report(
         name=label,
         analytic=analytic,
         numeric=numeric.reshape(shape),
@@ -169,6 +181,13 @@ def check(
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
     )
+    if violations:
+        # Not a per-entry verdict, so it cannot live in the counts: fail loudly, report attached.
+        raise GradientAssertionError(
+            f"the {be.name} gradient of {label} breaks the autodiff contract:\n"
+            + "".join(f"  - {v}\n" for v in violations) + str(report), report,
+        )
+    return report
 
 
 @dataclass
@@ -252,3 +271,139 @@ def _retry_nonfinite_steps(differencer, x, a, fp, fm, steps, codes, numeric, noi
             codes[idx] = classify(a[idx], n, z, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
         stuck = stuck[~ok]
     return evaluations
+
+
+# -- several inputs: check(f, (x1, x2, ...)) ----------------------------------------------
+
+
+def is_multiple_inputs(x: Any) -> bool:
+    """A tuple whose items are all arrays (numpy, torch, jax...) means ``f(*x)``.
+
+    A tuple of numbers stays one 1-D input, as before; so does a list.
+    """
+    return (
+        isinstance(x, tuple) and len(x) > 0
+        and all(hasattr(e, "shape") and hasattr(e, "dtype") and not isinstance(e, np.generic) for e in x)
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class MultiReport:
+    """One :class:`Report` per positional input of ``f``, from ``check(f, (x1, x2, ...))``.
+
+    Input ``k`` is checked with the others held fixed; ``report[k]`` is its report.
+
+    >>> import numpy as np, gradcheck
+    >>> a, b = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+    >>> r = gradcheck.check(lambda a, b: (a * b).sum(), (a, b), grad=(lambda a, b: b, lambda a, b: a))
+    >>> r.passed, len(r)
+    (True, 2)
+    """
+
+    name: str
+    reports: tuple[Report, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.reports)
+
+    def __getitem__(self, k: int) -> Report:
+        return self.reports[k]
+
+    def __len__(self) -> int:
+        return len(self.reports)
+
+    def __iter__(self):
+        return iter(self.reports)
+
+    def summary(self) -> str:
+        failing = [k for k, r in enumerate(self.reports) if not r.passed]
+        status = "PASS" if self.passed else f"FAIL (inputs {failing})"
+        return f"{self.name}: {status} -- {len(self.reports)} inputs"
+
+    def assert_pass(self, *, allow_unchecked: bool = True) -> "MultiReport":
+        """Raise :class:`GradientAssertionError` with every input's table unless all passed."""
+        for r in self.reports:
+            try:
+                r.assert_pass(allow_unchecked=allow_unchecked)
+            except GradientAssertionError:
+                raise GradientAssertionError(f"gradient check failed\n{self}", self) from None
+        return self
+
+    def __str__(self) -> str:
+        return "\n".join([self.summary()] + [str(r) for r in self.reports])
+
+    def __repr__(self) -> str:
+        return f"<MultiReport {self.summary()}>"
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        return {"name": self.name, "passed": self.passed, "inputs": [r.to_dict(**kwargs) for r in self.reports]}
+
+    def to_json(self, **kwargs: Any) -> str:
+        import json
+
+        return json.dumps(self.to_dict(**kwargs))
+
+
+def _check_inputs(f, xs: tuple, grad: Any, *, name: str | None, backend: Any, **options: Any) -> MultiReport:
+    """Check each input of ``f(*xs)`` in turn, the others held fixed (private copies for
+    numpy arrays; other inputs are handed over as given and must come back unchanged)."""
+    if options.get("vectorized"):
+        raise ValueError("vectorized=True is for a single input; with several inputs check each one separately")
+    be = _backends.resolve(backend, xs[0])
+    label = name or getattr(f, "__name__", None) or type(f).__name__
+    count = len(xs)
+    held = tuple(np.array(e, copy=True) if isinstance(e, np.ndarray) else e for e in xs)
+    snapshots = [np.array(be.to_numpy(e), copy=True) for e in xs]
+    claims = _split_grad(grad, held)
+    reports = []
+    for k in range(count):
+        reports.append(check(_with_input(f, held, k), xs[k], claims[k], name=f"{label}[input {k}]",
+                             backend=be, **options))
+    for k, e in enumerate(xs):
+        now = be.to_numpy(e)
+        if now.shape != snapshots[k].shape or now.tobytes() != snapshots[k].tobytes():
+            raise InputMutationError(
+                f"{label} wrote into input {k}; gradcheck cannot difference a function that "
+                "mutates its inputs (copy inside the function)"
+            )
+    return MultiReport(name=label, reports=tuple(reports))
+
+
+def _with_input(fn, held: tuple, k: int):
+    """``fn`` as a function of input ``k`` alone (extra trailing args, e.g. a VJP's
+    cotangent, are passed through)."""
+
+    def of_k(xk, *rest):
+        return fn(*held[:k], xk, *held[k + 1:], *rest)
+
+    of_k.__name__ = getattr(fn, "__name__", "f")
+    return of_k
+
+
+def _split_grad(grad: Any, held: tuple) -> list[Any]:
+    """One claim per input from ``None``, a tuple of claims (arrays, or functions of all
+    inputs ``g_k(*xs)`` / ``g_k(*xs, v)``), or one function returning a tuple."""
+    count = len(held)
+    if grad is None:
+        return [None] * count
+    if isinstance(grad, (tuple, list)):
+        if len(grad) != count:
+            raise ValueError(f"grad has {len(grad)} claims for {count} inputs; give one per input")
+        return [_with_input(g, held, k) if callable(g) else g for k, g in enumerate(grad)]
+    if callable(grad):
+        def pick(k):
+            def claim_k(xk, *rest):
+                out = grad(*held[:k], xk, *held[k + 1:], *rest)
+                if not isinstance(out, (tuple, list)) or len(out) != count:
+                    raise TypeError(
+                        f"with {count} inputs, grad(*xs) must return a tuple of {count} gradients, "
+                        f"got {type(out).__name__}"
+                    )
+                return out[k]
+            return claim_k
+        return [pick(k) for k in range(count)]
+    raise TypeError(
+        "with several inputs, grad must be None (the backend differentiates), a tuple with one "
+        f"claim per input, or a function grad(*xs) returning a tuple; got {type(grad).__name__}"
+    )

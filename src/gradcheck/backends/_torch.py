@@ -1,0 +1,227 @@
+"""The PyTorch adapter: the claimed gradient is autograd's.
+
+``gradcheck.check(f, x)`` with a ``torch.Tensor`` ``x`` and no ``grad=`` checks the
+gradient that autograd computes for ``f`` (including custom ``torch.autograd.Function``
+backward passes) against central differences of ``f`` itself. Only this module imports
+torch; the core sees numpy arrays.
+
+* The numeric side evaluates ``f`` on tensors that share memory with the checker's private
+  numpy copy, under ``torch.no_grad()``, in the input's own dtype (float64, float32,
+  float16, bfloat16; bfloat16 crosses to numpy as ``ml_dtypes.bfloat16``).
+* The claimed side is ``torch.autograd.grad(f(x), x, grad_outputs=v)`` with the core's
+  cotangent ``v`` cast to the output's dtype (autograd requires that).
+* :meth:`TorchBackend.audit` adds the checks of ``torch.autograd.gradcheck`` that users
+  rely on: the gradient has the input's dtype and shape, a zero output gradient gives a
+  zero input gradient, and backward is reentrant (two backward passes through the same
+  graph agree bit for bit). A violation makes ``check`` raise
+  :class:`~gradcheck.GradientAssertionError` carrying the full report.
+
+>>> import torch, gradcheck
+>>> x = torch.tensor([0.3, -1.2, 2.0], dtype=torch.float64)
+>>> gradcheck.check(lambda t: (t.sin() * t).sum(), x).passed
+True
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from .._errors import FunctionError, UnsupportedInputError
+from . import register
+from ._numpy import _W, control_input
+
+
+def tensor_to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A numpy array with the tensor's values and dtype (may share its memory)."""
+    if t.layout != torch.strided:
+        raise UnsupportedInputError(f"gradcheck checks dense tensors; got layout {t.layout} (call .to_dense())")
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.resolve_conj().resolve_neg()
+    if t.dtype == torch.bfloat16:
+        import ml_dtypes  # numpy has no bfloat16; reinterpret the bits
+
+        return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return t.numpy()
+
+
+def numpy_to_tensor(a: np.ndarray, device: torch.device | str = "cpu") -> torch.Tensor:
+    """A tensor sharing ``a``'s memory on CPU (bfloat16 via its bits)."""
+    a = np.asarray(a)
+    if not a.flags.writeable or any(s < 0 for s in a.strides):
+        a = np.ascontiguousarray(a).copy()
+    if a.dtype.name == "bfloat16":
+        t = torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    else:
+        t = torch.from_numpy(a)
+    return t if torch.device(device).type == "cpu" else t.to(device)
+
+
+def _output_tensor(y: Any) -> torch.Tensor:
+    if isinstance(y, torch.Tensor):
+        return y
+    if isinstance(y, (tuple, list)):
+        raise TypeError(
+            f"f returned a {type(y).__name__} of {len(y)} outputs; gradcheck checks one output "
+            "at a time: wrap it, e.g. lambda x: f(x)[0]"
+        )
+    raise TypeError(
+        f"f returned {type(y).__name__}; autograd can only differentiate a torch.Tensor "
+        "(return the tensor, not .item() or a numpy array)"
+    )
+
+
+def _describe_entries(mask: torch.Tensor, limit: int = 5) -> str:
+    where = [tuple(int(i) for i in ix) for ix in torch.nonzero(mask)[:limit].tolist()]
+    more = int(mask.sum()) - len(where)
+    return ", ".join(str(w) for w in where) + (f" and {more} more" if more > 0 else "")
+
+
+class TorchBackend:
+    """Functions of torch tensors, differentiated by autograd (``grad=None``).
+
+    A user-supplied ``grad`` (a tensor or array, ``grad(x)``, or a VJP ``grad(x, v)``
+    taking and returning tensors) is checked instead of autograd's gradient.
+    """
+
+    name = "torch"
+
+    def __init__(self, device: torch.device | str | None = None) -> None:
+        self.device = torch.device(device) if device is not None else None
+
+    def accepts(self, x: Any) -> bool:
+        return isinstance(x, torch.Tensor)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        if isinstance(x, torch.Tensor):
+            if self.device is None:
+                self.device = x.device  # f runs where the user's input lives
+            return tensor_to_numpy(x)
+        return np.asarray(x)
+
+    def _tensor(self, x: np.ndarray) -> torch.Tensor:
+        return numpy_to_tensor(x, self.device or "cpu")
+
+    def evaluate(self, f: Callable[..., Any], x: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            y = f(self._tensor(x))
+        if isinstance(y, (tuple, list)):
+            _output_tensor(y)  # raises: one output at a time
+        if isinstance(y, torch.Tensor):
+            return np.array(tensor_to_numpy(y), copy=True)
+        return np.asarray(y)
+
+    def _forward(self, f: Callable[..., Any], x: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        xt = self._tensor(x).requires_grad_(True)
+        with torch.enable_grad():
+            try:
+                y = f(xt)
+            except Exception as exc:
+                raise FunctionError(None, "base", None, exc) from exc
+        return xt, _output_tensor(y)
+
+    @staticmethod
+    def _output_gradient(y: torch.Tensor, cotangent: np.ndarray | None) -> torch.Tensor:
+        if cotangent is None:
+            return torch.ones_like(y)
+        return torch.as_tensor(np.asarray(cotangent, dtype=np.float64)).to(dtype=y.dtype, device=y.device)
+
+    @staticmethod
+    def _backward(y, xt, gy, *, retain_graph: bool) -> torch.Tensor | None:
+        try:
+            (g,) = torch.autograd.grad(y, xt, grad_outputs=gy, retain_graph=retain_graph, allow_unused=True)
+        except Exception as exc:  # the user's backward (e.g. a custom Function) raised
+            raise FunctionError(None, "backward", None, exc) from exc
+        return g
+
+    def claimed_gradient(
+        self, f: Callable[..., Any], x: np.ndarray, cotangent: np.ndarray | None, grad: Any
+    ) -> np.ndarray:
+        if grad is not None:
+            return self._user_gradient(x, cotangent, grad)
+        xt, y = self._forward(f, x)
+        if not y.requires_grad:
+            return np.zeros(x.shape, dtype=x.dtype)  # autograd sees no dependence on x
+        g = self._backward(y, xt, self._output_gradient(y, cotangent), retain_graph=False)
+        if g is None:
+            return np.zeros(x.shape, dtype=x.dtype)
+        return np.array(tensor_to_numpy(g), copy=True)
+
+    def _user_gradient(self, x: np.ndarray, cotangent: np.ndarray | None, grad: Any) -> np.ndarray:
+        if callable(grad):
+            args = [self._tensor(x)]
+            if cotangent is not None:
+                args.append(torch.as_tensor(np.asarray(cotangent, dtype=np.float64)))
+            with torch.no_grad():
+                grad = grad(*args)
+        return tensor_to_numpy(grad) if isinstance(grad, torch.Tensor) else np.asarray(grad)
+
+    def audit(
+        self, f: Callable[..., Any], x: np.ndarray, cotangent: np.ndarray | None, grad: Any,
+        claimed: np.ndarray,
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(notes, violations)`` about autograd's gradient beyond its values: dtype and
+        shape, zero output gradient -> zero input gradient, reentrant backward."""
+        if grad is not None:
+            return (), ()  # a user-supplied gradient is judged by its values only
+        xt, y = self._forward(f, x)
+        if not y.requires_grad:
+            return ("f's output does not require grad: autograd sees no dependence on x, "
+                    "so the claimed gradient is zero",), ()
+        gy = self._output_gradient(y, cotangent)
+        g1 = self._backward(y, xt, gy, retain_graph=True)
+        if g1 is None:
+            return ("x is not part of f's autograd graph (autograd returned None): the claimed "
+                    "gradient is zero",), ()
+        violations = []
+        if g1.dtype != xt.dtype or tuple(g1.shape) != tuple(xt.shape):
+            violations.append(
+                f"autograd's gradient has dtype {g1.dtype} and shape {tuple(g1.shape)}, but x has "
+                f"dtype {xt.dtype} and shape {tuple(xt.shape)}"
+            )
+        g2 = self._backward(y, xt, gy, retain_graph=True)
+        if g2 is None or g1.shape != g2.shape or not _bits_equal(g1, g2):
+            violations.append(_reentrancy_message(g1, g2))
+        g0 = self._backward(y, xt, torch.zeros_like(gy), retain_graph=False)
+        if g0 is not None:
+            claimed_t = torch.as_tensor(np.asarray(claimed, dtype=np.float64))
+            wrong = (g0.detach().cpu().double() != 0) & torch.isfinite(claimed_t).reshape(g0.shape)
+            if bool(wrong.any()):
+                violations.append(
+                    f"a zero output gradient gave a non-zero input gradient at {_describe_entries(wrong)} "
+                    f"(max |g| = {float(g0.detach().double().abs().nan_to_num(nan=float('inf')).max()):.3g})"
+                )
+        return (), tuple(violations)
+
+    def control_problem(self) -> tuple[Callable[..., Any], np.ndarray, Any]:
+        return control_function, control_input(), None
+
+
+def _bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise equality (NaN payloads and signed zeros included)."""
+    return tensor_to_numpy(a).tobytes() == tensor_to_numpy(b).tobytes()
+
+
+def _reentrancy_message(g1: torch.Tensor, g2: torch.Tensor | None) -> str:
+    if g2 is None or g1.shape != g2.shape:
+        return "backward is not reentrant: a second backward pass through the same graph returned a different structure"
+    a, b = g1.detach().double(), g2.detach().double()
+    diff = (a - b).abs().nan_to_num(nan=float("inf"))
+    return (
+        "backward is not reentrant: two backward passes through the same graph with the same "
+        f"output gradient differ at {_describe_entries(diff != 0)} (max |difference| = {float(diff.max()):.3g})"
+    )
+
+
+_W_T = torch.from_numpy(_W)
+
+
+def control_function(x: torch.Tensor) -> torch.Tensor:
+    """The numpy control function written in torch: sum(w tanh(x)) + |x|^2/2 + sum(x0 x2)."""
+    return (_W_T * torch.tanh(x)).sum() + 0.5 * (x * x).sum() + (x[0] * x[2]).sum()
+
+
+register("torch", TorchBackend)

@@ -1,0 +1,247 @@
+"""pytest plugin: the ``gradcheck`` fixture and marker, the negative control once per
+session for every backend used, and failures shown as verdict tables.
+
+Registered under the ``pytest11`` entry point ``gradcheck``; without it, enable it with
+``-p gradcheck.pytest_plugin`` or ``pytest_plugins = ["gradcheck.pytest_plugin"]`` in a
+``conftest.py``. Importing it imports no framework and none of the heavy parts (numba,
+mpmath, torch, jax): those load when a check needs them.
+
+>>> # in a test module
+>>> def test_tanh(gradcheck):                                    # doctest: +SKIP
+...     gradcheck.check(lambda t: t.tanh().sum(), torch.randn(4, 3, dtype=torch.float64))
+
+``gradcheck.check`` / ``gradcheck.check_params`` take the arguments of
+:func:`gradcheck.check` / :func:`gradcheck.check_params`, fail the test with the verdict
+table unless the check passed, and return the report. Before the first check through a
+backend (per engine), the session runs :func:`gradcheck.assert_detects_wrong_gradient`
+for it; if that control fails, every test using the backend fails with the control's
+report, and the terminal summary says to ignore every gradcheck result of the run.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+#: Name of the marker and of the fixture.
+MARKER = "gradcheck"
+#: Keyword arguments the marker accepts (defaults for the fixture's checks in that test).
+MARKER_KWARGS = ("backend", "config", "engine", "allow_unchecked", "control")
+MARKER_HELP = (
+    "gradcheck(backend=None, *, config=None, engine='auto', allow_unchecked=True, control=True): "
+    "defaults for the gradcheck fixture in this test; with a backend, its negative control "
+    "runs (once per session) before the test"
+)
+_STATE = pytest.StashKey["_SessionState"]()
+
+
+class NegativeControlError(AssertionError):
+    """The negative control failed for a backend: no gradcheck verdict through it can be
+    trusted in this session. ``backend``/``engine`` name it; ``cause`` is the control's
+    own failure (with its report)."""
+
+    def __init__(self, backend: str, engine: str, cause: BaseException) -> None:
+        self.backend, self.engine, self.cause = backend, engine, cause
+        super().__init__(
+            f"NEGATIVE CONTROL FAILED for backend {backend!r} (engine {engine!r}): the checker "
+            f"cannot be trusted through it, so ignore every gradcheck result of this run.\n{cause}"
+        )
+
+
+@dataclass
+class _SessionState:
+    """Per-session memory: control outcomes (None = passed) and checks per backend."""
+
+    controls: dict[tuple[str, str], BaseException | None] = field(default_factory=dict)
+    checks: dict[str, int] = field(default_factory=dict)
+
+    def require_control(self, backend: Any, engine: str = "auto") -> None:
+        """Run the negative control for ``backend`` once; raise if it failed (now or before)."""
+        __tracebackhide__ = True
+        name = backend if isinstance(backend, str) else getattr(backend, "name", repr(backend))
+        key = (name, engine)
+        if key not in self.controls:
+            from . import assert_detects_wrong_gradient
+
+            try:
+                assert_detects_wrong_gradient(backend, engine=engine)
+            except AssertionError as exc:  # GradientAssertionError: the control's verdict
+                self.controls[key] = exc
+            else:
+                self.controls[key] = None
+        failure = self.controls[key]
+        if failure is not None:
+            raise NegativeControlError(name, engine, failure)
+
+
+class GradcheckFixture:
+    """What the ``gradcheck`` fixture gives a test: checks that fail the test unless they
+    pass, with the negative control run first for each backend.
+
+    ``reports`` lists the reports of this test; ``backends`` the backend names used.
+    """
+
+    def __init__(self, state: _SessionState, defaults: dict[str, Any]) -> None:
+        self._state = state
+        self._defaults = defaults
+        self.reports: list[Any] = []
+        self.backends: list[str] = []
+
+    def _note(self, name: str) -> None:
+        if name not in self.backends:
+            self.backends.append(name)
+        self._state.checks[name] = self._state.checks.get(name, 0) + 1
+
+    def _options(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], bool, bool]:
+        merged = {k: v for k, v in self._defaults.items() if k in ("backend", "config", "engine")}
+        merged.update(kwargs)
+        allow = merged.pop("allow_unchecked", self._defaults.get("allow_unchecked", True))
+        control = merged.pop("control", self._defaults.get("control", True))
+        return merged, allow, control
+
+    def control(self, backend: Any = "numpy", engine: str = "auto") -> None:
+        """Run (once per session) and require the negative control for ``backend``."""
+        __tracebackhide__ = True
+        self._state.require_control(backend, engine)
+
+    def check(self, f: Any, x: Any, grad: Any = None, **kwargs: Any) -> Any:
+        """:func:`gradcheck.check` that fails the test unless the check passed
+        (``allow_unchecked=False`` also fails on UNCHECKED entries); returns the report."""
+        __tracebackhide__ = True
+        from . import backends as _backends
+        from . import check as _check
+        from ._check import is_multiple_inputs
+
+        options, allow, control = self._options(kwargs)
+        first = x[0] if is_multiple_inputs(x) else x
+        backend = _backends.resolve(options.get("backend"), first)
+        if control:
+            self._state.require_control(backend, options.get("engine", "auto"))
+        self._note(backend.name)
+        report = _check(f, x, grad, **options)
+        return self._judge(report, allow)
+
+    def check_params(self, loss: Any, params: Any, grads: Any, **kwargs: Any) -> Any:
+        """:func:`gradcheck.check_params` (numpy parameters) that fails the test unless every
+        name passed; returns the :class:`~gradcheck.ParamsReport`."""
+        __tracebackhide__ = True
+        from . import check_params as _check_params
+
+        merged = dict(kwargs)
+        if "config" in self._defaults:
+            merged.setdefault("config", self._defaults["config"])
+        control = merged.pop("control", self._defaults.get("control", True))
+        if control:
+            self._state.require_control("numpy")
+        self._note("numpy")
+        report = _check_params(loss, params, grads, **merged)
+        return self._judge(report, True)
+
+    def _judge(self, report: Any, allow_unchecked: bool) -> Any:
+        __tracebackhide__ = True
+        from ._errors import GradientAssertionError
+
+        self.reports.append(report)
+        try:
+            if allow_unchecked:
+                report.assert_pass()
+            else:
+                report.assert_pass(allow_unchecked=False)
+        except GradientAssertionError as err:
+            # Re-raised from here: the traceback ends in the test, not in gradcheck.
+            raise err.with_traceback(None) from None
+        return report
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}: {MARKER_HELP}")
+    config.stash[_STATE] = _SessionState()
+
+
+def _marker_defaults(item: pytest.Item) -> dict[str, Any]:
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return {}
+    unknown = sorted(set(marker.kwargs) - set(MARKER_KWARGS))
+    if unknown or len(marker.args) > 1:
+        pytest.fail(
+            f"{item.nodeid}: @pytest.mark.{MARKER} takes at most one positional argument (the "
+            f"backend) and the keywords {list(MARKER_KWARGS)}; got args {list(marker.args)}, "
+            f"unknown keywords {unknown}",
+            pytrace=False,
+        )
+    defaults = dict(marker.kwargs)
+    if marker.args:
+        defaults["backend"] = marker.args[0]
+    return defaults
+
+
+@pytest.fixture(name=MARKER)
+def gradcheck_fixture(request: pytest.FixtureRequest) -> GradcheckFixture:
+    """Checks that fail the test unless they pass; see :class:`GradcheckFixture`."""
+    return GradcheckFixture(request.config.stash[_STATE], _marker_defaults(request.node))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A marked test with a backend gets its control before it runs."""
+    __tracebackhide__ = True
+    defaults = _marker_defaults(item)
+    if defaults.get("backend") is not None and defaults.get("control", True):
+        item.config.stash[_STATE].require_control(defaults["backend"], defaults.get("engine", "auto"))
+
+
+def _package_dir() -> str:
+    return os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """Failed checks show the verdict table: gradcheck's own frames are cut from the
+    traceback of a GradientAssertionError (``--fulltrace`` keeps them)."""
+    excinfo = call.excinfo
+    if excinfo is not None and not item.config.getoption("fulltrace", False):
+        from ._errors import GradientAssertionError
+
+        if excinfo.errisinstance((GradientAssertionError, NegativeControlError)):
+            _cut_internal_tail(excinfo)
+    return (yield)
+
+
+def _cut_internal_tail(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """Drop the frames after the last one outside gradcheck (where the verdict was raised).
+
+    The raw chain is cut (``tb_next``), not only pytest's view of it: pytest re-walks the
+    raw chain when it trims the frames above the test function.
+    """
+    inside = _package_dir()
+    tb, last_outside = excinfo.tb, None
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(inside):
+            last_outside = tb
+        tb = tb.tb_next
+    if last_outside is not None and last_outside.tb_next is not None:
+        last_outside.tb_next = None
+        excinfo.traceback = type(excinfo.traceback)(excinfo.tb)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One line per backend: how many checks, and whether its negative control held."""
+    state = config.stash.get(_STATE, None)
+    if state is None or not (state.controls or state.checks):
+        return
+    tr = terminalreporter
+    failed = {k: v for k, v in state.controls.items() if v is not None}
+    tr.write_sep("=", "gradcheck negative control", red=bool(failed), green=not failed, bold=bool(failed))
+    for (name, engine), failure in sorted(state.controls.items()):
+        checks = state.checks.get(name, 0)
+        status = "passed" if failure is None else "FAILED"
+        tr.write_line(f"{name} (engine {engine}): control {status}; {checks} checks", red=failure is not None)
+    for name in sorted(set(state.checks) - {n for n, _ in state.controls}):
+        tr.write_line(f"{name}: control not run (control=False); {state.checks[name]} checks", yellow=True)
+    if failed:
+        tr.write_line(
+            "A negative control FAILED: ignore every gradcheck result of this run until it passes.",
+            red=True, bold=True,
+        )

@@ -1,0 +1,238 @@
+"""The pytest plugin, run through pytester: fixture, marker, the negative control once per
+session per backend, and failures shown as verdict tables."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import gradcheck
+
+pytest_plugins = ["pytester"]
+
+PLUGIN = "gradcheck.pytest_plugin"
+
+NUMPY_TESTS = """
+import numpy as np
+
+X = np.array([[0.3, -1.2, 0.7], [2.1, -0.4, 0.9]])
+
+def f(x):
+    return (np.tanh(x) * x).sum()
+
+def grad(x):
+    return (1 - np.tanh(x) ** 2) * x + np.tanh(x)
+
+def test_one(gradcheck):
+    report = gradcheck.check(f, X, grad)
+    assert report.passed
+
+def test_two(gradcheck):
+    gradcheck.check(f, X * 2, grad)
+
+def test_three(gradcheck):
+    gradcheck.check(f, X - 1, grad)
+"""
+
+BUGGY_TESTS = """
+import numpy as np
+import gradcheck as gc
+
+X = np.array([[0.3, -1.2, 0.7], [2.1, -0.4, 0.9]])
+
+def f(x):
+    return (np.sin(x) * x).sum()
+
+def wrong(x):
+    g = np.cos(x) * x + np.sin(x)
+    g[1, 2] *= 1.001
+    return g
+
+def test_through_fixture(gradcheck):
+    gradcheck.check(f, X, wrong)
+
+def test_direct_assert_pass():
+    gc.check(f, X, wrong).assert_pass()
+"""
+
+
+def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str):
+    """Run pytest in-process with only this plugin (entry points off, so the result does
+    not depend on whether the pytest11 entry point is installed)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    return pytester.runpytest("-p", PLUGIN, "--strict-markers", "-p", "no:cacheprovider", *args)
+
+
+@pytest.fixture
+def control_calls(monkeypatch):
+    """Counts calls of the negative control (the plugin looks it up on the package)."""
+    calls: list[tuple] = []
+    real = gradcheck.assert_detects_wrong_gradient
+
+    def counting(backend="numpy", **kwargs):
+        calls.append((getattr(backend, "name", backend), kwargs.get("engine")))
+        return real(backend, **kwargs)
+
+    monkeypatch.setattr(gradcheck, "assert_detects_wrong_gradient", counting)
+    return calls
+
+
+def test_import_does_not_load_heavy_modules():
+    """Importing the plugin loads no framework, numba or mpmath (it is loaded by every
+    pytest run once the entry point is installed)."""
+    code = (
+        "import sys, gradcheck.pytest_plugin\n"
+        "heavy = [m for m in ('numba', 'mpmath', 'torch', 'jax', 'matplotlib') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_fixture_checks_pass_and_control_runs_once(pytester, monkeypatch, control_calls):
+    """Three passing checks through numpy: three passes, one control run, a summary line."""
+    pytester.makepyfile(test_inner_numpy=NUMPY_TESTS)
+    result = run(pytester, monkeypatch)
+    result.assert_outcomes(passed=3)
+    assert control_calls == [("numpy", "auto")]
+    result.stdout.fnmatch_lines(["*gradcheck negative control*", "numpy (engine auto): control passed; 3 checks"])
+
+
+def test_failures_show_the_verdict_table_not_gradcheck_internals(pytester, monkeypatch):
+    """A failing check, through the fixture or a direct assert_pass(), shows the table with
+    the wrong entry; no frame of gradcheck's own modules is printed."""
+    pytester.makepyfile(test_inner_buggy=BUGGY_TESTS)
+    result = run(pytester, monkeypatch)
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert out.count("MISMATCH") >= 4, out  # the summary and the table row, twice
+    assert out.count("(1, 2)") >= 2, out
+    for internal in ("_report.py", "_check.py", "pytest_plugin.py"):
+        assert internal not in out, out
+    result.stdout.fnmatch_lines(["*gradcheck.check(f, X, wrong)*", "*gc.check(f, X, wrong).assert_pass()*"])
+
+
+def test_fulltrace_keeps_the_internal_frames(pytester, monkeypatch):
+    """--fulltrace is for debugging gradcheck itself: nothing is cut."""
+    pytester.makepyfile(test_inner_buggy=BUGGY_TESTS)
+    result = run(pytester, monkeypatch, "--fulltrace", "-k", "direct")
+    result.assert_outcomes(failed=1)
+    assert "_report.py" in result.stdout.str()
+
+
+def test_a_failed_control_fails_every_user_and_is_announced(pytester, monkeypatch):
+    """If the control fails, each test using that backend fails with the control's report
+    (it ran once), and the summary says to ignore the run's results."""
+    calls = []
+
+    def broken(backend="numpy", **kwargs):
+        calls.append(backend)
+        raise gradcheck.GradientAssertionError("negative control failed: planted for this test", None)
+
+    monkeypatch.setattr(gradcheck, "assert_detects_wrong_gradient", broken)
+    pytester.makepyfile(test_inner_numpy=NUMPY_TESTS)
+    result = run(pytester, monkeypatch)
+    result.assert_outcomes(failed=3)
+    assert len(calls) == 1
+    result.stdout.fnmatch_lines([
+        "*NEGATIVE CONTROL FAILED for backend 'numpy'*",
+        "*planted for this test*",
+        "numpy (engine auto): control FAILED; 0 checks",
+        "A negative control FAILED: ignore every gradcheck result of this run until it passes.",
+    ])
+
+
+def test_marker_sets_defaults_and_runs_the_backend_control_at_setup(pytester, monkeypatch, control_calls):
+    """@pytest.mark.gradcheck(...) is registered (strict markers), runs the control of its
+    backend before the test even without the fixture, and gives the fixture defaults."""
+    pytester.makepyfile(test_inner_marked="""
+        import math
+
+        import numpy as np
+        import pytest
+        from gradcheck import Config
+
+        @pytest.mark.gradcheck("dual")
+        def test_control_only():
+            pass
+
+        @pytest.mark.gradcheck(backend="dual", config=Config(rtol=1e-9))
+        def test_defaults(gradcheck):
+            report = gradcheck.check(lambda x: np.sin(x).sum(), np.array([0.5, 1.5]))
+            assert report.config.rtol == 1e-9
+
+        @pytest.mark.gradcheck(allow_unchecked=False)
+        def test_unchecked_not_allowed(gradcheck):
+            # math.cos leaves no exact referee, so the zero gradient at 0 stays UNCHECKED
+            f = lambda x: sum(math.cos(v) for v in x)
+            gradcheck.check(f, np.array([0.0, 1.0]), lambda x: -np.sin(x))
+    """)
+    result = run(pytester, monkeypatch)
+    result.assert_outcomes(passed=2, failed=1)
+    assert control_calls == [("dual", "auto"), ("numpy", "auto")]
+    result.stdout.fnmatch_lines(["*UNCHECKED*"])
+
+
+def test_marker_with_unknown_keyword_is_a_usage_error(pytester, monkeypatch):
+    """A typo in the marker's keywords lists the valid ones."""
+    pytester.makepyfile(test_inner_typo="""
+        import pytest
+
+        @pytest.mark.gradcheck(backnd="torch")
+        def test_x(gradcheck):
+            pass
+    """)
+    result = run(pytester, monkeypatch)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*unknown keywords ?'backnd'?*"])
+
+
+def test_check_params_and_multiple_inputs_through_the_fixture(pytester, monkeypatch):
+    """check_params and check(f, (a, b)) work through the fixture; a failing parameter
+    shows the per-name table."""
+    pytester.makepyfile(test_inner_params="""
+        import numpy as np
+
+        P = {"w": np.array([1.0, -2.0]), "b": np.array([0.5])}
+
+        def loss(p):
+            return float((p["w"] ** 2).sum() + np.sin(p["b"]).sum())
+
+        def test_params_ok(gradcheck):
+            gradcheck.check_params(loss, P, {"w": 2 * P["w"], "b": np.cos(P["b"])})
+
+        def test_params_bad(gradcheck):
+            gradcheck.check_params(loss, P, {"w": 2 * P["w"], "b": -np.cos(P["b"])})
+
+        def test_two_inputs(gradcheck):
+            a, b = np.array([1.0, 2.0]), np.array([0.5, -1.0])
+            report = gradcheck.check(lambda a, b: (a * b).sum(), (a, b), (lambda a, b: b, lambda a, b: a))
+            assert len(report) == 2
+    """)
+    result = run(pytester, monkeypatch)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*check_params: FAIL*", "*b *FAIL*"])
+
+
+def test_torch_and_jax_controls_run_once_each(pytester, monkeypatch, control_calls):
+    """Checks through torch and jax trigger their own controls, once per session each."""
+    pytester.makepyfile(test_inner_frameworks="""
+        import jax.numpy as jnp
+        import torch
+
+        def test_torch_a(gradcheck):
+            gradcheck.check(lambda t: t.tanh().sum(), torch.linspace(-1, 1, 5, dtype=torch.float64))
+
+        def test_torch_b(gradcheck):
+            gradcheck.check(lambda t: (t * t).sum(), torch.ones(3, dtype=torch.float64))
+
+        def test_jax(gradcheck):
+            gradcheck.check(lambda t: jnp.tanh(t).sum(), jnp.linspace(-1, 1, 5))
+    """)
+    result = run(pytester, monkeypatch)
+    result.assert_outcomes(passed=3)
+    assert sorted(control_calls) == [("jax", "auto"), ("torch", "auto")]
+    result.stdout.fnmatch_lines([
+        "jax (engine auto): control passed; 1 checks",
+        "torch (engine auto): control passed; 2 checks",
+    ])
