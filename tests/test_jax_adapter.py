@@ -24,9 +24,9 @@ X = np.array([[0.3, -1.2, 2.0, 1.1], [0.9, 0.5, -0.7, -1.6], [1.3, -0.4, 0.8, 2.
 @pytest.fixture(autouse=True)
 def _x64_flag_is_left_alone():
     """No test (and no check) may change jax's global x64 flag."""
-    before = jax.config.read("jax_enable_x64")
+    before = jax.config.jax_enable_x64
     yield
-    assert jax.config.read("jax_enable_x64") == before
+    assert jax.config.jax_enable_x64 == before
 
 
 def sin_times_x(planted=None, out_dtype=None):
@@ -125,7 +125,7 @@ def test_float64_numpy_input_runs_in_scoped_x64_and_says_so():
     scoped x64 context (the fixture verifies the global flag is unchanged) and notes it."""
     r = check(lambda t: (t * t).sum(), X, backend="jax")
     assert r.dtype == "float64" and r.passed
-    if not jax.config.read("jax_enable_x64"):
+    if not jax.config.jax_enable_x64:
         assert any("jax.enable_x64" in n for n in r.notes)
 
 

@@ -47,7 +47,8 @@ def _enable_x64():
 
 
 def _x64_enabled() -> bool:
-    return bool(jax.config.read("jax_enable_x64"))
+    """The current (possibly scoped) value of ``jax_enable_x64``."""
+    return bool(jax.config.jax_enable_x64)
 
 
 def _output_array(y: Any) -> jax.Array:
