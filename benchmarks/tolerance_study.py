@@ -1,5 +1,8 @@
 """Measurements behind the default tolerances (README, "Choosing tolerances").
 
+These measure the finite-difference verdicts (first pass + step study), so the
+arbitrary-precision referee is switched off (``adjudicate=False``).
+
 For a suite of smooth functions with closed-form gradients, in float64 and float32:
 - false alarms: MISMATCH verdicts on CORRECT gradients (must be 0);
 - sensitivity: the fraction of entries flagged when every entry of the gradient carries a
@@ -47,7 +50,7 @@ def main(quick: bool = False) -> dict:
     for dtype in (np.float64, np.float32):
         alarms = 0
         for name, f, g, x in suite(dtype, rng):
-            r = gradcheck.check(f, x, g)
+            r = gradcheck.check(f, x, g, adjudicate=False)
             alarms += r.counts[Verdict.MISMATCH]
             print(f"{np.dtype(dtype).name:<8} {name:<32} {x.size:>5} {r.counts[Verdict.MISMATCH]:>12} {r.counts[Verdict.UNCHECKED]:>9}")
         results[f"false_alarms_{np.dtype(dtype).name}"] = alarms
@@ -60,7 +63,7 @@ def main(quick: bool = False) -> dict:
         for eps in epsilons:
             caught = total = 0
             for name, f, g, x in suite(dtype, rng)[: 4 if quick else None]:
-                r = gradcheck.check(f, x, lambda z, g=g: g(z) * (1 + eps))
+                r = gradcheck.check(f, x, lambda z, g=g: g(z) * (1 + eps), adjudicate=False)
                 judged = r.size - r.counts[Verdict.UNCHECKED]
                 caught += r.counts[Verdict.MISMATCH]
                 total += judged
@@ -78,7 +81,7 @@ def main(quick: bool = False) -> dict:
             out = g(z)
             out[ix] *= 1 + 1e-4
             return out
-        found.append(gradcheck.check(f, x, bad).entries(Verdict.MISMATCH) == [ix])
+        found.append(gradcheck.check(f, x, bad, adjudicate=False).entries(Verdict.MISMATCH) == [ix])
     results["single_entry_1e-4_of_512"] = f"{sum(found)}/{len(found)} found exactly"
     print(f"\none entry of 512 off by 1e-4: {results['single_entry_1e-4_of_512']}")
     print(f"defaults: float64 {Config.for_dtype('float64')}\n          float32 {Config.for_dtype('float32')}")

@@ -29,12 +29,22 @@ def test_planted_bug_found_at_exactly_its_entries(case):
     assert not r.passed
 
 
-def test_zero_true_gradient_is_unchecked_not_pass():
-    """Entries whose true gradient is 0 are UNCHECKED: absence of evidence, said out loud."""
+def test_zero_true_gradient_is_unchecked_without_the_referee():
+    """Entries whose true gradient is 0 are UNCHECKED when only finite differences speak:
+    absence of evidence, said out loud."""
     case = CASES[3]
-    r = check(case.f, case.x, case.grad)
+    r = check(case.f, case.x, case.grad, adjudicate=False)
     assert r.entries(Verdict.UNCHECKED) == [(3,), (4,), (5,)]
     assert r.entries(Verdict.PASS) == [(0,), (1,), (2,)]
+
+
+def test_zero_true_gradient_passes_by_adjudication():
+    """With the referee (default when f runs at high precision), a claimed 0 for a true 0
+    is proven: PASS, settled as an exact zero."""
+    case = CASES[3]
+    r = check(case.f, case.x, case.grad)
+    assert r.counts[Verdict.PASS] == 6
+    assert [r.cause(ix) for ix in [(3,), (4,), (5,)]] == [gradcheck.Cause.EXACT_ZERO] * 3
 
 
 def test_sum_reduction_hides_the_softmax_bug_that_random_cotangent_finds():

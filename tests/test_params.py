@@ -15,15 +15,15 @@ def problem():
     return make_problem(seed=0)
 
 
-def _run(problem, mutation=None):
+def _run(problem, mutation=None, adjudicate=False):
     params, ids, targets, cfg = problem
     _, grads = loss_and_grads(params, ids, targets, cfg, mutation=mutation)
-    return check_params(lambda p: loss(p, ids, targets, cfg), params, grads)
+    return check_params(lambda p: loss(p, ids, targets, cfg), params, grads, adjudicate=adjudicate)
 
 
-def test_correct_transformer_passes_every_entry(problem):
-    """The correct model passes every entry of every name; the key bias (true gradient 0)
-    is UNCHECKED without any special-casing, and nothing is MISMATCH."""
+def test_correct_transformer_passes_every_entry_by_finite_differences(problem):
+    """Finite differences alone: the correct model has no MISMATCH anywhere; the key bias
+    (true gradient 0) is UNCHECKED without any special-casing."""
     r = _run(problem)
     assert r.passed, str(r)
     assert r.diagnosis.kind == "pass"
@@ -31,6 +31,19 @@ def test_correct_transformer_passes_every_entry(problem):
         assert r[name].counts[Verdict.UNCHECKED] == r[name].size
     total = sum(rep.size for rep in r.reports.values())
     assert total == 440 and sum(rep.counts[Verdict.MISMATCH] for rep in r.reports.values()) == 0
+
+
+def test_correct_transformer_passes_every_entry_with_the_referee(problem):
+    """With the referee (the default), every entry of every parameter PASSes: the key
+    bias's claimed ~1e-17 is proven within round-off of an exact 0."""
+    from gradcheck import Cause
+
+    r = _run(problem, adjudicate="auto")
+    assert r.passed and r.diagnosis.kind == "pass", str(r)
+    for name, rep in r.reports.items():
+        assert rep.counts[Verdict.PASS] == rep.size, name
+    for name in ("b0.bk", "b1.bk"):
+        assert all(r[name].cause((i,)) is Cause.EXACT_ZERO for i in range(4))
 
 
 def test_one_tensor_line_wrong_is_diagnosed_alone(problem):

@@ -42,3 +42,11 @@ def test_import_is_fast():
     # "import time: self | cumulative | name"; cumulative includes numpy (~100 ms).
     cumulative_us = int(own[-1].split("|")[1])
     assert cumulative_us < 1_500_000
+
+
+def test_pytest11_entry_point_names_the_plugin():
+    """Installing gradcheck registers its pytest plugin under the name 'gradcheck'."""
+    from importlib.metadata import entry_points
+
+    found = [e.value for e in entry_points(group="pytest11") if e.name == "gradcheck"]
+    assert found == ["gradcheck.pytest_plugin"]

@@ -6,6 +6,7 @@ True
 """
 from ._check import MultiReport as MultiReport
 from ._check import check as check
+from ._causes import Cause as Cause
 from ._config import Config as Config
 from ._control import assert_detects_wrong_gradient as assert_detects_wrong_gradient
 from ._diagnosis import Diagnosis as Diagnosis

@@ -13,7 +13,10 @@ from ._config import Config
 from ._differences import slope_and_noise, steps_for
 from ._errors import FunctionError, GradientAssertionError, InputMutationError
 from ._inputs import as_gradient, float_dtype_name, unit_roundoff_of
-from ._refine import step_study
+from ._judge import Judged as Judged
+from ._judge import adjudication_notes
+from ._judge import judge_entries as judge_entries
+from ._referee import Referee
 from ._report import Report
 from ._verdict import Verdict
 from .engines import ENGINE_NAMES, CheckProblem, select_engine
@@ -55,6 +58,9 @@ def check(
     engine: str = "auto",
     vectorized: bool = False,
     progress: bool | None = None,
+    refine: bool | None = None,
+    adjudicate: bool | str = "auto",
+    digits: int = 30,
 ) -> Report | MultiReport:
     """Check the claimed gradient of ``f`` at ``x`` at every entry.
 
@@ -71,6 +77,12 @@ def check(
     line on stderr: ``None`` (default) when stderr is a terminal and the check is
     projected to take more than a couple of seconds, ``True`` always, ``False`` never.
 
+    Suspicious entries get a second look: ``refine`` (default: ``config.refine``) runs a
+    step study on them (h/2 ... 16h, Richardson, one-sided slopes for kinks); then
+    ``adjudicate`` settles what is still in doubt against the exact derivative computed at
+    ``digits`` significant digits (``"auto"``: when f runs on arbitrary-precision arrays,
+    which the report states either way; ``False``: never).
+
     Returns a :class:`Report` (call ``.assert_pass()`` in a test).
 
     >>> import numpy as np, gradcheck
@@ -83,7 +95,8 @@ def check(
         raise ValueError(f"engine={engine!r} is not one of {ENGINE_NAMES}")
     if is_multiple_inputs(x):
         return _check_inputs(f, x, grad, config=config, name=name, backend=backend,
-                             engine=engine, vectorized=vectorized, progress=progress)
+                             engine=engine, vectorized=vectorized, progress=progress,
+                             refine=refine, adjudicate=adjudicate, digits=digits)
     started = time.perf_counter()
     be = _backends.resolve(backend, x)
     # A function may declare that it takes a leading batch axis (the control's does).
@@ -91,6 +104,10 @@ def check(
     x_np = be.to_numpy(x)
     dtype = float_dtype_name(x_np)
     cfg = config if config is not None else Config.for_dtype(dtype)
+    if refine is not None and refine != cfg.refine:
+        cfg = cfg.replace(refine=bool(refine))
+    if adjudicate not in ("auto", True, False):
+        raise ValueError(f"adjudicate={adjudicate!r} is not one of ('auto', True, False)")
     label = name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
 
     # Private copies: `work` is perturbed, `pristine` detects a function that writes to x.
@@ -146,9 +163,14 @@ def check(
 
     a = analytic.reshape(-1)
     drift_per_entry = None if deterministic else drift
+    # The referee runs f on arbitrary-precision copies: only numpy code can do that.
+    referee = None
+    if adjudicate is not False and getattr(be, "mp_capable", False):
+        referee = Referee(lambda v: f(v), pristine, cotangent, digits=digits)
     judged = judge_entries(
         differencer, work.reshape(-1), a, (fp, fm, denom), steps,
         unit=unit, config=cfg, drift=drift_per_entry, base_finite=bool(np.isfinite(f0)),
+        base_value=f0, referee=referee, adjudicate=adjudicate,
     )
     numeric, noise, codes, refined = judged.numeric, judged.noise, judged.codes, judged.refined
     evaluations += judged.evaluations
@@ -157,6 +179,7 @@ def check(
     notes.extend(f"contract violation: {v}" for v in violations)
     if not np.isfinite(f0):
         notes.append("f is not finite at x: no entry can be checked")
+    notes.extend(adjudication_notes(judged.adjudication, adjudicate))
     if not deterministic:
         notes.append(
             f"f is nondeterministic: f(x) gave {f0!r} then {f1!r}; its drift is counted as noise"
@@ -180,6 +203,12 @@ def check(
         evaluations=evaluations,
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
+        causes=judged.causes.reshape(shape),
+        exact=judged.exact.reshape(shape),
+        digits=judged.digits.reshape(shape),
+        left=judged.left.reshape(shape),
+        right=judged.right.reshape(shape),
+        adjudication=judged.adjudication,
     )
     if violations:
         # Not a per-entry verdict, so it cannot live in the counts: fail loudly, report attached.
@@ -188,89 +217,6 @@ def check(
             + "".join(f"  - {v}\n" for v in violations) + str(report), report,
         )
     return report
-
-
-@dataclass
-class Judged:
-    numeric: np.ndarray
-    noise: np.ndarray
-    codes: np.ndarray
-    refined: np.ndarray
-    evaluations: int
-
-
-def judge_entries(
-    differencer, values: np.ndarray, analytic: np.ndarray, diffs, steps: np.ndarray, *,
-    unit: float, config: Config, drift: float | None, base_finite: bool,
-    flat_indices: np.ndarray | None = None,
-) -> Judged:
-    """Verdicts for entries already differenced once: classify, retry steps that left
-    f's domain, and give every MISMATCH a step study (when f is deterministic).
-
-    ``values``, ``analytic``, ``diffs`` and ``steps`` are aligned 1-D arrays; the
-    differencer takes indices into the perturbed array (``flat_indices`` maps to them).
-    """
-    cfg = config
-    fp, fm, denom = diffs
-    idx_map = np.arange(values.size) if flat_indices is None else np.asarray(flat_indices)
-    numeric, noise = slope_and_noise(fp, fm, denom, unit)
-    if drift is not None:
-        # Run-to-run drift is noise the difference cannot see through.
-        with np.errstate(divide="ignore", invalid="ignore"):
-            noise = noise + drift / np.abs(denom)
-    codes = classify(analytic, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
-    refined = np.zeros(values.size, dtype=bool)
-    evaluations = 0
-    if base_finite:
-        evaluations += _retry_nonfinite_steps(
-            lambda j, h: differencer(idx_map[j], h), values, analytic, fp, fm, steps,
-            codes, numeric, noise, unit, cfg,
-        )
-    if cfg.refine and drift is None:
-        suspect = codes == Verdict.MISMATCH
-        if cfg.refine_noisy:
-            # PASS entries whose tolerance is mostly round-off certify less than rtol.
-            scale = np.maximum(np.abs(analytic), np.abs(numeric))
-            suspect |= (codes == Verdict.PASS) & (cfg.noise_factor * noise > cfg.rtol * scale)
-        suspects = np.flatnonzero(suspect)
-        if suspects.size:
-            study = step_study(
-                lambda j, h: differencer(idx_map[j], h), suspects, steps[suspects], analytic[suspects],
-                (numeric[suspects], noise[suspects]),
-                unit_roundoff=unit, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor,
-            )
-            numeric[suspects] = study.numeric
-            noise[suspects] = study.bound / cfg.noise_factor if cfg.noise_factor else study.bound
-            codes[suspects] = study.codes
-            refined[suspects] = True
-            evaluations += study.evaluations
-    return Judged(numeric, noise, codes, refined, evaluations)
-
-
-def _retry_nonfinite_steps(differencer, x, a, fp, fm, steps, codes, numeric, noise, unit, cfg) -> int:
-    """Entries whose x and claimed value are finite but whose perturbed evaluations were
-    not (a step that left f's domain, e.g. log near 0) are retried with a step relative
-    to |x_i| alone, then smaller ones. ``steps`` is updated for the entries that worked,
-    so a later step study starts from the step that stays in the domain."""
-    stuck = np.flatnonzero(
-        np.isfinite(x) & np.isfinite(a) & ~(np.isfinite(fp) & np.isfinite(fm))
-    )
-    evaluations = 0
-    relative = cfg.step * np.maximum(np.abs(x), np.finfo(np.float64).tiny)
-    for shrink in (1.0, 1e-2, 1e-4):
-        if not stuck.size:
-            break
-        trial = np.minimum(relative[stuck] * shrink, steps[stuck])
-        p, m, d = differencer(stuck, trial)
-        evaluations += 2 * stuck.size
-        ok = np.isfinite(p) & np.isfinite(m) & (d > 0)
-        if ok.any():
-            idx = stuck[ok]
-            n, z = slope_and_noise(p[ok], m[ok], d[ok], unit)
-            numeric[idx], noise[idx], steps[idx] = n, z, trial[ok]
-            codes[idx] = classify(a[idx], n, z, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
-        stuck = stuck[~ok]
-    return evaluations
 
 
 # -- several inputs: check(f, (x1, x2, ...)) ----------------------------------------------

@@ -27,6 +27,7 @@ class _Corrupting:
     def __init__(self, inner: Any, corruptions=CORRUPTIONS) -> None:
         self.inner = inner
         self.name = f"corrupted-{inner.name}"
+        self.mp_capable = getattr(inner, "mp_capable", False)
         self.corruptions = corruptions
 
     def accepts(self, x: Any) -> bool:
@@ -48,7 +49,8 @@ class _Corrupting:
         return self.inner.control_problem()
 
 
-def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto", config: Config | None = None) -> None:
+def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto", config: Config | None = None,
+                                  adjudicate: bool | str = "auto") -> None:
     """Raise :class:`GradientAssertionError` unless the checker, through ``backend``,
     flags a corrupted gradient at exactly its corrupted entries AND passes the correct one.
 
@@ -62,13 +64,14 @@ def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto
 
     be = _backends.resolve(backend, None)
     f, x, grad = be.control_problem()
-    good = check(f, x, grad, backend=be, engine=engine, config=config, name=f"control[{be.name}]")
+    good = check(f, x, grad, backend=be, engine=engine, config=config, adjudicate=adjudicate,
+                 name=f"control[{be.name}]")
     if not good.passed or good.counts[Verdict.PASS] != good.size:
         raise GradientAssertionError(
             f"negative control failed: the CORRECT gradient through backend {be.name!r} was not "
             f"passed at every entry, so the checker cries wolf\n{good}", good,
         )
-    bad = check(f, x, grad, backend=_Corrupting(be), engine=engine, config=config,
+    bad = check(f, x, grad, backend=_Corrupting(be), engine=engine, config=config, adjudicate=adjudicate,
                 name=f"control[{be.name}, corrupted]")
     expected = sorted(ix for ix, _ in CORRUPTIONS)
     flagged = sorted(bad.entries(Verdict.MISMATCH))

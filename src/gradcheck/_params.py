@@ -8,7 +8,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ._check import judge_entries
+from ._judge import adjudication_notes, judge_entries
+from ._referee import Referee
 from ._classify import tolerance
 from ._config import Config
 from ._diagnosis import Diagnosis, diagnose
@@ -116,6 +117,8 @@ def check_params(
     sample: int | None = None,
     config: Config | None = None,
     seed: int = 0,
+    adjudicate: bool | str = "auto",
+    digits: int = 30,
 ) -> ParamsReport:
     """Check ``grads[name]`` against ``loss(params)`` at every entry of every name.
 
@@ -125,7 +128,9 @@ def check_params(
     first failure. ``order`` is the backward order of the names (default: the reverse of
     the dict's order, which is the forward creation order in most models); the diagnosis
     reads the failing names in that order. ``sample=k`` checks only ``k`` seeded random
-    entries per name (the rest are SKIPPED); the default checks them all.
+    entries per name (the rest are SKIPPED); the default checks them all. Entries still
+    in doubt after the step study are judged against exact derivatives (``adjudicate``,
+    ``digits``: as in :func:`check`), with the other parameters held at their values.
 
     >>> import numpy as np, gradcheck
     >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
@@ -149,6 +154,10 @@ def check_params(
     originals = dict(params)                      # the user's objects, for identity restore
     snapshots = {n: np.array(params[n], copy=True) for n in names}
     rng = np.random.default_rng(seed)
+    # The backward's round-off scales with its largest values anywhere in the model, not
+    # with one tensor's (a key bias's claimed ~1e-17 is round-off of O(1) quantities).
+    finite = [np.abs(g[np.isfinite(g)]).max() for g in claimed.values() if np.isfinite(g).any()]
+    claim_scale = float(max(finite)) if finite else 0.0
     reports: dict[str, Report] = {}
     swapped: list[str] = []
     try:
@@ -160,7 +169,7 @@ def check_params(
         f0 = _scalar_loss(loss, params, None, "base", None)
         for n in names:
             cfg = config if config is not None else Config.for_dtype(dtypes[n])
-            reports[n] = _check_one(loss, params, n, claimed[n], cfg, sample, rng)
+            reports[n] = _check_one(loss, params, n, claimed[n], cfg, sample, rng, adjudicate, digits, claim_scale)
         f1 = _scalar_loss(loss, params, None, "base", None)
     finally:
         for n in names:
@@ -177,12 +186,24 @@ def check_params(
         reports=reports,
         order=order_t,
         diagnosis=diagnose(order_t, {n: r.passed for n, r in reports.items()},
-                           {n: r.counts[Verdict.PASS] > 0 for n, r in reports.items()}),
+                           {n: _informative(r) for n, r in reports.items()}),
         deterministic=deterministic,
         drift=0.0 if deterministic else float(abs(f1 - f0)),
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
     )
+
+
+def _informative(report: Report) -> bool:
+    """Whether a name says anything about the gradient flowing through it: some entry
+    PASSed against a nonzero value. A key bias whose gradient is exactly 0 passes whatever
+    flows into it, so it must not break a run of failing names."""
+    from ._causes import Cause
+
+    passed = report.codes == Verdict.PASS
+    if report.causes is not None:
+        passed &= report.causes != Cause.EXACT_ZERO
+    return bool(passed.any())
 
 
 def _bits_differ(a: np.ndarray, b: np.ndarray) -> bool:
@@ -200,7 +221,7 @@ def _scalar_loss(loss, params, index, side, name) -> float:
     return float(arr)
 
 
-def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng) -> Report:
+def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adjudicate, digits, claim_scale) -> Report:
     started = time.perf_counter()
     arr = params[name]
     size = arr.size
@@ -219,11 +240,23 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng) -> R
     unit = max(cfg.unit_roundoff, unit_roundoff_of(arr), unit_roundoff_of(probe))
     a = analytic_full.reshape(-1)[flat_idx]
     diffs = differencer(flat_idx, steps)
+    # The referee evaluates the loss with this one tensor replaced by an arbitrary-precision copy.
+    snapshot = np.array(arr, dtype=np.float64, copy=True)
+    referee = None
+    if adjudicate is not False:
+        referee = Referee(lambda v: loss({**params, name: v}), snapshot, None, digits=digits)
     judged = judge_entries(
         differencer, values, a, diffs, steps, unit=unit, config=cfg, drift=None,
         base_finite=bool(np.isfinite(probe)), flat_indices=flat_idx,
+        base_value=float(probe) if probe.ndim == 0 else None, referee=referee, adjudicate=adjudicate,
+        claim_scale=claim_scale,
     )
     shape = arr.shape
+    def spread(values_at, fill, dtype=np.float64):
+        out = np.full(size, fill, dtype=dtype)
+        out[flat_idx] = values_at
+        return out.reshape(shape)
+
     numeric = np.full(size, np.nan)
     noise = np.full(size, np.nan)
     codes = np.full(size, Verdict.SKIPPED, dtype=np.uint8)
@@ -244,5 +277,12 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng) -> R
         config=cfg,
         evaluations=2 * flat_idx.size + judged.evaluations + 1,
         seconds=time.perf_counter() - started,
-        notes=(f"sampled {flat_idx.size} of {size} entries",) if flat_idx.size < size else (),
+        notes=((f"sampled {flat_idx.size} of {size} entries",) if flat_idx.size < size else ())
+        + tuple(adjudication_notes(judged.adjudication, adjudicate)),
+        causes=spread(judged.causes, 0, np.uint8),
+        exact=spread(judged.exact, np.nan),
+        digits=spread(judged.digits, -1, np.int16),
+        left=spread(judged.left, np.nan),
+        right=spread(judged.right, np.nan),
+        adjudication=judged.adjudication,
     )

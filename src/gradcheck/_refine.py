@@ -34,6 +34,9 @@ class StepStudy:
     bound: np.ndarray       # its error bound (noise + measured truncation)
     codes: np.ndarray       # new verdict codes
     evaluations: int        # function evaluations spent
+    left: np.ndarray        # one-sided slopes at the smallest step (NaN without a base value)
+    right: np.ndarray
+    kink: np.ndarray        # bool: one-sided slopes differ by a gap that does not shrink with h
 
 
 def step_study(
@@ -41,8 +44,9 @@ def step_study(
     flat_indices: np.ndarray,
     steps: np.ndarray,
     analytic: np.ndarray,
-    first: tuple[np.ndarray, np.ndarray],
+    first: tuple[np.ndarray, np.ndarray, np.ndarray],
     *,
+    base_value: float | None = None,
     unit_roundoff: float,
     rtol: float,
     atol: float,
@@ -50,33 +54,42 @@ def step_study(
 ) -> StepStudy:
     """Re-difference ``flat_indices`` at several steps and re-judge them.
 
-    ``first`` is the (slope, noise) already measured at factor 1.
+    ``first`` is the ``(f_plus, f_minus, denominator)`` already measured at factor 1;
+    ``base_value`` (f at the unperturbed x) enables the one-sided slopes and the kink test.
     """
     slopes: dict[float, np.ndarray] = {}
     noises: dict[float, np.ndarray] = {}
+    raw: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     evaluations = 0
     for factor in STUDY_FACTORS:
         if factor == 1.0:
-            slopes[factor], noises[factor] = first
-            continue
-        fp, fm, den = differencer(flat_indices, steps * factor)
-        evaluations += 2 * len(flat_indices)
-        slopes[factor], noises[factor] = slope_and_noise(fp, fm, den, unit_roundoff)
+            raw[factor] = first
+        else:
+            raw[factor] = differencer(flat_indices, steps * factor)
+            evaluations += 2 * len(flat_indices)
+        slopes[factor], noises[factor] = slope_and_noise(*raw[factor], unit_roundoff)
 
     k = noise_factor
+    # Round-off measured, not only modelled: at the small steps truncation is negligible,
+    # so how far D(s) and D(2s) disagree, times the step, is the size of f's own round-off
+    # (which the model u*|f| underestimates when f cancels large intermediate values).
+    with np.errstate(invalid="ignore"):
+        half = {s: np.abs(raw[s][2]) / 2.0 for s in STUDY_FACTORS}
+        measured = np.max([np.abs(slopes[s] - slopes[2 * s]) * half[s] for s in (0.5, 1.0, 2.0)], axis=0)
+        bound_noise = {s: np.maximum(k * noises[s], 3.0 * measured / half[s]) for s in STUDY_FACTORS}
     candidates: list[tuple[np.ndarray, np.ndarray]] = []
     lower = STUDY_FACTORS[:-1]
     for s in lower:
         trunc = np.abs(slopes[2 * s] - slopes[s]) / 3.0
-        candidates.append((slopes[s], k * noises[s] + trunc))
+        candidates.append((slopes[s], bound_noise[s] + trunc))
     richardson = {}
     for s in lower:
         value = (4.0 * slopes[s] - slopes[2 * s]) / 3.0
-        noise = (4.0 * noises[s] + noises[2 * s]) / 3.0
+        noise = (4.0 * bound_noise[s] + bound_noise[2 * s]) / 3.0
         richardson[s] = (value, noise)
     for s in lower[:-1]:
         value, noise = richardson[s]
-        candidates.append((value, k * noise + np.abs(value - richardson[2 * s][0])))
+        candidates.append((value, noise + np.abs(value - richardson[2 * s][0])))
 
     values = np.stack([c[0] for c in candidates])
     bounds = np.stack([c[1] for c in candidates])
@@ -95,4 +108,39 @@ def step_study(
         codes[scale <= atol + bound] = Verdict.UNCHECKED
         codes[err > atol + rtol * scale + bound] = Verdict.MISMATCH
         codes[~(np.isfinite(numeric) & np.isfinite(a) & np.isfinite(bound))] = Verdict.NONFINITE
-    return StepStudy(numeric, bound, codes, evaluations)
+    left, right, kink = _kink_test(raw, base_value, unit_roundoff, rtol, noise_factor)
+    with np.errstate(invalid="ignore"):
+        lo, hi = np.minimum(left, right), np.maximum(left, right)
+        slack = atol + rtol * np.maximum(np.abs(lo), np.abs(hi)) + bound
+        inside = (a >= lo - slack) & (a <= hi + slack)
+    # At a kink the claim is a subgradient choice: fine if it lies between the one-sided
+    # slopes, a MISMATCH if it lies outside them.
+    codes[kink & inside & (codes != Verdict.NONFINITE)] = Verdict.KINK
+    codes[kink & ~inside & np.isfinite(a)] = Verdict.MISMATCH
+    return StepStudy(numeric, bound, codes, evaluations, left, right, kink)
+
+
+def _kink_test(raw, base_value, unit, rtol, k):
+    """One-sided slopes at steps h/2, h, 2h. At a smooth point their gap is ~f''*h and
+    doubles with h; at a kink it stays put. A kink needs a gap well above round-off and
+    stable (within 25%) across the three steps."""
+    count = raw[1.0][0].shape[0]
+    if base_value is None or not np.isfinite(base_value):
+        nan = np.full(count, np.nan)
+        return nan, nan.copy(), np.zeros(count, dtype=bool)
+    f0 = base_value
+    gaps, lefts, rights, noise = [], [], [], []
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for s in (0.5, 1.0, 2.0):
+            fp, fm, den = raw[s]
+            half = den / 2.0
+            rights.append((fp - f0) / half)
+            lefts.append((f0 - fm) / half)
+            gaps.append(rights[-1] - lefts[-1])
+            noise.append(unit * (np.abs(fp) + np.abs(fm) + 2 * abs(f0)) / half)
+        g0, g1, g2 = gaps
+        scale = np.maximum(np.abs(lefts[0]), np.abs(rights[0]))
+        significant = np.abs(g0) > k * noise[0] + 10 * rtol * scale
+        stable = (np.abs(g0 - g1) <= 0.25 * np.abs(g0)) & (np.abs(g1 - g2) <= 0.25 * np.abs(g1))
+        kink = significant & stable & np.isfinite(g0)
+    return lefts[0], rights[0], kink

@@ -12,6 +12,8 @@ from ._errors import GradientAssertionError
 from ._verdict import FAILING, Verdict
 
 _VERDICT_BY_CODE = np.array(list(Verdict), dtype=object)
+# Cause codes (see _causes.Cause) -> the mark shown after a verdict in the table.
+_CAUSE_MARK = {0: "", 1: "*", 2: "*", 3: "~", 4: "^", 5: "^", 6: "~"}
 
 
 def _fmt(v: float) -> str:
@@ -48,6 +50,15 @@ class Report:
     evaluations: int = 0
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # Second look (None when not recorded): how each verdict was reached (Cause codes), the
+    # exact derivative and its certified digits where the referee ran (NaN / -1 elsewhere),
+    # and one-sided slopes where a kink test ran.
+    causes: np.ndarray | None = None
+    exact: np.ndarray | None = None
+    digits: np.ndarray | None = None
+    left: np.ndarray | None = None
+    right: np.ndarray | None = None
+    adjudication: dict[str, Any] = field(default_factory=dict)
 
     # -- views ---------------------------------------------------------------------
     @property
@@ -94,6 +105,25 @@ class Report:
 
         return describe_layout(self.codes == Verdict.MISMATCH)
 
+    def cause(self, index: tuple[int, ...]) -> "Cause":
+        """How the verdict of the entry at ``index`` was reached."""
+        from ._causes import Cause
+
+        return Cause(int(self.causes[index])) if self.causes is not None else Cause.FIRST_PASS
+
+    def explain(self, index: tuple[int, ...]) -> str:
+        """One line on one entry: verdict, values, and how it was settled."""
+        from ._causes import Cause
+
+        v = Verdict(int(self.codes[index]))
+        cause = self.cause(index)
+        text = f"{index}: {v.name} (claimed {self.analytic[index]:.10g}, numeric {self.numeric[index]:.10g}; {cause})"
+        if cause in (Cause.EXACT, Cause.EXACT_ZERO):
+            text += f"; exact {self.exact[index]:.17g} with {int(self.digits[index])} certified digits"
+        if cause in (Cause.KINK_STEPS, Cause.KINK_EXACT):
+            text += f"; one-sided derivatives {self.left[index]:.10g} and {self.right[index]:.10g}"
+        return text
+
     def excess(self) -> np.ndarray:
         """``|a - n| / tolerance``: above 1 means outside tolerance."""
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -134,7 +164,8 @@ class Report:
         ex = self.excess()
         for ix in self.worst(count):
             code = Verdict(int(self.codes[ix]))
-            tag = code.name + ("*" if self.refined[ix] else "")
+            tag = code.name + _CAUSE_MARK.get(int(self.causes[ix]) if self.causes is not None else 0,
+                                              "*" if self.refined[ix] else "")
             rows.append(
                 f"  {str(ix):<18} {tag:<10} {_fmt(self.analytic[ix]):>14} {_fmt(self.numeric[ix]):>14}"
                 f" {rel[ix]:9.2e} {ex[ix]:9.2e}"
@@ -155,7 +186,10 @@ class Report:
         if self.size:
             lines.append(self.table())
             if self.refined.any():
-                lines.append("  (* = judged after a step study)")
+                lines.append("  (* = judged after a step study, ^ = against the exact derivative, ~ = kink test)")
+            for ix in self.worst(3):
+                if self.causes is not None and int(self.causes[ix]) >= 3 and int(self.codes[ix]) != Verdict.PASS:
+                    lines.append("  " + self.explain(ix))
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -177,6 +211,7 @@ class Report:
             "counts": {v.name: n for v, n in self.counts.items()},
             "config": {k: getattr(self.config, k) for k in self.config.__dataclass_fields__},
             "notes": list(self.notes),
+            "adjudication": dict(self.adjudication),
         }
         flagged = self.entries([v for v in Verdict if v is not Verdict.PASS])
         rel = self.rel_error
@@ -189,6 +224,11 @@ class Report:
                 "noise": _jsonable(self.noise[ix]),
                 "rel_error": _jsonable(rel[ix]),
                 "refined": bool(self.refined[ix]),
+                "cause": self.cause(ix).name,
+                **({"exact": _jsonable(self.exact[ix]), "certified_digits": int(self.digits[ix])}
+                   if self.exact is not None and np.isfinite(self.exact[ix]) else {}),
+                **({"left": _jsonable(self.left[ix]), "right": _jsonable(self.right[ix])}
+                   if self.left is not None and np.isfinite(self.left[ix]) else {}),
             }
             for ix in flagged[:limit]
         ]

@@ -21,6 +21,7 @@ class DualBackend:
     """Numpy functions differentiated by dual numbers (``grad`` must be None)."""
 
     name = "dual"
+    mp_capable = True  # f is numpy code: the referee can run it at arbitrary precision
 
     def accepts(self, x: Any) -> bool:
         return isinstance(x, np.ndarray)

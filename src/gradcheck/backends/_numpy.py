@@ -14,6 +14,7 @@ class NumpyBackend:
     """
 
     name = "numpy"
+    mp_capable = True  # f is numpy code: the referee can run it at arbitrary precision
 
     def accepts(self, x: Any) -> bool:
         return isinstance(x, (np.ndarray, np.generic, float, int, list, tuple))

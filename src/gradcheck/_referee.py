@@ -1,0 +1,152 @@
+"""The arbitrary-precision referee: the exact derivative of entries still in doubt.
+
+After the step study, an entry can still be MISMATCH (a bug, or an artifact the steps
+could not explain), UNCHECKED (below finite-difference noise) or KINK. When ``f`` runs on
+:mod:`gradcheck.mp` object arrays, each such entry's derivative is computed at two working
+precisions; the digits on which they agree are certified. The claim is then judged against
+that exact value:
+
+    PASS      |a - exact| <= atol + rtol*|exact| + k*u*max|a| + bound(exact)
+              (k*u*max|a| is the round-off the backward itself may carry, so a claim of
+              1e-17 for a true 0 passes: the seed's key-bias case needs no special-casing)
+    MISMATCH  otherwise -- now confirmed against the exact value
+    KINK      the one-sided derivatives differ and the claim lies between them
+
+A function that drops to float on the way (``math.tanh``, ``astype(np.float32)``, a C call)
+is reported as not adjudicable, with the reason; its entries keep their earlier verdicts.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ._causes import Cause
+from ._verdict import Verdict
+
+#: Entries beyond this many are left with their step-study verdicts (and the report says so).
+MAX_ADJUDICATED = 256
+#: From this many entries on, adjudication is spread over a fork process pool.
+PARALLEL_MIN = 12
+
+# The referee of the adjudication in progress, inherited by forked workers (the user's
+# function need not be picklable).
+_ACTIVE: "Referee | None" = None
+
+
+@dataclass
+class Adjudication:
+    """What the referee found for the entries it looked at (aligned with ``positions``)."""
+
+    positions: np.ndarray        # indices into the judged arrays
+    codes: np.ndarray
+    causes: np.ndarray
+    exact: np.ndarray
+    digits: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    evaluations: int
+    seconds: float
+
+
+class Referee:
+    """Exact derivatives of ``f_mp`` (a function of one array, mp-runnable) at ``x``.
+
+    ``x`` is the float array in its own shape; ``cotangent`` reduces an array output.
+    """
+
+    def __init__(self, f_mp: Callable[[Any], Any], x: np.ndarray, cotangent: np.ndarray | None,
+                 *, digits: int = 30) -> None:
+        self.f_mp, self.x, self.cotangent, self.digits = f_mp, x, cotangent, digits
+        self._reason: str | None | bool = False  # False: not probed yet
+
+    def unavailable(self) -> str | None:
+        """None if ``f`` runs at high precision, else why not (probed once, cheaply)."""
+        if self._reason is False:
+            from .mp import NotAdjudicable, evaluate, to_mp
+
+            try:
+                evaluate(self.f_mp, to_mp(np.asarray(self.x, dtype=np.float64)), dps=20)
+                self._reason = None
+            except NotAdjudicable as exc:
+                self._reason = f"{exc.reason.name.lower()}: {exc}"
+            except Exception as exc:  # f failed on object arrays: say how
+                self._reason = f"f raised {type(exc).__name__} on arbitrary-precision input: {exc}"
+        return self._reason  # type: ignore[return-value]
+
+    def derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
+        """Per entry ``(value, error, digits, left, right, side_error, is_kink, evaluations)``
+        as floats, or None where f could not be evaluated at high precision there."""
+        from .mp import NotAdjudicable, mp_derivative
+
+        x64 = np.asarray(self.x, dtype=np.float64)
+        out: list[tuple | None] = []
+        for i in flat_indices:
+            try:
+                d = mp_derivative(self.f_mp, x64, int(i), dps=self.digits, cotangent=self.cotangent)
+            except (NotAdjudicable, ArithmeticError, ValueError):
+                out.append(None)
+                continue
+            out.append((float(d.value), float(d.error), int(d.digits), float(d.left), float(d.right),
+                        float(d.left_error + d.right_error), bool(d.is_kink), int(d.evaluations)))
+        return out
+
+    def _all_derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
+        workers = min(os.cpu_count() or 1, flat_indices.size // (PARALLEL_MIN // 2))
+        if workers < 2 or flat_indices.size < PARALLEL_MIN or "fork" not in mp.get_all_start_methods():
+            return self.derivatives(flat_indices)
+        global _ACTIVE
+        _ACTIVE = self
+        try:
+            chunks = np.array_split(flat_indices, workers * 2)
+            with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+                parts = list(pool.map(_derivatives_in_worker, chunks))
+        finally:
+            _ACTIVE = None
+        return [d for part in parts for d in part]
+
+    def adjudicate(self, positions: np.ndarray, flat_indices: np.ndarray, analytic: np.ndarray,
+                   current: np.ndarray, *, rtol: float, atol: float, noise_factor: float, unit: float,
+                   claim_scale: float) -> Adjudication:
+        """Judge ``analytic[positions]`` against the exact derivatives at ``flat_indices``;
+        entries f cannot be evaluated at keep their ``current`` codes."""
+        started = time.perf_counter()
+        n = positions.size
+        codes = np.empty(n, dtype=np.uint8)
+        causes = np.empty(n, dtype=np.uint8)
+        exact = np.full(n, np.nan)
+        digits = np.full(n, -1, dtype=np.int16)
+        left = np.full(n, np.nan)
+        right = np.full(n, np.nan)
+        evaluations = 0
+        round_off = noise_factor * unit * claim_scale
+        found = self._all_derivatives(np.asarray(flat_indices))
+        for j, d in enumerate(found):
+            a = float(analytic[positions[j]])
+            if d is None:
+                codes[j], causes[j] = current[positions[j]], Cause.STEP_STUDY
+                continue
+            e, bound, digits[j], left[j], right[j], side_error, is_kink, used = d
+            evaluations += used
+            exact[j] = e
+            if is_kink:
+                lo, hi = min(left[j], right[j]), max(left[j], right[j])
+                slack = atol + rtol * max(abs(lo), abs(hi)) + round_off + side_error
+                codes[j] = Verdict.KINK if lo - slack <= a <= hi + slack else Verdict.MISMATCH
+                causes[j] = Cause.KINK_EXACT
+                continue
+            ok = abs(a - e) <= atol + rtol * abs(e) + round_off + bound
+            codes[j] = Verdict.PASS if ok else Verdict.MISMATCH
+            causes[j] = Cause.EXACT_ZERO if ok and abs(e) <= bound else Cause.EXACT
+        return Adjudication(positions, codes, causes, exact, digits, left, right, evaluations,
+                            time.perf_counter() - started)
+
+
+def _derivatives_in_worker(flat_indices: np.ndarray) -> list[tuple | None]:
+    assert _ACTIVE is not None, "the referee is set before the pool forks"
+    return _ACTIVE.derivatives(flat_indices)

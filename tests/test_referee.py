@@ -1,0 +1,159 @@
+"""The second look: step study, kinks, and the arbitrary-precision referee.
+
+References are closed-form derivatives and dual numbers, never the referee itself.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import gradcheck
+from gradcheck import Cause, Verdict, check
+
+from zoo import CASES
+
+KINKS = [
+    # (name, f, claimed gradient as frameworks define it at the kink, kink entries)
+    ("relu", lambda x: np.maximum(x, 0.0).sum(), lambda x: (x > 0).astype(float), [(1,), (3,)]),
+    ("abs", lambda x: np.abs(x).sum(), np.sign, [(1,), (3,)]),
+    # np.max with a tie; the claim picks the first maximal entry, as frameworks do
+    ("max", lambda x: x.max() * 3.0, lambda x: 3.0 * (np.arange(x.size) == np.argmax(x)), [(1,), (2,)]),
+]
+X_KINK = np.array([-1.5, 0.0, 0.0, 0.0, 2.0])  # entries 1..3 sit on kinks
+
+
+@pytest.mark.parametrize("adjudicate", [False, "auto"])
+@pytest.mark.parametrize("name, f, g, kinks", KINKS, ids=[k[0] for k in KINKS])
+def test_points_on_a_kink_are_kink_not_mismatch(name, f, g, kinks, adjudicate):
+    """relu/abs/max exactly at their kinks: KINK (subgradient choice), never MISMATCH, both
+    from the step study alone and certified at high precision; one-sided values recorded."""
+    x = X_KINK if name != "max" else np.array([0.3, 1.0, 1.0, -2.0])
+    r = check(f, x, g, adjudicate=adjudicate)
+    assert r.entries(Verdict.MISMATCH) == [], str(r)
+    assert set(r.entries(Verdict.KINK)) >= set(kinks), str(r)
+    for ix in r.entries(Verdict.KINK):
+        lo, hi = sorted((r.left[ix], r.right[ix]))
+        assert lo <= r.analytic[ix] <= hi and hi - lo >= 0.99
+        assert r.cause(ix) is (Cause.KINK_EXACT if adjudicate else Cause.KINK_STEPS)
+
+
+def test_claim_outside_the_subdifferential_is_a_mismatch():
+    """At a kink, a claimed value outside [left, right] is still a bug."""
+    r = check(lambda x: np.maximum(x, 0.0).sum(), np.array([0.0, 1.0]), np.array([3.0, 1.0]))
+    assert r.entries(Verdict.MISMATCH) == [(0,)]
+
+
+SPAN = 10.0 ** -np.arange(17)          # gradients from 1 down to 1e-16
+
+
+def sixteen_orders(x):
+    return (SPAN * x).sum() + 1e3 * np.tanh(x[0] / 7) + x[1] ** 2
+
+
+def sixteen_orders_grad(x):
+    g = SPAN.copy()
+    g[0] += 1e3 / 7 * (1 - np.tanh(x[0] / 7) ** 2)
+    g[1] += 2 * x[1]
+    return g
+
+
+def test_gradients_spanning_sixteen_orders_pass_by_adjudication():
+    """Entries far below finite-difference noise end PASS against the exact derivative
+    (not UNCHECKED), and none is MISMATCH."""
+    x = np.linspace(-1, 1, 17)
+    fd_only = check(sixteen_orders, x, sixteen_orders_grad, adjudicate=False)
+    assert fd_only.counts[Verdict.UNCHECKED] >= 5 and fd_only.counts[Verdict.MISMATCH] == 0
+    r = check(sixteen_orders, x, sixteen_orders_grad)
+    assert r.counts[Verdict.PASS] == 17 and r.counts[Verdict.MISMATCH] == 0, str(r)
+    adjudicated = [ix for ix in np.ndindex(17) if r.cause(ix) is Cause.EXACT]
+    assert len(adjudicated) >= 5
+    for ix in adjudicated:  # the referee's exact values vs the closed form
+        assert r.exact[ix] == pytest.approx(sixteen_orders_grad(x)[ix], rel=1e-13)
+        assert r.digits[ix] >= 15
+
+
+ZOO64 = [c for c in CASES if c.x.dtype == np.float64]
+
+
+@pytest.mark.parametrize("case", ZOO64, ids=[c.name for c in ZOO64])
+def test_planted_bugs_stay_mismatch_confirmed_against_exact(case):
+    """Every planted bug is still MISMATCH at exactly its entries with the referee on, and
+    the exact values the referee reports agree with the closed-form gradient."""
+    r = check(case.f, case.x, case.buggy)
+    assert set(r.entries(Verdict.MISMATCH)) == case.bug_entries, str(r)
+    confirmed = [ix for ix in r.entries(Verdict.MISMATCH) if r.cause(ix) is Cause.EXACT]
+    assert confirmed, "at least the worst mismatches are confirmed against the exact value"
+    v = np.random.default_rng(case.config.seed if case.config else 0).standard_normal(case.x.shape)
+    truth = case.grad(case.x, v) if case.f.__name__ == "softmax" else case.grad(case.x)
+    for ix in confirmed:
+        assert r.exact[ix] == pytest.approx(truth[ix], rel=1e-12, abs=1e-300)
+
+
+def test_referee_agrees_with_dual_numbers():
+    """The referee's exact derivatives equal the dual-number gradient (an independent algorithm)."""
+    from gradcheck.backends._dual import dual_gradient
+
+    W = np.random.default_rng(3).standard_normal((4, 4))
+    f = lambda x: np.tanh(x @ W).sum() * 1e-9 + (x * x).sum() * 1e6  # noqa: E731  tiny term below noise
+    x = np.random.default_rng(4).standard_normal((2, 4))
+    claimed = dual_gradient(f, x)
+    r = check(f, x, claimed, adjudicate=True)
+    from gradcheck.mp import mp_derivative
+
+    for ix in [(0, 0), (1, 3)]:
+        d = mp_derivative(f, x, ix, dps=30)
+        assert float(d.value) == pytest.approx(claimed[ix], rel=1e-13)
+    assert r.passed
+
+
+def test_finite_difference_noise_is_explained_away():
+    """A function with heavy internal cancellation fools the round-off estimate: the first
+    pass sees a MISMATCH, the second look shows the difference was the noisy side."""
+    f = lambda x: ((1e8 + x * x) - 1e8).sum()  # noqa: E731
+    g = lambda x: 2 * x  # noqa: E731
+    x = np.array([0.3, -0.7, 1.1])
+    raw = check(f, x, g, refine=False, adjudicate=False)
+    assert raw.counts[Verdict.MISMATCH] > 0
+    r = check(f, x, g, adjudicate=False)
+    assert r.counts[Verdict.MISMATCH] == 0
+
+
+@pytest.mark.parametrize("drop", ["math", "float", "astype"])
+def test_function_dropping_to_float_is_not_adjudicable(drop):
+    """A function that silently leaves arbitrary precision is reported as not adjudicable,
+    with the reason, and its entries keep their finite-difference verdicts."""
+    def f(x):  # x[2] is unused: its true gradient 0 is what the referee would settle
+        y = x[:2]
+        if drop == "math":
+            return sum(math.tanh(v) for v in y) + (y * y).sum()
+        if drop == "float":
+            return float(y[0]) + (y * y).sum()
+        return (y.astype(np.float32)).sum() + (y * y).sum()
+
+    def g(x):
+        return np.array([2 * x[0] + (1 - math.tanh(x[0]) ** 2 if drop == "math" else 1.0),
+                         2 * x[1] + ((1 - math.tanh(x[1]) ** 2) if drop == "math" else 1.0 if drop == "astype" else 0.0),
+                         0.0])
+
+    x = np.array([0.5, -0.25, 3.0])
+    r = check(f, x, g, adjudicate=True)
+    note = " ".join(r.notes)
+    assert "not adjudicable" in note and "float" in note
+    assert r.counts[Verdict.MISMATCH] == 0 and r.verdicts[2] is Verdict.UNCHECKED
+
+
+def test_adjudicate_false_never_calls_the_referee():
+    """adjudicate=False leaves doubtful entries UNCHECKED and says nothing about the referee."""
+    r = check(lambda x: (x[:1] ** 2).sum(), np.array([1.0, 2.0]), np.array([2.0, 0.0]), adjudicate=False)
+    assert r.counts[Verdict.UNCHECKED] == 1 and not r.adjudication.get("attempted")
+
+
+def test_report_says_what_was_adjudicated_and_at_what_cost():
+    """The report names the adjudicated entries, the digits and the time spent."""
+    r = check(lambda x: (x[:1] ** 2).sum(), np.array([1.0, 2.0]), np.array([2.0, 0.0]))
+    assert r.adjudication["attempted"] and r.adjudication["entries"] == 1
+    assert any("adjudicated 1 entries" in n for n in r.notes)
+    assert r.cause((1,)) is Cause.EXACT_ZERO and r.verdicts[1] is Verdict.PASS
+    assert r.to_dict()["adjudication"]["digits"] == 30
