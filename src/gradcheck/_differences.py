@@ -43,42 +43,40 @@ def central_differences(
     Entries whose value is not finite are not perturbed (NaN results).
     """
     idx = np.asarray(flat_indices, dtype=np.int64)
-    count = idx.size
-    f_plus = np.full(count, np.nan)
-    f_minus = np.full(count, np.nan)
-    denom = np.full(count, np.nan)
     flat = _flat_handle(target)
-    cast = target.dtype.type
+    # Everything that does not need f is computed up front, vectorized, in the array's
+    # dtype (x +- h rounds exactly as the perturbed entry will), so the loop is bare.
+    old = np.asarray(flat[idx], dtype=target.dtype).reshape(-1)
+    h = np.asarray(steps, dtype=np.float64).reshape(-1).astype(target.dtype)
+    with np.errstate(all="ignore"):
+        xp, xm = old + h, old - h
+        # The realized step: representation error of x +- h does not leak into the slope.
+        denom = xp.astype(np.float64) - xm.astype(np.float64)
+        finite = np.isfinite(old.astype(np.float64))
+    denom[~finite] = np.nan
+    f_plus, f_minus = [np.nan] * idx.size, [np.nan] * idx.size
     with np.errstate(all="ignore"):  # f is evaluated at points the user did not choose
-        _difference_loop(evaluate, target, flat, cast, idx, steps, f_plus, f_minus, denom, param, progress)
-    return f_plus, f_minus, denom
+        _difference_loop(evaluate, target, flat, idx.tolist(), old.tolist(), xp.tolist(), xm.tolist(),
+                         finite.tolist(), f_plus, f_minus, param, progress)
+    return np.array(f_plus, dtype=np.float64), np.array(f_minus, dtype=np.float64), denom
 
 
-def _difference_loop(evaluate, target, flat, cast, idx, steps, f_plus, f_minus, denom, param, progress) -> None:
-    for j in range(idx.size):
-        i = int(idx[j])
-        old = flat[i]
-        if not np.isfinite(old):
-            continue
-        h = cast(steps[j])
-        xp = cast(old + h)
-        xm = cast(old - h)
+def _difference_loop(evaluate, target, flat, idx, old, xp, xm, finite, f_plus, f_minus, param, progress) -> None:
+    for j, i in enumerate(idx):
+        if not finite[j]:
+            continue  # a NaN/inf entry is never perturbed (nor rewritten: NaN payloads survive)
         side = "+h"
         try:
-            flat[i] = xp
-            fp = evaluate()
+            flat[i] = xp[j]
+            f_plus[j] = evaluate()
             side = "-h"
-            flat[i] = xm
-            fm = evaluate()
+            flat[i] = xm[j]
+            f_minus[j] = evaluate()
         except Exception as exc:  # re-raised with the entry it happened at
             index = tuple(int(k) for k in np.unravel_index(i, target.shape))
             raise FunctionError(index, side, param, exc) from exc
         finally:
-            flat[i] = old
-        f_plus[j] = fp
-        f_minus[j] = fm
-        # The realized step: representation error of x +- h does not leak into the slope.
-        denom[j] = np.float64(xp) - np.float64(xm)
+            flat[i] = old[j]
         if progress is not None:
             progress(j)
 
