@@ -288,6 +288,18 @@ def test_unsupported_problems_say_what_to_do(f, x, backend, message):
     assert _compiled.auto_reason(p) is None
 
 
+@numba.njit
+def pair(x):
+    return x[0], x[1]
+
+
+def test_f_the_kernel_cannot_call_is_a_clear_type_error():
+    """An njit f that returns something else than a number: TypeError naming the fix."""
+    engine, _ = select_engine("compiled", problem(pair, np.ones(3)))
+    with pytest.raises(TypeError, match="engine='serial'"):
+        engine.differences(np.arange(3), np.full(3, 1e-6))
+
+
 def test_auto_picks_compiled_when_it_pays_off(monkeypatch):
     """auto: compiled once the kernel for f is compiled, or when 2N evaluations from Python
     are estimated above the threshold; never for an f that runs its own threads."""

@@ -180,7 +180,14 @@ class CompiledEngine:
             chunks = max(1, min(hi - lo, self.threads * CHUNKS_PER_THREAD))
             args = (*before, idx[lo:hi], h[lo:hi], chunks, f_plus[lo:hi], f_minus[lo:hi],
                     denom[lo:hi], *after(status[lo:hi]))
-            self.compile_seconds += run.compile_for(*args)
+            try:
+                self.compile_seconds += run.compile_for(*args)
+            except numba.core.errors.TypingError as exc:
+                raise TypeError(
+                    "the compiled engine cannot build its kernel around f: f must take the "
+                    "array alone and return a number (or an array, for the cotangent); use "
+                    f"engine='serial'. numba said: {str(exc).splitlines()[0]}"
+                ) from exc
             began = time.perf_counter()
             with numba.parallel_chunksize(1):  # chunks go to whichever thread is free
                 run(*args)
