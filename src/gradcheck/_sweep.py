@@ -407,6 +407,7 @@ def shape_sweep(
     parts: Parts | None = None,
     name: str | None = None,
     keep: str = "failing",
+    adjudicate: bool | str = "auto",
 ) -> SweepReport:
     """Check the claimed gradient at every shape, find which shapes fail and why.
 
@@ -425,7 +426,7 @@ def shape_sweep(
       nf.gradient)``.
 
     ``config``, ``engine`` (default ``"auto"``: the fastest engine that applies, per shape),
-    ``backend`` and ``vectorized`` go to :func:`gradcheck.check` unchanged. ``dim_names``
+    ``backend``, ``vectorized`` and ``adjudicate`` go to :func:`gradcheck.check` unchanged. ``dim_names``
     names the dimensions in the rule and the table (a named :func:`grid` supplies them).
     ``parts(shape)`` names consecutive pieces of a flat input with their shapes, e.g.
     ``{"A": (k, m), "B": (k, n)}``, so the layout is described per piece ("A: the last
@@ -433,6 +434,18 @@ def shape_sweep(
     reports to keep: ``"failing"`` (default), ``"all"`` or ``"none"``.
 
     Returns a :class:`SweepReport`; ``.assert_all_pass()`` in a test.
+
+    >>> import numpy as np, gradcheck
+    >>> def grad(x):  # wrong in the last entry whenever the length is even
+    ...     g = 2 * x
+    ...     if x.size % 2 == 0:
+    ...         g[-1] += 1.0
+    ...     return g
+    >>> sweep = gradcheck.shape_sweep(lambda x: (x * x).sum(), [(n,) for n in range(1, 9)],
+    ...                               lambda s: np.linspace(0.5, 1.5, s[0]), grad,
+    ...                               dim_names=("n",), adjudicate=False)
+    >>> str(sweep.rule)
+    'n is even (exact: 4 of 8 shapes fail)'
     """
     if keep not in KEEP_CHOICES:
         raise ValueError(f"keep={keep!r} is not one of {KEEP_CHOICES}")
@@ -453,7 +466,7 @@ def shape_sweep(
             fn, g = _subject_at(f, grad, shape, factory)
             x = make_input(shape)
             report = check(fn, x, g, config=config, name=f"{label} at {shape}", backend=backend,
-                           engine=engine, vectorized=vectorized)
+                           engine=engine, vectorized=vectorized, adjudicate=adjudicate)
         except Exception as exc:
             if hasattr(exc, "add_note"):  # Python >= 3.11
                 exc.add_note(f"gradcheck.shape_sweep: while checking shape {shape}")
