@@ -69,3 +69,24 @@ def test_usage_errors_exit_two(user_module, args):
     out = run(*args, cwd=user_module, env_extra={"PYTHONPATH": str(user_module)})
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
+
+
+def test_check_command_writes_a_heat_map(user_module):
+    """`--plot FILE` writes a PNG of the verdicts beside the report."""
+    out = run("check", "usermod:f", "--grad", "usermod:bad", "--shape", "2,4", "--plot", "heat.png",
+              cwd=user_module, env_extra={"PYTHONPATH": str(user_module)})
+    assert out.returncode == 1, out.stderr
+    png = user_module / "heat.png"
+    assert png.exists() and png.stat().st_size > 5000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bench_command_lists_and_runs_a_quick_benchmark():
+    """`gradcheck bench --list` names the benchmarks; one runs with --quick and prints ratios."""
+    import pathlib
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    listed = run("bench", "--list", "--dir", str(root / "benchmarks"))
+    assert listed.returncode == 0 and "serial" in listed.stdout and "referee" in listed.stdout
+    ran = run("bench", "serial", "--quick", "--dir", str(root / "benchmarks"))
+    assert ran.returncode == 0, ran.stderr
+    assert "engine/naive" in ran.stdout and "cores" in ran.stdout

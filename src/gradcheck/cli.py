@@ -45,8 +45,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
     else:
         raise ValueError("give --input FILE.npy or --shape D0,D1,...")
     cfg = Config.for_dtype(str(x.dtype)) if x.dtype.kind == "f" else None
-    report = check(f, x, grad, config=cfg, backend=args.backend)
+    report = check(f, x, grad, config=cfg, backend=args.backend, engine=args.engine,
+                   adjudicate=False if args.no_referee else "auto")
     print(report.to_json() if args.json else report)
+    if args.plot:
+        path = report.plot(args.plot)
+        print(f"heat map written to {path}", file=sys.stderr)
     return EXIT_PASS if report.passed else EXIT_FAIL
 
 
@@ -76,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     chk.add_argument("--seed", type=int, default=0)
     chk.add_argument("--backend", default=None, help="numpy (default), dual, ...")
+    chk.add_argument("--engine", default="auto", help="auto (default), serial, batched, compiled, processes")
+    chk.add_argument("--no-referee", action="store_true",
+                     help="do not settle doubtful entries against exact derivatives (faster)")
+    chk.add_argument("--plot", metavar="FILE.png", help="also write a heat map of the verdicts (needs matplotlib)")
     chk.add_argument("--json", action="store_true")
     chk.set_defaults(run=_cmd_check)
     bench = sub.add_parser("bench", help="run the benchmarks (from a source checkout: benchmarks/bench_*.py)")
