@@ -59,6 +59,8 @@ def auto_reason(problem: Any) -> str | None:
     cores = usable_cores()
     if cores < 2 or not fork_available():
         return None
+    if not getattr(problem.backend, "fork_safe", True):
+        return None  # e.g. jax: os.fork() after jax has started its threads may deadlock
     n = problem.work.size
     per_call = _time_call(problem.evaluate)
     if 2 * n * per_call <= AUTO_MIN_SECONDS:
