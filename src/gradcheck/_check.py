@@ -61,6 +61,8 @@ def check(
     refine: bool | None = None,
     adjudicate: bool | str = "auto",
     digits: int = 30,
+    executor: Any = None,
+    checkpoint: Any = None,
 ) -> Report | MultiReport:
     """Check the claimed gradient of ``f`` at ``x`` at every entry.
 
@@ -83,6 +85,12 @@ def check(
     ``digits`` significant digits (``"auto"``: when f runs on arbitrary-precision arrays,
     which the report states either way; ``False``: never).
 
+    ``executor`` runs the differences on any ``concurrent.futures.Executor`` (e.g. a dask
+    cluster's ``client.get_executor()``; ``ExecutorOptions`` sets retries and chunking),
+    with serial's results bit for bit. ``checkpoint`` (a path or a ``Checkpoint``) saves
+    finished differences as they come and resumes from them when the same check runs
+    again; the file is deleted when the check succeeds.
+
     Returns a :class:`Report` (call ``.assert_pass()`` in a test).
 
     >>> import numpy as np, gradcheck
@@ -93,10 +101,13 @@ def check(
     """
     if engine not in ENGINE_NAMES:
         raise ValueError(f"engine={engine!r} is not one of {ENGINE_NAMES}")
+    if executor is not None and engine not in ("auto", "executor"):
+        raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
     if is_multiple_inputs(x):
         return _check_inputs(f, x, grad, config=config, name=name, backend=backend,
                              engine=engine, vectorized=vectorized, progress=progress,
-                             refine=refine, adjudicate=adjudicate, digits=digits)
+                             refine=refine, adjudicate=adjudicate, digits=digits,
+                             executor=executor, checkpoint=checkpoint)
     started = time.perf_counter()
     be = _backends.resolve(backend, x)
     # A function may declare that it takes a leading batch axis (the control's does).
@@ -142,9 +153,16 @@ def check(
         evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
 
     problem = CheckProblem(f=f, work=work, evaluate=evaluate, backend=be, cotangent=cotangent,
-                           vectorized=vectorized)
+                           vectorized=vectorized, executor=executor)
     eng, engine_reason = select_engine(engine, problem)
     differencer = eng.differences
+    saved = None
+    if checkpoint is not None:
+        from ._checkpoint import open_checkpoint
+
+        saved = open_checkpoint(checkpoint, eng, x=pristine, config=cfg, cotangent=cotangent, f=f,
+                                backend=be, vectorized=vectorized)
+        differencer = saved.differences
 
     size = work.size
     flat_idx = np.arange(size)
@@ -213,6 +231,8 @@ def check(
         right=judged.right.reshape(shape),
         adjudication=judged.adjudication,
     )
+    if saved is not None:
+        saved.finish()
     if violations:
         # Not a per-entry verdict, so it cannot live in the counts: fail loudly, report attached.
         raise GradientAssertionError(
@@ -307,8 +327,13 @@ def _check_inputs(f, xs: tuple, grad: Any, *, name: str | None, backend: Any, **
     claims = _split_grad(grad, held)
     reports = []
     for k in range(count):
+        opts = dict(options)
+        if opts.get("checkpoint") is not None:
+            from ._checkpoint import for_input
+
+            opts["checkpoint"] = for_input(opts["checkpoint"], k)
         reports.append(check(_with_input(f, held, k), xs[k], claims[k], name=f"{label}[input {k}]",
-                             backend=be, **options))
+                             backend=be, **opts))
     for k, e in enumerate(xs):
         now = be.to_numpy(e)
         if now.shape != snapshots[k].shape or now.tobytes() != snapshots[k].tobytes():

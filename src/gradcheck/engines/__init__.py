@@ -14,7 +14,7 @@ import numpy as np
 
 from ._serial import SerialEngine
 
-ENGINE_NAMES = ("auto", "serial", "batched", "compiled", "processes")
+ENGINE_NAMES = ("auto", "serial", "batched", "compiled", "processes", "executor")
 
 
 class Engine(Protocol):
@@ -36,14 +36,16 @@ class CheckProblem:
     backend: Any
     cotangent: np.ndarray | None
     vectorized: bool = False
+    executor: Any = None                   # check(executor=...): a concurrent.futures.Executor
 
 
 def select_engine(name: str, problem: CheckProblem) -> tuple[Engine, str]:
     """The engine for ``name`` and the reason it was picked (said in the report).
 
-    ``auto``: ``compiled`` for a numba ``@njit`` function or a native (cffi) function with
-    the numpy backend; ``batched`` when ``vectorized=True``; ``processes`` when the
-    estimated serial time is long and there is more than one core; else ``serial``.
+    ``auto``: ``executor`` when ``check`` was given one; ``compiled`` for a numba
+    ``@njit`` function or a native (cffi) function with the numpy backend; ``batched``
+    when ``vectorized=True``; ``processes`` when the estimated serial time is long and
+    there is more than one core; else ``serial``.
     """
     if name not in ENGINE_NAMES:
         raise ValueError(f"engine={name!r} is not one of {ENGINE_NAMES}")
@@ -64,7 +66,7 @@ def select_engine(name: str, problem: CheckProblem) -> tuple[Engine, str]:
 def _auto(problem: CheckProblem) -> tuple[str, str]:
     import importlib
 
-    for candidate in ("compiled", "batched", "processes"):
+    for candidate in ("executor", "compiled", "batched", "processes"):
         try:
             module = importlib.import_module(f"._{candidate}", __name__)
         except ModuleNotFoundError:
