@@ -59,4 +59,22 @@ double gc_matmul_tn_loss(const double *x, int64_t n, const int64_t *iparams);
 void gc_matmul_tn_grad(const double *x, int64_t n, const int64_t *iparams, double *g);
 void gc_matmul_tn_grad_parity(const double *x, int64_t n, const int64_t *iparams, double *g);
 
+/* Subject kernels (kernels/rope_bf16.c): a bfloat16 rotary-embedding pair. bfloat16 values
+ * are uint16_t bit patterns. x is (rows, dim) row-major, dim even; row r is rotated by the
+ * angles positions[r] * base^(-2i/dim) applied to the half-split pairs (x[i], x[i + dim/2]);
+ * every output is rounded once, nearest-even. gc_rope_bf16_fast computes the angle in float32;
+ * gc_rope_bf16_reference rounds the angle to bfloat16 before cos/sin (a fallback that keeps
+ * positions/angles in bfloat16): at large positions the reference is the inaccurate side.
+ * gc_bf16_from_f32 is the kernels' float32 -> bfloat16 rounding (RNE on the bits). */
+void gc_rope_bf16_fast(const uint16_t *x, const int64_t *positions, int64_t rows, int64_t dim, float base, uint16_t *out);
+void gc_rope_bf16_reference(const uint16_t *x, const int64_t *positions, int64_t rows, int64_t dim, float base, uint16_t *out);
+void gc_bf16_from_f32(const float *x, int64_t n, uint16_t *out);
+
+/* Subject kernels (kernels/dot_bf16.c): out[r] = sum_k a[r, k] v[k] in bfloat16 (bit patterns),
+ * a (rows, n) row-major. gc_matvec_bf16_fast is DELIBERATELY BROKEN: it accumulates in
+ * bfloat16 (rounds the running sum after every addition); gc_matvec_bf16_reference
+ * accumulates in float32 and rounds once. */
+void gc_matvec_bf16_fast(const uint16_t *a, const uint16_t *v, int64_t rows, int64_t n, uint16_t *out);
+void gc_matvec_bf16_reference(const uint16_t *a, const uint16_t *v, int64_t rows, int64_t n, uint16_t *out);
+
 #endif

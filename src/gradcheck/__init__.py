@@ -10,6 +10,8 @@ from ._causes import Cause as Cause
 from ._config import Config as Config
 from ._control import assert_detects_wrong_gradient as assert_detects_wrong_gradient
 from ._diagnosis import Diagnosis as Diagnosis
+from ._dispute import DisputeResult as DisputeResult
+from ._dispute import dispute as dispute
 from ._errors import FunctionError as FunctionError
 from ._errors import GradcheckError as GradcheckError
 from ._errors import GradcheckWarning as GradcheckWarning

@@ -61,6 +61,7 @@ def check(
     refine: bool | None = None,
     adjudicate: bool | str = "auto",
     digits: int = 30,
+    bound_ulps: float | None = None,
     executor: Any = None,
     checkpoint: Any = None,
 ) -> Report | MultiReport:
@@ -91,6 +92,11 @@ def check(
     finished differences as they come and resumes from them when the same check runs
     again; the file is deleted when the check succeeds.
 
+    A float16/bfloat16 ``x`` with a precision-generic ``f`` (float64 in, float64 out) is
+    differenced on its exact float64 upcast, and the claimed gradient is judged in ulps of
+    its own dtype: ``bound_ulps`` (default 2) ulps plus an absolute floor, both stated in
+    ``report.notes`` (``gradcheck._lowp_check`` explains the rule).
+
     Returns a :class:`Report` (call ``.assert_pass()`` in a test).
 
     >>> import numpy as np, gradcheck
@@ -106,7 +112,7 @@ def check(
     if is_multiple_inputs(x):
         return _check_inputs(f, x, grad, config=config, name=name, backend=backend,
                              engine=engine, vectorized=vectorized, progress=progress,
-                             refine=refine, adjudicate=adjudicate, digits=digits,
+                             refine=refine, adjudicate=adjudicate, digits=digits, bound_ulps=bound_ulps,
                              executor=executor, checkpoint=checkpoint)
     started = time.perf_counter()
     be = _backends.resolve(backend, x)
@@ -114,6 +120,13 @@ def check(
     vectorized = vectorized or bool(getattr(f, "gradcheck_vectorized", False))
     x_np = be.to_numpy(x)
     dtype = float_dtype_name(x_np)
+    lowp = None
+    if dtype in ("float16", "bfloat16"):  # difference the float64 upcast when f allows it
+        from ._lowp_check import plan as lowp_plan
+
+        lowp = lowp_plan(f, x_np, be, bound_ulps)
+        if lowp.upcast:
+            x_np, config, adjudicate = lowp.x64, lowp.config(config), lowp.adjudicate(adjudicate)
     cfg = config if config is not None else Config.for_dtype(dtype)
     if refine is not None and refine != cfg.refine:
         cfg = cfg.replace(refine=bool(refine))
@@ -130,6 +143,8 @@ def check(
     except Exception as exc:
         raise FunctionError(None, "base", None, exc) from exc
     cotangent = None if y0.ndim == 0 else make_cotangent(y0.shape, cfg)
+    if lowp is not None:
+        cotangent = lowp.cotangent(cotangent)
     reduce = reducer(cotangent)
     f0 = reduce(y0)
 
@@ -139,12 +154,15 @@ def check(
             "function grad(x, cotangent); an array can only be the gradient of a scalar "
             "(pass config=Config(reduce='sum') if it is the gradient of sum(f(x)))"
         )
-    claimed = be.claimed_gradient(f, work.copy(), cotangent, grad)
+    claim_at = work if lowp is None else lowp.claim_input(work)  # the claim's own dtype
+    claimed = be.claimed_gradient(f, claim_at.copy(), cotangent, grad)
     # Optional backend hook (torch, jax): the autodiff contract beyond the values (dtype,
     # zero cotangent -> zero gradient, reentrant backward) as (notes, violations).
     audit = getattr(be, "audit", None)
-    audit_notes, violations = audit(f, work.copy(), cotangent, grad, claimed) if audit else ((), ())
+    audit_notes, violations = audit(f, claim_at.copy(), cotangent, grad, claimed) if audit else ((), ())
     analytic = as_gradient(claimed, work.shape)
+    if lowp is not None and lowp.upcast:
+        cfg = lowp.with_claim(cfg, claimed, analytic)
 
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
@@ -208,6 +226,10 @@ def check(
 
     shape = work.shape
     tol = tolerance(a, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
+    if lowp is not None:
+        if lowp.upcast:
+            codes, tol = lowp.judge(a, judged, cfg)
+        notes.extend(lowp.notes)
     report = Report(
         name=label,
         analytic=analytic,

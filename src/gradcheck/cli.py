@@ -1,6 +1,8 @@
 """The ``gradcheck`` command line.
 
 Exit codes: 0 every check passed, 1 a check failed (a mismatch was found), 2 usage error.
+``gradcheck dispute``: 0 no candidate is broken, 1 a candidate is broken, 2 usage error
+(including a --fn that cannot be evaluated at arbitrary precision).
 """
 from __future__ import annotations
 
@@ -54,6 +56,57 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_PASS if report.passed else EXIT_FAIL
 
 
+def _load_array(path: str, what: str) -> Any:
+    import numpy as np
+
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as exc:  # object arrays need pickle: refused
+        raise ValueError(f"{what} {path!r} cannot be loaded without pickle: {exc}") from None
+
+
+def _cmd_dispute(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ._dispute import dispute
+    from ._lowp import resolve_format
+    from .mp import NotAdjudicable
+
+    fmt = resolve_format(args.dtype)
+    math_fn = _load(args.fn)
+    loaded = _load_array(args.inputs, "--inputs")
+    if isinstance(loaded, np.lib.npyio.NpzFile):
+        with loaded:
+            keys = list(loaded.files)
+            arrays = {k: loaded[k] for k in keys}
+    else:
+        keys, arrays = ["arr_0"], {"arr_0": loaded}
+    for key in args.bits or ():
+        if key not in arrays:
+            raise ValueError(f"--bits {key!r}: no such array in {args.inputs} (it has {keys})")
+        if fmt.bits != 16 or arrays[key].dtype.itemsize != 2:
+            raise ValueError(f"--bits {key!r}: bit patterns need a 16-bit --dtype and a 16-bit array")
+        arrays[key] = arrays[key].view(np.uint16).view(fmt.dtype)
+    candidates = {}
+    for spec in args.candidate:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--candidate expects NAME=FILE.npy, got {spec!r}")
+        if name in candidates:
+            raise ValueError(f"--candidate {name!r} given twice")
+        arr = _load_array(path, f"--candidate {name}")
+        if arr.dtype.kind == "V" and arr.dtype.itemsize == 2 and fmt.bits == 16:
+            arr = arr.view(np.uint16)  # an ml_dtypes array saved by np.save comes back as |V2
+        candidates[name] = arr
+    try:
+        result = dispute(math_fn, tuple(arrays[k] for k in keys), candidates, fmt, dps=args.dps,
+                         bound_ulps=args.bound_ulps, name=args.fn)
+    except NotAdjudicable as exc:
+        raise ValueError(str(exc)) from None
+    print(result.to_json() if args.json else result)
+    return EXIT_FAIL if result.broken else EXIT_PASS
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     from ._bench import discover, find_directory, run_benchmarks
 
@@ -86,6 +139,28 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--plot", metavar="FILE.png", help="also write a heat map of the verdicts (needs matplotlib)")
     chk.add_argument("--json", action="store_true")
     chk.set_defaults(run=_cmd_check)
+    dsp = sub.add_parser(
+        "dispute", help="judge low-precision candidate outputs against the exact value of MODULE:FUNC",
+        description="Evaluate --fn at arbitrary precision on --inputs and measure each --candidate "
+        "in ulps of --dtype. Exit 0: no candidate broken; 1: a candidate is broken; 2: usage error. "
+        "Files are loaded with allow_pickle=False. numpy cannot save bfloat16 reliably: give "
+        "bfloat16 candidates as uint16 bit patterns (np.save(f, y.view(np.uint16))), and name the "
+        "bit-pattern arrays among the inputs with --bits.")
+    dsp.add_argument("--fn", required=True, metavar="MODULE:FUNC",
+                     help="the definition, numpy code (e.g. gradcheck.subjects:rope_math)")
+    dsp.add_argument("--inputs", required=True, metavar="FILE.npz",
+                     help="the inputs, passed positionally in the order they were saved (np.savez(f, x, pos)); "
+                     "a .npy file is one input")
+    dsp.add_argument("--candidate", action="append", required=True, metavar="NAME=FILE.npy",
+                     help="a candidate output (repeat for each); uint16 arrays are bit patterns of a 16-bit --dtype")
+    dsp.add_argument("--dtype", required=True, help="target format: float16, bfloat16, float32, float64")
+    dsp.add_argument("--bits", action="append", metavar="KEY",
+                     help="an input array (npz key, e.g. arr_0) holding uint16 bit patterns of --dtype")
+    dsp.add_argument("--dps", type=int, default=40, help="working precision in digits (default: %(default)s)")
+    dsp.add_argument("--bound-ulps", type=float, default=None,
+                     help="max error in ulps before a candidate is broken (default: derived from a float32 evaluation)")
+    dsp.add_argument("--json", action="store_true", help="print JSON instead of text")
+    dsp.set_defaults(run=_cmd_dispute)
     bench = sub.add_parser("bench", help="run the benchmarks (from a source checkout: benchmarks/bench_*.py)")
     bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all), e.g. serial batched")
     bench.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")

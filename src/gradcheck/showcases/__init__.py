@@ -131,6 +131,28 @@ def _parity_pictures(sweep: Any, folder: Path) -> list[Path]:
                                      parts=_matmul_parts(shape))]
 
 
+def _rope_dispute() -> tuple[Any, bool, str]:
+    from .. import dispute
+    from ..subjects import rope_fast, rope_inputs, rope_math, rope_reference
+
+    x, pos = rope_inputs(rows=128, dim=64, start=4000, stop=8000, seed=1)
+    r = dispute(rope_math, (x, pos), {"fast": rope_fast(x, pos), "reference": rope_reference(x, pos)},
+                "bfloat16", name="C rotary embedding at positions 4000..8000")
+    ok = r.most_accurate == "fast" and r.broken == ("reference",)
+    return r, ok, "the fast kernel is the accurate one; the reference (bfloat16 angles) is broken"
+
+
+def _matvec_dispute() -> tuple[Any, bool, str]:
+    from .. import dispute
+    from ..subjects import matvec_fast, matvec_inputs, matvec_math, matvec_reference
+
+    a, v = matvec_inputs(rows=32, n=512, seed=1)
+    r = dispute(matvec_math, (a, v), {"fast": matvec_fast(a, v), "reference": matvec_reference(a, v)},
+                "bfloat16", name="C matrix-vector product, n=512")
+    ok = r.most_accurate == "reference" and r.broken == ("fast",)
+    return r, ok, "the fast kernel (bfloat16 accumulator) is broken"
+
+
 def _control() -> tuple[Any, bool, str]:
     from .. import assert_detects_wrong_gradient
 
@@ -144,6 +166,8 @@ SHOWCASES = (
     Showcase("softmax: why the default cotangent is random", _softmax_trap),
     Showcase("C kernel through cffi, planted bug", _native_rosenbrock),
     Showcase("C transposed matmul, shape sweep of a parity defect", _parity_sweep, _parity_pictures),
+    Showcase("bfloat16 dispute: rotary embedding at large positions", _rope_dispute),
+    Showcase("bfloat16 dispute: a fast kernel that is really broken", _matvec_dispute),
     Showcase("tiny transformer, correct backward", _transformer(None)),
     Showcase("tiny transformer, one tensor's line wrong", _transformer("wq_line")),
     Showcase("tiny transformer, wrong value returned from block 1", _transformer("block_return")),

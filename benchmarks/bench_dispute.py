@@ -1,0 +1,91 @@
+"""How long ``gradcheck.dispute`` takes, and where the time goes.
+
+Three disputes over about 1e5 entries each: the C rotary-embedding pair in bfloat16
+(positions 1000..8000), an elementwise op (exp) and a row-wise op (softmax), plus the C
+bfloat16 matrix-vector pair (256 rows of length 1024: 262144 multiply-adds at arbitrary
+precision for 256 entries). Each is timed as a whole (best of ``repeat``), then split
+into its phases: the arbitrary-precision evaluation of the definition (one object-array
+pass; numpy calls an mpmath method per element and operation), the float32 evaluation,
+and the measuring (rounding of the exact values, ulp errors, bounds).
+
+    python benchmarks/bench_dispute.py            # ~1e5 entries per dispute
+    python benchmarks/bench_dispute.py --quick    # ~2e4 entries
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from _common import header, run, seconds, table
+
+
+def _problems(quick: bool):
+    from gradcheck._lowp import round_to_format
+    from gradcheck.subjects import (matvec_fast, matvec_inputs, matvec_math, matvec_reference,
+                                    rope_fast, rope_inputs, rope_math, rope_reference)
+
+    rows = 320 if quick else 1600
+    x, pos = rope_inputs(rows=rows, dim=64, start=1000, stop=8000)
+    rope = ("rope (C pair)", rope_math, (x, pos),
+            {"fast": rope_fast(x, pos), "reference": rope_reference(x, pos)})
+    rng = np.random.default_rng(0)
+    n = 20480 if quick else 102400
+    e = round_to_format(rng.uniform(-10, 10, n), "bfloat16", as_dtype=True)
+    exp = ("exp", np.exp, (e,), {"ml_dtypes": np.exp(e), "float32": np.exp(e.astype(np.float32))})
+    s = round_to_format(rng.standard_normal((n // 256, 256)) * 3, "bfloat16", as_dtype=True)
+
+    def softmax(v):
+        z = np.exp(v - v.max(axis=-1, keepdims=True))
+        return z / z.sum(axis=-1, keepdims=True)
+
+    s32 = softmax(s.astype(np.float32))
+    soft = ("softmax rows of 256", softmax, (s,), {"float32 rounded": s32, "bf16 math": softmax(s)})
+    a, v = matvec_inputs(rows=64 if quick else 256, n=1024)
+    mv = ("matvec n=1024 (C pair)", matvec_math, (a, v),
+          {"fast": matvec_fast(a, v), "reference": matvec_reference(a, v)})
+    return [rope, exp, soft, mv]
+
+
+def _phases(math_fn, inputs, dps: int = 40) -> tuple[float, float]:
+    from gradcheck._dispute import _exact_values, _float32_run
+    from gradcheck._lowp import BFLOAT16
+
+    t0 = time.perf_counter()
+    exact = _exact_values(math_fn, inputs, dps)
+    t1 = time.perf_counter()
+    _float32_run(math_fn, inputs, np.shape(exact), BFLOAT16)
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1
+
+
+def main(quick: bool = False) -> dict:
+    from gradcheck import dispute
+    from gradcheck.mp import backend
+
+    header(f"dispute: exact values at 40 digits (mpmath backend: {backend()})", quick)
+    repeat = 1 if quick else 2
+    rows, out = [], {}
+    for name, math_fn, inputs, cands in _problems(quick):
+        best, result = np.inf, None
+        for _ in range(repeat):
+            t = time.perf_counter()
+            result = dispute(math_fn, inputs, cands, "bfloat16", name=name)
+            best = min(best, time.perf_counter() - t)
+        mp_time, f32_time = _phases(math_fn, inputs)
+        entries = int(np.prod(result.shape))
+        rest = max(best - mp_time - f32_time, 0.0)
+        rows.append([name, entries, seconds(best), f"{best / entries * 1e6:.1f} us",
+                     seconds(mp_time), seconds(f32_time), seconds(rest),
+                     ", ".join(result.broken) or "-"])
+        out[name] = {"entries": entries, "seconds": best, "exact_seconds": mp_time,
+                     "float32_seconds": f32_time, "measure_seconds": rest,
+                     "broken": list(result.broken), "most_accurate": result.most_accurate}
+    print(table(["dispute", "entries", "total", "per entry", "exact (mp)", "float32", "measure",
+                 "broken"], rows))
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(run(main))
