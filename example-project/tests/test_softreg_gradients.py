@@ -66,3 +66,21 @@ def test_softmax_vjp_over_shapes():
         lambda shape: np.random.default_rng(sum(shape)).standard_normal(shape), softmax_vjp,
     )
     sweep.assert_all_pass()
+
+
+def test_bfloat16_softmax_dispute():
+    """A dispute: two bfloat16 softmax kernels, judged against the exact value in ulps.
+
+    The "fast" one computes in float32 and rounds once; the "naive" one rounds every
+    intermediate to bfloat16. gradcheck names the accurate side and the broken one.
+    """
+    import ml_dtypes
+
+    bf16 = ml_dtypes.bfloat16
+    z = (RNG.standard_normal((16, 32)) * 3).astype(bf16)
+    fast = softmax(z.astype(np.float32)).astype(bf16)
+    e = np.exp((z - z.max(axis=-1, keepdims=True)).astype(bf16)).astype(bf16)
+    naive = (e / e.astype(np.float32).sum(axis=-1, keepdims=True).astype(bf16)).astype(bf16)
+    result = gc.dispute(softmax, (z,), {"fast": fast, "naive": naive}, dtype="bfloat16")
+    assert result.most_accurate == "fast"
+    assert result.stats["fast"].max_ulp <= 2
