@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ._errors import FunctionError
+from ._errors import FunctionError, InputMutationError
 
 
 def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
@@ -25,6 +25,17 @@ def _flat_handle(target: np.ndarray):
     if target.flags.c_contiguous:
         return target.reshape(-1)
     return target.flat  # writes through for any layout
+
+
+def _reader(flat):
+    """Fast item reads of ``flat`` (a memoryview of float64/float32 data: ~5x cheaper
+    than numpy's scalar indexing), else ``flat`` itself."""
+    if isinstance(flat, np.ndarray) and flat.dtype.char in "df":
+        try:
+            return memoryview(flat)
+        except (TypeError, ValueError, BufferError):
+            pass
+    return flat
 
 
 def central_differences(
@@ -62,9 +73,19 @@ def central_differences(
 
 
 def _difference_loop(evaluate, target, flat, idx, old, xp, xm, finite, f_plus, f_minus, param, progress) -> None:
+    probe = _reader(flat)
     for j, i in enumerate(idx):
         if not finite[j]:
             continue  # a NaN/inf entry is never perturbed (nor rewritten: NaN payloads survive)
+        if probe[i] != old[j]:
+            # An earlier call of f wrote here; restoring the up-front value below would
+            # silently repair that write (and the final comparison would miss it).
+            index = tuple(int(k) for k in np.unravel_index(i, target.shape))
+            raise InputMutationError(
+                f"the function wrote into the array it was given (entry {index} changed while "
+                "other entries were perturbed); gradcheck cannot difference a function that "
+                "mutates its input (copy inside the function)"
+            )
         side = "+h"
         try:
             flat[i] = xp[j]

@@ -290,7 +290,9 @@ class _Pass:
                     break
                 finished, _ = cf.wait(list(self.in_flight), return_when=cf.FIRST_COMPLETED)
                 for fut in finished:
-                    self._collect(fut, self.in_flight.pop(fut))
+                    chunk = self.in_flight.pop(fut, None)
+                    if chunk is not None:  # None: dropped after an error of f in an earlier chunk
+                        self._collect(fut, chunk)
         finally:
             # KeyboardInterrupt, a chunk out of retries, an error of f: nothing keeps running.
             for fut in self.in_flight:
@@ -497,6 +499,9 @@ def _run_chunk(token: str, payload: bytes | None, idx: np.ndarray, steps: np.nda
     started = time.perf_counter()
     try:
         fp, fm, den = central_differences(evaluate, work, idx, steps)
+    except InputMutationError:  # seen mid-chunk: an entry changed before its turn
+        _forget(token)
+        return ("mutated",)
     except FunctionError as err:
         if not _unchanged(work, pristine):
             _forget(token)
