@@ -40,7 +40,7 @@ prange = PRANGE
 #: Chunks per thread. More than one lets a thread that finishes early (its core was
 #: less busy) take more work; each chunk copies ``x`` once, negligible next to its
 #: evaluations.
-CHUNKS_PER_THREAD = 4
+CHUNKS_PER_THREAD = 16
 
 #: With a progress callback, blocks of entries are sized to take about this long.
 PROGRESS_SECONDS = 0.25
