@@ -2,7 +2,7 @@
 
 The numpy chain is gradcheck's reference rule (``gradcheck._classify.classify`` and
 ``tolerance``, what a check computed before the kernel); the kernel is
-``gradcheck._classify_kernel``: one parallel pass, no full-size temporaries. Both are
+``gradcheck._classify_kernel``: one fused pass, no full-size temporaries. Both are
 measured in this run on the same inputs, with the verdict codes compared bit for bit.
 
 Peak memory: tracemalloc (numpy reports its allocations to it) around each call, so the
@@ -70,6 +70,24 @@ def kernel_codes(a, n, z):
     return _classify_kernel.classify_codes(a, n, z, **RULE)
 
 
+def kernel_codes_one_thread(a, n, z):
+    from gradcheck import _classify_kernel
+
+    codes = np.empty(a.size, dtype=np.uint8)
+    _classify_kernel._classify_one_thread(a, n, z, RULE["rtol"], RULE["atol"], RULE["noise_factor"],
+                                          codes, _classify_kernel._NO_TOL, False)
+    return codes
+
+
+def kernel_codes_threads(a, n, z):
+    from gradcheck import _classify_kernel
+
+    codes = np.empty(a.size, dtype=np.uint8)
+    _classify_kernel._classify_threads(a, n, z, RULE["rtol"], RULE["atol"], RULE["noise_factor"],
+                                       codes, _classify_kernel._NO_TOL, False)
+    return codes
+
+
 VARIANTS = {"numpy_codes": numpy_codes, "kernel_codes": kernel_codes,
             "numpy_codes+tol": numpy_chain, "kernel_codes+tol": kernel_both}
 
@@ -116,6 +134,7 @@ def _child(variant: str, size: int) -> None:
     fn = VARIANTS[variant]
     small = make_inputs(1000)
     fn(*small)  # compile / load from cache, import everything, before the baseline
+    kernel_codes_threads(*small)
     a, n, z = make_inputs(size)
     _reset_hwm()  # forget the peak of making the inputs
     base = _status_mib("VmRSS")
@@ -134,15 +153,18 @@ def hwm_growth(variant: str, size: int) -> float:
     return json.loads(proc.stdout.strip().splitlines()[-1])["hwm_growth_mib"]
 
 
-def crossover(sizes=(100, 1_000, 10_000, 100_000, 1_000_000)) -> list[dict[str, float]]:
-    """numpy vs kernel (codes only) on small arrays: where the kernel starts to win."""
+def crossover(sizes=(100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)) -> list[dict[str, float]]:
+    """numpy vs the kernel on one thread and on numba's threads (codes only), by size:
+    where the kernel starts to win, and where threads start to pay."""
     rows = []
     for size in sizes:
         a, n, z = make_inputs(size, seed=1)
         repeats = max(3, min(200, 2_000_000 // size))
         t_np, _ = timed(numpy_codes, (a, n, z), repeats)
-        t_k, _ = timed(kernel_codes, (a, n, z), repeats)
-        rows.append({"size": size, "numpy_s": t_np, "kernel_s": t_k, "speedup": t_np / t_k})
+        t_one, _ = timed(kernel_codes_one_thread, (a, n, z), repeats)
+        t_thr, _ = timed(kernel_codes_threads, (a, n, z), repeats)
+        rows.append({"size": size, "numpy_s": t_np, "one_thread_s": t_one, "threads_s": t_thr,
+                     "speedup": t_np / min(t_one, t_thr)})
     return rows
 
 
@@ -165,9 +187,12 @@ def main(argv: list[str] | None = None) -> dict:
 
     cores = len(os.sched_getaffinity(0))
     a, n, z = make_inputs(size)
-    kernel_codes(*make_inputs(1000))  # compile or load from cache: not part of the timing
+    small = make_inputs(1000)
+    for warm in (kernel_codes, kernel_both, kernel_codes_one_thread, kernel_codes_threads):
+        warm(*small)  # compile or load from cache: not part of the timing
     results: dict = {"size": size, "cores": cores, "numba_threads": numba.get_num_threads(),
                      "input_mib": 3 * a.nbytes / MB, "min_size": _classify_kernel.MIN_SIZE,
+                     "threads_min_size": _classify_kernel.THREADS_MIN_SIZE,
                      "load_average": os.getloadavg()[0], "variants": {}}
     outputs = {}
     for name, fn in VARIANTS.items():
@@ -204,10 +229,12 @@ def print_table(r: dict) -> None:
           f"tolerance equal: {r['tolerance_equal']}")
     print(f"one output array: codes {r['size'] / MB:.0f} MiB, tolerance {8 * r['size'] / MB:.0f} MiB "
           f"(anything above that is a temporary)")
-    print(f"small sizes (codes only; the checker uses the kernel from {r['min_size']} entries):")
-    print(f"{'entries':>10}{'numpy s':>12}{'kernel s':>12}{'speedup':>9}")
+    print(f"by size (codes only; the checker uses the kernel from {r['min_size']} entries, "
+          f"its threads from {r['threads_min_size']}):")
+    print(f"{'entries':>10}{'numpy s':>12}{'1 thread s':>12}{'threads s':>12}{'best speedup':>14}")
     for row in r["crossover"]:
-        print(f"{row['size']:>10}{row['numpy_s']:>12.2e}{row['kernel_s']:>12.2e}{row['speedup']:>9.1f}")
+        print(f"{row['size']:>10}{row['numpy_s']:>12.2e}{row['one_thread_s']:>12.2e}"
+              f"{row['threads_s']:>12.2e}{row['speedup']:>14.1f}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,17 @@ def reference(a, n, z, **tol):
 
 
 def fused(a, n, z, **tol):
+    """The kernel's codes and tolerances, after checking that its threaded and one-thread
+    variants (chosen by size) agree bit for bit."""
+    flat = [np.ascontiguousarray(v, dtype=np.float64).reshape(-1) for v in (a, n, z)]
+    args = (*flat, tol["rtol"], tol["atol"], tol["noise_factor"])
+    outs = []
+    for run in (_classify_kernel._classify_threads, _classify_kernel._classify_one_thread):
+        codes, t = np.empty(flat[0].size, dtype=np.uint8), np.empty(flat[0].size)
+        run(*args, codes, t, True)
+        outs.append((codes, t))
+    np.testing.assert_array_equal(outs[0][0], outs[1][0])
+    assert np.array_equal(outs[0][1].view(np.int64), outs[1][1].view(np.int64))  # same bits
     return _classify_kernel.classify_and_tolerance(a, n, z, **tol)
 
 

@@ -1,13 +1,17 @@
-"""The verdict rule as one fused, parallel numba pass (no full-size temporaries).
+"""The verdict rule as one fused numba pass (no full-size temporaries).
 
 Same rule, same floating-point operations in the same order as the numpy reference
 :func:`gradcheck._classify.classify` (its docstring states the rule), so the verdict
-codes are equal bit for bit; the tests hold it to that on random and adversarial
-inputs. numpy needs about six full-size temporaries for the rule; this pass reads the
-three inputs once and writes one byte per entry (plus the tolerance, when asked).
+codes (and tolerances) are equal bit for bit; the tests hold it to that on random and
+adversarial inputs. numpy needs about a dozen passes and 3.3 GiB of temporaries for
+1e8 entries; this pass reads the three inputs once and writes one byte per entry (plus
+the tolerance, when asked).
 
-Below :data:`MIN_SIZE` entries numpy is used: the kernel's dispatch and thread start-up
-cost more than numpy's whole pass there, and a small check should not import numba.
+Below :data:`MIN_SIZE` entries the checker keeps numpy: the gain is microseconds there,
+and a small check should not pay numba's import. From :data:`THREADS_MIN_SIZE` the pass
+is a ``prange`` loop on numba's threads; below, one thread (a memory-bound pass gains
+little from threads, and on a busy machine a parallel launch can wait milliseconds for
+a descheduled worker). ``benchmarks/bench_classify.py`` measures all three.
 """
 from __future__ import annotations
 
@@ -17,10 +21,15 @@ from . import _classify
 from ._jit import PRANGE, kernel
 from ._verdict import Verdict
 
-#: Entries from which :func:`classify` runs the kernel (measured by
-#: ``benchmarks/bench_classify.py``: the kernel wins from about 1e4 entries; 1e5 also
-#: keeps numba's import out of small checks, whose whole run is shorter than it).
+#: Entries from which :func:`classify` runs the kernel. Once compiled, the kernel wins
+#: at any size (``benchmarks/bench_classify.py``), but below 1e5 entries the gain is
+#: under a millisecond while importing numba costs a good fraction of a second.
 MIN_SIZE = 100_000
+
+#: Entries from which the pass runs on numba's threads (one thread below): the pass is
+#: memory-bound, so threads gain little, and only on arrays large enough that a stalled
+#: launch (a worker thread waiting for a core) costs a small fraction of the pass.
+THREADS_MIN_SIZE = 10_000_000
 
 prange = PRANGE  # numba.prange once the kernel compiles (see _jit)
 
@@ -29,28 +38,45 @@ _UNCHECKED, _NONFINITE = int(Verdict.UNCHECKED), int(Verdict.NONFINITE)
 _NO_TOL = np.empty(0)  # stands in for the tolerance output when it is not wanted
 
 
-@kernel(parallel=True)
-def _classify_kernel(a, n, z, rtol, atol, k, codes, tol, want_tol):
+@kernel()
+def _verdict(ai, ni, zi, rtol, atol, k):
     # The reference's order of precedence: NONFINITE over MISMATCH over UNCHECKED over
     # PASS; `err > tol` and `scale <= floor` are False on NaN, as there. Written as
     # selects, not branches: verdicts near the tolerance are unpredictable, and a
-    # mispredicted branch per entry made this pass five times slower.
+    # mispredicted branch per entry made the pass five times slower.
+    abs_a = abs(ai)
+    abs_n = abs(ni)
+    # np.maximum: the first argument when it is NaN or not smaller, else the second.
+    scale = abs_a if (abs_a >= abs_n) | (abs_a != abs_a) else abs_n
+    floor = atol + k * zi
+    t = floor + rtol * scale
+    finite = (ai - ai == 0.0) & (ni - ni == 0.0) & (zi - zi == 0.0)  # False for inf, NaN
+    code = _UNCHECKED if scale <= floor else _PASS
+    code = _MISMATCH if abs(ai - ni) > t else code
+    return (code if finite else _NONFINITE), t
+
+
+@kernel(parallel=True)
+def _classify_threads(a, n, z, rtol, atol, k, codes, tol, want_tol):
     for i in prange(a.size):
-        ai = a[i]
-        ni = n[i]
-        zi = z[i]
-        abs_a = abs(ai)
-        abs_n = abs(ni)
-        # np.maximum: the first argument when it is NaN or not smaller, else the second.
-        scale = abs_a if (abs_a >= abs_n) | (abs_a != abs_a) else abs_n
-        floor = atol + k * zi
-        t = floor + rtol * scale
+        code, t = _verdict(a[i], n[i], z[i], rtol, atol, k)
+        codes[i] = code
         if want_tol:
             tol[i] = t
-        finite = (ai - ai == 0.0) & (ni - ni == 0.0) & (zi - zi == 0.0)  # False for inf, NaN
-        code = _UNCHECKED if scale <= floor else _PASS
-        code = _MISMATCH if abs(ai - ni) > t else code
-        codes[i] = code if finite else _NONFINITE
+
+
+@kernel()
+def _classify_one_thread(a, n, z, rtol, atol, k, codes, tol, want_tol):
+    for i in range(a.size):
+        code, t = _verdict(a[i], n[i], z[i], rtol, atol, k)
+        codes[i] = code
+        if want_tol:
+            tol[i] = t
+
+
+def _run(a, n, z, rtol, atol, k, codes, tol, want_tol) -> None:
+    run = _classify_threads if a.size >= THREADS_MIN_SIZE else _classify_one_thread
+    run(a, n, z, float(rtol), float(atol), float(k), codes, tol, want_tol)
 
 
 def _as_f64(values) -> np.ndarray:
@@ -68,7 +94,7 @@ def classify_and_tolerance(analytic, numeric, noise, *, rtol: float, atol: float
     a, n, z = _as_f64(analytic), _as_f64(numeric), _as_f64(noise)
     codes = np.empty(a.size, dtype=np.uint8)
     tol = np.empty(a.size, dtype=np.float64)
-    _classify_kernel(a, n, z, float(rtol), float(atol), float(noise_factor), codes, tol, True)
+    _run(a, n, z, rtol, atol, noise_factor, codes, tol, True)
     return codes.reshape(shape), tol.reshape(shape)
 
 
@@ -78,7 +104,7 @@ def classify_codes(analytic, numeric, noise, *, rtol: float, atol: float,
     shape = np.shape(analytic)
     a, n, z = _as_f64(analytic), _as_f64(numeric), _as_f64(noise)
     codes = np.empty(a.size, dtype=np.uint8)
-    _classify_kernel(a, n, z, float(rtol), float(atol), float(noise_factor), codes, _NO_TOL, False)
+    _run(a, n, z, rtol, atol, noise_factor, codes, _NO_TOL, False)
     return codes.reshape(shape)
 
 

@@ -32,6 +32,8 @@ import threading
 import time
 from typing import Any, Callable
 
+import numpy as np
+
 #: Options every kernel compiles with (see the module docstring for why).
 OPTIONS: dict[str, Any] = {"error_model": "numpy", "fastmath": False, "nogil": True}
 
@@ -79,7 +81,7 @@ class Kernel:
         self.parallel = parallel
         self.cache = cache
         self._dispatcher: Any = None
-        self._seen: set[tuple[Any, ...]] = set()
+        self._seen: set[tuple[Any, ...]] = set()  # argument keys already compiled for
         self._lock = threading.Lock()
         self.__doc__ = py_func.__doc__
         self.__name__ = py_func.__name__
@@ -118,17 +120,16 @@ class Kernel:
 
     def compile_for(self, *args: Any) -> float:
         """Compile for the types of ``args`` if not done yet; the seconds it took."""
-        disp = self.dispatcher
-        sig = tuple(disp.typeof_pyval(a) for a in args)
-        if sig in self._seen:
+        key = tuple(map(_arg_key, args))
+        if key in self._seen:
             return 0.0
+        disp = self.dispatcher
+        sig = tuple(disp.typeof_pyval(a) for a in args)  # ~20 us per array: once per key
         with self._lock:
-            if sig in self._seen:
-                return 0.0
             started = time.perf_counter()
-            disp.compile(sig)
+            disp.compile(sig)  # returns at once when that signature is already compiled
             seconds = time.perf_counter() - started
-            self._seen.add(sig)
+            self._seen.add(key)
         with _LOCK:
             _COMPILE_SECONDS[self.name] = _COMPILE_SECONDS.get(self.name, 0.0) + seconds
         return seconds
@@ -136,6 +137,20 @@ class Kernel:
     def __call__(self, *args: Any) -> Any:
         self.compile_for(*args)
         return self._dispatcher(*args)
+
+
+def _arg_key(value: Any) -> Any:
+    """A cheap stand-in for an argument's numba type (numba's typeof is slow on arrays).
+
+    Only the compile-time bookkeeping relies on it: were two different types ever given
+    the same key, numba would still compile on the call, just without being timed.
+    """
+    if isinstance(value, np.ndarray):
+        f = value.flags
+        return (value.dtype.str, value.ndim, f.c_contiguous, f.f_contiguous, f.writeable, f.aligned)
+    if isinstance(value, (bool, int, float, complex)):
+        return type(value)
+    return (type(value), id(value))
 
 
 def kernel(*, parallel: bool = False, cache: bool = True,
