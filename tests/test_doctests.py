@@ -9,7 +9,7 @@ import pytest
 MODULES = [
     "gradcheck", "gradcheck._check", "gradcheck._params", "gradcheck._control",
     "gradcheck._config", "gradcheck._report", "gradcheck._sweep", "gradcheck.native",
-    "gradcheck.backends._dualbackend", "gradcheck.mp", "gradcheck._lowp",
+    "gradcheck.backends._dualbackend", "gradcheck.mp", "gradcheck._lowp", "gradcheck._dispute",
 ]
 
 
