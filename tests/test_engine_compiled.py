@@ -289,6 +289,23 @@ def test_unsupported_problems_say_what_to_do(f, x, backend, message):
 
 
 @numba.njit
+def scribble(x):
+    x[0] += 1.0  # writes into its input
+    return x.sum()
+
+
+def test_f_writing_into_its_input_is_refused():
+    """An njit f that mutates x is refused (InputMutationError), as serial refuses it,
+    instead of silently differencing a corrupted copy."""
+    x = np.linspace(0.0, 1.0, 40)
+    p = problem(scribble, x)
+    engine, _ = select_engine("compiled", p)
+    with pytest.raises(gradcheck.InputMutationError, match="wrote into the array"):
+        engine.differences(np.arange(x.size), steps_for(x, 6e-6))
+    np.testing.assert_array_equal(p.work, x)
+
+
+@numba.njit
 def pair(x):
     return x[0], x[1]
 

@@ -16,6 +16,11 @@ So for a deterministic ``f`` the returned ``(f_plus, f_minus, denominator)`` equ
 serial engine's bit for bit (for array outputs, a serial run that reduces with
 ``np.add.reduce(v * y)``; ``np.dot`` goes through BLAS, whose order is not portable).
 
+An njit ``f`` that writes into its input is refused with
+:class:`~gradcheck.InputMutationError` (each entry is compared with ``x`` before it is
+perturbed, and each private copy with ``x`` when its chunk ends), as the serial engine
+refuses it.
+
 Errors: numba cannot raise out of a parallel loop, so each evaluation runs under
 ``try/except`` and only records that it raised. After the kernel, the first such
 entry is evaluated again from Python, which raises :class:`~gradcheck.FunctionError`
@@ -32,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .._differences import central_differences
-from .._errors import FunctionError
+from .._errors import FunctionError, InputMutationError
 from .._jit import PRANGE, kernel, late
 
 prange = PRANGE
@@ -53,7 +58,7 @@ AUTO_MIN_SECONDS = {"njit": 2.0, "native": 0.5}
 _DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
 _WARM: set[tuple[Any, ...]] = set()  # kernels already compiled in this process
 
-_RAISED_PLUS, _RAISED_MINUS, _SHAPE_PLUS, _SHAPE_MINUS = 1, 2, 3, 4
+_RAISED_PLUS, _RAISED_MINUS, _SHAPE_PLUS, _SHAPE_MINUS, _MUTATED = 1, 2, 3, 4, 5
 
 
 # -- what applies ------------------------------------------------------------------------
@@ -227,8 +232,14 @@ class CompiledEngine:
     def _raise_at(self, j: int, idx: np.ndarray, steps: np.ndarray, code: int) -> None:
         """Re-evaluate entry ``j`` from Python, where its exception carries its message."""
         p = self.problem
+        index = tuple(int(k) for k in np.unravel_index(int(idx[j]), p.work.shape))
+        if code == _MUTATED:
+            raise InputMutationError(
+                f"the function wrote into the array it was given (seen in the compiled engine "
+                f"at entry {index}); gradcheck cannot difference a function that mutates its "
+                "input (copy inside the function)"
+            )
         central_differences(p.evaluate, p.work, idx[j:j + 1], steps[j:j + 1])
-        index = np.unravel_index(int(idx[j]), p.work.shape)
         side = "+h" if code in (_RAISED_PLUS, _SHAPE_PLUS) else "-h"
         raise FunctionError(index, side, None, RuntimeError(
             "f raised inside the compiled engine, but not when evaluated again from Python "
@@ -239,6 +250,21 @@ class CompiledEngine:
 # Each chunk c of the entries [lo, hi) is one prange iteration: a private copy of x,
 # perturbed and restored entry by entry. Results go to disjoint slots, so no two
 # threads write the same memory and the values do not depend on the thread count.
+# An f that writes into its input would corrupt the copy for the entries after: each
+# entry is compared with x before it is perturbed, and the whole copy at the chunk's end.
+
+@kernel()
+def _same(a, b):
+    return a == b or (a != a and b != b)  # NaN where there was NaN is unchanged
+
+
+@kernel()
+def _first_changed(copy, ref):
+    for k in range(ref.size):
+        if not _same(copy[k], ref[k]):
+            return k
+    return -1
+
 
 @kernel(takes_functions=True)
 def _eval_scalar(f, x):
@@ -251,12 +277,17 @@ def _eval_scalar(f, x):
 @kernel(parallel=True, takes_functions=True)
 def _njit_scalar_differences(f, work, idx, h, chunks, f_plus, f_minus, denom, status):
     count = idx.size
+    ref = work.reshape(work.size)
     for c in prange(chunks):
         xc = work.copy()
         flat = xc.reshape(xc.size)
-        for j in range(c * count // chunks, (c + 1) * count // chunks):
+        lo, hi = c * count // chunks, (c + 1) * count // chunks
+        for j in range(lo, hi):
             i = idx[j]
             old = flat[i]
+            if not _same(old, ref[i]):
+                status[j] = _MUTATED
+                break
             if not np.isfinite(old):
                 continue
             xp = old + h[j]
@@ -273,6 +304,8 @@ def _njit_scalar_differences(f, work, idx, h, chunks, f_plus, f_minus, denom, st
             f_plus[j] = fp
             f_minus[j] = fm
             denom[j] = np.float64(xp) - np.float64(xm)
+        if hi > lo and status[hi - 1] == 0 and _first_changed(flat, ref) >= 0:
+            status[hi - 1] = _MUTATED
 
 
 @kernel()
@@ -365,12 +398,17 @@ def _eval_reduced(f, x, v, vflat):
 def _njit_array_differences(f, work, v, idx, h, chunks, f_plus, f_minus, denom, status):
     count = idx.size
     vflat = v.reshape(v.size)
+    ref = work.reshape(work.size)
     for c in prange(chunks):
         xc = work.copy()
         flat = xc.reshape(xc.size)
-        for j in range(c * count // chunks, (c + 1) * count // chunks):
+        lo, hi = c * count // chunks, (c + 1) * count // chunks
+        for j in range(lo, hi):
             i = idx[j]
             old = flat[i]
+            if not _same(old, ref[i]):
+                status[j] = _MUTATED
+                break
             if not np.isfinite(old):
                 continue
             xp = old + h[j]
@@ -387,6 +425,8 @@ def _njit_array_differences(f, work, v, idx, h, chunks, f_plus, f_minus, denom, 
             f_plus[j] = fp
             f_minus[j] = fm
             denom[j] = np.float64(xp) - np.float64(xm)
+        if hi > lo and status[hi - 1] == 0 and _first_changed(flat, ref) >= 0:
+            status[hi - 1] = _MUTATED
 
 
 def _build_data_or_null(numba: Any) -> Any:
