@@ -3,6 +3,7 @@ gives, bit for bit; the file is atomic, pickle-free, and refuses a different che
 from __future__ import annotations
 
 import concurrent.futures as cf
+import importlib.util
 import json
 import os
 import re
@@ -28,6 +29,13 @@ from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem
 from gradcheck.engines._executor import ExecutorEngine, ExecutorOptions
 from gradcheck.engines._serial import SerialEngine
+
+if os.environ.get("CI"):
+    import cloudpickle  # noqa: F401  the executor engine needs it; CI installs it (with dask)
+needs_cloudpickle = pytest.mark.skipif(
+    not os.environ.get("CI") and importlib.util.find_spec("cloudpickle") is None,
+    reason="the executor engine needs cloudpickle (pip install dask[distributed])",
+)
 
 ARRAYS = ("analytic", "numeric", "noise", "tolerance", "codes", "refined", "causes", "exact",
           "digits", "left", "right")
@@ -149,7 +157,7 @@ def _done_entries(path) -> int:
         return int(sum(z[k].sum() for k in z.files if k.endswith("_done")))
 
 
-@pytest.mark.parametrize("engine", ["serial", "executor"])
+@pytest.mark.parametrize("engine", ["serial", pytest.param("executor", marks=needs_cloudpickle)])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_then_resumed_equals_uninterrupted(script, uninterrupted, tmp_path, engine, sig):
     """Ctrl-C (SIGINT: KeyboardInterrupt, what finished is saved) or SIGTERM (the process
@@ -203,6 +211,7 @@ class _Interrupt:
         return f(x)
 
 
+@needs_cloudpickle
 def test_serial_interrupted_then_resumed_on_an_executor(tmp_path):
     """A check interrupted on serial resumes on an executor (same arithmetic) and gives
     the uninterrupted report; the resumed run evaluates only what was missing."""
@@ -224,6 +233,7 @@ def _problem(fn, x, executor=None):
                         cotangent=None, executor=executor)
 
 
+@needs_cloudpickle
 def test_executor_chunks_are_saved_as_they_finish(tmp_path):
     """On the executor engine every finished chunk reaches the file (interval 0); after a
     Ctrl-C in the checking process, a resume asks the executor only for the rest."""

@@ -4,7 +4,18 @@
 ``dask.distributed`` cluster (``Client(...).get_executor()``), a
 ``ProcessPoolExecutor``, a ``ThreadPoolExecutor`` (only for an ``f`` that releases the
 GIL), or anything else with ``submit``. ``executor=ExecutorOptions(ex, retries=...)``
-tunes it.
+tunes it. With dask::
+
+    from dask.distributed import Client, LocalCluster
+    import gradcheck
+
+    with Client(LocalCluster(n_workers=2, threads_per_worker=1)) as client:
+        report = gradcheck.check(f, x, grad, executor=client.get_executor(),
+                                 checkpoint="f-check.npz")   # optional: resumable
+
+``f`` travels by cloudpickle: a function of a module the workers can import, or one defined in
+``__main__`` or inside a function (shipped by value), works; so does any closure over
+picklable data.
 
 Same numbers as ``serial``, bit for bit: every chunk is differenced on a worker by the
 serial code (:func:`central_differences`) on the worker's own copy of the private
