@@ -215,7 +215,8 @@ def check(
     drift_per_entry = None if deterministic else drift
     # The referee runs f on arbitrary-precision copies: only numpy code can do that.
     referee = None
-    if adjudicate is not False and getattr(be, "mp_capable", False):
+    compiled_f = type(f).__module__.startswith("numba") or type(f).__name__ == "NativeFunction"
+    if adjudicate is not False and getattr(be, "mp_capable", False) and not compiled_f:
         referee = Referee(lambda v: f(v), pristine, cotangent, digits=digits)
     judged = judge_entries(
         differencer, work.reshape(-1), a, (fp, fm, denom), steps,
@@ -230,6 +231,9 @@ def check(
     if not np.isfinite(f0):
         notes.append("f is not finite at x: no entry can be checked")
     notes.extend(adjudication_notes(judged.adjudication, adjudicate))
+    notes.extend(getattr(eng, "notes", ()))  # e.g. the compiled engine's compile time
+    if compiled_f and adjudicate is True:
+        notes.append("not adjudicable: f is compiled code (numba or C), which cannot run at arbitrary precision")
     if not deterministic:
         notes.append(
             f"f is nondeterministic: f(x) gave {f0!r} then {f1!r}; its drift is counted as noise"
