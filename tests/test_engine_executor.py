@@ -123,9 +123,11 @@ def test_generic_executors_equal_serial_for_any_chunking(pool, chunk_entries):
         assert g.tobytes() == w.tobytes()
         assert r.tobytes() == w[::-1].tobytes()
     assert engine.stats.entries == 2 * x.size
-    # The payload travels with the first task per slot and on misses, never per chunk.
-    assert engine.stats.payload_sends <= engine.slots + engine.stats.misses
-    assert engine.stats.misses <= 2 * engine.slots
+    # The payload travels with the first task per slot and once per miss (a worker that
+    # had not received it yet answered "missing"): not with every chunk.
+    assert engine.stats.payload_sends == engine.slots + engine.stats.misses
+    if chunk_entries == 1:
+        assert engine.stats.chunks == 2 * x.size and engine.stats.payload_sends < engine.stats.chunks / 4
 
 
 def test_a_check_through_a_process_pool_equals_serial():

@@ -28,11 +28,13 @@ What travels
     payload named by a random token, kept by each worker process in a small cache keyed
     by that token and deserialized once per worker thread (each thread perturbs its own
     copy). On dask the payload is put into every worker's cache up front
-    (``client.run``: one transfer per worker); on any other executor the first ``slots``
-    tasks carry it. Every other task carries only the token. A worker that has not seen
-    the token (a worker that joined or was restarted after a crash, or a pool worker that
-    got no payload-carrying task) answers ``missing``, a round trip with no work, and gets
-    that chunk again with the payload. (A scattered future would be simpler on dask, but
+    (``client.run``: one transfer per worker); on any other executor, which cannot
+    address its workers, the first ``slots`` tasks carry it. Every other task carries
+    only the token. A worker that has not seen the token (a worker that joined or was
+    restarted after a crash, or a pool worker that got no payload-carrying task) answers
+    ``missing``, a round trip with no work, and that chunk is sent again with the payload
+    (to whichever worker takes it: on a generic executor the payload travels
+    ``slots + misses`` times in all, and only workers still without it miss). (A scattered future would be simpler on dask, but
     when the only worker holding it dies, tasks that depend on it can wait forever.) A
     chunk's own message is its indices and steps (16 bytes per entry) and its results
     (24 bytes per entry).
