@@ -12,7 +12,7 @@ PUBLIC = [
     "check", "check_params", "Config", "Report", "ParamsReport", "Verdict", "Diagnosis",
     "assert_detects_wrong_gradient", "GradcheckError", "ShapeMismatchError",
     "UnsupportedInputError", "FunctionError", "InputMutationError", "GradientAssertionError",
-    "GradcheckWarning", "__version__",
+    "GradcheckWarning", "__version__", "Checkpoint", "CheckpointError", "CheckpointMismatchError",
 ]
 
 

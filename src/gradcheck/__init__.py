@@ -5,6 +5,9 @@
 True
 """
 from ._check import MultiReport as MultiReport
+from ._checkpoint import Checkpoint as Checkpoint
+from ._checkpoint import CheckpointError as CheckpointError
+from ._checkpoint import CheckpointMismatchError as CheckpointMismatchError
 from ._check import check as check
 from ._causes import Cause as Cause
 from ._config import Config as Config
