@@ -340,3 +340,28 @@ def test_a_claim_of_the_wrong_shape_names_both_shapes():
     """A claimed gradient of another shape: both shapes in the message."""
     with pytest.raises(ValueError, match=r"\(4,\).*\(3,\)"):
         check(lambda z: float(z.sum()), np.ones(3), np.ones(4), adjudicate=False)
+
+
+@pytest.mark.parametrize("f, error", [
+    (lambda z: None, r"returned None at the unperturbed input.*`return` missing"),
+    (lambda z: "1.0", r"returned str"),
+    (lambda z: complex(z.sum()), r"returned a complex number"),
+    (lambda z: [z.sum(), None], r"returned an array of dtype object"),
+])
+def test_a_function_returning_no_real_number_is_a_clear_error(f, error):
+    """f that returns None, a string, a complex number or a ragged list: a TypeError that
+    says what f returned, raised at the unperturbed input (not a float() failure reported
+    at some entry)."""
+    x = np.ones(3)
+    before = x.copy()
+    with pytest.raises(TypeError, match=error):
+        check(f, x, np.ones(3), adjudicate=False)
+    assert x.tobytes() == before.tobytes()
+
+
+def test_a_loss_returning_none_is_a_clear_error():
+    """check_params: a loss that returns None names it."""
+    from gradcheck import check_params
+
+    with pytest.raises(TypeError, match=r"loss\(params\) returned None"):
+        check_params(lambda p: None, {"w": np.ones(3)}, {"w": np.ones(3)})

@@ -12,7 +12,7 @@ from ._classify_kernel import classify, tolerance  # the fused kernel from 1e5 e
 from ._config import Config
 from ._differences import slope_and_noise, steps_for
 from ._errors import FunctionError, GradientAssertionError, InputMutationError
-from ._inputs import as_gradient, float_dtype_name, unit_roundoff_of
+from ._inputs import as_gradient, float_dtype_name, require_real_output, unit_roundoff_of
 from ._judge import Judged as Judged
 from ._judge import adjudication_notes
 from ._judge import judge_entries as judge_entries
@@ -146,6 +146,7 @@ def check(
         y0 = be.evaluate(f, work)
     except Exception as exc:
         raise FunctionError(None, "base", None, exc) from exc
+    require_real_output(y0, f"f ({label})")
     cotangent = None if y0.ndim == 0 else make_cotangent(y0.shape, cfg)
     if lowp is not None:
         cotangent = lowp.cotangent(cotangent)

@@ -46,3 +46,29 @@ def as_gradient(value: Any, shape: tuple[int, ...], what: str = "claimed gradien
     if arr.dtype.kind not in "fiu" and dtype_name(arr.dtype) not in FLOAT_NAMES:
         raise UnsupportedInputError(f"{what} has dtype {arr.dtype}; expected a real floating array")
     return np.array(arr, dtype=np.float64)
+
+
+def require_real_output(y: np.ndarray, what: str = "f", where: str = "at the unperturbed input") -> np.ndarray:
+    """``y`` (an output already passed through ``np.asarray``) if it holds real numbers;
+    else a TypeError that says what ``f`` returned instead.
+
+    >>> require_real_output(np.asarray(None))
+    Traceback (most recent call last):
+    ...
+    TypeError: f returned None at the unperturbed input; it must return a real number or an array of real numbers (is a `return` missing?)
+    """
+    kind = y.dtype.kind
+    if kind in "fiub" or dtype_name(y.dtype) in ("bfloat16",):
+        return y
+    if kind == "O" and y.ndim == 0 and y.item() is None:
+        got = "None"
+        hint = " (is a `return` missing?)"
+    elif kind == "c":
+        got, hint = f"a complex {'number' if y.ndim == 0 else 'array'} ({y.dtype})", " (check a real-valued f, e.g. abs or .real)"
+    else:
+        got = f"{type(y.item()).__name__ if y.ndim == 0 else 'an array of dtype ' + str(y.dtype)}"
+        hint = ""
+    raise TypeError(
+        f"{what} returned {got} {where}; it must return a real number or an "
+        f"array of real numbers{hint}"
+    )

@@ -15,7 +15,7 @@ from ._config import Config
 from ._diagnosis import Diagnosis, diagnose
 from ._differences import central_differences, steps_for
 from ._errors import FunctionError, GradientAssertionError, InputMutationError
-from ._inputs import as_gradient, float_dtype_name, unit_roundoff_of
+from ._inputs import as_gradient, float_dtype_name, require_real_output, unit_roundoff_of
 from ._report import Report
 from ._verdict import Verdict
 
@@ -215,7 +215,8 @@ def _scalar_loss(loss, params, index, side, name) -> float:
         value = loss(params)
     except Exception as exc:
         raise FunctionError(index, side, name, exc) from exc
-    arr = np.asarray(value)
+    where = "at the unperturbed parameters" if index is None else f"at entry {index} ({side}) of {name!r}"
+    arr = require_real_output(np.asarray(value), "loss(params)", where)
     if arr.ndim != 0:
         raise ValueError(f"loss(params) must return a scalar, got an array of shape {arr.shape}")
     return float(arr)
