@@ -1,9 +1,11 @@
 """Batched engine vs the naive loop, on a vectorized numpy f(W) = tanh(a @ W) . b.
 
-The check is over W's entries (96 x 96 = 9216 entries, 18432 evaluations). ``a`` and
-``b`` are vectors of 96 (``A`` and ``B`` with one row); the same f written once serves
-a single W (96, 96) and a batch (B, 96, 96). Target: batched >= 10x faster than the
-naive loop.
+The headline check is over W's entries (96 x 96 = 9216 entries, 18432 evaluations).
+``a`` and ``b`` are vectors of 96 (``A`` and ``B`` with one row); the same f written
+once serves a single W (96, 96) and a batch (k, 96, 96). Target: batched >= 10x faster
+than the naive loop. A third row checks the same expression over the output weights B
+(96 x 96, with A and W 96 x 96 fixed), where most of f's work does not depend on the
+checked tensor: that is where batching pays.
 
 Besides the two contenders it measures the FLOOR: f alone on ready-made batches of
 the same size, 2N rows in all (no perturbing, no reducing, no bookkeeping). No engine
@@ -49,6 +51,26 @@ def make_f(n: int, seed: int = 0):
     return f, grad, W
 
 
+def make_f_over_b(n: int, seed: int = 0):
+    """The same expression checked over the output weights: f(B) = sum(tanh(A @ W) * B),
+    A and W n x n and fixed. The part that does not depend on B, tanh(A @ W), is done once
+    per call of f, so a batch of perturbed B pays it once per call, the naive loop once per
+    evaluation."""
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((n, n))
+    W = rng.standard_normal((n, n)) / np.sqrt(n)
+    B = rng.standard_normal((n, n))
+
+    def f(b):
+        """sum(tanh(A @ W) * B); a batch (k, n, n) gives (k,)."""
+        return (np.tanh(A @ W) * b).sum(axis=(-2, -1))
+
+    def grad(b):
+        return np.tanh(A @ W)
+
+    return f, grad, B
+
+
 def _engine(f, W, budget=None):
     work = np.array(W, copy=True)
     problem = CheckProblem(f=f, work=work, evaluate=lambda: float(f(work)), backend=NumpyBackend(),
@@ -69,8 +91,8 @@ def _floor(f, W, rows: int, total_rows: int):
     return go
 
 
-def measure(n: int, repeat: int, with_check: bool) -> dict:
-    f, grad, W = make_f(n)
+def measure(n: int, repeat: int, with_check: bool, over: str = "W") -> dict:
+    f, grad, W = (make_f if over == "W" else make_f_over_b)(n)
     engine, work = _engine(f, W)
     idx = np.arange(W.size)
     steps = steps_for(work.reshape(-1), 6e-6)
@@ -84,7 +106,7 @@ def measure(n: int, repeat: int, with_check: bool) -> dict:
         contenders["check"] = lambda: gradcheck.check(f, W, grad, engine="batched", vectorized=True,
                                                       progress=False)
     times = compare(contenders, repeat=repeat)
-    out = {"n": n, "entries": int(W.size), "rows_per_call": engine.rows, **times,
+    out = {"n": n, "over": over, "entries": int(W.size), "rows_per_call": engine.rows, **times,
            "naive_over_batched": times["naive"] / times["batched"],
            "naive_over_floor": times["naive"] / times["floor"],
            "batched_over_floor": times["batched"] / times["floor"]}
@@ -104,21 +126,23 @@ def budget_sweep(n: int, repeat: int, budgets) -> list[dict]:
 
 
 def main(quick: bool = False) -> dict:
-    header("batched engine vs the naive loop, f(W) = tanh(a @ W) . b", quick)
+    header("batched engine vs the naive loop, tanh(A @ W) . B, checked over W and over B", quick)
     repeat = 2 if quick else 5
     sizes = [48, 16] if quick else [96, 16]
     results = [measure(n, repeat, with_check=(i == 0)) for i, n in enumerate(sizes)]
+    results.append(measure(sizes[0], 2 if quick else 3, with_check=True, over="B"))
     rows = []
     for r in results:
-        rows.append([f"{r['n']}x{r['n']}", r["entries"], r["rows_per_call"], seconds(r["naive"]),
+        what = f"W {r['n']}x{r['n']}" if r["over"] == "W" else f"B {r['n']}x{r['n']} (A, W fixed)"
+        rows.append([what, r["entries"], r["rows_per_call"], seconds(r["naive"]),
                      seconds(r["batched"]), f"{r['naive_over_batched']:.1f}x", seconds(r["floor"]),
                      f"{r['naive_over_floor']:.1f}x", f"{r['batched_over_floor']:.2f}x"])
-    print(table(["W", "N", "rows/call", "naive loop", "batched", "naive/batched", "floor (f alone)",
+    print(table(["checked over", "N", "rows/call", "naive loop", "batched", "naive/batched", "floor (f alone)",
                  "naive/floor", "batched/floor"], rows))
-    head = results[0]
-    if "check" in head:
-        print(f"   full check(engine='batched') on {head['n']}x{head['n']}: {seconds(head['check'])}"
-              f"  ({head['naive_over_check']:.1f}x faster than the naive loop)")
+    head, over_b = results[0], results[-1]
+    for r in (head, over_b):
+        print(f"   full check(engine='batched') over {r['over']} {r['n']}x{r['n']}: {seconds(r['check'])}"
+              f"  ({r['naive_over_check']:.1f}x faster than the naive loop)")
     budgets = [2**18, 2**20, 2**21, 2**22, 2**24, 2**26]
     sweep = [] if quick else budget_sweep(sizes[0], repeat, budgets)
     if sweep:
@@ -126,11 +150,14 @@ def main(quick: bool = False) -> dict:
         print(table(["budget", "rows/call", "batched"],
                     [[f"{s['budget_bytes'] >> 10} KiB", s["rows"], seconds(s["seconds"])] for s in sweep]))
     ratio = head["naive_over_batched"]
-    verdict = "meets" if ratio >= TARGET else "MISSES"
-    print(f"   batched is {ratio:.1f}x faster than the naive loop on {head['n']}x{head['n']}: {verdict} the"
-          f" target >= {TARGET:.0f}x (the floor allows at most {head['naive_over_floor']:.1f}x here)")
+    for r in (head, over_b):
+        got = r["naive_over_batched"]
+        print(f"   over {r['over']} {r['n']}x{r['n']}: batched is {got:.1f}x faster than the naive loop:"
+              f" {'meets' if got >= TARGET else 'MISSES'} the target >= {TARGET:.0f}x"
+              f" (the floor allows at most {r['naive_over_floor']:.1f}x here)")
     return {"benchmark": "batched", "quick": quick, "sizes": results, "budget_sweep": sweep,
-            "target": TARGET, "headline_ratio": ratio, "meets_target": ratio >= TARGET}
+            "target": TARGET, "headline_ratio": ratio, "meets_target": ratio >= TARGET,
+            "over_b_ratio": over_b["naive_over_batched"]}
 
 
 if __name__ == "__main__":
