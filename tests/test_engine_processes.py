@@ -119,6 +119,30 @@ def test_the_users_array_is_untouched():
     np.testing.assert_array_equal(x, before)
 
 
+@pytest.mark.parametrize("trigger, target", [
+    (23, 0),    # the last entry's turn writes into the first: another worker's chunk
+    (5, 3),     # a write into an entry its own chunk already passed (no probe sees it)
+    (3, 5),     # a write ahead of the loop (the per-entry probe sees it)
+])
+def test_a_write_into_the_input_on_a_worker_is_refused(trigger, target):
+    """f writing into its input on a worker: InputMutationError, as serial raises, wherever
+    the written entry lies (the parent's own copy is untouched, so only the worker can see
+    it); no worker is left behind and x is untouched."""
+    x = np.linspace(0.5, 2.0, 24)
+    before = x.copy()
+
+    def f(z):
+        if z[trigger] != x[trigger]:
+            z[target] = 7.0
+        return float((z * z).sum())
+
+    for engine in ("serial", "processes"):
+        with pytest.raises(gradcheck.InputMutationError, match="wrote into the array"):
+            check(f, x, 2 * x, engine=engine)
+    assert x.tobytes() == before.tobytes()
+    assert _no_children_left()
+
+
 def test_the_pool_is_shut_down_after_a_check():
     """No worker outlives the check that started it."""
     check(lambda x: float((x**2).sum()), np.ones(6), lambda x: 2 * x, engine="processes")

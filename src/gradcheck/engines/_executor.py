@@ -71,15 +71,14 @@ import os
 import pickle
 import threading
 import time
-import traceback
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
-from .._differences import central_differences
-from .._errors import FunctionError, GradcheckError, InputMutationError
+from .._errors import FunctionError, GradcheckError
+from ._chunks import difference_chunk, mutation_error, rebuild_error
 
 #: Resubmissions of a chunk whose task failed (not counting the first attempt).
 RETRIES = 2
@@ -385,12 +384,7 @@ class _Pass:
                     other_fut.cancel()
                     del self.in_flight[other_fut]
         elif status == "mutated":
-            raise InputMutationError(
-                f"f wrote into the array it was given (seen on a worker while differencing "
-                f"entries {self.engine._entries(self.idx[chunk.lo:chunk.lo + 1])[0]} onwards); "
-                "gradcheck cannot difference a function that mutates its input (copy inside "
-                "the function)"
-            )
+            raise mutation_error(self.engine._entries(self.idx[chunk.lo:chunk.lo + 1])[0])
         else:  # pragma: no cover - a worker running another gradcheck version
             raise RuntimeError(f"unexpected answer {status!r} from a worker")
 
@@ -435,12 +429,7 @@ def _slots(executor: Any, client: Any) -> int:
 
 
 def _rebuild_error(payload: tuple) -> FunctionError:
-    index, side, cause, worker_traceback = payload
-    err = FunctionError(index, side, None, cause)
-    err.__cause__ = cause
-    if hasattr(err, "add_note"):  # Python >= 3.11
-        err.add_note(f"raised on a worker of the executor:\n{worker_traceback}")
-    return err
+    return rebuild_error(payload, "on a worker of the executor")
 
 
 # -- on a worker ----------------------------------------------------------------------------
@@ -493,10 +482,6 @@ def _forget(token: str) -> None:
         _PAYLOADS.pop(token, None)
 
 
-def _unchanged(work: np.ndarray, pristine: np.ndarray) -> bool:
-    return work.tobytes() == pristine.tobytes()
-
-
 def _run_chunk(token: str, payload: bytes | None, idx: np.ndarray, steps: np.ndarray) -> tuple:
     """Serial differences of one chunk on this thread's copy of the working array.
 
@@ -510,27 +495,9 @@ def _run_chunk(token: str, payload: bytes | None, idx: np.ndarray, steps: np.nda
         return ("missing",)
     evaluate, work, pristine = problem
     started = time.perf_counter()
-    try:
-        fp, fm, den = central_differences(evaluate, work, idx, steps)
-    except InputMutationError:  # seen mid-chunk: an entry changed before its turn
-        _forget(token)
-        return ("mutated",)
-    except FunctionError as err:
-        if not _unchanged(work, pristine):
-            _forget(token)
-            return ("mutated",)
-        cause = err.__cause__ if err.__cause__ is not None else err
-        return ("error", (err.index, err.side, _picklable(cause), traceback.format_exc()))
-    seconds = time.perf_counter() - started
-    if not _unchanged(work, pristine):
+    answer = difference_chunk(evaluate, work, pristine, idx, steps)
+    if answer[0] == "mutated":
         _forget(token)  # this copy is spoiled; a later task starts from the payload again
-        return ("mutated",)
-    return ("ok", fp, fm, den, seconds)
-
-
-def _picklable(exc: BaseException) -> BaseException:
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    if answer[0] != "ok":
+        return answer
+    return answer + (time.perf_counter() - started,)

@@ -11,16 +11,16 @@ is shut down when the engine is garbage or :meth:`ProcessesEngine.close` is call
 Ctrl-C the parent terminates and joins its workers before re-raising, and the workers
 ignore SIGINT themselves, so an interrupted check leaves no process behind. An exception
 in ``f`` is re-raised in the parent as :class:`FunctionError` with the entry index it
-happened at: the first failing entry in index order, as ``serial`` would report it.
+happened at: the first failing entry in index order, as ``serial`` would report it. A
+write by ``f`` into its input is seen on the worker (its copy against the snapshot it was
+forked with, after every chunk) and raised as :class:`InputMutationError`.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
-import pickle
 import signal
 import time
-import traceback
 import weakref
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, Callable
@@ -28,7 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .._differences import central_differences
-from .._errors import FunctionError
+from ._chunks import difference_chunk, mutation_error, rebuild_error
 
 #: auto picks this engine when 2N evaluations are estimated to take longer than this.
 AUTO_MIN_SECONDS = 2.0
@@ -132,11 +132,13 @@ class ProcessesEngine:
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     lo, hi = futures[fut]
-                    status, payload = fut.result()
-                    if status == "error":
-                        failures.append((lo, payload))
+                    answer = fut.result()
+                    if answer[0] == "mutated":
+                        raise mutation_error(_entry(self.problem.work, int(idx[lo])))
+                    if answer[0] == "error":
+                        failures.append((lo, answer[1]))
                         continue
-                    f_plus[lo:hi], f_minus[lo:hi], denom[lo:hi] = payload
+                    f_plus[lo:hi], f_minus[lo:hi], denom[lo:hi] = answer[1:]
                     done_entries += hi - lo
                 if failures:
                     # Chunks not started yet come after every started one (FIFO queue):
@@ -145,10 +147,10 @@ class ProcessesEngine:
                         fut.cancel()
                     for fut in wait(pending).done:
                         if not fut.cancelled():
-                            status, payload = fut.result()
-                            if status == "error":
-                                failures.append((futures[fut][0], payload))
-                    raise _rebuild_error(min(failures, key=lambda item: item[0])[1])
+                            answer = fut.result()
+                            if answer[0] == "error":
+                                failures.append((futures[fut][0], answer[1]))
+                    raise rebuild_error(min(failures, key=lambda item: item[0])[1])
                 if progress is not None:
                     progress(done_entries)
         except BaseException:
@@ -202,44 +204,25 @@ def _shutdown(pool: ProcessPoolExecutor, terminate: bool) -> None:
 
 # -- in the worker ------------------------------------------------------------------------
 _PROBLEM: Any = None
+_PRISTINE: np.ndarray | None = None
 
 
 def _install(problem: Any) -> None:
-    global _PROBLEM
+    global _PROBLEM, _PRISTINE
     _PROBLEM = problem
+    _PRISTINE = problem.work.copy()  # as forked: a write by f shows against it
     # Ctrl-C is the parent's to handle: it terminates the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _difference_chunk(idx: np.ndarray, steps: np.ndarray) -> tuple[str, Any]:
-    """Serial differences of one chunk on this worker's own copy of the array.
-
-    Errors come back as data: FunctionError does not survive pickling (its constructor
-    takes structured fields), and the original exception may not pickle at all.
-    """
-    problem = _PROBLEM
-    try:
-        return "ok", central_differences(problem.evaluate, problem.work, idx, steps)
-    except FunctionError as err:
-        cause = err.__cause__ if err.__cause__ is not None else err
-        return "error", (err.index, err.side, _picklable(cause), traceback.format_exc())
+def _difference_chunk(idx: np.ndarray, steps: np.ndarray) -> tuple:
+    """Serial differences of one chunk on this worker's own copy of the array; the answer
+    is data (see :mod:`._chunks`)."""
+    return difference_chunk(_PROBLEM.evaluate, _PROBLEM.work, _PRISTINE, idx, steps)
 
 
-def _picklable(exc: BaseException) -> BaseException:
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
-
-
-def _rebuild_error(payload: tuple) -> FunctionError:
-    index, side, cause, worker_traceback = payload
-    err = FunctionError(index, side, None, cause)
-    err.__cause__ = cause
-    if hasattr(err, "add_note"):  # Python >= 3.11
-        err.add_note(f"raised in a worker process:\n{worker_traceback}")
-    return err
+def _entry(work: np.ndarray, flat_index: int) -> tuple[int, ...]:
+    return tuple(int(k) for k in np.unravel_index(flat_index, work.shape))
 
 
 def _time_call(evaluate: Callable[[], float]) -> float:

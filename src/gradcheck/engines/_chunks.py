@@ -1,0 +1,71 @@
+"""What the engines that difference chunks on workers share (processes, executor).
+
+A worker differences its chunk with the serial code on its own copy of the private
+working array and answers with data, never by raising: ``("ok", f_plus, f_minus,
+denominator)``, ``("error", details)`` when f raised (FunctionError does not survive
+pickling, and f's own exception may not pickle at all), or ``("mutated",)`` when f
+wrote into the array it was given. A write is seen either mid-chunk (an entry changed
+before its turn) or by comparing the worker's copy with its pristine snapshot once the
+chunk is done, which also catches writes into entries the chunk had already passed, or
+that belong to another chunk: the parent's own copy is never touched by a worker, so the
+check's final comparison there cannot see them.
+"""
+from __future__ import annotations
+
+import pickle
+import traceback
+from typing import Any, Callable
+
+import numpy as np
+
+from .._differences import central_differences
+from .._errors import FunctionError, InputMutationError
+
+
+def unchanged(work: np.ndarray, pristine: np.ndarray) -> bool:
+    """Bit for bit (NaN payloads and signed zeros included)."""
+    return work.tobytes() == pristine.tobytes()
+
+
+def difference_chunk(evaluate: Callable[[], float], work: np.ndarray, pristine: np.ndarray,
+                     idx: np.ndarray, steps: np.ndarray) -> tuple:
+    """Serial differences of one chunk on a worker's copy; the answer is data (see above)."""
+    try:
+        fp, fm, den = central_differences(evaluate, work, idx, steps)
+    except InputMutationError:  # seen mid-chunk: an entry changed before its turn
+        return ("mutated",)
+    except FunctionError as err:
+        if not unchanged(work, pristine):
+            return ("mutated",)
+        cause = err.__cause__ if err.__cause__ is not None else err
+        return ("error", (err.index, err.side, picklable(cause), traceback.format_exc()))
+    if not unchanged(work, pristine):
+        return ("mutated",)
+    return ("ok", fp, fm, den)
+
+
+def picklable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling, else a RuntimeError that carries its text."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def rebuild_error(payload: tuple, where: str = "in a worker process") -> FunctionError:
+    """The FunctionError a worker reported as ``("error", payload)``, its traceback noted."""
+    index, side, cause, worker_traceback = payload
+    err = FunctionError(index, side, None, cause)
+    err.__cause__ = cause
+    if hasattr(err, "add_note"):  # Python >= 3.11
+        err.add_note(f"raised {where}:\n{worker_traceback}")
+    return err
+
+
+def mutation_error(first_entry: Any) -> InputMutationError:
+    return InputMutationError(
+        f"f wrote into the array it was given (seen on a worker while differencing entries "
+        f"{first_entry} onwards); gradcheck cannot difference a function that mutates its "
+        "input (copy inside the function)"
+    )
