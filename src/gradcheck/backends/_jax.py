@@ -33,6 +33,7 @@ import numpy as np
 
 from .._errors import FunctionError
 from . import register
+from ._contract import JAX_VJP, contract_violations
 from ._numpy import _W, control_input
 
 
@@ -60,12 +61,6 @@ def _output_array(y: Any) -> jax.Array:
             "at a time: wrap it, e.g. lambda x: f(x)[0]"
         )
     raise TypeError(f"f returned {type(y).__name__}; jax.vjp needs f to return a jax array")
-
-
-def _entries(mask: np.ndarray, limit: int = 5) -> str:
-    where = [tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:limit]]
-    more = int(mask.sum()) - len(where)
-    return ", ".join(str(w) for w in where) + (f" and {more} more" if more > 0 else "")
 
 
 class JaxBackend:
@@ -145,35 +140,13 @@ class JaxBackend:
                          "jax.enable_x64(True); the global setting is unchanged")
         if grad is not None:
             return tuple(notes), ()  # a user-supplied gradient is judged by its values only
-        violations = []
         with self._scope(x):
             xj, ct, pullback = self._vjp(f, x, cotangent)
             g1 = self._pull(pullback, ct)
-            if g1.dtype != xj.dtype or g1.shape != xj.shape:
-                violations.append(
-                    f"jax's gradient has dtype {g1.dtype} and shape {tuple(g1.shape)}, but x has "
-                    f"dtype {xj.dtype} and shape {tuple(xj.shape)} (check the custom_vjp rule's output)"
-                )
             g2 = self._pull(pullback, ct)
-            b1, b2 = np.asarray(g1), np.asarray(g2)
-            if b1.shape != b2.shape or b1.tobytes() != b2.tobytes():
-                diff = np.abs(b1.astype(np.float64) - b2.astype(np.float64)) if b1.shape == b2.shape else None
-                where = "" if diff is None else (
-                    f" at {_entries(np.nan_to_num(diff, nan=np.inf) != 0)} "
-                    f"(max |difference| = {np.nan_to_num(diff, nan=np.inf).max():.3g})"
-                )
-                violations.append(
-                    f"the VJP is not reentrant: calling the same vjp function twice with the same "
-                    f"cotangent gave different gradients{where}"
-                )
-            g0 = np.asarray(self._pull(pullback, jnp.zeros_like(ct)), dtype=np.float64)
-        if g0.shape == np.shape(claimed):
-            wrong = (g0 != 0) & np.isfinite(np.asarray(claimed, dtype=np.float64))
-            if wrong.any():
-                violations.append(
-                    f"a zero cotangent gave a non-zero gradient at {_entries(wrong)} "
-                    f"(max |g| = {np.nan_to_num(np.abs(g0), nan=np.inf).max():.3g})"
-                )
+            g0 = self._pull(pullback, jnp.zeros_like(ct))
+        violations = contract_violations(JAX_VJP, np.asarray(g1), np.asarray(g2), np.asarray(g0), g1.dtype,
+                                         xj.dtype, tuple(g1.shape), tuple(xj.shape), claimed)
         return tuple(notes), tuple(violations)
 
     def control_problem(self) -> tuple[Callable[..., Any], np.ndarray, Any]:

@@ -30,6 +30,7 @@ import torch
 
 from .._errors import FunctionError, UnsupportedInputError
 from . import register
+from ._contract import AUTOGRAD, contract_violations
 from ._numpy import _W, control_input
 
 
@@ -72,12 +73,6 @@ def _output_tensor(y: Any) -> torch.Tensor:
         f"f returned {type(y).__name__}; autograd can only differentiate a torch.Tensor "
         "(return the tensor, not .item() or a numpy array)"
     )
-
-
-def _describe_entries(mask: torch.Tensor, limit: int = 5) -> str:
-    where = [tuple(int(i) for i in ix) for ix in torch.nonzero(mask)[:limit].tolist()]
-    more = int(mask.sum()) - len(where)
-    return ", ".join(str(w) for w in where) + (f" and {more} more" if more > 0 else "")
 
 
 class TorchBackend:
@@ -176,44 +171,15 @@ class TorchBackend:
         if g1 is None:
             return ("x is not part of f's autograd graph (autograd returned None): the claimed "
                     "gradient is zero",), ()
-        violations = []
-        if g1.dtype != xt.dtype or tuple(g1.shape) != tuple(xt.shape):
-            violations.append(
-                f"autograd's gradient has dtype {g1.dtype} and shape {tuple(g1.shape)}, but x has "
-                f"dtype {xt.dtype} and shape {tuple(xt.shape)}"
-            )
         g2 = self._backward(y, xt, gy, retain_graph=True)
-        if g2 is None or g1.shape != g2.shape or not _bits_equal(g1, g2):
-            violations.append(_reentrancy_message(g1, g2))
         g0 = self._backward(y, xt, torch.zeros_like(gy), retain_graph=False)
-        if g0 is not None:
-            claimed_t = torch.as_tensor(np.asarray(claimed, dtype=np.float64))
-            wrong = (g0.detach().cpu().double() != 0) & torch.isfinite(claimed_t).reshape(g0.shape)
-            if bool(wrong.any()):
-                violations.append(
-                    f"a zero output gradient gave a non-zero input gradient at {_describe_entries(wrong)} "
-                    f"(max |g| = {float(g0.detach().double().abs().nan_to_num(nan=float('inf')).max()):.3g})"
-                )
+        as_np = lambda g: None if g is None else tensor_to_numpy(g)  # noqa: E731
+        violations = contract_violations(AUTOGRAD, as_np(g1), as_np(g2), as_np(g0), g1.dtype, xt.dtype,
+                                         tuple(g1.shape), tuple(xt.shape), claimed)
         return (), tuple(violations)
 
     def control_problem(self) -> tuple[Callable[..., Any], np.ndarray, Any]:
         return control_function, control_input(), None
-
-
-def _bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Bitwise equality (NaN payloads and signed zeros included)."""
-    return tensor_to_numpy(a).tobytes() == tensor_to_numpy(b).tobytes()
-
-
-def _reentrancy_message(g1: torch.Tensor, g2: torch.Tensor | None) -> str:
-    if g2 is None or g1.shape != g2.shape:
-        return "backward is not reentrant: a second backward pass through the same graph returned a different structure"
-    a, b = g1.detach().double(), g2.detach().double()
-    diff = (a - b).abs().nan_to_num(nan=float("inf"))
-    return (
-        "backward is not reentrant: two backward passes through the same graph with the same "
-        f"output gradient differ at {_describe_entries(diff != 0)} (max |difference| = {float(diff.max()):.3g})"
-    )
 
 
 _W_T = torch.from_numpy(_W)
