@@ -220,6 +220,36 @@ _INTERRUPTED = textwrap.dedent(
 )
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_workers_die_with_a_killed_parent(sig):
+    """SIGTERM (default action: no handler, no cleanup) or SIGKILL to the checking process
+    alone: its workers do not linger as orphans (the kernel kills them with it)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(1.0)  # workers forked and busy
+        os.kill(proc.pid, sig)  # the parent only, not its group
+        proc.communicate(timeout=30)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)  # anyone left in the group?
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"a worker outlived its parent killed with {sig.name}")
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def test_ctrl_c_leaves_no_worker_behind():
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) stops the check
     promptly with KeyboardInterrupt in the parent (each chunk would take 5 s more), the

@@ -9,7 +9,9 @@ serial code (:func:`central_differences`). The results are therefore bit-identic
 The pool lives as long as the engine (one check): the refinement passes reuse it, and it
 is shut down when the engine is garbage or :meth:`ProcessesEngine.close` is called. On
 Ctrl-C the parent terminates and joins its workers before re-raising, and the workers
-ignore SIGINT themselves, so an interrupted check leaves no process behind. An exception
+ignore SIGINT themselves, so an interrupted check leaves no process behind; on Linux the
+kernel also kills the workers when the parent dies without a chance to clean up
+(SIGTERM's default action, SIGKILL, a crash). An exception
 in ``f`` is re-raised in the parent as :class:`FunctionError` with the entry index it
 happened at: the first failing entry in index order, as ``serial`` would report it. A
 write by ``f`` into its input is seen on the worker (its copy against the snapshot it was
@@ -20,6 +22,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import time
 import weakref
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -175,7 +178,7 @@ class ProcessesEngine:
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("fork"),
                 initializer=_install,
-                initargs=(self.problem,),  # inherited through fork, never pickled
+                initargs=(self.problem, os.getpid()),  # inherited through fork, never pickled
             )
             self._pool = pool
             self._finalizer = weakref.finalize(self, _shutdown, pool, False)
@@ -207,12 +210,35 @@ _PROBLEM: Any = None
 _PRISTINE: np.ndarray | None = None
 
 
-def _install(problem: Any) -> None:
+def _install(problem: Any, parent: int) -> None:
     global _PROBLEM, _PRISTINE
+    _die_with(parent)
     _PROBLEM = problem
     _PRISTINE = problem.work.copy()  # as forked: a write by f shows against it
     # Ctrl-C is the parent's to handle: it terminates the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _die_with(parent: int) -> None:
+    """Linux: ask the kernel to SIGKILL this worker when the process that forked it dies,
+    however it dies (SIGTERM, SIGKILL, a crash: nothing runs in the parent then, and the
+    workers would otherwise wait on their queue forever). A worker holds nothing but a
+    private copy, so nothing is lost. Elsewhere a no-op: there the parent's handlers are
+    all there is."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - no prctl: keep the old behaviour
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 def _difference_chunk(idx: np.ndarray, steps: np.ndarray) -> tuple:
