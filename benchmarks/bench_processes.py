@@ -55,7 +55,25 @@ def make_f(n: int, target_seconds: float = PER_CALL_SECONDS):
 
 def main(quick: bool = False) -> dict:
     header(f"processes engine vs serial, pure-Python f of ~{PER_CALL_SECONDS * 1e3:.0f} ms per call", quick)
-    n = 60 if quick else 200
+    results = [measure(n, quick) for n in ((60,) if quick else (200, 1000))]
+    rows = []
+    for r in results:
+        rows.append(["engine pass (2N evaluations)", r["entries"], seconds(r["f_seconds_per_call"]),
+                     seconds(r["serial"]), seconds(r["processes"]), f"{r['speedup']:.2f}x", f"{cores()}x"])
+        rows.append(["full check", r["entries"], seconds(r["f_seconds_per_call"]),
+                     seconds(r["check_seconds"]["check serial"]), seconds(r["check_seconds"]["check processes"]),
+                     f"{r['check_speedup']:.2f}x", f"{cores()}x"])
+    print(table(["what", "N", "f per call", "serial", "processes", "speedup", f"ideal ({cores()} cores)"], rows))
+    for r in results:
+        print(f"   N = {r['entries']}: results identical to serial bit for bit: {r['bit_identical']};"
+              f" the check passes: {r['check_passed']}")
+    head = results[-1]
+    return {"benchmark": "processes", "quick": quick, "cores": cores(), "sizes": results,
+            "speedup": head["speedup"], "check_speedup": head["check_speedup"],
+            "bit_identical": all(r["bit_identical"] for r in results)}
+
+
+def measure(n: int, quick: bool) -> dict:
     f, grad = make_f(n)
     x = np.random.default_rng(1).standard_normal(n)
     per_call = min(compare({"f": lambda: f(x)}, repeat=5, warmup=False).values())
@@ -84,17 +102,9 @@ def main(quick: bool = False) -> dict:
     )
     check_speedup = checks["check serial"] / checks["check processes"]
     passed = gradcheck.check(f, x, grad, engine="processes", progress=False).passed
-    print(table(
-        ["what", "N", "f per call", "serial", "processes", "speedup", f"ideal ({cores()} cores)"],
-        [["engine pass (2N evaluations)", n, seconds(per_call), seconds(times["serial"]),
-          seconds(times["processes"]), f"{speedup:.2f}x", f"{cores()}x"],
-         ["full check", n, seconds(per_call), seconds(checks["check serial"]),
-          seconds(checks["check processes"]), f"{check_speedup:.2f}x", f"{cores()}x"]],
-    ))
-    print(f"   results identical to serial bit for bit: {identical}; the check passes: {passed}")
-    return {"benchmark": "processes", "quick": quick, "entries": n, "cores": cores(),
-            "f_seconds_per_call": per_call, **times, "speedup": speedup,
-            "check_seconds": checks, "check_speedup": check_speedup, "bit_identical": identical, "check_passed": passed}
+    return {"entries": n, "f_seconds_per_call": per_call, **times, "speedup": speedup,
+            "check_seconds": checks, "check_speedup": check_speedup, "bit_identical": identical,
+            "check_passed": passed}
 
 
 if __name__ == "__main__":
