@@ -173,3 +173,57 @@ def test_params_report_json_roundtrip(problem):
     data = json.loads(r.to_json())
     assert data["passed"] is False and data["diagnosis"]["kind"] == "isolated"
     assert list(data["params"]) == list(r.order)
+
+
+def test_processes_engine_gives_serials_report_bit_for_bit(problem):
+    """engine="processes": every name's verdicts and differences equal serial's bit for
+    bit (planted bug included), the dict is never touched (the workers perturb their own
+    copies), and each report says which engine ran."""
+    params, ids, targets, cfg = problem
+    _, grads = loss_and_grads(params, ids, targets, cfg, mutation="wq_line")
+    before = {n: params[n].tobytes() for n in params}
+    objects = {n: id(params[n]) for n in params}
+    fn = lambda p: loss(p, ids, targets, cfg)  # noqa: E731
+    serial = check_params(fn, params, grads, adjudicate=False, engine="serial")
+    procs = check_params(fn, params, grads, adjudicate=False, engine="processes")
+    assert procs.failing == serial.failing == ["b1.wq"]
+    for n in params:
+        assert procs[n].engine == ("processes" if params[n].size >= 2 else "serial")
+        assert procs[n].codes.tobytes() == serial[n].codes.tobytes(), n
+        assert procs[n].numeric.tobytes() == serial[n].numeric.tobytes(), n
+        assert params[n].tobytes() == before[n] and id(params[n]) == objects[n]
+
+
+def test_processes_engine_names_the_parameter_and_entry_of_an_error():
+    """An exception in the loss on a worker: FunctionError naming the parameter and the
+    first failing entry, as serial reports it; the parameters are as they were."""
+    params = {"v": np.ones(3), "w": np.linspace(1.0, 3.0, 40)}
+    at = params["w"][25]
+
+    def loss_fn(p):
+        if p["w"][25] != at:
+            raise RuntimeError("overflow")
+        return float(p["w"].sum() + p["v"].sum())
+
+    with pytest.raises(gradcheck.FunctionError, match=r"entry \(25,\).*'w'") as info:
+        check_params(loss_fn, params, {"v": np.ones(3), "w": np.ones(40)}, engine="processes")
+    assert info.value.param == "w" and info.value.index == (25,)
+    np.testing.assert_array_equal(params["w"], np.linspace(1.0, 3.0, 40))
+
+
+def test_engine_auto_says_what_it_picked(monkeypatch):
+    """auto: serial for a cheap loss, processes when the estimate is long (threshold
+    patched, not timed); a name the check_params engines do not have is a clear error."""
+    from gradcheck.engines import _processes
+
+    params = {"w": np.linspace(0.1, 1.0, 8)}
+    fn = lambda p: float((p["w"] ** 2).sum())  # noqa: E731
+    cheap = check_params(fn, params, {"w": 2 * params["w"]}, adjudicate=False)
+    assert cheap["w"].engine == "serial" and any("serial: 2N = 16" in n for n in cheap["w"].notes)
+    monkeypatch.setattr(_processes, "AUTO_MIN_SECONDS", 0.0)
+    if _processes.usable_cores() >= 2 and _processes.fork_available():
+        costly = check_params(fn, params, {"w": 2 * params["w"]}, adjudicate=False)
+        assert costly["w"].engine == "processes" and costly.passed
+        assert any(n.startswith("processes: 2N = 16") for n in costly["w"].notes)
+    with pytest.raises(ValueError, match="engine='batched' is not one of"):
+        check_params(fn, params, {"w": 2 * params["w"]}, engine="batched")

@@ -119,6 +119,7 @@ def check_params(
     seed: int = 0,
     adjudicate: bool | str = "auto",
     digits: int = 30,
+    engine: str = "auto",
 ) -> ParamsReport:
     """Check ``grads[name]`` against ``loss(params)`` at every entry of every name.
 
@@ -131,6 +132,11 @@ def check_params(
     entries per name (the rest are SKIPPED); the default checks them all. Entries still
     in doubt after the step study are judged against exact derivatives (``adjudicate``,
     ``digits``: as in :func:`check`), with the other parameters held at their values.
+    ``engine``: ``"serial"``, ``"processes"`` (each name's entries in chunks on a fork
+    pool: the workers perturb their own copies of the parameters, so the dict is never
+    touched; results identical to serial), or ``"auto"`` (processes when the whole check
+    is estimated to take more than a couple of seconds and there is more than one core;
+    each report says which ran and, for auto, why in its notes).
 
     >>> import numpy as np, gradcheck
     >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
@@ -167,9 +173,13 @@ def check_params(
                 params[n] = snapshots[n].copy()
                 swapped.append(n)
         f0 = _scalar_loss(loss, params, None, "base", None)
+        total = sum(int(np.size(params[n])) if sample is None else min(sample, int(np.size(params[n])))
+                    for n in names)
+        chosen, why = _choose_engine(engine, loss, params, total)
         for n in names:
             cfg = config if config is not None else Config.for_dtype(dtypes[n])
-            reports[n] = _check_one(loss, params, n, claimed[n], cfg, sample, rng, adjudicate, digits, claim_scale)
+            reports[n] = _check_one(loss, params, n, claimed[n], cfg, sample, rng, adjudicate, digits, claim_scale,
+                                    chosen, why)
         f1 = _scalar_loss(loss, params, None, "base", None)
     finally:
         for n in names:
@@ -222,7 +232,42 @@ def _scalar_loss(loss, params, index, side, name) -> float:
     return float(arr)
 
 
-def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adjudicate, digits, claim_scale) -> Report:
+PARAMS_ENGINES = ("auto", "serial", "processes")
+
+
+def _named(differences, name: str):
+    """``differences`` whose FunctionError names the parameter (a worker's does not)."""
+    def run(idx: np.ndarray, h: np.ndarray):
+        try:
+            return differences(idx, h)
+        except FunctionError as err:
+            if err.param is not None:
+                raise
+            cause = err.__cause__ if err.__cause__ is not None else err
+            raise FunctionError(err.index, err.side, name, cause) from cause
+    return run
+
+
+def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str]:
+    """``(engine, why)`` for check_params; auto times one loss evaluation."""
+    if engine not in PARAMS_ENGINES:
+        raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
+    if engine != "auto":
+        return engine, f"{engine}: asked for"
+    from .engines import _processes
+
+    if _processes.usable_cores() < 2 or not _processes.fork_available():
+        return "serial", "serial: one core (or no fork) to run on"
+    per_call = _processes._time_call(lambda: loss(params))
+    estimate = 2 * total * per_call
+    if estimate <= _processes.AUTO_MIN_SECONDS:
+        return "serial", f"serial: 2N = {2 * total} evaluations estimated at {estimate:.2g} s"
+    return "processes", (f"processes: 2N = {2 * total} evaluations estimated at {estimate:.2g} s on one "
+                         f"core; spread over {_processes.usable_cores()} processes")
+
+
+def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adjudicate, digits, claim_scale,
+               engine: str = "serial", why: str = "serial: asked for") -> Report:
     started = time.perf_counter()
     arr = params[name]
     size = arr.size
@@ -237,21 +282,36 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
     def differencer(idx: np.ndarray, h: np.ndarray):
         return central_differences(evaluate, arr, idx, h, param=name)
 
+    pool = None
+    if engine == "processes" and flat_idx.size >= 2:
+        from .backends import NumpyBackend
+        from .engines import CheckProblem
+        from .engines._processes import ProcessesEngine
+
+        # Forked workers perturb their own copy of `arr` (the dict's object, in their memory).
+        pool = ProcessesEngine(CheckProblem(f=loss, work=arr, evaluate=evaluate, backend=NumpyBackend(),
+                                            cotangent=None))
+        differencer = _named(pool.differences, name)  # noqa: F811
+
     probe = np.asarray(loss(params))
     unit = max(cfg.unit_roundoff, unit_roundoff_of(arr), unit_roundoff_of(probe))
     a = analytic_full.reshape(-1)[flat_idx]
-    diffs = differencer(flat_idx, steps)
     # The referee evaluates the loss with this one tensor replaced by an arbitrary-precision copy.
     snapshot = np.array(arr, dtype=np.float64, copy=True)
     referee = None
     if adjudicate is not False:
         referee = Referee(lambda v: loss({**params, name: v}), snapshot, None, digits=digits)
-    judged = judge_entries(
-        differencer, values, a, diffs, steps, unit=unit, config=cfg, drift=None,
-        base_finite=bool(np.isfinite(probe)), flat_indices=flat_idx,
-        base_value=float(probe) if probe.ndim == 0 else None, referee=referee, adjudicate=adjudicate,
-        claim_scale=claim_scale,
-    )
+    try:
+        diffs = differencer(flat_idx, steps)
+        judged = judge_entries(
+            differencer, values, a, diffs, steps, unit=unit, config=cfg, drift=None,
+            base_finite=bool(np.isfinite(probe)), flat_indices=flat_idx,
+            base_value=float(probe) if probe.ndim == 0 else None, referee=referee, adjudicate=adjudicate,
+            claim_scale=claim_scale,
+        )
+    finally:
+        if pool is not None:
+            pool.close()
     shape = arr.shape
     def spread(values_at, fill, dtype=np.float64):
         out = np.full(size, fill, dtype=dtype)
@@ -274,11 +334,12 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         codes=codes.reshape(shape),
         refined=refined.reshape(shape),
         dtype=float_dtype_name(arr),
-        engine="serial",
+        engine=engine if pool is not None else "serial",
         config=cfg,
         evaluations=2 * flat_idx.size + judged.evaluations + 1,
         seconds=time.perf_counter() - started,
         notes=((f"sampled {flat_idx.size} of {size} entries",) if flat_idx.size < size else ())
+        + (() if why.endswith("asked for") else (why,))
         + tuple(adjudication_notes(judged.adjudication, adjudicate)),
         causes=spread(judged.causes, 0, np.uint8),
         exact=spread(judged.exact, np.nan),
