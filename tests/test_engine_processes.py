@@ -33,6 +33,18 @@ def _problem(f, x):
                         cotangent=None)
 
 
+def _group_gone(pgid: int, seconds: float = 5.0) -> bool:
+    """Whether every process of the group ``pgid`` is gone within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)  # anyone left in the group?
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def _no_children_left():
     gc.collect()
     return multiprocessing.active_children() == []
@@ -234,14 +246,7 @@ def test_workers_die_with_a_killed_parent(sig):
         time.sleep(1.0)  # workers forked and busy
         os.kill(proc.pid, sig)  # the parent only, not its group
         proc.communicate(timeout=30)
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                os.killpg(proc.pid, 0)  # anyone left in the group?
-            except ProcessLookupError:
-                break
-            time.sleep(0.05)
-        else:
+        if not _group_gone(proc.pid):
             pytest.fail(f"a worker outlived its parent killed with {sig.name}")
     finally:
         try:
@@ -272,12 +277,5 @@ def test_ctrl_c_leaves_no_worker_behind():
     assert "interrupted" in out
     assert took < 3.0
     assert "Traceback" not in err, err
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(proc.pid, 0)  # anyone left in the group?
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
+    if not _group_gone(proc.pid):
         pytest.fail("a worker process outlived the interrupted check")
