@@ -43,6 +43,19 @@ JAX_VJP = Words(
 )
 
 
+def one_output(y: Any, kind: type, wrong_type: str) -> Any:
+    """``y`` if it is one ``kind`` array; else a TypeError: several outputs must be checked
+    one at a time, and anything else is ``wrong_type``'s explanation."""
+    if isinstance(y, kind):
+        return y
+    if isinstance(y, (tuple, list)):
+        raise TypeError(
+            f"f returned a {type(y).__name__} of {len(y)} outputs; gradcheck checks one output "
+            "at a time: wrap it, e.g. lambda x: f(x)[0]"
+        )
+    raise TypeError(f"f returned {type(y).__name__}; {wrong_type}")
+
+
 def describe_entries(mask: np.ndarray, limit: int = 5) -> str:
     """The first ``limit`` multi-indices where ``mask`` holds, and how many more."""
     where = [tuple(int(i) for i in ix) for ix in np.argwhere(mask)[:limit]]

@@ -33,7 +33,7 @@ import numpy as np
 
 from .._errors import FunctionError
 from . import register
-from ._contract import JAX_VJP, contract_violations
+from ._contract import JAX_VJP, contract_violations, one_output
 from ._numpy import _W, control_input
 
 
@@ -53,14 +53,7 @@ def _x64_enabled() -> bool:
 
 
 def _output_array(y: Any) -> jax.Array:
-    if isinstance(y, jax.Array):
-        return y
-    if isinstance(y, (tuple, list)):
-        raise TypeError(
-            f"f returned a {type(y).__name__} of {len(y)} outputs; gradcheck checks one output "
-            "at a time: wrap it, e.g. lambda x: f(x)[0]"
-        )
-    raise TypeError(f"f returned {type(y).__name__}; jax.vjp needs f to return a jax array")
+    return one_output(y, jax.Array, "jax.vjp needs f to return a jax array")
 
 
 class JaxBackend:

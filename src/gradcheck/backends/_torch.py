@@ -30,7 +30,7 @@ import torch
 
 from .._errors import FunctionError, UnsupportedInputError
 from . import register
-from ._contract import AUTOGRAD, contract_violations
+from ._contract import AUTOGRAD, contract_violations, one_output
 from ._numpy import _W, control_input
 
 
@@ -62,17 +62,8 @@ def numpy_to_tensor(a: np.ndarray, device: torch.device | str = "cpu") -> torch.
 
 
 def _output_tensor(y: Any) -> torch.Tensor:
-    if isinstance(y, torch.Tensor):
-        return y
-    if isinstance(y, (tuple, list)):
-        raise TypeError(
-            f"f returned a {type(y).__name__} of {len(y)} outputs; gradcheck checks one output "
-            "at a time: wrap it, e.g. lambda x: f(x)[0]"
-        )
-    raise TypeError(
-        f"f returned {type(y).__name__}; autograd can only differentiate a torch.Tensor "
-        "(return the tensor, not .item() or a numpy array)"
-    )
+    return one_output(y, torch.Tensor, "autograd can only differentiate a torch.Tensor "
+                      "(return the tensor, not .item() or a numpy array)")
 
 
 class TorchBackend:
