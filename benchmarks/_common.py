@@ -20,10 +20,9 @@ import numpy as np
 
 def cores() -> int:
     """Cores this process may use (its affinity mask where the OS tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    from gradcheck.engines._processes import usable_cores
+
+    return usable_cores()
 
 
 def cpu_name() -> str:
