@@ -318,11 +318,14 @@ def test_f_the_kernel_cannot_call_is_a_clear_type_error():
 
 
 def test_auto_picks_compiled_when_it_pays_off(monkeypatch):
-    """auto: compiled once the kernel for f is compiled, or when 2N evaluations from Python
-    are estimated above the threshold; never for an f that runs its own threads."""
+    """auto: compiled once the kernel for f is compiled and the check is not tiny (2N
+    evaluations estimated at AUTO_WARM_MIN_SECONDS or more; zero here, so any size), or
+    when 2N evaluations from Python are estimated above the cold threshold; never for an
+    f that runs its own threads."""
     x = rosen_input(np.float64)
     warm = problem(rosen, x)
     select_engine("compiled", warm)[0].differences(np.arange(2), np.full(2, 1e-6))
+    monkeypatch.setattr(_compiled, "AUTO_WARM_MIN_SECONDS", 0.0)
     assert "compiled" in _compiled.auto_reason(warm)
     cold = problem(ROSEN_C, np.abs(x) + 0.1)
     monkeypatch.setitem(_compiled.AUTO_MIN_SECONDS, "native", 1e9)
@@ -332,6 +335,25 @@ def test_auto_picks_compiled_when_it_pays_off(monkeypatch):
     assert "native" in _compiled.auto_reason(cold)
     parallel_f = numba.njit(parallel=True)(rosen.py_func)  # never compiled here
     assert _compiled.auto_reason(problem(parallel_f, x)) is None
+
+
+def test_auto_leaves_a_tiny_warm_check_to_serial(monkeypatch):
+    """A compiled kernel is not reason enough: a check whose 2N evaluations from Python
+    are estimated under AUTO_WARM_MIN_SECONDS runs serial under auto (launching the
+    kernel costs more than it saves); above it, compiled. The timing is fixed here."""
+    x = np.random.default_rng(12).uniform(-1.0, 1.0, 24)
+    tiny = problem(rosen, x)
+    select_engine("compiled", tiny)[0].differences(np.arange(2), np.full(2, 1e-6))
+    assert _compiled._warm_key(tiny) in _compiled._WARM
+    monkeypatch.setattr(_compiled, "_time_call", lambda evaluate: 1e-6)  # 48 calls: 48 us
+    monkeypatch.setattr(_compiled, "AUTO_WARM_MIN_SECONDS", 1e-3)
+    assert _compiled.auto_reason(tiny) is None
+    assert select_engine("auto", tiny)[0].name == "serial"
+    report = gradcheck.check(rosen, x, rosen_grad)
+    assert report.engine == "serial" and report.passed
+    monkeypatch.setattr(_compiled, "AUTO_WARM_MIN_SECONDS", 40e-6)
+    assert "kernel for it is compiled" in _compiled.auto_reason(tiny)
+    assert gradcheck.check(rosen, x, rosen_grad).engine == "compiled"
 
 
 def test_auto_reason_for_plain_python_does_not_import_numba():

@@ -43,7 +43,8 @@ def select_engine(name: str, problem: CheckProblem) -> tuple[Engine, str]:
     """The engine for ``name`` and the reason it was picked (said in the report).
 
     ``auto``: ``executor`` when ``check`` was given one; ``compiled`` for a numba
-    ``@njit`` function or a native (cffi) function with the numpy backend; ``batched``
+    ``@njit`` function or a native (cffi) function with the numpy backend, when the
+    check is big enough to repay compiling (or launching) its kernel; ``batched``
     when ``vectorized=True``; ``processes`` when the estimated serial time is long and
     there is more than one core; else ``serial``.
     """
