@@ -1,11 +1,14 @@
 """The negative control: a corrupted gradient must be flagged, a correct one must pass."""
 from __future__ import annotations
 
+import concurrent.futures
+
 import numpy as np
 import pytest
 
 import gradcheck
 from gradcheck import Verdict, assert_detects_wrong_gradient
+from gradcheck.engines import _processes
 
 
 def test_control_passes_for_numpy_backend():
@@ -65,3 +68,53 @@ def test_unknown_backend_lists_known():
     """An unknown backend name lists the known ones."""
     with pytest.raises(ValueError, match="numpy"):
         assert_detects_wrong_gradient("abacus")
+
+
+@pytest.mark.parametrize("engine", [
+    "serial", "batched", "compiled",
+    pytest.param("processes", marks=pytest.mark.skipif(not _processes.fork_available(),
+                                                       reason="needs the fork start method")),
+    "executor",
+])
+def test_control_passes_on_every_engine(engine):
+    """The negative control runs, and passes, on every engine, and on the one asked for:
+    compiled runs the njit twin of the control function, executor a thread pool here."""
+    if engine == "executor":
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            assert_detects_wrong_gradient("numpy", executor=pool)
+    else:
+        assert_detects_wrong_gradient("numpy", engine=engine)
+
+
+def test_the_compiled_control_is_the_control_and_is_not_vacuous():
+    """engine="compiled": the twin is the control function (same values, as numba compiles
+    it), and a check of the corrupted claim through the compiled engine flags exactly the
+    corrupted entries, while the correct claim passes everywhere."""
+    from gradcheck._control import CORRUPTIONS, _Corrupting
+    from gradcheck.backends import NumpyBackend
+    from gradcheck.backends._numpy import control_function, control_gradient, control_input
+
+    be = NumpyBackend()
+    f, x, grad = be.compiled_control_problem()
+    assert type(f).__name__ == "CPUDispatcher"  # a numba @njit function
+    np.testing.assert_array_equal(x, control_input())
+    assert grad is control_gradient
+    for point in (x, *np.random.default_rng(4).standard_normal((3, 3, 4))):
+        np.testing.assert_allclose(f(point), control_function(point), rtol=1e-14, atol=0)
+    good = gradcheck.check(f, x, grad, backend=be, engine="compiled")
+    bad = gradcheck.check(f, x, grad, backend=_Corrupting(be), engine="compiled")
+    assert good.engine == bad.engine == "compiled"
+    assert good.counts[Verdict.PASS] == good.size
+    assert sorted(bad.entries(Verdict.MISMATCH)) == sorted(ix for ix, _ in CORRUPTIONS)
+    assert bad.counts[Verdict.PASS] == bad.size - len(CORRUPTIONS)
+
+
+def test_control_fails_when_another_engine_ran(monkeypatch):
+    """A control asked of one engine that ran on another says nothing about the one asked
+    for: it fails, naming both."""
+    import gradcheck._check as chk
+    from gradcheck.engines._serial import SerialEngine
+
+    monkeypatch.setattr(chk, "select_engine", lambda name, problem: (SerialEngine(problem), "serial: forced"))
+    with pytest.raises(gradcheck.GradientAssertionError, match="'processes' was asked for.*'serial'"):
+        assert_detects_wrong_gradient("numpy", engine="processes")

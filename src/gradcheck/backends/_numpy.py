@@ -5,6 +5,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._jit import kernel
+
 
 class NumpyBackend:
     """Functions of numpy arrays with a user-supplied gradient.
@@ -43,6 +45,12 @@ class NumpyBackend:
     def control_problem(self) -> tuple[Callable[..., Any], np.ndarray, Any]:
         return control_function, control_input(), control_gradient
 
+    def compiled_control_problem(self) -> tuple[Callable[..., Any], np.ndarray, Any]:
+        """The control problem for ``engine="compiled"``: the same input and gradient with
+        :func:`compiled_control_function`, the njit twin of :func:`control_function`
+        (the compiled engine runs numba ``@njit`` functions only). Imports numba."""
+        return compiled_control_function(), control_input(), control_gradient
+
 
 def control_input() -> np.ndarray:
     """A fixed 3x4 input with entries of both signs and different magnitudes."""
@@ -68,6 +76,24 @@ def control_function(x):
 
 
 control_function.gradcheck_vectorized = True  # type: ignore[attr-defined]
+
+
+def _control_function_scalar(x):
+    # control_function's math for one 3x4 input, as numba compiles it (no ``...``).
+    return (_W * np.tanh(x)).sum() + 0.5 * (x * x).sum() + (x[0] * x[2]).sum()
+
+
+_control_kernel = kernel()(_control_function_scalar)
+
+
+def compiled_control_function():
+    """The numba ``@njit`` twin of :func:`control_function` (same math, one ``(3, 4)``
+    input, a float), for the negative control on the compiled engine.
+
+    Built on the first call, with gradcheck's kernel options (:mod:`gradcheck._jit`):
+    importing gradcheck does not import numba.
+    """
+    return _control_kernel.dispatcher
 
 
 def control_gradient(x):
