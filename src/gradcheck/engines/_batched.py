@@ -158,16 +158,19 @@ class BatchedEngine:
                 try:
                     self._evaluate(one)
                 except Exception as single:
-                    err = FunctionError(np.unravel_index(int(col), work.shape), side, None, single)
+                    err = FunctionError(_entry(col, work.shape), side, None, single)
                     err.__cause__ = single
                     return err
         # No row raised alone: the failure belongs to the batch, not to one entry.
-        err = FunctionError(np.unravel_index(int(cols[0]), work.shape), f"batch of {cols.size} entries", None, exc)
+        err = FunctionError(_entry(cols[0], work.shape), f"batch of {cols.size} entries", None, exc)
         err.__cause__ = exc
         return err
 
     def _evaluate(self, batch: np.ndarray) -> np.ndarray:
-        return np.asarray(self.problem.backend.evaluate(self.problem.f, batch))
+        # f is evaluated at points the user did not choose: numpy's warnings stay silent
+        # there, as in the serial loop (under -W error they would become FunctionErrors).
+        with np.errstate(all="ignore"):
+            return np.asarray(self.problem.backend.evaluate(self.problem.f, batch))
 
     def _reduce(self, y: np.ndarray, rows: int) -> np.ndarray:
         expected = (rows,) + self._out_shape
@@ -185,6 +188,11 @@ class BatchedEngine:
         y = y.reshape(rows, -1)
         v = self._flat_v
         return np.fromiter((np.dot(v, y[r]) for r in range(rows)), dtype=np.float64, count=rows)
+
+
+def _entry(flat_index: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A multi-index of Python ints (as serial reports it, printed ``(0, 2)``)."""
+    return tuple(int(k) for k in np.unravel_index(int(flat_index), shape))
 
 
 def _bitwise_equal(batch: np.ndarray, x: np.ndarray) -> bool:

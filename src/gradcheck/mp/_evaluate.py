@@ -137,7 +137,7 @@ def check_result(result: Any) -> Any:
         if t is None:
             raise NotAdjudicable(
                 Reason.RESULT_NOT_MP,
-                f"element {np.unravel_index(k, result.shape)} of the result is a "
+                f"element {tuple(int(i) for i in np.unravel_index(k, result.shape))} of the result is a "
                 f"{type(v).__name__}, not a real number",
             )
         out_flat[k] = _finite(_wrap(t), np.unravel_index(k, result.shape))
