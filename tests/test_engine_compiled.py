@@ -15,7 +15,7 @@ import gradcheck
 from gradcheck import Config, FunctionError, Verdict
 from gradcheck._differences import steps_for
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem, select_engine
+from gradcheck.engines import CheckProblem, Declined, select_engine
 from gradcheck.engines import _compiled
 from gradcheck.engines._serial import SerialEngine
 from gradcheck.native import native_function
@@ -330,7 +330,9 @@ def test_auto_picks_compiled_when_it_pays_off(monkeypatch):
     cold = problem(ROSEN_C, np.abs(x) + 0.1)
     monkeypatch.setitem(_compiled.AUTO_MIN_SECONDS, "native", 1e9)
     monkeypatch.setattr(_compiled, "_WARM", set())
-    assert _compiled.auto_reason(cold) is None
+    declined = _compiled.auto_reason(cold)
+    assert isinstance(declined, Declined) and "too little to repay compiling" in declined
+    assert select_engine("auto", cold)[1].startswith("serial: f is a native (cffi) C function, but")
     monkeypatch.setitem(_compiled.AUTO_MIN_SECONDS, "native", 0.0)
     assert "native" in _compiled.auto_reason(cold)
     parallel_f = numba.njit(parallel=True)(rosen.py_func)  # never compiled here
@@ -347,10 +349,13 @@ def test_auto_leaves_a_tiny_warm_check_to_serial(monkeypatch):
     assert _compiled._warm_key(tiny) in _compiled._WARM
     monkeypatch.setattr(_compiled, "_time_call", lambda evaluate: 1e-6)  # 48 calls: 48 us
     monkeypatch.setattr(_compiled, "AUTO_WARM_MIN_SECONDS", 1e-3)
-    assert _compiled.auto_reason(tiny) is None
+    declined = _compiled.auto_reason(tiny)
+    assert isinstance(declined, Declined) and "launching the compiled kernel" in declined
     assert select_engine("auto", tiny)[0].name == "serial"
     report = gradcheck.check(rosen, x, rosen_grad)
     assert report.engine == "serial" and report.passed
+    # auto says why serial ran: f is compiled code, but too small a check (not "general Python")
+    assert any("f is a numba @njit function, but its 48 evaluations" in n for n in report.notes)
     monkeypatch.setattr(_compiled, "AUTO_WARM_MIN_SECONDS", 40e-6)
     assert "kernel for it is compiled" in _compiled.auto_reason(tiny)
     assert gradcheck.check(rosen, x, rosen_grad).engine == "compiled"

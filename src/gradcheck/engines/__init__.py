@@ -64,15 +64,23 @@ def select_engine(name: str, problem: CheckProblem) -> tuple[Engine, str]:
     return module.make_engine(problem), reason
 
 
+class Declined(str):
+    """What an engine's ``auto_reason`` returns when it applies to ``f`` but does not pay
+    off for this check: the reason ``auto`` gives if serial ends up running it."""
+
+
 def _auto(problem: CheckProblem) -> tuple[str, str]:
     import importlib
 
+    serial_reason = "serial: a general Python callable (no faster engine applies)"
     for candidate in ("executor", "compiled", "batched", "processes"):
         try:
             module = importlib.import_module(f"._{candidate}", __name__)
         except ModuleNotFoundError:
             continue
         why = module.auto_reason(problem)
-        if why:
+        if isinstance(why, Declined):
+            serial_reason = f"serial: {why}"
+        elif why:
             return candidate, f"{candidate}: {why}"
-    return "serial", "serial: a general Python callable (no faster engine applies)"
+    return "serial", serial_reason

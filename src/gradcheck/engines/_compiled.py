@@ -117,7 +117,8 @@ def _warm_key(problem: Any) -> tuple[Any, ...]:
 
 
 def auto_reason(problem: Any) -> str | None:
-    """Why ``auto`` should pick this engine, or None.
+    """Why ``auto`` should pick this engine, or None when it does not apply, or a
+    :class:`Declined` reason when it applies but would not pay off.
 
     Cheap: no numba import unless ``f`` is already a numba function or a native one; times
     one evaluation of ``f`` (twice when the first says yes: keeping the faster) to judge
@@ -138,13 +139,23 @@ def auto_reason(problem: Any) -> str | None:
     if 2 * size * per_call >= minimum:  # confirm: one call may have been descheduled
         per_call = min(per_call, _time_call(problem.evaluate))
     estimate = 2 * size * per_call
-    if estimate < minimum:
-        return None  # too small to repay compiling (or, warm, launching) the kernel
+    if estimate < minimum:  # too small to repay compiling (or, warm, launching) the kernel
+        from . import Declined
+
+        cost = "launching the compiled kernel" if warm else "compiling a kernel for it (seconds)"
+        return Declined(f"f is {what}, but its {2 * size} evaluations from Python take about "
+                        f"{_seconds(estimate)}, too little to repay {cost}; engine='compiled' forces it")
     if warm:
         return (f"f is {what} and the kernel for it is compiled: {2 * size} evaluations "
                 f"(about {estimate * 1e3:.0f} ms from Python) in parallel threads")
     return (f"f is {what} and {2 * size} evaluations from Python would take about "
             f"{estimate:.1f} s: they run in a parallel numba kernel")
+
+
+def _seconds(value: float) -> str:
+    if value < 0.01:
+        return f"{value * 1e3:.1f} ms"
+    return f"{value * 1e3:.0f} ms" if value < 1.0 else f"{value:.1f} s"
 
 
 def _time_call(evaluate: Any) -> float:
