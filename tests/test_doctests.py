@@ -10,6 +10,7 @@ MODULES = [
     "gradcheck", "gradcheck._check", "gradcheck._params", "gradcheck._control",
     "gradcheck._config", "gradcheck._report", "gradcheck._sweep", "gradcheck.native",
     "gradcheck.backends._dualbackend", "gradcheck.mp", "gradcheck._lowp", "gradcheck._dispute",
+    "gradcheck._fork", "gradcheck._inputs", "gradcheck._jit", "gradcheck.backends._contract",
 ]
 
 

@@ -279,3 +279,43 @@ def test_ctrl_c_leaves_no_worker_behind():
     assert "Traceback" not in err, err
     if not _group_gone(proc.pid):
         pytest.fail("a worker process outlived the interrupted check")
+
+
+_WITH_JAX = textwrap.dedent(
+    """
+    import multiprocessing, warnings
+    import numpy as np
+    warnings.simplefilter("error")  # jax's fork warning would be an error
+    import jax.numpy as jnp
+    jnp.ones(3).block_until_ready()  # jax's runtime is now running in this process
+    from gradcheck import check, check_params
+    from gradcheck._fork import fork_hazard
+    from gradcheck.engines import _processes
+    from gradcheck._referee import Referee
+    import gradcheck._referee as referee_module
+
+    assert "jax" in fork_hazard()
+    _processes.AUTO_MIN_SECONDS = 0.0          # any f is "costly" now
+    x = np.linspace(0.5, 1.5, 40)
+    r = check(lambda z: float((z ** 3).sum()), x, lambda z: 3 * z ** 2, adjudicate=False)
+    assert r.engine == "serial" and "no process pool is forked" in r.notes[0], r.notes
+    p = check_params(lambda q: float((q["w"] ** 3).sum()), {"w": x.copy()}, {"w": 3 * x ** 2},
+                     adjudicate=False)
+    assert p["w"].engine == "serial" and "jax" in p["w"].notes[0], p["w"].notes
+    # the referee adjudicates in this process instead of forking a pool
+    ref = Referee(lambda z: (z ** 3).sum(), x, None, digits=20)
+    found = ref._all_derivatives(np.arange(24))
+    assert all(d is not None for d in found) and multiprocessing.active_children() == []
+    print("ok")
+    """
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork")
+def test_no_fork_once_jax_runs_in_the_process():
+    """With jax's runtime started in the process, auto picks no process pool (check and
+    check_params say why) and the referee adjudicates in-process: a forked child calling
+    into jax may deadlock, and jax warns about it (an error here)."""
+    pytest.importorskip("jax") if not os.environ.get("CI") else None
+    out = subprocess.run([sys.executable, "-c", _WITH_JAX], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout + out.stderr

@@ -14,7 +14,7 @@ from ._classify import tolerance
 from ._config import Config
 from ._diagnosis import Diagnosis, diagnose
 from ._differences import central_differences, steps_for
-from ._errors import FunctionError, GradientAssertionError, InputMutationError
+from ._errors import FunctionError, GradientAssertionError
 from ._inputs import as_gradient, float_dtype_name, require_real_output, unit_roundoff_of
 from ._report import Report
 from ._verdict import Verdict
@@ -254,16 +254,20 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str]:
         raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
     if engine != "auto":
         return engine, f"{engine}: asked for"
+    from ._fork import fork_hazard, usable_cores
     from .engines import _processes
 
-    if _processes.usable_cores() < 2 or not _processes.fork_available():
-        return "serial", "serial: one core (or no fork) to run on"
+    if usable_cores() < 2:
+        return "serial", "serial: one core to run on"
     per_call = _processes._time_call(lambda: loss(params))
     estimate = 2 * total * per_call
     if estimate <= _processes.AUTO_MIN_SECONDS:
         return "serial", f"serial: 2N = {2 * total} evaluations estimated at {estimate:.2g} s"
+    hazard = fork_hazard()
+    if hazard is not None:
+        return "serial", f"serial: 2N = {2 * total} evaluations estimated at {estimate:.2g} s, but {hazard}"
     return "processes", (f"processes: 2N = {2 * total} evaluations estimated at {estimate:.2g} s on one "
-                         f"core; spread over {_processes.usable_cores()} processes")
+                         f"core; spread over {usable_cores()} processes")
 
 
 def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adjudicate, digits, claim_scale,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._causes import Cause
+from ._fork import die_with, fork_hazard, shutdown_pool, usable_cores
 from ._verdict import Verdict
 
 #: Entries beyond this many are left with their step-study verdicts (and the report says so).
@@ -97,15 +99,21 @@ class Referee:
         return out
 
     def _all_derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
-        workers = min(os.cpu_count() or 1, flat_indices.size // (PARALLEL_MIN // 2))
-        if workers < 2 or flat_indices.size < PARALLEL_MIN or "fork" not in mp.get_all_start_methods():
+        workers = min(usable_cores(), flat_indices.size // (PARALLEL_MIN // 2))
+        if workers < 2 or flat_indices.size < PARALLEL_MIN or fork_hazard() is not None:
             return self.derivatives(flat_indices)
         global _ACTIVE
         _ACTIVE = self
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_worker_init,
+                                   initargs=(os.getpid(),))
         try:
             chunks = np.array_split(flat_indices, workers * 2)
-            with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
-                parts = list(pool.map(_derivatives_in_worker, chunks))
+            parts = list(pool.map(_derivatives_in_worker, chunks))
+        except BaseException:
+            shutdown_pool(pool, terminate=True)  # Ctrl-C or an error: no waiting for the rest
+            raise
+        else:
+            shutdown_pool(pool, terminate=False)
         finally:
             _ACTIVE = None
         return [d for part in parts for d in part]
@@ -145,6 +153,11 @@ class Referee:
             causes[j] = Cause.EXACT_ZERO if ok and abs(e) <= bound else Cause.EXACT
         return Adjudication(positions, codes, causes, exact, digits, left, right, evaluations,
                             time.perf_counter() - started)
+
+
+def _worker_init(parent: int) -> None:
+    die_with(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
 
 def _derivatives_in_worker(flat_indices: np.ndarray) -> list[tuple | None]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import sys
 import time
 import weakref
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -31,24 +30,13 @@ from typing import Any, Callable
 import numpy as np
 
 from .._differences import central_differences
+from .._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
 from ._chunks import difference_chunk, mutation_error, rebuild_error
 
 #: auto picks this engine when 2N evaluations are estimated to take longer than this.
 AUTO_MIN_SECONDS = 2.0
 #: Chunks per worker: enough for load balance and progress, few enough to stay cheap.
 CHUNKS_PER_WORKER = 8
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its affinity mask where the OS tells it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def fork_available() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def auto_reason(problem: Any) -> str | None:
@@ -72,6 +60,12 @@ def auto_reason(problem: Any) -> str | None:
     estimate = 2 * n * per_call
     if estimate <= AUTO_MIN_SECONDS:
         return None
+    hazard = fork_hazard()
+    if hazard is not None:
+        from . import Declined
+
+        return Declined(f"2N = {2 * n} evaluations would take ~{_format_seconds(estimate)} on one core, "
+                        f"but {hazard}, so no process pool is forked")
     return (
         f"2N = {2 * n} evaluations at ~{_format_seconds(per_call)} each would take "
         f"~{_format_seconds(estimate)} on one core; spread over {cores} processes"
@@ -169,7 +163,7 @@ class ProcessesEngine:
             self._finalizer.detach()
             self._finalizer = None
         if pool is not None:
-            _shutdown(pool, terminate)
+            shutdown_pool(pool, terminate)
 
     # -- the pool ---------------------------------------------------------------------
     def _ensure_pool(self) -> ProcessPoolExecutor:
@@ -181,28 +175,8 @@ class ProcessesEngine:
                 initargs=(self.problem, os.getpid()),  # inherited through fork, never pickled
             )
             self._pool = pool
-            self._finalizer = weakref.finalize(self, _shutdown, pool, False)
+            self._finalizer = weakref.finalize(self, shutdown_pool, pool, False)
         return self._pool
-
-
-def _shutdown(pool: ProcessPoolExecutor, terminate: bool) -> None:
-    if not terminate:
-        pool.shutdown(wait=True, cancel_futures=True)
-        return
-    if hasattr(pool, "kill_workers"):  # Python >= 3.14
-        pool.kill_workers()
-        pool.shutdown(wait=True, cancel_futures=True)
-        return
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for proc in processes:
-        if proc.is_alive():
-            proc.terminate()
-    for proc in processes:
-        proc.join(timeout=5)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
 
 
 # -- in the worker ------------------------------------------------------------------------
@@ -212,33 +186,11 @@ _PRISTINE: np.ndarray | None = None
 
 def _install(problem: Any, parent: int) -> None:
     global _PROBLEM, _PRISTINE
-    _die_with(parent)
+    die_with(parent)
     _PROBLEM = problem
     _PRISTINE = problem.work.copy()  # as forked: a write by f shows against it
     # Ctrl-C is the parent's to handle: it terminates the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _die_with(parent: int) -> None:
-    """Linux: ask the kernel to SIGKILL this worker when the process that forked it dies,
-    however it dies (SIGTERM, SIGKILL, a crash: nothing runs in the parent then, and the
-    workers would otherwise wait on their queue forever). A worker holds nothing but a
-    private copy, so nothing is lost. Elsewhere a no-op: there the parent's handlers are
-    all there is."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    except (OSError, AttributeError):  # pragma: no cover - no prctl: keep the old behaviour
-        return
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
-
-
-_PR_SET_PDEATHSIG = 1
 
 
 def _difference_chunk(idx: np.ndarray, steps: np.ndarray) -> tuple:
