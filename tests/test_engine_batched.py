@@ -89,7 +89,7 @@ def _problem(f, x, cotangent=None, vectorized=True):
         evaluate = lambda: float(f(work))  # noqa: E731
     else:
         v = cotangent.reshape(-1)
-        evaluate = lambda: float(np.dot(v, np.asarray(f(work)).reshape(-1).astype(np.float64)))  # noqa: E731
+        evaluate = lambda: float(np.add.reduce(v * np.asarray(f(work)).reshape(-1).astype(np.float64)))  # noqa: E731
     return CheckProblem(f=f, work=work, evaluate=evaluate, backend=NumpyBackend(),
                         cotangent=cotangent, vectorized=vectorized)
 

@@ -36,7 +36,8 @@ def make_cotangent(shape: tuple[int, ...], config: Config) -> np.ndarray:
 
 
 def reducer(cotangent: np.ndarray | None) -> Callable[[np.ndarray], float]:
-    """Scalar from an output: the output itself, or ``cotangent . output`` in float64."""
+    """Scalar from an output: the output itself, or ``cotangent . output`` in float64
+    (``np.add.reduce(v * y)``: every engine reduces with these bits)."""
     if cotangent is None:
         return lambda y: float(np.asarray(y, dtype=np.float64))
     flat_v = cotangent.reshape(-1)
@@ -46,7 +47,9 @@ def reducer(cotangent: np.ndarray | None) -> Callable[[np.ndarray], float]:
         y = np.asarray(y)
         if y.shape != shape:
             raise ValueError(f"f returned shape {y.shape} after returning {shape} at the unperturbed input")
-        return float(np.dot(flat_v, y.reshape(-1).astype(np.float64)))
+        # numpy's pairwise sum, not BLAS's dot: the same bits on every machine and thread
+        # count, and the compiled engine's in-kernel reduction reproduces them exactly.
+        return float(np.add.reduce(flat_v * y.reshape(-1).astype(np.float64)))
 
     return reduce
 

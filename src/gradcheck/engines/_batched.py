@@ -183,11 +183,11 @@ class BatchedEngine:
         y = y.astype(np.float64)
         if self._flat_v is None:
             return y
-        # One np.dot per row, the serial reducer's own call: a matrix-vector product
-        # (y @ v) may sum in another order and differ from serial in the last bit.
+        # The serial reducer's own call, row by row (np.add.reduce(v * y)): a matrix-vector
+        # product (y @ v) may sum in another order and differ from serial in the last bit.
         y = y.reshape(rows, -1)
         v = self._flat_v
-        return np.fromiter((np.dot(v, y[r]) for r in range(rows)), dtype=np.float64, count=rows)
+        return np.fromiter((np.add.reduce(v * y[r]) for r in range(rows)), dtype=np.float64, count=rows)
 
 
 def _entry(flat_index: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
