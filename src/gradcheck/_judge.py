@@ -5,8 +5,8 @@ Shared by ``check`` and ``check_params``; knows nothing of engines or reports.
 1. classify every entry (the rule in ``_classify``);
 2. retry entries whose step left f's domain with smaller steps;
 3. step study (``_refine``) of every MISMATCH, and in float64 of PASS entries whose
-   tolerance is mostly round-off and of UNCHECKED entries: confirms, explains away, or
-   finds a kink;
+   tolerance is mostly round-off (after a quick look at 8h and 16h, which certifies most
+   of those) and of UNCHECKED entries: confirms, explains away, or finds a kink;
 4. the referee (``_referee``) settles what is still in doubt against the exact derivative,
    when f runs at arbitrary precision.
 """
@@ -22,10 +22,13 @@ from ._classify_kernel import classify  # the fused kernel from 1e5 entries, num
 from ._config import Config
 from ._differences import slope_and_noise
 from ._referee import MAX_ADJUDICATED, Referee
-from ._refine import step_study
+from ._refine import quick_certify, step_study
 from ._verdict import Verdict
 
 ADJUDICATE_CHOICES = ("auto", True, False)
+#: Noisy PASS entries get the quick look (``_refine.quick_certify``) before the full step
+#: study. False gives the full study to every suspect (the tests compare the two).
+QUICK_LOOK = True
 
 
 @dataclass
@@ -87,18 +90,33 @@ def judge_entries(
             suspect |= (codes == Verdict.PASS) & (cfg.noise_factor * noise > cfg.rtol * scale)
             suspect |= codes == Verdict.UNCHECKED
         suspects = np.flatnonzero(suspect & np.isfinite(fp) & np.isfinite(fm))
-        if suspects.size:
-            study = step_study(
-                sub, suspects, steps[suspects], analytic[suspects],
-                (fp[suspects], fm[suspects], denom[suspects]), base_value=base_value,
-                unit_roundoff=unit, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor,
-            )
-            numeric[suspects] = study.numeric
-            noise[suspects] = study.bound / cfg.noise_factor if cfg.noise_factor else study.bound
-            codes[suspects] = study.codes
-            refined[suspects] = True
-            causes[suspects] = np.where(study.kink, Cause.KINK_STEPS, Cause.STEP_STUDY)
-            left[suspects], right[suspects] = study.left, study.right
+        options = dict(base_value=base_value, unit_roundoff=unit, rtol=cfg.rtol, atol=cfg.atol,
+                       noise_factor=cfg.noise_factor)
+        per_bound = lambda b: b / cfg.noise_factor if cfg.noise_factor else b  # noqa: E731
+        # Noisy PASS entries get the quick look first; what it certifies skips the study.
+        noisy = suspects[codes[suspects] == Verdict.PASS] if QUICK_LOOK else suspects[:0]
+        batches = [(suspects[codes[suspects] != Verdict.PASS] if QUICK_LOOK else suspects, None)]
+        if noisy.size:
+            q = quick_certify(sub, noisy, steps[noisy], analytic[noisy], (fp[noisy], fm[noisy], denom[noisy]),
+                              **options)
+            ok = noisy[q.certified]
+            numeric[ok], noise[ok] = q.numeric[q.certified], per_bound(q.bound[q.certified])
+            refined[ok] = True
+            causes[ok] = Cause.STEP_STUDY
+            evaluations += q.evaluations
+            rest = ~q.certified
+            batches.append((noisy[rest], {f: tuple(d[rest] for d in q.raw[f]) for f in q.raw}))
+        for group, measured in batches:
+            if not group.size:
+                continue
+            study = step_study(sub, group, steps[group], analytic[group], (fp[group], fm[group], denom[group]),
+                               measured=measured, **options)
+            numeric[group] = study.numeric
+            noise[group] = per_bound(study.bound)
+            codes[group] = study.codes
+            refined[group] = True
+            causes[group] = np.where(study.kink, Cause.KINK_STEPS, Cause.STEP_STUDY)
+            left[group], right[group] = study.left, study.right
             evaluations += study.evaluations
 
     judged = Judged(numeric, noise, codes, refined, int(evaluations), causes,
