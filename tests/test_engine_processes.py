@@ -302,6 +302,12 @@ _WITH_JAX = textwrap.dedent(
     p = check_params(lambda q: float((q["w"] ** 3).sum()), {"w": x.copy()}, {"w": 3 * x ** 2},
                      adjudicate=False)
     assert p["w"].engine == "serial" and "jax" in p["w"].notes[0], p["w"].notes
+    # asked for explicitly, the pool is forked anyway and the report says so
+    warnings.simplefilter("ignore")  # jax's own fork warning
+    forced = check(lambda z: float((z ** 3).sum()), x, lambda z: 3 * z ** 2, engine="processes",
+                   adjudicate=False)
+    assert forced.engine == "processes" and forced.passed
+    assert any("forked its workers although jax" in n for n in forced.notes), forced.notes
     # the referee adjudicates in this process instead of forking a pool
     ref = Referee(lambda z: (z ** 3).sum(), x, None, digits=20)
     found = ref._all_derivatives(np.arange(24))

@@ -344,6 +344,7 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         seconds=time.perf_counter() - started,
         notes=((f"sampled {flat_idx.size} of {size} entries",) if flat_idx.size < size else ())
         + (() if why.endswith("asked for") else (why,))
+        + (tuple(pool.notes) if pool is not None else ())
         + tuple(adjudication_notes(judged.adjudication, adjudicate)),
         causes=spread(judged.causes, 0, np.uint8),
         exact=spread(judged.exact, np.nan),

@@ -92,6 +92,15 @@ class ProcessesEngine:
         self.chunks_per_worker = max(1, int(chunks_per_worker))
         self._pool: ProcessPoolExecutor | None = None
         self._finalizer: weakref.finalize | None = None
+        self._hazard: str | None = None  # set when a pool was forked in spite of one
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What the report should say about this engine's run."""
+        if self._hazard is None:
+            return ()
+        return (f"engine='processes' forked its workers although {self._hazard}: f must not call "
+                "into jax (auto would have run serial)",)
 
     # -- the engine interface -------------------------------------------------------
     def differences(
@@ -168,6 +177,7 @@ class ProcessesEngine:
     # -- the pool ---------------------------------------------------------------------
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
+            self._hazard = self._hazard or fork_hazard()
             pool = ProcessPoolExecutor(
                 max_workers=self.workers,
                 mp_context=multiprocessing.get_context("fork"),
