@@ -265,12 +265,7 @@ def check(
         evaluations=evaluations,
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
-        causes=judged.causes.reshape(shape),
-        exact=judged.exact.reshape(shape),
-        digits=judged.digits.reshape(shape),
-        left=judged.left.reshape(shape),
-        right=judged.right.reshape(shape),
-        adjudication=judged.adjudication,
+        **judged.second_look(shape),
     )
     if saved is not None:
         saved.finish()

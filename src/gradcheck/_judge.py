@@ -45,6 +45,24 @@ class Judged:
     right: np.ndarray | None = None
     adjudication: dict[str, Any] = field(default_factory=dict)
 
+    def second_look(self, shape: tuple[int, ...], positions: np.ndarray | None = None) -> dict[str, Any]:
+        """The report's second-look fields (causes, exact, digits, one-sided slopes,
+        adjudication) in ``shape``; with ``positions`` (flat), these entries are the
+        judged ones and the others get the "not looked at" fill values."""
+        fills = {"causes": (0, np.uint8), "exact": (np.nan, np.float64), "digits": (-1, np.int16),
+                 "left": (np.nan, np.float64), "right": (np.nan, np.float64)}
+        out: dict[str, Any] = {"adjudication": self.adjudication}
+        size = int(np.prod(shape, dtype=np.int64))
+        for name, (fill, dtype) in fills.items():
+            values = getattr(self, name)
+            if positions is None:
+                out[name] = values.reshape(shape)
+            else:
+                full = np.full(size, fill, dtype=dtype)
+                full[positions] = values
+                out[name] = full.reshape(shape)
+        return out
+
 
 def judge_entries(
     differencer, values: np.ndarray, analytic: np.ndarray, diffs, steps: np.ndarray, *,

@@ -317,11 +317,6 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         if pool is not None:
             pool.close()
     shape = arr.shape
-    def spread(values_at, fill, dtype=np.float64):
-        out = np.full(size, fill, dtype=dtype)
-        out[flat_idx] = values_at
-        return out.reshape(shape)
-
     numeric = np.full(size, np.nan)
     noise = np.full(size, np.nan)
     codes = np.full(size, Verdict.SKIPPED, dtype=np.uint8)
@@ -346,10 +341,5 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         + (() if why.endswith("asked for") else (why,))
         + (tuple(pool.notes) if pool is not None else ())
         + tuple(adjudication_notes(judged.adjudication, adjudicate)),
-        causes=spread(judged.causes, 0, np.uint8),
-        exact=spread(judged.exact, np.nan),
-        digits=spread(judged.digits, -1, np.int16),
-        left=spread(judged.left, np.nan),
-        right=spread(judged.right, np.nan),
-        adjudication=judged.adjudication,
+        **judged.second_look(shape, flat_idx),
     )
