@@ -30,6 +30,7 @@ TESTS=(
   "tests/test_check.py"
   "tests/test_control.py"
   "tests/test_referee.py"
+  "tests/test_quick_look.py"
   # restoration under NaN/inf for every layout: 17 s and no verdict assertion
   "--deselect=tests/test_properties.py::test_check_never_changes_the_users_array"
   # times numba's compilation: 0 s when the kernel comes from the cache of an earlier run

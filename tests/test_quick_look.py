@@ -241,3 +241,175 @@ def test_an_infinite_claim_is_not_certified():
     x = np.array([0.5, 1.5])
     look = _look(lambda z: float((z**2).sum()), x, np.array([np.inf, 3.0]))
     assert not look.certified[0]
+
+
+# -- the rule at its edges (written against the mutants of quick_certify / _smooth that
+# -- survived the tests above; see mutation/README.md) ---------------------------------------
+H = 2.0**-10  # dyadic steps: x +- s, the slopes and the gaps below are exact in float64
+
+
+def _table(first, at8, at16):
+    """A differencer returning fixed (f_plus, f_minus, denominator) rows at 8h and 16h."""
+    rows = {8.0: at8, 16.0: at16}
+
+    def differencer(idx, steps):
+        factor = float(np.round(steps[0] / H))
+        return tuple(np.array([v] * len(idx), dtype=np.float64) for v in rows[factor])
+
+    return differencer, tuple(np.array([v]) for v in first)
+
+
+def _slope_rows(slope, factor, f0=0.0):
+    """f(x +- s) of a function with the given central slope at x and no curvature."""
+    s = factor * H
+    return (f0 + slope * s, f0 - slope * s, 2 * s)
+
+
+@pytest.mark.parametrize("d1, d16, bound", [
+    # D(h) off by delta = 2/3 rtol: m = 2 delta h, bound = 3 m / 8h = 0.75 delta = rtol / 2
+    (1.0 + 2e-6 / 3, 1.0, 0.5e-6),
+    # D(16h) off by tau = 1.5 rtol: truncation bound tau / 3 = rtol / 2
+    (1.0, 1.0 + 1.5e-6, 0.5e-6),
+], ids=["D(h)-scattered", "D(16h)-moved"])
+def test_the_bound_is_the_documented_one_and_certifies_exactly_up_to_it(d1, d16, bound):
+    """Synthetic differences with D(8h) = 1 and either D(h) or D(16h) moved: D(8h)'s bound
+    is max(k noise(8h), 3 m / half(8h)) + |D(16h) - D(8h)| / 3 with m = 2 |D(h) - D(8h)|
+    half(h) (worked out by hand above; the modelled noise is ~1e-15 here). A claim is
+    certified while |a - D(8h)| + bound <= rtol * scale: at 0.8 of the room left, yes;
+    at 1.2 of it, no."""
+    diff, first = _table(_slope_rows(d1, 1.0), _slope_rows(1.0, 8.0), _slope_rows(d16, 16.0))
+    room = 1e-6 - bound
+    for fraction, expected in ((0.8, True), (1.2, False), (-0.8, True), (-1.2, False)):
+        claim = np.array([1.0 + fraction * room])
+        look = quick_certify(diff, np.arange(1), np.array([H]), claim, first, base_value=0.0,
+                             unit_roundoff=U, rtol=1e-6, atol=0.0, noise_factor=8.0)
+        assert look.numeric[0] == 1.0
+        assert look.bound[0] == pytest.approx(bound, rel=1e-6)
+        assert look.certified[0] == expected, fraction
+
+
+def test_a_claim_exactly_at_the_edge_is_certified():
+    """atol + |a - D(8h)| + bound == rtol * scale exactly (all terms dyadic: f(t) = t, bound
+    = k u) is certified, as the rule passes err == tol; one ulp less rtol is not."""
+    diff, first = _table(_slope_rows(1.0, 1.0), _slope_rows(1.0, 8.0), _slope_rows(1.0, 16.0))
+    atol, gap, bound = 2.0**-30, 2.0**-20, 8.0 * U
+    rtol = atol + gap + bound  # exact; scale = max(|a|, |D(8h)|) = 1
+    claim = np.array([1.0 - gap])
+    kw = dict(base_value=0.0, unit_roundoff=U, atol=atol, noise_factor=8.0)
+    look = quick_certify(diff, np.arange(1), np.array([H]), claim, first, rtol=rtol, **kw)
+    assert look.bound[0] == bound and look.certified[0]
+    look = quick_certify(diff, np.arange(1), np.array([H]), claim, first, rtol=np.nextafter(rtol, 0), **kw)
+    assert not look.certified[0]
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).eps >= np.finfo(np.float64).eps,
+                    reason="longdouble is float64 on this platform")
+def test_the_quick_look_judges_float64_claims():
+    """As the rule and the step study do, the quick look rounds the claim to float64: a
+    claim 2**-60 above 1 in extended precision is 1.0, equal to D(8h) = 1 (f(t) = t)."""
+    one_plus = np.longdouble(1) + np.longdouble(2) ** -60
+    diff, first = _table(_slope_rows(1.0, 1.0), _slope_rows(1.0, 8.0), _slope_rows(1.0, 16.0))
+    look = quick_certify(diff, np.arange(1), np.array([H]), np.array([one_plus]), first, base_value=None,
+                         unit_roundoff=0.0, rtol=0.0, atol=0.0, noise_factor=8.0)
+    assert look.numeric[0] == 1.0 and look.bound[0] == 0.0
+    assert look.certified[0]
+
+
+def test_no_floating_point_warning_escapes():
+    """NaN, inf, huge and zero-width differences are expected inputs: the quick look answers
+    (not certified) under numpy's strictest setting for invalid operations and overflow,
+    and its kink test (like the step study's) under strict invalid and divide."""
+    rows = {  # (first, 8h, 16h) per entry
+        "inf - inf": ((1.0, 1.0, 2 * H), (np.inf, 1.0, 16 * H), (np.inf, 1.0, 32 * H)),
+        "nan": ((1.0, 1.0, 2 * H), (np.nan, 1.0, 16 * H), (1.0, np.nan, 32 * H)),
+        "overflow": ((1.0, 1.0, 1.0), (1e308, 0.0, 1.0), (-1e308, 0.0, 1.0)),
+        "zero width": ((1.0, 0.0, 2 * H), (1.0, -1.0, 0.0), (0.0, 0.0, 0.0)),
+    }
+
+    def differencer_for(entries):
+        def differencer(idx, steps):
+            col = {8.0: 1, 16.0: 2}[float(np.round(steps[0] / H))]
+            return tuple(np.array([rows[e][col][j] for e in entries]) for j in range(3))
+        first = tuple(np.array([rows[e][0][j] for e in entries]) for j in range(3))
+        return differencer, first
+
+    names = list(rows)
+    diff, first = differencer_for(names)
+    args = (diff, np.arange(len(names)), np.full(len(names), H), np.ones(len(names)), first)
+    kw = dict(unit_roundoff=U, rtol=1e-6, atol=0.0, noise_factor=8.0)
+    with np.errstate(invalid="raise", divide="raise", over="raise", under="ignore"):
+        look = quick_certify(*args, base_value=None, **kw)
+    assert not look.certified.any()
+    small = [n for n in names if n != "overflow"]  # the kink test does not guard overflow
+    diff, first = differencer_for(small)
+    args = (diff, np.arange(len(small)), np.full(len(small), H), np.ones(len(small)), first)
+    with np.errstate(invalid="raise", divide="raise", over="ignore", under="ignore"):
+        look = quick_certify(*args, base_value=0.0, **kw)
+    assert not look.certified.any()
+
+
+def _kinked(F, slope, jump):
+    """f(z) = F + slope z + (jump/2) |z| at x = 0: one-sided slopes slope +- jump/2, central
+    differences exactly ``slope`` at every step, one-sided gap exactly ``jump`` (dyadic
+    values: every f(+-s) below is exact in float64)."""
+    x = np.zeros(1)
+    f = lambda z: float(F + slope * z[0] + jump / 2 * abs(z[0]))  # noqa: E731
+    diff = _differencer(f, x)
+    return diff, diff(np.arange(1), np.array([H])), f(x)
+
+
+N = 2.0**-19  # k u (|f(x+8h)| + |f(x-8h)| + 2|f(x)|) / 8h for F = 2**22, k = 8, h = 2**-10
+
+
+@pytest.mark.parametrize("F, rtol, jump, expected", [
+    # no round-off to speak of (F = 0): insignificant means |gap| <= 10 rtol scale, scale = 2
+    (0.0, 1e-6, 0.8 * 20e-6, True),
+    (0.0, 1e-6, 1.05 * 20e-6, False),
+    # f ~ 4e6: the gap's round-off k*noise = N adds to it: threshold N + 10 rtol scale
+    (2.0**22, 0.26 * N, 6 * N, True),     # threshold 6.2 N
+    (2.0**22, 0.245 * N, 6 * N, False),   # threshold 5.9 N
+], ids=["inside", "outside", "inside-round-off", "outside-round-off"])
+def test_a_kink_is_certified_only_while_its_gap_is_insignificant(F, rtol, jump, expected):
+    """At a kink the one-sided slopes do not converge (the gap at 16h equals the gap at 8h,
+    it does not double), so the quick look certifies the claim (their mean, the central
+    difference) only if the gap is within f's round-off at 8h plus 10 rtol scale, the
+    threshold the full study's kink test uses: just inside, certified; just outside, left
+    to the full study. Closed form: gap = jump, central slope = 2 at every step."""
+    diff, first, f0 = _kinked(F, 2.0, jump)
+    look = quick_certify(diff, np.arange(1), np.array([H]), np.array([2.0]), first, base_value=f0,
+                         unit_roundoff=U, rtol=rtol, atol=0.0, noise_factor=8.0)
+    assert look.numeric[0] == 2.0 and look.bound[0] <= rtol * 2.0  # the claim itself would pass
+    assert look.certified[0] == expected
+
+
+def test_a_gap_exactly_at_the_threshold_is_insignificant():
+    """|gap| == 10 rtol scale exactly (no round-off term: u = 0) is not significant, as in
+    the full study's kink test (significant means >); a hair more is."""
+    rtol = 2.0**-20
+    diff, first, f0 = _kinked(0.0, 1.0, 10 * rtol)
+    kw = dict(base_value=f0, unit_roundoff=0.0, atol=0.0, noise_factor=8.0)
+    assert quick_certify(diff, np.arange(1), np.array([H]), np.ones(1), first, rtol=rtol, **kw).certified[0]
+    smaller = np.nextafter(rtol, 0)
+    assert not quick_certify(diff, np.arange(1), np.array([H]), np.ones(1), first, rtol=smaller, **kw).certified[0]
+
+
+@pytest.mark.parametrize("ratio, expected", [(0.2, True), (0.25, True), (0.3, False)])
+def test_a_significant_gap_must_double_from_8h_to_16h_within_25_percent(ratio, expected):
+    """f(z) = z + a z^2/2 + b z^4 at 0: every central difference is exactly 1 (= f'(0)),
+    the one-sided gap at step s is a s + 2 b s^3, far above the threshold. With B = b s^2
+    (s = 8h): |gap(16h) - 2 gap(8h)| / |2 gap(8h)| = 6B / (a + 2B) = ratio. Within 25% the
+    point counts as smooth (certified); beyond, it is left to the full study. At 0.25 the
+    values are dyadic and the ratio is exact (a = 22, b s^2 = 1)."""
+    a = 22.0
+    B = ratio * a / (6.0 - 2.0 * ratio)
+    s = 8 * H
+    b = B / s**2
+    assert ratio != 0.25 or b == 2.0**14
+    f = lambda z: float(z[0] + a * z[0] ** 2 / 2 + b * z[0] ** 4)  # noqa: E731
+    x = np.zeros(1)
+    diff = _differencer(f, x)
+    first = diff(np.arange(1), np.array([H]))
+    look = quick_certify(diff, np.arange(1), np.array([H]), np.ones(1), first, base_value=f(x),
+                         unit_roundoff=U, rtol=1e-6, atol=0.0, noise_factor=8.0)
+    assert look.numeric[0] == pytest.approx(1.0, abs=1e-14)
+    assert look.certified[0] == expected
