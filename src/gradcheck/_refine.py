@@ -37,6 +37,9 @@ QUICK_FACTORS = (8.0, 16.0)
 #: How much the quick look inflates the round-off it measures from D(h) - D(8h) (one
 #: pair, where the full study takes the largest of three).
 QUICK_MEASURED_SAFETY = 2.0
+#: The quick look's kink test accepts a slope jump up to this share of the threshold the
+#: full study's kink test uses (margin for the curvature the full study sees at h/2..2h).
+KINK_MARGIN = 0.5
 
 
 @dataclass(frozen=True)
@@ -91,8 +94,8 @@ def step_study(
     # (which the model u*|f| underestimates when f cancels large intermediate values).
     with np.errstate(invalid="ignore"):
         half = {s: np.abs(raw[s][2]) / 2.0 for s in STUDY_FACTORS}
-        measured = np.max([np.abs(slopes[s] - slopes[2 * s]) * half[s] for s in (0.5, 1.0, 2.0)], axis=0)
-        bound_noise = {s: np.maximum(k * noises[s], 3.0 * measured / half[s]) for s in STUDY_FACTORS}
+        roundoff = np.max([np.abs(slopes[s] - slopes[2 * s]) * half[s] for s in (0.5, 1.0, 2.0)], axis=0)
+        bound_noise = {s: np.maximum(k * noises[s], 3.0 * roundoff / half[s]) for s in STUDY_FACTORS}
     candidates: list[tuple[np.ndarray, np.ndarray]] = []
     lower = STUDY_FACTORS[:-1]
     for s in lower:
@@ -165,8 +168,8 @@ def quick_certify(
         m     = 2 |D(h) - D(8h)| half(h)      (f's round-off, measured; includes truncation)
         certified: atol + |a - D(8h)| + bound <= rtol * max(|a|, |D(8h)|)
 
-    and whose one-sided slopes say the point is smooth (their gap is insignificant, or it
-    doubles from 8h to 16h as f'' h does; at a kink it stays put). If the bound holds,
+    and whose one-sided slopes show no kink (the gap between them, extrapolated from 8h
+    and 16h to step 0, is well below the full study's kink threshold). If the bound holds,
     ``|a - f'| <= rtol*scale``, so the full study would pass the entry too: certifying it
     here loses no sensitivity, it only skips six evaluations.
     """
@@ -189,23 +192,27 @@ def quick_certify(
 
 
 def _smooth(raw, base_value, unit, rtol, k, scale) -> np.ndarray:
-    """One-sided slopes at 8h and 16h: no significant gap, or a gap that doubles with the
-    step (a smooth point's gap is ~f''h). Without f(x) there is no kink test at all."""
+    """No kink at x, from the one-sided slopes at 8h and 16h. Their gap is
+    ``c + f''s + O(s^3)`` with ``c`` the jump of the slope at a kink (0 at a smooth point),
+    so ``2 gap(8h) - gap(16h)`` measures ``c`` whatever the curvature. The point counts as
+    smooth when that is below half the threshold at which the full study's kink test
+    calls a gap significant (its round-off plus 10 rtol scale), so that no entry the full
+    study would call KINK is certified here. Without f(x) there is no kink test at all."""
     count = raw[8.0][0].shape[0]
     if base_value is None or not np.isfinite(base_value):
         return np.ones(count, dtype=bool)
     f0 = base_value
-    gaps = {}
-    with np.errstate(invalid="ignore", divide="ignore"):
+    gaps, noise = {}, {}
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for s in QUICK_FACTORS:
             fp, fm, den = raw[s]
             half = den / 2.0
             gaps[s] = (fp - f0) / half - (f0 - fm) / half
-        fp, fm, den = raw[8.0]
-        noise = unit * (np.abs(fp) + np.abs(fm) + 2 * abs(f0)) / (den / 2.0)
-        insignificant = np.abs(gaps[8.0]) <= k * noise + 10 * rtol * scale
-        doubles = np.abs(gaps[16.0] - 2.0 * gaps[8.0]) <= 0.25 * np.abs(2.0 * gaps[8.0])
-    return (insignificant | doubles) & np.isfinite(gaps[8.0]) & np.isfinite(gaps[16.0])
+            noise[s] = unit * (np.abs(fp) + np.abs(fm) + 2 * abs(f0)) / half
+        jump = np.abs(2.0 * gaps[8.0] - gaps[16.0])
+        threshold = k * (2.0 * noise[8.0] + noise[16.0]) + 10 * rtol * scale
+        smooth = jump <= KINK_MARGIN * threshold
+    return smooth & np.isfinite(gaps[8.0]) & np.isfinite(gaps[16.0])
 
 
 def _kink_test(raw, base_value, unit, rtol, k):
