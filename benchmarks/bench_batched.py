@@ -157,7 +157,11 @@ def main(quick: bool = False) -> dict:
               f" (the floor allows at most {r['naive_over_floor']:.1f}x here)")
     return {"benchmark": "batched", "quick": quick, "sizes": results, "budget_sweep": sweep,
             "target": TARGET, "headline_ratio": ratio, "meets_target": ratio >= TARGET,
-            "over_b_ratio": over_b["naive_over_batched"]}
+            "over_b_ratio": over_b["naive_over_batched"],
+            "target_summary": (f"target {'met' if over_b['naive_over_batched'] >= TARGET else 'MISSED'} over B"
+                               f" ({over_b['naive_over_batched']:.1f}x), "
+                               f"{'met' if ratio >= TARGET else 'MISSED'} over W ({ratio:.1f}x;"
+                               f" floor {head['naive_over_floor']:.1f}x)")}
 
 
 if __name__ == "__main__":

@@ -90,3 +90,16 @@ def test_bench_command_lists_and_runs_a_quick_benchmark():
     ran = run("bench", "serial", "--quick", "--dir", str(root / "benchmarks"))
     assert ran.returncode == 0, ran.stderr
     assert "engine/naive" in ran.stdout and "cores" in ran.stdout
+
+
+def test_bench_summary_words():
+    """The summary line says met/MISSED from a benchmark's result, or its own summary when
+    its target reads differently per case (batched: over B and over W)."""
+    from gradcheck._bench import _target_word
+
+    assert _target_word({"meets_target": True}) == "target met"
+    assert _target_word({"meets_targets": False}) == "target MISSED"
+    assert _target_word({"skipped": "torch is not installed"}) == "skipped: torch is not installed"
+    mixed = {"meets_target": False, "target_summary": "target met over B (15.6x), MISSED over W (1.6x)"}
+    assert _target_word(mixed) == mixed["target_summary"]
+    assert _target_word(None) == "" and _target_word({}) == ""
