@@ -247,9 +247,8 @@ def test_array_f_raising_or_changing_shape_is_reported():
         np.testing.assert_array_equal(p.work, x)
 
 
-def test_results_do_not_depend_on_the_thread_count_or_on_progress_blocks(monkeypatch):
+def test_results_do_not_depend_on_the_thread_count_or_on_progress_blocks():
     """One thread, all threads, or blocks driven by a progress callback: the same bits."""
-    monkeypatch.setattr(_compiled, "IN_PROCESS_SECONDS", 0.0)  # every pass in the kernel
     x = rosen_input(np.float64, 300)
     idx = np.arange(x.size)
     steps = steps_for(x, 6e-6)
@@ -374,28 +373,3 @@ def test_auto_reason_for_plain_python_does_not_import_numba():
         "assert 'numba' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-
-
-def test_small_passes_after_a_launch_run_in_process_with_the_same_bits(monkeypatch):
-    """Once a launch has measured f, a pass of a few entries (a refinement pass) runs the
-    serial loop in-process instead of launching the kernel: same bits as the kernel, for a
-    scalar and an array-valued f; the first pass always launches."""
-    for f, x, cot in ((rosen, rosen_input(np.float64), None),
-                      (layer, np.random.default_rng(5).standard_normal((30, 5)), np.linspace(-1, 1, 90).reshape(30, 3))):
-        p = problem(f, x, cot)
-        idx = np.arange(x.size)
-        steps = steps_for(x.reshape(-1), 6e-6)
-        engine, _ = select_engine("compiled", p)
-        engine.differences(idx, steps)                      # launches, measures f
-        assert engine.per_evaluation is not None and engine.in_process_passes == 0
-        few = idx[[3, 11, 40]]
-        got = engine.differences(few, steps[[3, 11, 40]] * 4)
-        assert engine.in_process_passes == 1
-        ticks: list[int] = []
-        engine.differences(few, steps[[3, 11, 40]], progress=ticks.append)
-        assert ticks == [3] and engine.in_process_passes == 2  # progress still reports the pass
-        monkeypatch.setattr(_compiled, "IN_PROCESS_SECONDS", 0.0)
-        kernel = engine.differences(few, steps[[3, 11, 40]] * 4)
-        monkeypatch.undo()
-        assert engine.in_process_passes == 2
-        assert_bit_equal(got, kernel)

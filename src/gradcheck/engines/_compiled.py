@@ -47,12 +47,6 @@ prange = PRANGE
 #: evaluations.
 CHUNKS_PER_THREAD = 16
 
-#: Once a launch has measured f, a pass whose 2N evaluations would take less than this
-#: (seconds, one thread) runs in-process through the serial loop instead of the kernel:
-#: a launch of the parallel kernel costs ~0.1-1 ms idle and 4-8 ms on a loaded machine
-#: (see AUTO_WARM_MIN_SECONDS), and refinement passes are often a few dozen entries.
-IN_PROCESS_SECONDS = 2e-3
-
 #: With a progress callback, blocks of entries are sized to take about this long.
 PROGRESS_SECONDS = 0.25
 
@@ -194,8 +188,6 @@ class CompiledEngine:
         self.kind = _kind(problem.f)
         self.compile_seconds = 0.0
         self.threads = 0
-        self.per_evaluation: float | None = None  # one thread's seconds per f, from a launch
-        self.in_process_passes = 0
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -221,16 +213,6 @@ class CompiledEngine:
         status = np.zeros(count, dtype=np.uint8)
         if count == 0:
             return f_plus, f_minus, denom
-        if self.per_evaluation is not None and 2 * count * self.per_evaluation < IN_PROCESS_SECONDS:
-            # A handful of entries (a refinement pass): calling f from Python costs less
-            # than launching the parallel kernel, and the serial loop gives the same bits.
-            from ._serial import SerialEngine
-
-            self.in_process_passes += 1
-            result = SerialEngine(p).differences(idx, steps)
-            if progress is not None:
-                progress(count)
-            return result
         # The step in the input's dtype, rounded as the serial engine rounds it.
         h = steps.astype(p.work.dtype)
         self.threads = numba.get_num_threads()
@@ -255,18 +237,16 @@ class CompiledEngine:
             return time.perf_counter() - began
 
         if progress is None:
-            total = launch(0, count)
+            launch(0, count)
         else:
-            start, size, total = 0, min(count, self.threads * CHUNKS_PER_THREAD), 0.0
+            start, size = 0, min(count, self.threads * CHUNKS_PER_THREAD)
             while start < count:
                 stop = min(count, start + size)
                 took = launch(start, stop)
-                total += took
                 progress(stop)
                 wanted = int(PROGRESS_SECONDS * (stop - start) / took) if took > 0 else size * 8
                 size = max(1, min(size * 8, wanted))
                 start = stop
-        self.per_evaluation = total * max(1, self.threads) / (2 * count)
         _WARM.add(_warm_key(p))
         failed = np.flatnonzero(status)
         if failed.size:
