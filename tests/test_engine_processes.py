@@ -232,18 +232,24 @@ _INTERRUPTED = textwrap.dedent(
 )
 
 
+def _busy_check() -> subprocess.Popen:
+    """The _INTERRUPTED script in its own session, once its workers are forked and busy."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )
+    assert proc.stdout.readline().strip() == "ready"
+    time.sleep(1.0)
+    return proc
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_workers_die_with_a_killed_parent(sig):
     """SIGTERM (default action: no handler, no cleanup) or SIGKILL to the checking process
     alone: its workers do not linger as orphans (the kernel kills them with it)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
-    )
+    proc = _busy_check()
     try:
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(1.0)  # workers forked and busy
         os.kill(proc.pid, sig)  # the parent only, not its group
         proc.communicate(timeout=30)
         if not _group_gone(proc.pid):
@@ -259,13 +265,8 @@ def test_ctrl_c_leaves_no_worker_behind():
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) stops the check
     promptly with KeyboardInterrupt in the parent (each chunk would take 5 s more), the
     workers print nothing, and every worker is gone."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _INTERRUPTED], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, start_new_session=True,
-    )
+    proc = _busy_check()
     try:
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(1.0)  # workers forked and busy
         os.killpg(proc.pid, signal.SIGINT)
         interrupted_at = time.monotonic()
         out, err = proc.communicate(timeout=30)
