@@ -452,3 +452,40 @@ def test_negative_control_passes_on_dask(client):
     check(f, x, g, executor=ex).assert_pass()
     bad = check(f, x, wrong, executor=ex)
     assert set(bad.entries(gradcheck.Verdict.MISMATCH)) == {(4, 1), (0, 2)}
+
+
+def test_check_params_on_the_cluster_equals_serial_bit_for_bit(client):
+    """check_params(executor=...): each name's entries on the dask workers (the loss and its
+    parameters shipped together, so perturbing the shipped array is what the loss sees);
+    verdicts and differences equal serial's bit for bit, a planted bug is flagged at its
+    entry, and the caller's parameters are untouched."""
+    from gradcheck import Verdict, check_params
+
+    rng = np.random.default_rng(11)
+    params = {"w": rng.standard_normal((6, 5)), "b": rng.standard_normal(5)}
+    before = {n: params[n].tobytes() for n in params}
+    x = rng.standard_normal((4, 6))
+
+    def loss(p):
+        return float((np.tanh(x @ p["w"] + p["b"]) ** 2).sum())
+
+    def grads(p):
+        t = np.tanh(x @ p["w"] + p["b"])
+        d = 2 * t * (1 - t**2)
+        return {"w": x.T @ d, "b": d.sum(axis=0)}
+
+    claim = grads(params)
+    claim["w"][2, 3] *= 1.001
+    serial = check_params(loss, params, claim, engine="serial", adjudicate=False)
+    cluster = check_params(loss, params, claim, executor=client.get_executor(), adjudicate=False)
+    assert cluster.failing == serial.failing == ["w"]
+    assert cluster["w"].entries(Verdict.MISMATCH) == [(2, 3)]
+    for n in params:
+        assert cluster[n].engine == "executor"
+        assert cluster[n].codes.tobytes() == serial[n].codes.tobytes()
+        assert cluster[n].numeric.tobytes() == serial[n].numeric.tobytes()
+        assert params[n].tobytes() == before[n]
+    with pytest.raises(ValueError, match="needs executor="):
+        check_params(loss, params, claim, engine="executor")
+    with pytest.raises(ValueError, match="drop one"):
+        check_params(loss, params, claim, engine="processes", executor=client.get_executor())

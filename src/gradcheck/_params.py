@@ -120,6 +120,7 @@ def check_params(
     adjudicate: bool | str = "auto",
     digits: int = 30,
     engine: str = "auto",
+    executor: Any = None,
 ) -> ParamsReport:
     """Check ``grads[name]`` against ``loss(params)`` at every entry of every name.
 
@@ -136,7 +137,10 @@ def check_params(
     pool: the workers perturb their own copies of the parameters, so the dict is never
     touched; results identical to serial), or ``"auto"`` (processes when the whole check
     is estimated to take more than a couple of seconds and there is more than one core;
-    each report says which ran and, for auto, why in its notes).
+    each report says which ran and, for auto, why in its notes). ``executor`` (any
+    ``concurrent.futures.Executor``, e.g. a dask cluster's ``client.get_executor()``, or
+    ``ExecutorOptions``) runs each name's entries there, as :func:`check` does: the loss
+    and the parameters are shipped once per worker, results identical to serial.
 
     >>> import numpy as np, gradcheck
     >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
@@ -175,11 +179,16 @@ def check_params(
         f0 = _scalar_loss(loss, params, None, "base", None)
         total = sum(int(np.size(params[n])) if sample is None else min(sample, int(np.size(params[n])))
                     for n in names)
-        chosen, why = _choose_engine(engine, loss, params, total)
+        if executor is not None:
+            if engine not in ("auto", "executor"):
+                raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
+            chosen, why = "executor", "executor: asked for"
+        else:
+            chosen, why = _choose_engine(engine, loss, params, total)
         for n in names:
             cfg = config if config is not None else Config.for_dtype(dtypes[n])
             reports[n] = _check_one(loss, params, n, claimed[n], cfg, sample, rng, adjudicate, digits, claim_scale,
-                                    chosen, why)
+                                    chosen, why, executor)
         f1 = _scalar_loss(loss, params, None, "base", None)
     finally:
         for n in names:
@@ -232,7 +241,7 @@ def _scalar_loss(loss, params, index, side, name) -> float:
     return float(arr)
 
 
-PARAMS_ENGINES = ("auto", "serial", "processes")
+PARAMS_ENGINES = ("auto", "serial", "processes")  # and "executor", with executor=
 
 
 def _named(differences, name: str):
@@ -250,6 +259,8 @@ def _named(differences, name: str):
 
 def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str]:
     """``(engine, why)`` for check_params; auto times one loss evaluation."""
+    if engine == "executor":
+        raise ValueError("check_params: engine='executor' needs executor= (a concurrent.futures.Executor)")
     if engine not in PARAMS_ENGINES:
         raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
     if engine != "auto":
@@ -271,7 +282,7 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str]:
 
 
 def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adjudicate, digits, claim_scale,
-               engine: str = "serial", why: str = "serial: asked for") -> Report:
+               engine: str = "serial", why: str = "serial: asked for", executor: Any = None) -> Report:
     started = time.perf_counter()
     arr = params[name]
     size = arr.size
@@ -287,14 +298,15 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         return central_differences(evaluate, arr, idx, h, param=name)
 
     pool = None
-    if engine == "processes" and flat_idx.size >= 2:
+    if engine in ("processes", "executor") and flat_idx.size >= 2:
         from .backends import NumpyBackend
-        from .engines import CheckProblem
-        from .engines._processes import ProcessesEngine
+        from .engines import CheckProblem, select_engine
 
-        # Forked workers perturb their own copy of `arr` (the dict's object, in their memory).
-        pool = ProcessesEngine(CheckProblem(f=loss, work=arr, evaluate=evaluate, backend=NumpyBackend(),
-                                            cotangent=None))
+        # Workers perturb their own copy of `arr` (the dict's object, in their memory: forked,
+        # or shipped together with the loss's closure over the dict, so one object there too).
+        problem = CheckProblem(f=loss, work=arr, evaluate=evaluate, backend=NumpyBackend(), cotangent=None,
+                               executor=executor)
+        pool = select_engine(engine, problem)[0]
         differencer = _named(pool.differences, name)  # noqa: F811
 
     probe = np.asarray(loss(params))
@@ -339,7 +351,7 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         seconds=time.perf_counter() - started,
         notes=((f"sampled {flat_idx.size} of {size} entries",) if flat_idx.size < size else ())
         + (() if why.endswith("asked for") else (why,))
-        + (tuple(pool.notes) if pool is not None else ())
+        + (tuple(getattr(pool, "notes", ())) if pool is not None else ())
         + tuple(adjudication_notes(judged.adjudication, adjudicate)),
         **judged.second_look(shape, flat_idx),
     )

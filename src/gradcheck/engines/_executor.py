@@ -213,7 +213,9 @@ class ExecutorEngine:
         :data:`CACHE_SIZE` payloads)."""
         if self._client is not None and self._primed:
             try:
-                self._client.run(_forget, self.token, wait=False)
+                # wait=False is for coroutine functions only (dask refuses it for a plain
+                # function and logs an error on every worker): a quick blocking call instead.
+                self._client.run(_forget, self.token, on_error="ignore")
             except Exception:  # a closed client: nothing left to free
                 pass
 
