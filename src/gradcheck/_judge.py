@@ -112,8 +112,9 @@ def judge_entries(
                        noise_factor=cfg.noise_factor)
         per_bound = lambda b: b / cfg.noise_factor if cfg.noise_factor else b  # noqa: E731
         # Noisy PASS entries get the quick look first; what it certifies skips the study.
-        noisy = suspects[codes[suspects] == Verdict.PASS] if QUICK_LOOK else suspects[:0]
-        batches = [(suspects[codes[suspects] != Verdict.PASS] if QUICK_LOOK else suspects, None)]
+        quick = (codes[suspects] == Verdict.PASS) & QUICK_LOOK
+        noisy = suspects[quick]
+        batches = [(suspects[~quick], None)]
         if noisy.size:
             q = quick_certify(sub, noisy, steps[noisy], analytic[noisy], (fp[noisy], fm[noisy], denom[noisy]),
                               **options)
