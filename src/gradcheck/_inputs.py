@@ -68,7 +68,8 @@ def _as_array(value: Any, what: str) -> np.ndarray:
     try:
         return np.asarray(value)
     except (ValueError, TypeError) as exc:  # a ragged list, say
-        raise UnsupportedInputError(f"{what} is a {type(value).__name__} numpy cannot read as an array: {exc}") from None
+        raise UnsupportedInputError(
+            f"{what} is a {type(value).__name__} numpy cannot read as an array: {exc}") from None
 
 
 def output_array(y: Any, what: str = "f") -> np.ndarray:

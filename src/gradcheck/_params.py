@@ -311,6 +311,12 @@ def _bits_differ(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _scalar_loss(loss, params, index, side, name) -> float:
+    return float(_loss_output(loss, params, index, side, name))
+
+
+def _loss_output(loss, params, index, side, name) -> np.ndarray:
+    """``loss(params)`` as a 0-d array of its own dtype; its exception as a FunctionError,
+    an output that is no real scalar as an OutputError, both saying where."""
     try:
         value = loss(params)
     except Exception as exc:
@@ -323,7 +329,7 @@ def _scalar_loss(loss, params, index, side, name) -> float:
     if arr.ndim != 0:
         raise OutputError(f"an array of shape {arr.shape}", index, side, name, "loss(params)",
                           "; it must return a scalar")
-    return float(arr)
+    return arr
 
 
 PARAMS_ENGINES = ("auto", "serial", "processes")  # and "executor", with executor=
@@ -396,7 +402,7 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         pool = select_engine(engine, problem)[0]
         differencer = _named(pool.differences, name)  # noqa: F811
 
-    probe = np.asarray(loss(params))
+    probe = _loss_output(loss, params, None, "base", name)
     unit = max(cfg.unit_roundoff, unit_roundoff_of(arr), unit_roundoff_of(probe))
     a = analytic_full.reshape(-1)[flat_idx]
     # The referee evaluates the loss with this one tensor replaced by an arbitrary-precision copy.
@@ -409,7 +415,7 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         judged = judge_entries(
             differencer, values, a, diffs, steps, unit=unit, config=cfg, drift=None,
             base_finite=bool(np.isfinite(probe)), flat_indices=flat_idx,
-            base_value=float(probe) if probe.ndim == 0 else None, referee=referee, adjudicate=adjudicate,
+            base_value=float(probe), referee=referee, adjudicate=adjudicate,
             claim_scale=claim_scale,
         )
     finally:

@@ -58,10 +58,9 @@ def rebuild_error(payload: tuple, where: str = "in a worker process") -> Functio
     """The FunctionError a worker reported as ``("error", payload)``, its traceback noted."""
     index, side, cause, worker_traceback = payload
     if isinstance(cause, OutputError):
-        err: FunctionError = cause  # already says what f returned and where
-    else:
-        err = FunctionError(index, side, None, cause)
-        err.__cause__ = cause
+        return cause  # says what f returned and where; the worker's traceback is gradcheck's own
+    err = FunctionError(index, side, None, cause)
+    err.__cause__ = cause
     if hasattr(err, "add_note"):  # Python >= 3.11
         err.add_note(f"raised {where}:\n{worker_traceback}")
     return err
