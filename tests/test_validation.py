@@ -256,6 +256,21 @@ def test_a_ragged_output_is_not_reported_as_an_exception_of_f():
         check(lambda x: [x, x[:2]], np.arange(3.0), np.cos)
 
 
+def test_a_ragged_batch_output_is_not_reported_as_an_exception_of_f():
+    """The batched engine: a vectorized f whose batch output numpy cannot read is an
+    OutputError at the batch (before: 'the function raised OutputError ...', wrapped)."""
+    def f(X):
+        if X.ndim == 1:
+            return np.sin(X).sum()
+        out = [float(v) for v in np.sin(X).sum(axis=-1)]
+        out[0] = [out[0], 1.0]
+        return out
+
+    with pytest.raises(OutputError, match=r"^f returned a list numpy cannot read as an array at entry \(0,\) "
+                                          r"\(batch of 3 entries\)"):
+        check(f, np.arange(3.0), np.cos, vectorized=True, engine="batched")
+
+
 @pytest.mark.parametrize("engine", ["serial", "processes"])
 def test_a_loss_error_is_wrapped_once(engine):
     """A loss that raises at a perturbed entry: 'the function raised ValueError at entry

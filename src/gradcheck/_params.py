@@ -154,6 +154,7 @@ def check_params(
     config, adjudicate, digits = (_arguments.as_config(config), _arguments.as_adjudicate(adjudicate),
                                   _arguments.as_digits(digits))
     seed, executor = _arguments.integer("seed", seed, minimum=0), _arguments.as_executor(executor)
+    engine = _arguments.choice("engine", engine, PARAMS_ENGINES + ("executor",))
     names = list(params)
     missing = [n for n in names if n not in grads]
     if missing:

@@ -161,11 +161,15 @@ class BatchedEngine:
                 one.reshape(-1)[col] = value
                 try:
                     self._evaluate(one)
+                except OutputError as refused:  # gradcheck refused what f returned: said once
+                    return refused.at(_entry(col, work.shape), side)
                 except Exception as single:
                     err = FunctionError(_entry(col, work.shape), side, None, single)
                     err.__cause__ = single
                     return err
         # No row raised alone: the failure belongs to the batch, not to one entry.
+        if isinstance(exc, OutputError):
+            return exc.at(_entry(cols[0], work.shape), f"batch of {cols.size} entries")
         err = FunctionError(_entry(cols[0], work.shape), f"batch of {cols.size} entries", None, exc)
         err.__cause__ = exc
         return err
