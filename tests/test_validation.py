@@ -87,6 +87,17 @@ def test_disjoint_parts_of_one_buffer_are_not_aliasing(make):
     assert report.passed
 
 
+def test_numpy_views_of_one_torch_storage_are_aliasing():
+    """The way the refusal of tensors points to (``t.detach().numpy()``) keeps torch's
+    storage sharing visible: a tied torch weight passed under two names is refused too."""
+    torch = framework("torch")
+    weight = torch.linspace(-1.0, 1.0, 4, dtype=torch.float64)
+    tied = {"embed": weight.detach().numpy(), "unembed": weight.view(2, 2).detach().numpy()}
+    with pytest.raises(AliasedParametersError, match=r"'embed' and 'unembed' share memory"):
+        check_params(lambda p: (p["embed"] ** 2).sum() + p["unembed"].sum(), tied,
+                     {"embed": 2 * tied["embed"], "unembed": np.ones((2, 2))})
+
+
 def test_three_names_on_one_array_are_one_group():
     """Groups are sets of names: three names on one buffer, a fourth apart."""
     buf = np.arange(6.0)

@@ -129,7 +129,11 @@ def check_params(
     Entries of ``params`` are perturbed in place (the usual convention for models that
     read their parameters from the dict) and restored bit for bit afterwards, also when
     ``loss`` raises or the run is interrupted. Every name is checked; nothing stops at the
-    first failure. ``order`` is the backward order of the names (default: the reverse of
+    first failure. Values must be numpy arrays (a list, a float or a tensor is refused
+    saying what to pass); names whose arrays share memory (a tied weight under two names,
+    overlapping views of one buffer) are refused with :class:`AliasedParametersError`,
+    which says how to pass a tied weight once or untied copies; claimed gradients are read
+    by value (lists, other float dtypes, CPU tensors). ``order`` is the backward order of the names (default: the reverse of
     the dict's order, which is the forward creation order in most models); the diagnosis
     reads the failing names in that order. ``sample=k`` checks only ``k`` seeded random
     entries per name (the rest are SKIPPED); the default checks them all. Entries still
