@@ -15,11 +15,13 @@ from ._control import assert_detects_wrong_gradient as assert_detects_wrong_grad
 from ._diagnosis import Diagnosis as Diagnosis
 from ._dispute import DisputeResult as DisputeResult
 from ._dispute import dispute as dispute
+from ._errors import AliasedParametersError as AliasedParametersError
 from ._errors import FunctionError as FunctionError
 from ._errors import GradcheckError as GradcheckError
 from ._errors import GradcheckWarning as GradcheckWarning
 from ._errors import GradientAssertionError as GradientAssertionError
 from ._errors import InputMutationError as InputMutationError
+from ._errors import OutputError as OutputError
 from ._errors import ShapeMismatchError as ShapeMismatchError
 from ._errors import UnsupportedInputError as UnsupportedInputError
 from ._params import ParamsReport as ParamsReport

@@ -10,9 +10,10 @@ import numpy as np
 from . import backends as _backends
 from ._classify_kernel import classify, tolerance  # the fused kernel from 1e5 entries
 from ._config import Config
-from ._differences import slope_and_noise, steps_for
-from ._errors import FunctionError, GradientAssertionError, InputMutationError
-from ._inputs import as_gradient, float_dtype_name, require_real_output, unit_roundoff_of
+from . import _arguments
+from ._differences import require_moving_steps, slope_and_noise, steps_for
+from ._errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
+from ._inputs import as_gradient, float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from ._judge import Judged as Judged
 from ._judge import adjudication_notes
 from ._judge import judge_entries as judge_entries
@@ -37,21 +38,42 @@ def make_cotangent(shape: tuple[int, ...], config: Config) -> np.ndarray:
 
 def reducer(cotangent: np.ndarray | None) -> Callable[[np.ndarray], float]:
     """Scalar from an output: the output itself, or ``cotangent . output`` in float64
-    (``np.add.reduce(v * y)``: every engine reduces with these bits)."""
+    (``np.add.reduce(v * y)``: every engine reduces with these bits).
+
+    An output gradcheck cannot reduce as it reduced the first one (another shape, complex
+    or non-numeric values) raises :class:`OutputError`, which the differencing loop
+    locates at its entry: never a conversion error reported as f's, never an imaginary
+    part dropped with only numpy's ComplexWarning.
+    """
     if cotangent is None:
-        return lambda y: float(np.asarray(y, dtype=np.float64))
+        return scalar_output
     flat_v = cotangent.reshape(-1)
     shape = cotangent.shape
 
     def reduce(y: np.ndarray) -> float:
-        y = np.asarray(y)
+        y = require_real_output(output_array(y))
         if y.shape != shape:
-            raise ValueError(f"f returned shape {y.shape} after returning {shape} at the unperturbed input")
+            raise _changed_shape(y.shape, shape)
         # numpy's pairwise sum, not BLAS's dot: the same bits on every machine and thread
         # count, and the compiled engine's in-kernel reduction reproduces them exactly.
         return float(np.add.reduce(flat_v * y.reshape(-1).astype(np.float64)))
 
     return reduce
+
+
+def scalar_output(y: Any) -> float:
+    """``y`` as a float, for an ``f`` that returned a scalar at the unperturbed input."""
+    if isinstance(y, float):  # a Python float or np.float64: the hot path
+        return float(y)
+    arr = require_real_output(output_array(y))
+    if arr.ndim != 0:
+        raise _changed_shape(arr.shape, ())
+    return float(arr.astype(np.float64))
+
+
+def _changed_shape(got: tuple[int, ...], first: tuple[int, ...]) -> OutputError:
+    return OutputError(f"shape {got}", tail=f", after returning shape {first} at the unperturbed input; "
+                       "f must return the same shape at every point")
 
 
 def check(
@@ -112,8 +134,11 @@ def check(
     >>> report.passed
     True
     """
-    if engine not in ENGINE_NAMES:
-        raise ValueError(f"engine={engine!r} is not one of {ENGINE_NAMES}")
+    args = _arguments.check_keywords(config=config, name=name, engine=engine, engines=ENGINE_NAMES,
+                                     vectorized=vectorized, progress=progress, refine=refine,
+                                     adjudicate=adjudicate, digits=digits, bound_ulps=bound_ulps,
+                                     executor=executor)
+    config, name, engine, vectorized, progress, refine, adjudicate, digits, bound_ulps, executor = args.values()
     if executor is not None and engine not in ("auto", "executor"):
         raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
     if is_multiple_inputs(x):
@@ -137,19 +162,21 @@ def check(
     cfg = config if config is not None else Config.for_dtype(dtype)
     if refine is not None and refine != cfg.refine:
         cfg = cfg.replace(refine=bool(refine))
-    if adjudicate not in ("auto", True, False):
-        raise ValueError(f"adjudicate={adjudicate!r} is not one of ('auto', True, False)")
     label = name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
 
     # Private copies: `work` is perturbed, `pristine` detects a function that writes to x.
-    work = np.array(x_np, order="C", copy=True)
+    # Native byte order: the same values, and the differencing code reads them natively.
+    work = np.array(x_np, dtype=x_np.dtype.newbyteorder("="), order="C", copy=True)
     pristine = work.copy()
+    require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
 
     try:
         y0 = be.evaluate(f, work)
+    except FunctionError:
+        raise  # the backend already said what failed (f's output, gradcheck's conversion)
     except Exception as exc:
         raise FunctionError(None, "base", None, exc) from exc
-    require_real_output(y0, f"f ({label})")
+    require_real_output(output_array(y0), f"f ({label})")
     cotangent = None if y0.ndim == 0 else make_cotangent(y0.shape, cfg)
     if lowp is not None:
         cotangent = lowp.cotangent(cotangent)
@@ -174,7 +201,7 @@ def check(
 
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
-        evaluate = lambda: float(f(work))  # noqa: E731  the hot path: no wrapping per call
+        evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path: no backend per call
     else:
         evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
 
@@ -351,15 +378,16 @@ class MultiReport:
 
 
 def _check_inputs(f, xs: tuple, grad: Any, *, name: str | None, backend: Any, **options: Any) -> MultiReport:
-    """Check each input of ``f(*xs)`` in turn, the others held fixed (private copies for
-    numpy arrays; other inputs are handed over as given and must come back unchanged)."""
+    """Check each input of ``f(*xs)`` in turn, the others held fixed. ``f`` only ever sees
+    private copies (numpy, torch, jax alike), so the user's inputs stay bit for bit as they
+    were; a write into a held copy is still reported as :class:`InputMutationError`."""
     if options.get("vectorized"):
         raise ValueError("vectorized=True is for a single input; with several inputs check each one separately")
     be = _backends.resolve(backend, xs[0])
     label = name or getattr(f, "__name__", None) or type(f).__name__
     count = len(xs)
-    held = tuple(np.array(e, copy=True) if isinstance(e, np.ndarray) else e for e in xs)
-    snapshots = [np.array(be.to_numpy(e), copy=True) for e in xs]
+    held = tuple(private_copy(e) for e in xs)
+    snapshots = [np.array(be.to_numpy(e), copy=True) for e in held]
     claims = _split_grad(grad, held)
     reports = []
     for k in range(count):
@@ -368,9 +396,9 @@ def _check_inputs(f, xs: tuple, grad: Any, *, name: str | None, backend: Any, **
             from ._checkpoint import for_input
 
             opts["checkpoint"] = for_input(opts["checkpoint"], k)
-        reports.append(check(_with_input(f, held, k), xs[k], claims[k], name=f"{label}[input {k}]",
+        reports.append(check(_with_input(f, held, k), held[k], claims[k], name=f"{label}[input {k}]",
                              backend=be, **opts))
-    for k, e in enumerate(xs):
+    for k, e in enumerate(held):
         now = be.to_numpy(e)
         if now.shape != snapshots[k].shape or now.tobytes() != snapshots[k].tobytes():
             raise InputMutationError(
@@ -378,6 +406,17 @@ def _check_inputs(f, xs: tuple, grad: Any, *, name: str | None, backend: Any, **
                 "mutates its inputs (copy inside the function)"
             )
     return MultiReport(name=label, reports=tuple(reports))
+
+
+def private_copy(x: Any) -> Any:
+    """A copy of the array ``x`` that ``f`` may be handed in its place: same type, dtype,
+    device and values (a torch tensor keeps its ``requires_grad``; a jax array is
+    immutable, so it is its own copy)."""
+    if isinstance(x, np.ndarray):
+        return np.array(x, copy=True)
+    if type(x).__module__.split(".")[0] == "torch":
+        return x.detach().clone().requires_grad_(x.requires_grad)
+    return x
 
 
 def _with_input(fn, held: tuple, k: int):

@@ -11,7 +11,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ._errors import FunctionError, InputMutationError
+from ._errors import FunctionError, InputMutationError, OutputError
 
 
 def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
@@ -30,7 +30,8 @@ def _flat_handle(target: np.ndarray):
 def _reader(flat):
     """Fast item reads of ``flat`` (a memoryview of float64/float32 data: ~5x cheaper
     than numpy's scalar indexing), else ``flat`` itself."""
-    if isinstance(flat, np.ndarray) and flat.dtype.char in "df":
+    # memoryview knows native byte order only (a big-endian parameter array reads via numpy)
+    if isinstance(flat, np.ndarray) and flat.dtype.char in "df" and flat.dtype.isnative:
         try:
             return memoryview(flat)
         except (TypeError, ValueError, BufferError):
@@ -58,18 +59,51 @@ def central_differences(
     # Everything that does not need f is computed up front, vectorized, in the array's
     # dtype (x +- h rounds exactly as the perturbed entry will), so the loop is bare.
     old = np.asarray(flat[idx], dtype=target.dtype).reshape(-1)
-    h = np.asarray(steps, dtype=np.float64).reshape(-1).astype(target.dtype)
-    with np.errstate(all="ignore"):
-        xp, xm = old + h, old - h
-        # The realized step: representation error of x +- h does not leak into the slope.
-        denom = xp.astype(np.float64) - xm.astype(np.float64)
-        finite = np.isfinite(old.astype(np.float64))
-    denom[~finite] = np.nan
+    xp, xm, denom, finite = perturbed_points(old, steps)
     f_plus, f_minus = [np.nan] * idx.size, [np.nan] * idx.size
     with np.errstate(all="ignore"):  # f is evaluated at points the user did not choose
         _difference_loop(evaluate, target, flat, idx.tolist(), old.tolist(), xp.tolist(), xm.tolist(),
                          finite.tolist(), f_plus, f_minus, param, progress)
     return np.array(f_plus, dtype=np.float64), np.array(f_minus, dtype=np.float64), denom
+
+
+def perturbed_points(old: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(x + h, x - h, realized denominator, finite)`` for the values ``old``, in their
+    dtype: ``x +- h`` rounds exactly as the perturbed entry will, and the realized step
+    ``(x+h) - (x-h)`` keeps the representation error of ``h`` out of the slope (NaN where
+    ``x`` is not finite)."""
+    h = np.asarray(steps, dtype=np.float64).reshape(-1).astype(old.dtype)
+    with np.errstate(all="ignore"):
+        xp, xm = old + h, old - h
+        denom = xp.astype(np.float64) - xm.astype(np.float64)
+        finite = np.isfinite(old.astype(np.float64))
+    denom[~finite] = np.nan
+    return xp, xm, denom, finite
+
+
+def require_moving_steps(values: np.ndarray, steps: np.ndarray, rel_step: float, what: str = "x") -> None:
+    """Refuse a step that does not move some finite entry at all (``x + h == x - h`` in the
+    array's dtype: a realized step of 0, so every difference there is 0/0), naming the
+    first such entry and the relative step from which every entry moves."""
+    flat = np.asarray(values).reshape(-1)
+    _, _, denom, finite = perturbed_points(flat, steps)
+    still = finite & (denom == 0)
+    if not still.any():
+        return
+    from ._config import UNIT_ROUNDOFF, Config, dtype_name
+
+    first = int(np.flatnonzero(still)[0])
+    index = tuple(int(k) for k in np.unravel_index(first, np.shape(values)))
+    name = dtype_name(flat.dtype)
+    # h = eps * max(1, |x|) is at least the spacing of x's floats at x: it always moves x.
+    eps = 2 * UNIT_ROUNDOFF.get(name, UNIT_ROUNDOFF["float64"])
+    preset = Config.for_dtype(name).step if name in UNIT_ROUNDOFF else Config().step
+    raise ValueError(
+        f"step={rel_step!r} gives a realized step of 0 at {int(still.sum())} of {int(finite.sum())} "
+        f"entries of {what} (the first at {index}, where {what} = {float(flat[first])!r}: x + h rounds "
+        f"to x in {name}), so nothing could be differenced there. Every entry moves from step={eps:.3g} "
+        f"(the {name} epsilon) on; a usable step is far larger (the {name} preset is {preset!r})"
+    )
 
 
 def _difference_loop(evaluate, target, flat, idx, old, xp, xm, finite, f_plus, f_minus, param, progress) -> None:
@@ -94,12 +128,25 @@ def _difference_loop(evaluate, target, flat, idx, old, xp, xm, finite, f_plus, f
             flat[i] = xm[j]
             f_minus[j] = evaluate()
         except Exception as exc:  # re-raised with the entry it happened at
-            index = tuple(int(k) for k in np.unravel_index(i, target.shape))
-            raise FunctionError(index, side, param, exc) from exc
+            raise _located(exc, tuple(int(k) for k in np.unravel_index(i, target.shape)), side, param)
         finally:
             flat[i] = old[j]
         if progress is not None:
             progress(j)
+
+
+def _located(exc: Exception, index: tuple[int, ...], side: str, param: str | None) -> FunctionError:
+    """``exc`` from an evaluation at entry ``index`` (``side``), as one FunctionError there:
+    f's output refused by gradcheck (:class:`OutputError`) keeps its own message, and an
+    evaluation that already wrapped f's exception (check_params' loss) is not wrapped twice."""
+    if isinstance(exc, OutputError):
+        err: FunctionError = exc.at(index, side, param)
+        err.__suppress_context__ = True
+        return err
+    cause = exc.__cause__ if isinstance(exc, FunctionError) and exc.__cause__ is not None else exc
+    err = FunctionError(index, side, param if param is not None else getattr(exc, "param", None), cause)
+    err.__cause__ = cause
+    return err
 
 
 def slope_and_noise(

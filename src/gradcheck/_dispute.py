@@ -61,6 +61,17 @@ NEIGHBOURS = 101
 FLOAT32_EVALUATION = "float32 evaluation"
 
 
+def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: Any) -> None:
+    """The types of dispute's keywords, refused at the boundary with what they accept."""
+    from . import _arguments
+
+    _arguments.integer("dps", dps, minimum=_arguments.MIN_DIGITS,
+                       meaning=" (significant digits of the exact values)")
+    _arguments.positive("bound_ulps", bound_ulps, none=True)
+    _arguments.text("name", name)
+    _arguments.flag("float32_evaluation", float32_evaluation)
+
+
 def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: Any = None, *,
             dps: int = 40, bound_ulps: float | None = None, name: str | None = None,
             float32_evaluation: bool = True) -> DisputeResult:
@@ -98,6 +109,7 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     via_f32 is ...x more accurate than sloppy (mean error ... vs ... ulp; ...
     """
     started = time.perf_counter()
+    _dispute_keywords(dps, bound_ulps, name, float32_evaluation)
     args = _as_inputs(inputs)
     label = name or getattr(math_fn, "__name__", None) or type(math_fn).__name__
     named = _named_candidates(candidates)

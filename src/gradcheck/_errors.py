@@ -32,10 +32,56 @@ class FunctionError(GradcheckError, RuntimeError):
 
     def __init__(self, index: tuple[int, ...] | None, side: str, param: str | None, exc: BaseException) -> None:
         self.index, self.side, self.param = index, side, param
-        where = "at the unperturbed input" if index is None else f"at entry {index} ({side})"
-        if param is not None:
-            where = f"{where} of parameter {param!r}"
-        super().__init__(f"the function raised {type(exc).__name__} {where}: {exc}")
+        super().__init__(f"the function raised {type(exc).__name__} {where_evaluated(index, side, param)}: {exc}")
+
+
+def where_evaluated(index: tuple[int, ...] | None, side: str, param: str | None) -> str:
+    """``"at entry (0, 2) (+h) of parameter 'w'"``, or ``"at the unperturbed input"``."""
+    where = "at the unperturbed input" if index is None else f"at entry {index} ({side})"
+    return where if param is None else f"{where} of parameter {param!r}"
+
+
+class OutputError(FunctionError, TypeError):
+    """The user's function returned something gradcheck cannot use at a point: None, a
+    complex value, another shape than at the unperturbed input. ``f`` raised nothing, so
+    there is no ``__cause__``: the message says what ``f`` returned, and where.
+
+    ``returned`` describes the value, ``what`` names the function (``"f"``,
+    ``"loss(params)"``), ``tail`` is the requirement and hint after the location.
+    """
+
+    def __init__(self, returned: str, index: tuple[int, ...] | None = None, side: str = "base",
+                 param: str | None = None, what: str = "f", tail: str = "") -> None:
+        self.returned, self.what, self.tail = returned, what, tail
+        self.index, self.side, self.param = index, side, param
+        GradcheckError.__init__(self, f"{what} returned {returned} {where_evaluated(index, side, param)}{tail}")
+
+    def at(self, index: tuple[int, ...] | None, side: str, param: str | None = None) -> "OutputError":
+        """The same error, located at entry ``index`` (``side``) of ``param``."""
+        return OutputError(self.returned, index, side, param if param is not None else self.param,
+                           self.what, self.tail)
+
+    def __reduce__(self):  # workers send it back pickled (processes, executor engines)
+        return (OutputError, (self.returned, self.index, self.side, self.param, self.what, self.tail))
+
+
+class AliasedParametersError(GradcheckError, ValueError):
+    """Parameters of ``check_params`` share memory (the same array, views, overlapping
+    slices of one buffer). ``groups`` lists the names of each set that shares memory."""
+
+    def __init__(self, groups: list[list[str]]) -> None:
+        self.groups = [list(g) for g in groups]
+        shown = "; ".join(" and ".join(repr(n) for n in g) for g in self.groups)
+        a, b = self.groups[0][:2]
+        super().__init__(
+            f"params {shown} share memory (the same array, views of one another, or overlapping "
+            f"parts of one buffer). check_params perturbs one name at a time in place, so a step in "
+            f"{a!r} also moves {b!r}, while the exact referee replaces {a!r} alone: the two would "
+            f"judge different functions. If they are one tied weight, pass it once, under one name, "
+            f"with its total gradient (the sum over its uses): check_params(lambda p: loss({{**p, "
+            f"{b!r}: p[{a!r}]}}), {{{a!r}: w, ...}}, {{{a!r}: total, ...}}); if they are separate "
+            f"weights, pass copies (np.array(w, copy=True))"
+        )
 
 
 class InputMutationError(GradcheckError, RuntimeError):

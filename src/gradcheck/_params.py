@@ -13,9 +13,11 @@ from ._referee import Referee
 from ._classify import tolerance
 from ._config import Config
 from ._diagnosis import Diagnosis, diagnose
-from ._differences import central_differences, steps_for
-from ._errors import FunctionError, GradientAssertionError
-from ._inputs import as_gradient, float_dtype_name, require_real_output, unit_roundoff_of
+from . import _arguments
+from ._differences import central_differences, require_moving_steps, steps_for
+from ._errors import AliasedParametersError, FunctionError, GradientAssertionError, OutputError
+from ._errors import UnsupportedInputError
+from ._inputs import as_gradient, float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from ._report import Report
 from ._verdict import Verdict
 
@@ -127,7 +129,11 @@ def check_params(
     Entries of ``params`` are perturbed in place (the usual convention for models that
     read their parameters from the dict) and restored bit for bit afterwards, also when
     ``loss`` raises or the run is interrupted. Every name is checked; nothing stops at the
-    first failure. ``order`` is the backward order of the names (default: the reverse of
+    first failure. Values must be numpy arrays (a list, a float or a tensor is refused
+    saying what to pass); names whose arrays share memory (a tied weight under two names,
+    overlapping views of one buffer) are refused with :class:`AliasedParametersError`,
+    which says how to pass a tied weight once or untied copies; claimed gradients are read
+    by value (lists, other float dtypes, CPU tensors). ``order`` is the backward order of the names (default: the reverse of
     the dict's order, which is the forward creation order in most models); the diagnosis
     reads the failing names in that order. ``sample=k`` checks only ``k`` seeded random
     entries per name (the rest are SKIPPED); the default checks them all. Entries still
@@ -149,10 +155,16 @@ def check_params(
     True
     """
     started = time.perf_counter()
+    config, adjudicate, digits = (_arguments.as_config(config), _arguments.as_adjudicate(adjudicate),
+                                  _arguments.as_digits(digits))
+    seed, executor = _arguments.integer("seed", seed, minimum=0), _arguments.as_executor(executor)
+    engine = _arguments.choice("engine", engine, PARAMS_ENGINES + ("executor",))
     names = list(params)
     missing = [n for n in names if n not in grads]
     if missing:
         raise KeyError(f"grads has no entry for {missing}; it must have one per parameter name {names}")
+    _require_arrays(params)
+    _require_unaliased(params)
     order_t = tuple(order) if order is not None else tuple(reversed(names))
     if sorted(order_t) != sorted(names):
         raise ValueError(f"order must list each parameter name once: got {list(order_t)}, names are {names}")
@@ -161,6 +173,9 @@ def check_params(
 
     dtypes = {n: float_dtype_name(np.asarray(params[n]), f"params[{n!r}]") for n in names}
     claimed = {n: as_gradient(grads[n], np.shape(params[n]), f"grads[{n!r}]") for n in names}
+    for n in names:
+        step = (config if config is not None else Config.for_dtype(dtypes[n])).step
+        require_moving_steps(params[n], steps_for(params[n].reshape(-1), step), step, f"params[{n!r}]")
     originals = dict(params)                      # the user's objects, for identity restore
     snapshots = {n: np.array(params[n], copy=True) for n in names}
     rng = np.random.default_rng(seed)
@@ -213,6 +228,77 @@ def check_params(
     )
 
 
+def _require_arrays(params: Mapping[str, Any]) -> None:
+    """Every value a numpy array: check_params perturbs them in place, where the loss reads
+    them. Nothing is converted: the loss would see another type than it was written for
+    (a list, a float, a tensor); the error says what to pass instead."""
+    for n, v in params.items():
+        if isinstance(v, np.ndarray):
+            continue
+        kind = type(v).__module__.split(".")[0]
+        what = f"a {type(v).__module__}.{type(v).__qualname__}" if kind in ("torch", "jax", "jaxlib") \
+            else f"a {type(v).__name__}"
+        if kind == "torch":
+            hint = (f"pass params[{n!r}].detach().numpy() (a numpy view of the same memory) to a loss "
+                    "written for numpy, or check a torch function of several tensors with "
+                    "gradcheck.check(f, (t1, t2, ...))")
+        else:
+            hint = f"pass np.asarray(params[{n!r}], dtype=np.float64) and let the loss read that array"
+        raise UnsupportedInputError(
+            f"params[{n!r}] is {what}; check_params perturbs numpy arrays in place in the dict, "
+            f"where the loss reads them: {hint}")
+
+
+def _require_unaliased(params: Mapping[str, np.ndarray]) -> None:
+    """Refuse names whose arrays share memory (see :class:`AliasedParametersError`).
+
+    Perturbing one such name in place also moves the others, so the finite difference sees
+    the tied function while the referee, which replaces one name, sees the untied one: a
+    claim can pass either way, silently. Which one the user means (one tied weight with its
+    total gradient, or separate weights) cannot be told from the values, so nothing is
+    guessed."""
+    groups = shared_memory_groups(params)
+    if groups:
+        raise AliasedParametersError(groups)
+
+
+def shared_memory_groups(arrays: Mapping[str, np.ndarray]) -> list[list[str]]:
+    """The sets of names (two or more) whose arrays share memory: the same array, views of
+    it, or overlapping parts of one buffer (``np.shares_memory``, exact). Arrays whose byte
+    ranges do not overlap are never compared, so a model with many tensors costs a sort."""
+    bounds = _byte_bounds()
+    names = [n for n, a in arrays.items() if a.size > 0]
+    spans = sorted((bounds(arrays[n]) + (n,) for n in names))
+    parent = {n: n for n in names}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    active: list[tuple[int, int, str]] = []
+    for lo, hi, n in spans:
+        active = [span for span in active if span[1] > lo]
+        for _, _, other in active:
+            if root(other) != root(n) and np.shares_memory(arrays[n], arrays[other]):
+                parent[root(n)] = root(other)
+        active.append((lo, hi, n))
+    groups: dict[str, list[str]] = {}
+    for n in arrays:  # in the dict's order
+        if n in parent:
+            groups.setdefault(root(n), []).append(n)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _byte_bounds():
+    try:
+        from numpy.lib.array_utils import byte_bounds  # numpy >= 2
+    except ImportError:  # pragma: no cover - numpy 1.x
+        byte_bounds = np.byte_bounds
+    return byte_bounds
+
+
 def _informative(report: Report) -> bool:
     """Whether a name says anything about the gradient flowing through it: some entry
     PASSed against a nonzero value. A key bias whose gradient is exactly 0 passes whatever
@@ -230,15 +316,25 @@ def _bits_differ(a: np.ndarray, b: np.ndarray) -> bool:
 
 
 def _scalar_loss(loss, params, index, side, name) -> float:
+    return float(_loss_output(loss, params, index, side, name))
+
+
+def _loss_output(loss, params, index, side, name) -> np.ndarray:
+    """``loss(params)`` as a 0-d array of its own dtype; its exception as a FunctionError,
+    an output that is no real scalar as an OutputError, both saying where."""
     try:
         value = loss(params)
     except Exception as exc:
         raise FunctionError(index, side, name, exc) from exc
-    where = "at the unperturbed parameters" if index is None else f"at entry {index} ({side}) of {name!r}"
-    arr = require_real_output(np.asarray(value), "loss(params)", where)
+    try:
+        arr = output_array(value, "loss(params)")
+    except OutputError as err:
+        raise err.at(index, side, name) from None
+    require_real_output(arr, "loss(params)", index, side, name)
     if arr.ndim != 0:
-        raise ValueError(f"loss(params) must return a scalar, got an array of shape {arr.shape}")
-    return float(arr)
+        raise OutputError(f"an array of shape {arr.shape}", index, side, name, "loss(params)",
+                          "; it must return a scalar")
+    return arr
 
 
 PARAMS_ENGINES = ("auto", "serial", "processes")  # and "executor", with executor=
@@ -252,6 +348,8 @@ def _named(differences, name: str):
         except FunctionError as err:
             if err.param is not None:
                 raise
+            if isinstance(err, OutputError):
+                raise err.at(err.index, err.side, name) from None
             cause = err.__cause__ if err.__cause__ is not None else err
             raise FunctionError(err.index, err.side, name, cause) from cause
     return run
@@ -309,7 +407,7 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         pool = select_engine(engine, problem)[0]
         differencer = _named(pool.differences, name)  # noqa: F811
 
-    probe = np.asarray(loss(params))
+    probe = _loss_output(loss, params, None, "base", name)
     unit = max(cfg.unit_roundoff, unit_roundoff_of(arr), unit_roundoff_of(probe))
     a = analytic_full.reshape(-1)[flat_idx]
     # The referee evaluates the loss with this one tensor replaced by an arbitrary-precision copy.
@@ -322,7 +420,7 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         judged = judge_entries(
             differencer, values, a, diffs, steps, unit=unit, config=cfg, drift=None,
             base_finite=bool(np.isfinite(probe)), flat_indices=flat_idx,
-            base_value=float(probe) if probe.ndim == 0 else None, referee=referee, adjudicate=adjudicate,
+            base_value=float(probe), referee=referee, adjudicate=adjudicate,
             claim_scale=claim_scale,
         )
     finally:

@@ -447,8 +447,16 @@ def shape_sweep(
     >>> str(sweep.rule)
     'n is even (exact: 4 of 8 shapes fail)'
     """
-    if keep not in KEEP_CHOICES:
-        raise ValueError(f"keep={keep!r} is not one of {KEEP_CHOICES}")
+    from . import _arguments
+    from .engines import ENGINE_NAMES
+
+    _arguments.choice("keep", keep, KEEP_CHOICES)
+    config, adjudicate = _arguments.as_config(config), _arguments.as_adjudicate(adjudicate)
+    factory, vectorized = _arguments.flag("factory", factory), _arguments.flag("vectorized", vectorized)
+    engine, name = _arguments.choice("engine", engine, ENGINE_NAMES), _arguments.text("name", name)
+    if parts is not None and not callable(parts):
+        raise TypeError(f"parts must be a function parts(shape) -> {{name: shape}} or None, got "
+                        f"{type(parts).__name__}")
     if not factory and grad is not None and not callable(grad):
         raise TypeError("grad must be a function grad(x) (one array cannot be the gradient at "
                         "every shape); with factory=True it is a factory grad(shape)")

@@ -7,6 +7,8 @@ for a zero one. The contract: ``g1`` has x's dtype and shape; the backward is re
 gradient wherever the claim is finite. Each broken clause is a sentence for the report.
 
 >>> import numpy as np
+
+from .._errors import OutputError
 >>> g = np.array([1.0, 2.0])
 >>> contract_violations(AUTOGRAD, g, g, np.array([0.0, 3.0]), "float64", "float64", (2,), (2,), g)
 ['a zero output gradient gave a non-zero input gradient at (1,) (max |g| = 3)']
@@ -17,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .._errors import OutputError
 
 
 @dataclass(frozen=True)
@@ -44,16 +48,15 @@ JAX_VJP = Words(
 
 
 def one_output(y: Any, kind: type, wrong_type: str) -> Any:
-    """``y`` if it is one ``kind`` array; else a TypeError: several outputs must be checked
-    one at a time, and anything else is ``wrong_type``'s explanation."""
+    """``y`` if it is one ``kind`` array; else an :class:`OutputError` (a TypeError, located
+    at the unperturbed input until the differencing loop relocates it): several outputs must
+    be checked one at a time, and anything else is ``wrong_type``'s explanation."""
     if isinstance(y, kind):
         return y
     if isinstance(y, (tuple, list)):
-        raise TypeError(
-            f"f returned a {type(y).__name__} of {len(y)} outputs; gradcheck checks one output "
-            "at a time: wrap it, e.g. lambda x: f(x)[0]"
-        )
-    raise TypeError(f"f returned {type(y).__name__}; {wrong_type}")
+        raise OutputError(f"a {type(y).__name__} of {len(y)} outputs",
+                          tail="; gradcheck checks one output at a time: wrap it, e.g. lambda x: f(x)[0]")
+    raise OutputError(type(y).__name__, tail=f"; {wrong_type}")
 
 
 def describe_entries(mask: np.ndarray, limit: int = 5) -> str:

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from .._errors import FunctionError, UnsupportedInputError
+from .._inputs import output_array
 from . import register
 from ._contract import AUTOGRAD, contract_violations, one_output
 from ._numpy import _W, control_input
@@ -61,6 +62,24 @@ def numpy_to_tensor(a: np.ndarray, device: torch.device | str = "cpu") -> torch.
     return t if torch.device(device).type == "cpu" else t.to(device)
 
 
+def usable_device(device: torch.device | str) -> torch.device:
+    """``device`` as a torch.device this torch can use, else a ValueError that says so: a
+    CUDA device on a CPU-only build must not surface later as an error of ``f``."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"TorchBackend(device={device!r}): not a torch device ({exc})") from None
+    try:
+        torch.empty(0, device=dev)
+    except (RuntimeError, AssertionError) as exc:
+        cuda = "" if torch.cuda.is_available() else "; torch.cuda.is_available() is False here"
+        raise ValueError(
+            f"TorchBackend(device={device!r}): this torch ({torch.__version__}) cannot place tensors on "
+            f"{dev} ({exc}{cuda}); use device='cpu', or leave device unset to run f where x lives"
+        ) from None
+    return dev
+
+
 def _output_tensor(y: Any) -> torch.Tensor:
     return one_output(y, torch.Tensor, "autograd can only differentiate a torch.Tensor "
                       "(return the tensor, not .item() or a numpy array)")
@@ -76,7 +95,7 @@ class TorchBackend:
     name = "torch"
 
     def __init__(self, device: torch.device | str | None = None) -> None:
-        self.device = torch.device(device) if device is not None else None
+        self.device = usable_device(device) if device is not None else None
 
     def accepts(self, x: Any) -> bool:
         return isinstance(x, torch.Tensor)
@@ -98,7 +117,7 @@ class TorchBackend:
             _output_tensor(y)  # raises: one output at a time
         if isinstance(y, torch.Tensor):
             return np.array(tensor_to_numpy(y), copy=True)
-        return np.asarray(y)
+        return output_array(y)
 
     def _forward(self, f: Callable[..., Any], x: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         xt = self._tensor(x).requires_grad_(True)

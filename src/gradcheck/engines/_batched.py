@@ -29,7 +29,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._errors import FunctionError, InputMutationError
+from .._config import dtype_name
+from .._errors import FunctionError, InputMutationError, OutputError
+from .._inputs import require_real_output
 
 #: Default byte budget of the batch buffer (``B`` copies of ``x``).
 BUDGET_BYTES = 2 * 2**20
@@ -137,6 +139,8 @@ class BatchedEngine:
                 raise _mutation_error()
             if failure is not None:
                 raise self._locate(failure, idx[live[start:stop]], xp[start:stop], xm[start:stop])
+            if y.dtype.kind not in "fiub" and dtype_name(y.dtype) != "bfloat16":
+                raise _refused_output(y, idx[live[start:stop]], work.shape)
             reduced[span] = self._reduce(y, batch)
             done += stop - start
             if progress is not None:
@@ -157,11 +161,15 @@ class BatchedEngine:
                 one.reshape(-1)[col] = value
                 try:
                     self._evaluate(one)
+                except OutputError as refused:  # gradcheck refused what f returned: said once
+                    return refused.at(_entry(col, work.shape), side)
                 except Exception as single:
                     err = FunctionError(_entry(col, work.shape), side, None, single)
                     err.__cause__ = single
                     return err
         # No row raised alone: the failure belongs to the batch, not to one entry.
+        if isinstance(exc, OutputError):
+            return exc.at(_entry(cols[0], work.shape), f"batch of {cols.size} entries")
         err = FunctionError(_entry(cols[0], work.shape), f"batch of {cols.size} entries", None, exc)
         err.__cause__ = exc
         return err
@@ -188,6 +196,20 @@ class BatchedEngine:
         y = y.reshape(rows, -1)
         v = self._flat_v
         return np.fromiter((np.add.reduce(v * y[r]) for r in range(rows)), dtype=np.float64, count=rows)
+
+
+def _refused_output(y: np.ndarray, cols: np.ndarray, shape: tuple[int, ...]) -> OutputError:
+    """What the vectorized f returned for a batch that is not real numbers (complex values:
+    their imaginary part must not be dropped), located at the first row that shows it."""
+    row = 0
+    if y.dtype.kind == "c" and y.ndim:
+        bad = np.flatnonzero((y.reshape(y.shape[0], -1).imag != 0).any(axis=1))
+        row = int(bad[0]) if bad.size else 0
+    try:
+        require_real_output(np.asarray(y[row] if y.ndim else y), "the vectorized f")
+    except OutputError as err:
+        return err.at(_entry(cols[row // 2], shape), "+h" if row % 2 == 0 else "-h")
+    raise AssertionError("called only for an output that holds no real numbers")
 
 
 def _entry(flat_index: Any, shape: tuple[int, ...]) -> tuple[int, ...]:

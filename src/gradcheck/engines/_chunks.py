@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .._differences import central_differences
-from .._errors import FunctionError, InputMutationError
+from .._errors import FunctionError, InputMutationError, OutputError
 
 
 def unchanged(work: np.ndarray, pristine: np.ndarray) -> bool:
@@ -37,7 +37,8 @@ def difference_chunk(evaluate: Callable[[], float], work: np.ndarray, pristine: 
     except FunctionError as err:
         if not unchanged(work, pristine):
             return ("mutated",)
-        cause = err.__cause__ if err.__cause__ is not None else err
+        # f's own exception travels as the cause; gradcheck's refusal of f's output is the error itself
+        cause = err if isinstance(err, OutputError) or err.__cause__ is None else err.__cause__
         return ("error", (err.index, err.side, picklable(cause), traceback.format_exc()))
     if not unchanged(work, pristine):
         return ("mutated",)
@@ -56,6 +57,8 @@ def picklable(exc: BaseException) -> BaseException:
 def rebuild_error(payload: tuple, where: str = "in a worker process") -> FunctionError:
     """The FunctionError a worker reported as ``("error", payload)``, its traceback noted."""
     index, side, cause, worker_traceback = payload
+    if isinstance(cause, OutputError):
+        return cause  # says what f returned and where; the worker's traceback is gradcheck's own
     err = FunctionError(index, side, None, cause)
     err.__cause__ = cause
     if hasattr(err, "add_note"):  # Python >= 3.11
