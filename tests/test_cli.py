@@ -199,3 +199,24 @@ def test_help_states_the_exit_codes():
         for phrase in ("0 every check passed", "1 a mismatch was found", "2 usage error",
                        "3 inconclusive", "4 the function or the gradient raised"):
             assert phrase in text, (args, phrase)
+
+
+def test_a_worker_killed_by_the_function_exits_four(user_module):
+    """f killing its worker process (engine processes): exit 4 and one line naming the
+    entry range, not a traceback of BrokenProcessPool."""
+    (user_module / "killer.py").write_text(textwrap.dedent("""
+        import os, signal
+        import numpy as np
+        PARENT = os.getpid()
+        def f(x):
+            if x.flat[5] != 5.0 and os.getpid() != PARENT:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return float((x * x).sum())
+        def g(x): return 2 * x
+    """))
+    np.save(user_module / "r.npy", np.arange(12.0))
+    out = run("check", "killer:f", "--grad", "killer:g", "--input", "r.npy", "--engine", "processes",
+              cwd=user_module, env_extra={"PYTHONPATH": str(user_module)})
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert "killer:f" in out.stderr and "died" in out.stderr and "killed by SIGKILL" in out.stderr
