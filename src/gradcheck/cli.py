@@ -172,7 +172,7 @@ def _cmd_dispute(args: argparse.Namespace) -> int:
             raise ValueError(f"--bits {key!r}: bit patterns need a 16-bit --dtype and a 16-bit array")
         arrays[key] = arrays[key].view(np.uint16).view(fmt.dtype)
     for key, arr in arrays.items():
-        if arr.dtype.kind == "V":  # np.save writes an ml_dtypes array (bfloat16) as raw bytes
+        if arr.dtype.name.startswith("void"):  # np.save writes an ml_dtypes array as raw bytes
             hint = (f"if it holds {fmt.name} values, add --bits {key}" if fmt.bits == 16 and arr.dtype.itemsize == 2
                     else "save it as float32/float64, or as uint16 bit patterns with a 16-bit --dtype and --bits")
             raise ValueError(f"--inputs {args.inputs}: array {key!r} has raw dtype {arr.dtype} (numpy saves "
