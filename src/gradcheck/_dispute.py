@@ -74,7 +74,10 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     positionally (one array is wrapped); floats of any width, integers, torch tensors.
     ``candidates``: ``{"fast": y1, "reference": y2, ...}`` (a sequence is named "0", "1",
     ...), arrays shaped like ``math_fn``'s result: numpy float16/float32, ``ml_dtypes.bfloat16``,
-    torch tensors; for 16-bit targets uint16/int16 arrays are read as bit patterns.
+    torch tensors; for 16-bit targets uint16/int16 arrays are read as bit patterns. Every
+    value must be a value of the target format (a float32 array of bfloat16 values is
+    fine; an unrounded float32 result is refused, naming an entry: it is not an output of
+    a kernel in that format), and a candidate needs at least one entry.
     ``dtype``: the target format (float16, bfloat16, float32, float64); default: the
     candidates' common dtype. ``bound_ulps``: the error beyond which an entry makes a
     candidate broken (default: per entry, see the module docstring; ``result.bounds`` and
