@@ -81,11 +81,14 @@ class _Watched:
     def raised_in_chain(self, exc: BaseException) -> BaseException | None:
         """The exception of ours in ``exc``'s chain of causes, if any."""
         seen: set[int] = set()
-        while exc is not None and id(exc) not in seen:
-            seen.add(id(exc))
-            if any(exc is mine for mine in self.raised):
-                return exc
-            exc = exc.__cause__ or exc.__context__
+        link: BaseException | None = exc
+        while link is not None and id(link) not in seen:
+            seen.add(id(link))
+            if any(link is mine for mine in self.raised):
+                return link
+            # the chain Python shows: the cause, else the context unless suppressed ("from None")
+            link = link.__cause__ if link.__cause__ is not None else (
+                None if link.__suppress_context__ else link.__context__)
         return None
 
 
