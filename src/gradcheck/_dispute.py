@@ -235,7 +235,7 @@ def _as_candidate(value: Any, fmt: FloatFormat, key: str) -> np.ndarray:
         raise TypeError(f"candidate {key!r} has dtype {arr.dtype}; expected a float array "
                         "(float16, bfloat16, float32, float64; uint16 bit patterns for 16-bit targets)")
     if arr.size == 0:
-        raise ValueError(f"candidate {key!r} has no entries (shape {arr.shape}): there is nothing to judge")
+        raise ValueError(f"candidate {key!r} has no entries (shape {arr.shape}): there is nothing to judge (are the inputs empty?)")
     with np.errstate(invalid="ignore"):
         values = arr.astype(np.float64)
     _require_representable(values, arr.dtype, fmt, key)

@@ -152,15 +152,10 @@ def _load_array(path: str, what: str) -> Any:
         raise ValueError(f"{what} {path!r} cannot be loaded without pickle: {exc}") from None
 
 
-def _cmd_dispute(args: argparse.Namespace) -> int:
+def _dispute_inputs(args: argparse.Namespace, fmt: Any) -> tuple[Any, ...]:
+    """The --inputs arrays in the order they were saved, --bits arrays read as ``fmt``."""
     import numpy as np
 
-    from ._dispute import dispute
-    from ._lowp import resolve_format
-    from .mp import NotAdjudicable
-
-    fmt = resolve_format(args.dtype)
-    math_fn = _Watched(_load(args.fn))
     loaded = _load_array(args.inputs, "--inputs")
     if isinstance(loaded, np.lib.npyio.NpzFile):
         with loaded:
@@ -180,6 +175,12 @@ def _cmd_dispute(args: argparse.Namespace) -> int:
                     else "save it as float32/float64, or as uint16 bit patterns with a 16-bit --dtype and --bits")
             raise ValueError(f"--inputs {args.inputs}: array {key!r} has raw dtype {arr.dtype} (numpy saves "
                              f"bfloat16 arrays this way and cannot read them back as numbers); {hint}")
+    return tuple(arrays[k] for k in keys)
+
+
+def _dispute_candidates(args: argparse.Namespace, fmt: Any) -> dict[str, Any]:
+    import numpy as np
+
     candidates = {}
     for spec in args.candidate:
         name, sep, path = spec.partition("=")
@@ -191,9 +192,20 @@ def _cmd_dispute(args: argparse.Namespace) -> int:
         if arr.dtype.kind == "V" and arr.dtype.itemsize == 2 and fmt.bits == 16:
             arr = arr.view(np.uint16)  # an ml_dtypes array saved by np.save comes back as |V2
         candidates[name] = arr
+    return candidates
+
+
+def _cmd_dispute(args: argparse.Namespace) -> int:
+    from ._dispute import dispute
+    from ._lowp import resolve_format
+    from .mp import NotAdjudicable
+
+    fmt = resolve_format(args.dtype)
+    math_fn = _Watched(_load(args.fn))
+    inputs, candidates = _dispute_inputs(args, fmt), _dispute_candidates(args, fmt)
     try:
-        result = dispute(math_fn, tuple(arrays[k] for k in keys), candidates, fmt, dps=args.dps,
-                         bound_ulps=args.bound_ulps, name=args.fn)
+        result = dispute(math_fn, inputs, candidates, fmt, dps=args.dps, bound_ulps=args.bound_ulps,
+                         name=args.fn)
     except NotAdjudicable as exc:
         raise ValueError(str(exc)) from None
     except Exception as exc:
