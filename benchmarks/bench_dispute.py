@@ -33,14 +33,15 @@ def _problems(quick: bool):
     rng = np.random.default_rng(0)
     n = 20480 if quick else 102400
     e = round_to_format(rng.uniform(-10, 10, n), "bfloat16", as_dtype=True)
-    exp = ("exp", np.exp, (e,), {"ml_dtypes": np.exp(e), "float32": np.exp(e.astype(np.float32))})
+    bf16 = lambda y: round_to_format(y, "bfloat16", as_dtype=True)  # noqa: E731  candidates are bfloat16 outputs
+    exp = ("exp", np.exp, (e,), {"ml_dtypes": np.exp(e), "float32": bf16(np.exp(e.astype(np.float32)))})
     s = round_to_format(rng.standard_normal((n // 256, 256)) * 3, "bfloat16", as_dtype=True)
 
     def softmax(v):
         z = np.exp(v - v.max(axis=-1, keepdims=True))
         return z / z.sum(axis=-1, keepdims=True)
 
-    s32 = softmax(s.astype(np.float32))
+    s32 = bf16(softmax(s.astype(np.float32)))
     soft = ("softmax rows of 256", softmax, (s,), {"float32 rounded": s32, "bf16 math": softmax(s)})
     a, v = matvec_inputs(rows=64 if quick else 256, n=1024)
     mv = ("matvec n=1024 (C pair)", matvec_math, (a, v),

@@ -350,6 +350,82 @@ def test_a_damaged_or_foreign_file_is_refused(tmp_path, content):
         check(f, X, grad, checkpoint=str(path))
 
 
+def _header_bytes(header) -> np.ndarray:
+    return np.frombuffer(json.dumps(header).encode(), np.uint8)
+
+
+def _write_damaged(path, content) -> None:
+    """A checkpoint file damaged or forged in one way (see the test below)."""
+    ok = {"format": "gradcheck-checkpoint", "version": 1, "passes": ["k"], "check": {}}
+    floats = dict(p0_done=np.ones(3, bool), p0_fp=np.ones(3), p0_fm=np.ones(3), p0_den=np.ones(3))
+    if content == "empty":
+        path.write_bytes(b"")
+    elif content == "text":
+        path.write_text("hello, not a checkpoint\n" * 4)
+    elif content == "header-a-list":
+        np.savez(path, header=_header_bytes([1, 2]))
+    elif content == "passes-a-string":
+        np.savez(path, header=_header_bytes(dict(ok, passes="abc")), **floats)
+    elif content == "check-a-list":
+        np.savez(path, header=_header_bytes(dict(ok, check=[])), **floats)
+    elif content == "header-floats":
+        np.savez(path, header=np.ones(4), **floats)
+    elif content == "string-values":
+        np.savez(path, header=_header_bytes(ok), **dict(floats, p0_fp=np.array(["a", "b", "c"])))
+    elif content == "2d-values":
+        np.savez(path, header=_header_bytes(ok), **dict(floats, p0_den=np.ones((3, 1))))
+    else:
+        raise AssertionError(content)
+
+
+@pytest.mark.parametrize("content, words", [
+    ("empty", "empty (0 bytes)"),
+    ("text", "not an npz (zip) archive"),
+    ("header-a-list", "not a gradcheck checkpoint"),
+    ("passes-a-string", "'passes' is str"),
+    ("check-a-list", "'check' is list"),
+    ("header-floats", "header is a float64 array"),
+    ("string-values", "'fp' is <U1"),
+    ("2d-values", "'den' is float64 of shape (3, 1)"),
+])
+def test_a_malformed_file_is_refused_up_front(tmp_path, content, words):
+    """An empty file, plain text, a header that is valid JSON of the wrong shape, arrays of
+    the wrong dtype or rank: CheckpointError saying what is wrong, raised when the check
+    opens the file, before any difference (f ran once, at x) -- never an EOFError,
+    AttributeError, or a ValueError deep in the verdicts."""
+    path = tmp_path / "c.npz"
+    _write_damaged(path, content)
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return f(x)
+
+    with pytest.raises(CheckpointError, match="delete the file") as info:
+        check(counted, X, grad, engine="serial", checkpoint=str(path))
+    assert words in str(info.value)
+    assert "pickle" not in str(info.value)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("where", ["missing-folder", "a-folder"])
+def test_an_unwritable_path_is_refused_before_the_pass(tmp_path, where):
+    """A checkpoint in a folder that does not exist (or a path that is a folder) fails
+    when the check opens it, after the one evaluation at x, not after a whole pass."""
+    path = tmp_path / "no" / "such" / "c.npz" if where == "missing-folder" else tmp_path
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return f(x)
+
+    with pytest.raises(CheckpointError, match="cannot write a checkpoint") as info:
+        check(counted, X, grad, engine="serial", checkpoint=str(path))
+    assert ("does not exist" if where == "missing-folder" else "is a folder") in str(info.value)
+    assert len(calls) == 1
+    assert os.listdir(tmp_path) == []  # no probe file left behind
+
+
 def test_a_failed_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
     """A write that fails half-way (disk full, a kill) leaves the previous checkpoint
     as it was, and no temporary file behind."""

@@ -1,8 +1,10 @@
-"""The command line, run as a subprocess: output and exit codes (0 pass, 1 fail, 2 usage)."""
+"""The command line, run as a subprocess: output and exit codes (0 pass, 1 fail, 2 usage,
+4 the function or the gradient raised)."""
 from __future__ import annotations
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -10,12 +12,33 @@ import textwrap
 import numpy as np
 import pytest
 
+import gradcheck
+
+#: The folder holding the gradcheck under test: the subprocess imports the same one.
+SOURCE = str(pathlib.Path(gradcheck.__file__).resolve().parents[1])
+
+
+def _env(env_extra=None):
+    env = dict(os.environ)
+    extra = dict(env_extra or {})
+    paths = [SOURCE, *filter(None, [extra.pop("PYTHONPATH", None)])]
+    env.update(extra, PYTHONPATH=os.pathsep.join(paths))
+    return env
+
 
 def run(*args, cwd=None, env_extra=None):
-    env = dict(os.environ)
-    env.update(env_extra or {})
     return subprocess.run([sys.executable, "-m", "gradcheck.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300)
+                          text=True, cwd=cwd, env=_env(env_extra), timeout=300)
+
+
+def run_script(*args, cwd, tmp_path):
+    """The command as the installed console script runs it: a script in another folder
+    (sys.path[0] is that folder, not the current directory, unlike ``python -m``)."""
+    launcher = tmp_path / "bin" / "gradcheck-script.py"
+    launcher.parent.mkdir(exist_ok=True)
+    launcher.write_text("import sys\nfrom gradcheck.cli import main\nsys.exit(main())\n")
+    return subprocess.run([sys.executable, str(launcher), *args], capture_output=True, text=True,
+                          cwd=cwd, env=_env(), timeout=300)
 
 
 def test_demo_runs_every_showcase_and_exits_zero():
@@ -41,6 +64,13 @@ def user_module(tmp_path):
         def good(x): return np.cos(x) * x + np.sin(x)
         def bad(x):
             g = good(x); g.flat[3] *= 1.01; return g
+        def f_raises_at_entry_3(x):
+            if x.flat[3] != X3:
+                raise ValueError("planted failure")
+            return f(x)
+        def grad_raises(x):
+            raise KeyError("planted gradient failure")
+        X3 = float(np.linspace(-1, 1, 8)[3])
     """))
     np.save(tmp_path / "x.npy", np.linspace(-1, 1, 8))
     return tmp_path
@@ -103,3 +133,90 @@ def test_bench_summary_words():
     mixed = {"meets_target": False, "target_summary": "target met over B (15.6x), MISSED over W (1.6x)"}
     assert _target_word(mixed) == mixed["target_summary"]
     assert _target_word(None) == "" and _target_word({}) == ""
+
+
+def test_check_imports_a_module_from_the_current_directory(user_module, tmp_path):
+    """`gradcheck check usermod:f` finds ./usermod.py when run as the console script (no
+    PYTHONPATH), as `python -m` would."""
+    out = run_script("check", "usermod:f", "--grad", "usermod:good", "--input", "x.npy",
+                     cwd=user_module, tmp_path=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "PASS" in out.stdout
+
+
+def test_a_missing_module_is_a_usage_error_naming_where_it_looked(user_module, tmp_path):
+    """A module that is not there: exit 2, naming the module and the current directory."""
+    out = run_script("check", "nosuchmod:f", "--grad", "usermod:good", "--input", "x.npy",
+                     cwd=user_module, tmp_path=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert "nosuchmod" in out.stderr and str(user_module) in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("fn, grad, words", [
+    ("usermod:f_raises_at_entry_3", "usermod:good",
+     ["usermod:f_raises_at_entry_3", "ValueError", "(3,)", "planted failure"]),
+    ("usermod:f", "usermod:grad_raises",
+     ["usermod:grad_raises", "the claimed gradient", "KeyError", "planted gradient failure"]),
+])
+def test_a_raising_function_or_gradient_exits_four_with_one_line(user_module, fn, grad, words):
+    """f (at an entry) or the gradient raising is neither a mismatch (1) nor a usage error
+    (2): exit 4 and one line naming the function, the exception and the entry."""
+    out = run("check", fn, "--grad", grad, "--input", "x.npy", cwd=user_module,
+              env_extra={"PYTHONPATH": str(user_module)})
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+
+
+def test_a_module_that_raises_on_import_exits_four(user_module):
+    """A module whose own code raises while it is imported: the user's code failed (4)."""
+    (user_module / "broken.py").write_text("raise RuntimeError('module-level failure')\n")
+    out = run("check", "broken:f", "--shape", "3", cwd=user_module)
+    assert out.returncode == 4, out.stderr
+    assert "broken" in out.stderr and "module-level failure" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_unknown_backend_lists_every_known_backend(user_module):
+    """--backend bogus: exit 2, listing numpy, dual, torch and jax (loaded or not)."""
+    out = run("check", "usermod:f", "--grad", "usermod:good", "--input", "x.npy",
+              "--backend", "bogus", cwd=user_module, env_extra={"PYTHONPATH": str(user_module)})
+    assert out.returncode == 2
+    for name in ("numpy", "dual", "torch", "jax"):
+        assert name in out.stderr.split("known:")[1], out.stderr
+
+
+def test_help_states_the_exit_codes():
+    """`gradcheck --help` and `gradcheck check --help` list every exit code."""
+    for args in (["--help"], ["check", "--help"]):
+        out = run(*args)
+        assert out.returncode == 0
+        text = " ".join(out.stdout.split())
+        for phrase in ("0 every check passed", "1 a mismatch was found", "2 usage error",
+                       "3 inconclusive", "4 the function or the gradient raised"):
+            assert phrase in text, (args, phrase)
+
+
+def test_a_worker_killed_by_the_function_exits_four(user_module):
+    """f killing its worker process (engine processes): exit 4 and one line naming the
+    entry range, not a traceback of BrokenProcessPool."""
+    (user_module / "killer.py").write_text(textwrap.dedent("""
+        import os, signal
+        import numpy as np
+        PARENT = os.getpid()
+        def f(x):
+            if x.flat[5] != 5.0 and os.getpid() != PARENT:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return float((x * x).sum())
+        def g(x): return 2 * x
+    """))
+    np.save(user_module / "r.npy", np.arange(12.0))
+    out = run("check", "killer:f", "--grad", "killer:g", "--input", "r.npy", "--engine", "processes",
+              cwd=user_module, env_extra={"PYTHONPATH": str(user_module)})
+    assert out.returncode == 4, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert "killer:f" in out.stderr and "died" in out.stderr and "killed by SIGKILL" in out.stderr

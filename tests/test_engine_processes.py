@@ -103,6 +103,33 @@ def test_a_worker_error_names_the_first_failing_entry():
     assert _no_children_left()
 
 
+@pytest.mark.parametrize("death, how", [
+    (lambda: os.kill(os.getpid(), signal.SIGKILL), "killed by SIGKILL"),
+    (lambda: os._exit(3), "exited with status 3"),
+])
+def test_a_dead_worker_is_named_with_its_entry_range(death, how):
+    """A worker that dies while differencing (killed, out of memory, a native crash,
+    os._exit) breaks the pool: WorkerDiedError names how it died and an entry range that
+    holds the entry that killed it, never a raw BrokenProcessPool; no worker is left."""
+    x = np.arange(40.0).reshape(8, 5)
+    parent = os.getpid()
+
+    def f(x):
+        if x[4, 2] != 22.0 and os.getpid() != parent:  # only perturbed, only in a worker
+            death()
+        return float(x.sum())
+
+    with pytest.raises(_processes.WorkerDiedError) as info:
+        check(f, x, np.ones_like(x), engine="processes")
+    err = info.value
+    flat = lambda index: int(np.ravel_multi_index(index, x.shape))  # noqa: E731
+    assert flat(err.first) <= flat((4, 2)) <= flat(err.last)
+    assert 1 <= err.count <= x.size
+    assert type(err.__cause__).__name__ == "BrokenProcessPool"
+    assert how in str(err) and str(err.first) in str(err) and "out of memory" in str(err)
+    assert _no_children_left()
+
+
 class _Unpicklable(Exception):
     def __init__(self, a, b):
         super().__init__(f"{a} {b}")

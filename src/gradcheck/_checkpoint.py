@@ -31,6 +31,19 @@ On success the file is deleted
     run with an edited-but-same-looking ``f`` reuse stale differences. ``Checkpoint(path,
     keep=True)`` keeps it (a rerun then rebuilds the report without evaluating ``f``).
     After an error (f raised, a chunk failed) the file is kept: it holds the progress.
+
+Checked before any difference is taken
+    A file that cannot be a checkpoint (empty, not an npz archive, a header of the wrong
+    shape, arrays of the wrong dtype or length) and a path that cannot be written (a
+    missing folder, no permission) raise :class:`CheckpointError` when the check opens
+    the checkpoint, after the one evaluation of ``f`` at ``x``: never after a whole pass.
+
+Trust: a checkpoint is trusted input
+    Its recorded differences are taken as they are: the header ties the file to one check,
+    but it is not a signature, and a forged file with a matching header forges the
+    report (any verdict at any entry). Resume only files you (or your own jobs) wrote.
+    Reading one cannot run code: it is an npz archive loaded with ``allow_pickle=False``
+    and a JSON header, never a pickle.
 """
 from __future__ import annotations
 
@@ -82,11 +95,17 @@ class Checkpoint:
 
 
 class CheckpointError(GradcheckError, RuntimeError):
-    """A checkpoint file that cannot be read as one (damaged, or not a checkpoint)."""
+    """A checkpoint file that cannot be read as one (damaged, or not a checkpoint), or a
+    path where no checkpoint can be written (``writing=True``)."""
 
-    def __init__(self, path: str, problem: str) -> None:
-        self.path, self.problem = path, problem
-        super().__init__(f"cannot resume from {path!r}: {problem}; delete the file to start over")
+    def __init__(self, path: str, problem: str, *, writing: bool = False) -> None:
+        self.path, self.problem, self.writing = path, problem, writing
+        if writing:
+            message = (f"cannot write a checkpoint to {path!r}: {problem}; pass a path in a "
+                       "folder that exists and that you can write to")
+        else:
+            message = f"cannot resume from {path!r}: {problem}; delete the file to start over"
+        super().__init__(message)
 
 
 class CheckpointMismatchError(GradcheckError, ValueError):
@@ -218,27 +237,77 @@ def pass_key(idx: np.ndarray, steps: np.ndarray) -> str:
 
 
 def _load(path: str) -> tuple[dict[str, Any], dict[str, _Record]]:
+    """The header and the passes of a checkpoint file, every field checked for its type:
+    anything else is a :class:`CheckpointError`, raised before any difference is taken."""
+    size = os.path.getsize(path)
+    if size == 0:
+        raise CheckpointError(path, "the file is empty (0 bytes), not a checkpoint")
+    if not zipfile.is_zipfile(path):  # np.load would try it as a pickle, then refuse that
+        raise CheckpointError(path, f"it is not an npz (zip) archive ({size} bytes), so not a checkpoint")
     try:
         with np.load(path, allow_pickle=False) as z:
-            header = json.loads(bytes(z["header"]).decode("utf-8"))
-            if header.get("format") != FORMAT:
-                raise CheckpointError(path, "it is not a gradcheck checkpoint")
-            if header.get("version") != VERSION:
-                raise CheckpointError(path, f"it has format version {header.get('version')!r}, "
-                                            f"this gradcheck reads version {VERSION}")
-            records = {}
-            for j, key in enumerate(header["passes"]):
-                rec = _Record(z[f"p{j}_done"].astype(bool), z[f"p{j}_fp"], z[f"p{j}_fm"], z[f"p{j}_den"])
-                sizes = {a.shape for a in (rec.done, rec.fp, rec.fm, rec.den)}
-                if len(sizes) != 1 or len(next(iter(sizes))) != 1:
-                    raise CheckpointError(path, f"pass {j} has arrays of different shapes {sizes}")
-                records[key] = rec
+            header = _header(path, z)
+            records = {key: _record(path, z, j) for j, key in enumerate(header["passes"])}
     except CheckpointError:
         raise
-    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile, UnicodeDecodeError,
+    except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile, UnicodeDecodeError,
             json.JSONDecodeError) as exc:
         raise CheckpointError(path, f"{type(exc).__name__}: {exc}") from exc
     return header, records
+
+
+def _header(path: str, z: Any) -> dict[str, Any]:
+    if "header" not in z.files:
+        raise CheckpointError(path, f"it has no header (arrays {sorted(z.files)[:6]}): not a gradcheck checkpoint")
+    raw = z["header"]
+    if raw.dtype != np.uint8 or raw.ndim != 1:
+        raise CheckpointError(path, f"its header is a {raw.dtype} array of shape {raw.shape}, not JSON bytes")
+    header = json.loads(bytes(raw).decode("utf-8"))
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise CheckpointError(path, "it is not a gradcheck checkpoint")
+    if header.get("version") != VERSION:
+        raise CheckpointError(path, f"it has format version {header.get('version')!r}, "
+                                    f"this gradcheck reads version {VERSION}")
+    passes, check_id = header.get("passes"), header.get("check")
+    if not (isinstance(passes, list) and all(isinstance(k, str) for k in passes)) or len(set(passes)) != len(passes):
+        raise CheckpointError(path, f"its header's 'passes' is {type(passes).__name__} {passes!r:.80}, "
+                                    "not a list of distinct names")
+    if not isinstance(check_id, dict):
+        raise CheckpointError(path, f"its header's 'check' is {type(check_id).__name__}, not a mapping")
+    return header
+
+
+def _record(path: str, z: Any, j: int) -> _Record:
+    arrays = {}
+    for part, kinds in (("done", "b"), ("fp", "f"), ("fm", "f"), ("den", "f")):
+        a = z[f"p{j}_{part}"]
+        if a.dtype.kind not in kinds or a.ndim != 1:
+            want = "bool" if kinds == "b" else "float"
+            raise CheckpointError(path, f"pass {j}'s array {part!r} is {a.dtype} of shape {a.shape}, "
+                                        f"not a 1-d {want} array")
+        arrays[part] = a
+    rec = _Record(arrays["done"], *(arrays[k].astype(np.float64) for k in ("fp", "fm", "den")))
+    sizes = {a.shape for a in (rec.done, rec.fp, rec.fm, rec.den)}
+    if len(sizes) != 1:
+        raise CheckpointError(path, f"pass {j} has arrays of different shapes {sizes}")
+    return rec
+
+
+def _require_writable(path: str) -> None:
+    """Fail now, not after a whole pass, if the checkpoint cannot be written at ``path``:
+    a probe file is created and removed beside it (where the atomic write puts its own)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CheckpointError(path, "it is a folder", writing=True)
+    if not os.path.isdir(folder):
+        raise CheckpointError(path, f"the folder {folder!r} does not exist", writing=True)
+    probe = f"{path}.tmp-{os.getpid()}-probe"
+    try:
+        with open(probe, "wb"):
+            pass
+        os.unlink(probe)
+    except OSError as exc:
+        raise CheckpointError(path, f"{type(exc).__name__}: {exc.strerror or exc}", writing=True) from exc
 
 
 def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -311,6 +380,7 @@ class Checkpointed:
         self.header = dict(header, format=FORMAT, version=VERSION)
         self.records: dict[str, _Record] = {}
         self.resumed_entries = 0
+        _require_writable(self.path)
         _remove_stale_temporaries(self.path)
         if os.path.exists(self.path):
             found, records = _load(self.path)

@@ -34,6 +34,7 @@ How the verdict is reached (each rule is also stated in the printed result):
 """
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from collections.abc import Mapping
@@ -84,7 +85,10 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     positionally (one array is wrapped); floats of any width, integers, torch tensors.
     ``candidates``: ``{"fast": y1, "reference": y2, ...}`` (a sequence is named "0", "1",
     ...), arrays shaped like ``math_fn``'s result: numpy float16/float32, ``ml_dtypes.bfloat16``,
-    torch tensors; for 16-bit targets uint16/int16 arrays are read as bit patterns.
+    torch tensors; for 16-bit targets uint16/int16 arrays are read as bit patterns. Every
+    value must be a value of the target format (a float32 array of bfloat16 values is
+    fine; an unrounded float32 result is refused, naming an entry: it is not an output of
+    a kernel in that format), and a candidate needs at least one entry.
     ``dtype``: the target format (float16, bfloat16, float32, float64); default: the
     candidates' common dtype. ``bound_ulps``: the error beyond which an entry makes a
     candidate broken (default: per entry, see the module docstring; ``result.bounds`` and
@@ -112,13 +116,16 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     _dispute_keywords(dps, bound_ulps, name, float32_evaluation)
     args = _as_inputs(inputs)
     label = name or getattr(math_fn, "__name__", None) or type(math_fn).__name__
+    _require_arity(math_fn, args, label)
     named = _named_candidates(candidates)
     fmt = _target_format(dtype, named)
+    # Checked before the exact evaluation, which can take a while.
+    converted = {k: _as_candidate(v, fmt, k) for k, v in named.items()}
     exact = _exact_values(math_fn, args, dps)
     shape = np.shape(exact)
     exact_obj = np.asarray(exact, dtype=object).reshape(-1)
     notes: list[str] = []
-    values = {k: _as_candidate(v, fmt, k, shape).reshape(-1) for k, v in named.items()}
+    values = {k: _shaped(v, k, shape).reshape(-1) for k, v in converted.items()}
 
     exact_hi = round_to_format(exact_obj, FLOAT64, as_dtype=True)
     want = _correct_rounding(exact_hi, exact_obj, fmt)
@@ -209,18 +216,67 @@ def _target_format(dtype: Any, named: dict[str, Any]) -> FloatFormat:
                      f"not share one float dtype ({listing})")
 
 
-def _as_candidate(value: Any, fmt: FloatFormat, key: str, shape: tuple) -> np.ndarray:
-    """The candidate's values as float64 (exact widening), checked for shape and type."""
+def _require_arity(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], label: str) -> None:
+    """``math_fn`` must take the inputs as its positional arguments: a wrong count is the
+    caller's mistake, to be said as such (called anyway, it would raise a TypeError that
+    reads like an operation with no arbitrary-precision form)."""
+    fn = inspect.unwrap(math_fn)
+    if isinstance(fn, np.ufunc):
+        if fn.nin != len(args):
+            raise TypeError(f"math_fn {label} (a ufunc) takes {fn.nin} input(s), but {len(args)} "
+                            "were given: pass one array per argument, in order")
+        return
+    try:
+        sig = inspect.signature(math_fn)
+    except (TypeError, ValueError):  # no signature to read (some C functions): the call will tell
+        return
+    try:
+        sig.bind(*args)
+    except TypeError as exc:
+        raise TypeError(f"math_fn {label}{sig} cannot be called with the {len(args)} input(s) given "
+                        f"({exc}): pass one array per positional argument, in order") from None
+
+
+def _as_candidate(value: Any, fmt: FloatFormat, key: str) -> np.ndarray:
+    """The candidate's values as float64 (exact widening), checked for type, for entries,
+    and for being values of ``fmt``."""
     arr = _to_numpy(value)
     if arr.dtype in (np.uint16, np.int16) and fmt.bits == 16:
         arr = arr.view(np.uint16).view(fmt.dtype)  # bit patterns of the target format
     if not _is_float(arr.dtype) or arr.dtype.itemsize > 8:
         raise TypeError(f"candidate {key!r} has dtype {arr.dtype}; expected a float array "
                         "(float16, bfloat16, float32, float64; uint16 bit patterns for 16-bit targets)")
-    if arr.shape != tuple(shape):
-        raise ShapeMismatchError(f"candidate {key!r} (compared with math_fn(*inputs))", shape, arr.shape)
+    if arr.size == 0:
+        raise ValueError(f"candidate {key!r} has no entries (shape {arr.shape}): there is nothing to judge (are the inputs empty?)")
     with np.errstate(invalid="ignore"):
-        return arr.astype(np.float64)
+        values = arr.astype(np.float64)
+    _require_representable(values, arr.dtype, fmt, key)
+    return values.reshape(arr.shape)
+
+
+def _require_representable(values: np.ndarray, dtype: np.dtype, fmt: FloatFormat, key: str) -> None:
+    """Refuse a candidate holding values that are not values of ``fmt`` (a wider result
+    never rounded to it): its ulp errors and "correctly rounded" fraction would measure
+    something else than the output of a ``fmt`` kernel and read as a verdict on one."""
+    flat = values.reshape(-1)
+    with np.errstate(invalid="ignore"):
+        nearest = from_bits(round_to_format(flat, fmt), fmt).astype(np.float64)
+        outside = np.flatnonzero((nearest != flat) & ~np.isnan(flat))
+    if not outside.size:
+        return
+    j = int(outside[0])
+    where = tuple(int(i) for i in np.unravel_index(j, values.shape))
+    raise ValueError(
+        f"candidate {key!r} is not a {fmt.name} output: {outside.size} of {flat.size} entries are not "
+        f"{fmt.name} values (entry {where} is {float(flat[j])!r}, the nearest {fmt.name} value {float(nearest[j])!r}). "
+        f"Round it to {fmt.name} as the kernel's output would be, or judge it at its own precision "
+        f"(dtype={dtype.name!r})")
+
+
+def _shaped(values: np.ndarray, key: str, shape: tuple) -> np.ndarray:
+    if values.shape != tuple(shape):
+        raise ShapeMismatchError(f"candidate {key!r} (compared with math_fn(*inputs))", shape, values.shape)
+    return values
 
 
 def _exact_values(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], dps: int) -> Any:
@@ -304,12 +360,6 @@ def _measure(key, c, exact_hi, exact_obj, want, fmt, shape, notes) -> tuple[np.n
     err = _ulp_errors(c, exact_hi, exact_obj, fmt)
     rounded = is_correctly_rounded(c, want, fmt)  # want is representable: RN(want) == want
     err[rounded & np.isinf(want)] = 0.0           # overflow rounded correctly to inf
-    with np.errstate(invalid="ignore"):
-        representable = from_bits(round_to_format(c, fmt), fmt).astype(np.float64) == c
-    outside = int(np.sum(~representable & ~np.isnan(c)))
-    if outside:
-        notes.append(f"{key}: {outside} entries are not {fmt.name} values (a wider dtype); they "
-                     f"are measured as they are and never count as correctly rounded")
     nonfinite = int(np.sum(~np.isfinite(c) & np.isfinite(want)))
     if nonfinite:
         notes.append(f"{key}: {nonfinite} entries are NaN/inf where the exact value is finite "

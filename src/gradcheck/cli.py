@@ -1,27 +1,95 @@
 """The ``gradcheck`` command line.
 
-Exit codes: 0 every check passed, 1 a check failed (a mismatch was found), 2 usage error.
-``gradcheck dispute``: 0 no candidate is broken, 1 a candidate is broken, 2 usage error
-(including a --fn that cannot be evaluated at arbitrary precision).
+MODULE:NAME arguments are imported with the current directory first on ``sys.path``,
+as ``python -m`` does: ``gradcheck check mymod:f`` finds ``./mymod.py``.
+Exit codes (:data:`EXIT_CODES`; the same for every command):
+0 every check passed (``dispute``: no candidate is broken), 1 a mismatch was found
+(``dispute``: a candidate is broken), 2 usage error (including a --fn that cannot be
+evaluated at arbitrary precision), 3 inconclusive (nothing could be verified),
+4 the user's code failed: the function or the gradient raised (or killed its worker),
+or its module could not be imported; one line names it, the exception and the entry.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
+import os
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_RAISED = 0, 1, 2, 3, 4
+EXIT_CODES = (
+    f"Exit codes: {EXIT_PASS} every check passed, {EXIT_FAIL} a mismatch was found (FAIL), "
+    f"{EXIT_USAGE} usage error, {EXIT_INCONCLUSIVE} inconclusive (nothing could be verified), "
+    f"{EXIT_RAISED} the function or the gradient raised (a one-line error names it, the "
+    "exception and the entry)."
+)
+
+
+class UserCodeError(Exception):
+    """The user's code failed (it raised, or killed a worker): exit :data:`EXIT_RAISED`
+    with this one-line message, never a traceback or the exit code of a mismatch."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _load(spec: str) -> Any:
+    """The object named ``MODULE:NAME`` (``NAME`` may be dotted), imported with the current
+    directory on the path. A module that raises while it is imported is the user's code
+    failing (:class:`UserCodeError`); a module that is not there is a usage error."""
     module, _, attr = spec.partition(":")
     if not module or not attr:
         raise ValueError(f"expected MODULE:NAME, got {spec!r}")
-    obj = importlib.import_module(module)
+    cwd = os.getcwd()
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.insert(0, cwd)  # as `python -m` does; a console script starts without it
+    try:
+        obj = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
+            raise ImportError(f"cannot import {module!r} for {spec!r} (looked in {cwd} and on "
+                              f"sys.path): {exc}") from None
+        raise UserCodeError(f"importing {module!r} raised {type(exc).__name__}: {_one_line(exc)}") from exc
+    except Exception as exc:  # noqa: BLE001 - the user's module failed while it ran
+        raise UserCodeError(f"importing {module!r} raised {type(exc).__name__}: {_one_line(exc)}") from exc
     for part in attr.split("."):
         obj = getattr(obj, part)
     return obj
+
+
+class _Watched:
+    """A user function whose exceptions are remembered and re-raised unchanged (gradcheck
+    classifies some of them, e.g. the referee's TypeErrors), so that the command can tell
+    an error raised by the user's code from gradcheck's own."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.raised: list[BaseException] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self.fn(*args, **kwargs)
+        except Exception as exc:
+            self.raised.append(exc)
+            raise
+
+    def raised_in_chain(self, exc: BaseException) -> BaseException | None:
+        """The exception of ours in ``exc``'s chain of causes, if any."""
+        seen: set[int] = set()
+        link: BaseException | None = exc
+        while link is not None and id(link) not in seen:
+            seen.add(id(link))
+            if any(link is mine for mine in self.raised):
+                return link
+            # the chain Python shows: the cause, else the context unless suppressed ("from None")
+            link = link.__cause__ if link.__cause__ is not None else (
+                None if link.__suppress_context__ else link.__context__)
+        return None
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -38,6 +106,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     f = _load(args.function)
     grad = _load(args.grad) if args.grad else None
+    if callable(grad):
+        grad = _Watched(grad)
     if args.input:
         x = np.load(args.input, allow_pickle=False)
     elif args.shape:
@@ -46,13 +116,31 @@ def _cmd_check(args: argparse.Namespace) -> int:
     else:
         raise ValueError("give --input FILE.npy or --shape D0,D1,...")
     cfg = Config.for_dtype(str(x.dtype)) if x.dtype.kind == "f" else None
-    report = check(f, x, grad, config=cfg, backend=args.backend, engine=args.engine,
-                   adjudicate=False if args.no_referee else "auto")
+    try:
+        report = check(f, x, grad, config=cfg, backend=args.backend, engine=args.engine,
+                       adjudicate=False if args.no_referee else "auto")
+    except Exception as exc:
+        _blame_user_code(exc, args.function, grad, args.grad)
+        raise
     print(report.to_json() if args.json else report)
     if args.plot:
         path = report.plot(args.plot)
         print(f"heat map written to {path}", file=sys.stderr)
     return EXIT_PASS if report.passed else EXIT_FAIL
+
+
+def _blame_user_code(exc: Exception, f_spec: str, grad: Any, grad_spec: str | None) -> None:
+    """Raise :class:`UserCodeError` if ``exc`` comes from f or the gradient (else return)."""
+    from ._errors import FunctionError, InputMutationError
+    from .engines._processes import WorkerDiedError
+
+    if isinstance(grad, _Watched):
+        mine = grad.raised_in_chain(exc)
+        if mine is not None:
+            raise UserCodeError(f"{grad_spec} (the claimed gradient) raised {type(mine).__name__} "
+                                f"at the input x: {_one_line(mine)}") from exc
+    if isinstance(exc, (FunctionError, InputMutationError, WorkerDiedError)):
+        raise UserCodeError(f"{f_spec}: {_one_line(exc)}") from exc
 
 
 def _load_array(path: str, what: str) -> Any:
@@ -64,15 +152,10 @@ def _load_array(path: str, what: str) -> Any:
         raise ValueError(f"{what} {path!r} cannot be loaded without pickle: {exc}") from None
 
 
-def _cmd_dispute(args: argparse.Namespace) -> int:
+def _dispute_inputs(args: argparse.Namespace, fmt: Any) -> tuple[Any, ...]:
+    """The --inputs arrays in the order they were saved, --bits arrays read as ``fmt``."""
     import numpy as np
 
-    from ._dispute import dispute
-    from ._lowp import resolve_format
-    from .mp import NotAdjudicable
-
-    fmt = resolve_format(args.dtype)
-    math_fn = _load(args.fn)
     loaded = _load_array(args.inputs, "--inputs")
     if isinstance(loaded, np.lib.npyio.NpzFile):
         with loaded:
@@ -86,6 +169,18 @@ def _cmd_dispute(args: argparse.Namespace) -> int:
         if fmt.bits != 16 or arrays[key].dtype.itemsize != 2:
             raise ValueError(f"--bits {key!r}: bit patterns need a 16-bit --dtype and a 16-bit array")
         arrays[key] = arrays[key].view(np.uint16).view(fmt.dtype)
+    for key, arr in arrays.items():
+        if arr.dtype.name.startswith("void"):  # np.save writes an ml_dtypes array as raw bytes
+            hint = (f"if it holds {fmt.name} values, add --bits {key}" if fmt.bits == 16 and arr.dtype.itemsize == 2
+                    else "save it as float32/float64, or as uint16 bit patterns with a 16-bit --dtype and --bits")
+            raise ValueError(f"--inputs {args.inputs}: array {key!r} has raw dtype {arr.dtype} (numpy saves "
+                             f"bfloat16 arrays this way and cannot read them back as numbers); {hint}")
+    return tuple(arrays[k] for k in keys)
+
+
+def _dispute_candidates(args: argparse.Namespace, fmt: Any) -> dict[str, Any]:
+    import numpy as np
+
     candidates = {}
     for spec in args.candidate:
         name, sep, path = spec.partition("=")
@@ -97,11 +192,28 @@ def _cmd_dispute(args: argparse.Namespace) -> int:
         if arr.dtype.kind == "V" and arr.dtype.itemsize == 2 and fmt.bits == 16:
             arr = arr.view(np.uint16)  # an ml_dtypes array saved by np.save comes back as |V2
         candidates[name] = arr
+    return candidates
+
+
+def _cmd_dispute(args: argparse.Namespace) -> int:
+    from ._dispute import dispute
+    from ._lowp import resolve_format
+    from .mp import NotAdjudicable
+
+    fmt = resolve_format(args.dtype)
+    math_fn = _Watched(_load(args.fn))
+    inputs, candidates = _dispute_inputs(args, fmt), _dispute_candidates(args, fmt)
     try:
-        result = dispute(math_fn, tuple(arrays[k] for k in keys), candidates, fmt, dps=args.dps,
-                         bound_ulps=args.bound_ulps, name=args.fn)
+        result = dispute(math_fn, inputs, candidates, fmt, dps=args.dps, bound_ulps=args.bound_ulps,
+                         name=args.fn)
     except NotAdjudicable as exc:
         raise ValueError(str(exc)) from None
+    except Exception as exc:
+        mine = math_fn.raised_in_chain(exc)
+        if mine is not None:
+            raise UserCodeError(f"{args.fn} raised {type(mine).__name__} on the inputs of "
+                                f"{args.inputs}: {_one_line(mine)}") from exc
+        raise
     print(result.to_json() if args.json else result)
     return EXIT_FAIL if result.broken else EXIT_PASS
 
@@ -117,21 +229,24 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gradcheck", description="Check gradients at every entry.")
+    parser = argparse.ArgumentParser(prog="gradcheck", description="Check gradients at every entry.",
+                                     epilog=EXIT_CODES)
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the showcases (planted bugs that must be caught, correct gradients that must pass)")
     demo.add_argument("--json", action="store_true", help="print JSON instead of text")
     demo.add_argument("--out", default="gradcheck-demo-output", metavar="DIR",
                       help="folder for the pictures (default: %(default)s; '' for none)")
     demo.set_defaults(run=_cmd_demo)
-    chk = sub.add_parser("check", help="check MODULE:FUNC against its claimed gradient")
+    chk = sub.add_parser("check", help="check MODULE:FUNC against its claimed gradient",
+                         description="Check MODULE:FUNC against its claimed gradient at every entry. "
+                         "MODULE is imported with the current directory on the path.", epilog=EXIT_CODES)
     chk.add_argument("function", help="MODULE:FUNC, the function to check")
     chk.add_argument("--grad", help="MODULE:FUNC, the claimed gradient grad(x) (or VJP grad(x, v))")
     chk.add_argument("--input", help="a .npy file holding x (loaded with allow_pickle=False)")
     chk.add_argument("--shape", help="random normal x of this shape, e.g. 3,4")
     chk.add_argument("--dtype", default="float64", choices=["float64", "float32"])
     chk.add_argument("--seed", type=int, default=0)
-    chk.add_argument("--backend", default=None, help="numpy (default), dual, ...")
+    chk.add_argument("--backend", default=None, help="numpy (default), dual, torch, jax")
     chk.add_argument("--engine", default="auto", help="auto (default), serial, batched, compiled, processes")
     chk.add_argument("--no-referee", action="store_true",
                      help="do not settle doubtful entries against exact derivatives (faster)")
@@ -141,8 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     dsp = sub.add_parser(
         "dispute", help="judge low-precision candidate outputs against the exact value of MODULE:FUNC",
         description="Evaluate --fn at arbitrary precision on --inputs and measure each --candidate "
-        "in ulps of --dtype. Exit 0: no candidate broken; 1: a candidate is broken; 2: usage error. "
-        "Files are loaded with allow_pickle=False. numpy cannot save bfloat16 reliably: give "
+        "in ulps of --dtype. Exit 0: no candidate broken; 1: a candidate is broken; 2: usage error "
+        "(a --fn that cannot be evaluated at arbitrary precision included); 4: --fn raised. Files are loaded with allow_pickle=False. numpy cannot save bfloat16 reliably: give "
         "bfloat16 candidates as uint16 bit patterns (np.save(f, y.view(np.uint16))), and name the "
         "bit-pattern arrays among the inputs with --bits.")
     dsp.add_argument("--fn", required=True, metavar="MODULE:FUNC",
@@ -178,6 +293,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return int(args.run(args))
+    except UserCodeError as exc:
+        print(f"gradcheck: error: {exc}", file=sys.stderr)
+        return EXIT_RAISED
     except (ValueError, TypeError, ImportError, AttributeError, OSError) as exc:
         print(f"gradcheck: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -7,6 +7,8 @@ from ._numpy import NumpyBackend as NumpyBackend
 from ._protocol import Backend as Backend
 
 _NAMED = {"numpy": NumpyBackend}
+#: Built-in backends imported on first use (they pull in heavy modules): name -> module.
+_BUILTIN = {"dual": "._dualbackend", "torch": "._torch", "jax": "._jax"}
 
 
 def register(name: str, factory: Any) -> None:
@@ -28,18 +30,23 @@ def resolve(backend: Any, x: Any) -> Backend:
         if backend not in _NAMED:
             _load_builtin(backend)
         if backend not in _NAMED:
-            raise ValueError(f"unknown backend {backend!r}; known: {sorted(_NAMED)}")
+            raise ValueError(f"unknown backend {backend!r}; known: {', '.join(known_backends())}")
         return _NAMED[backend]()
     if isinstance(backend, Backend):
         return backend
     raise TypeError(f"backend must be a name or a Backend instance, got {type(backend).__name__}")
 
 
+def known_backends() -> list[str]:
+    """Every name ``backend=`` accepts: the built-in ones (loaded or not) and registered ones."""
+    return sorted(set(_NAMED) | set(_BUILTIN))
+
+
 def _load_builtin(name: str) -> None:
     """Import optional backends only when asked for (they pull in heavy modules)."""
     import importlib
 
-    module = {"dual": "._dualbackend", "torch": "._torch", "jax": "._jax"}.get(name)
+    module = _BUILTIN.get(name)
     if module is None:
         return
     try:

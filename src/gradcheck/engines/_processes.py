@@ -15,7 +15,10 @@ kernel also kills the workers when the parent dies without a chance to clean up
 in ``f`` is re-raised in the parent as :class:`FunctionError` with the entry index it
 happened at: the first failing entry in index order, as ``serial`` would report it. A
 write by ``f`` into its input is seen on the worker (its copy against the snapshot it was
-forked with, after every chunk) and raised as :class:`InputMutationError`.
+forked with, after every chunk) and raised as :class:`InputMutationError`. A worker that
+dies (killed, out of memory, a crash in native code, ``os._exit``) breaks the pool: that is
+raised as :class:`WorkerDiedError`, naming the entries it may have been differencing and
+how it died.
 """
 from __future__ import annotations
 
@@ -25,11 +28,13 @@ import signal
 import time
 import weakref
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable
 
 import numpy as np
 
 from .._differences import central_differences
+from .._errors import GradcheckError
 from .._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
 from ._chunks import difference_chunk, mutation_error, rebuild_error
 
@@ -37,6 +42,28 @@ from ._chunks import difference_chunk, mutation_error, rebuild_error
 AUTO_MIN_SECONDS = 2.0
 #: Chunks per worker: enough for load balance and progress, few enough to stay cheap.
 CHUNKS_PER_WORKER = 8
+
+
+class WorkerDiedError(GradcheckError, RuntimeError):
+    """A worker process died while differencing (killed by a signal, out of memory, a crash
+    in native code, ``os._exit``), which breaks the whole pool.
+
+    ``first`` and ``last`` are the multi-indices bounding the entries it may have been
+    differencing (``count`` entries: those of the chunks unfinished when the pool broke
+    that the workers could have picked up); ``how`` says how the dead process ended, as
+    far as it is known. The pool's ``BrokenProcessPool`` is chained as ``__cause__``.
+    """
+
+    def __init__(self, first: tuple[int, ...], last: tuple[int, ...], count: int, how: str) -> None:
+        self.first, self.last, self.count, self.how = tuple(first), tuple(last), int(count), how
+        where = f"entry {self.first}" if count == 1 else (
+            f"one of the {count} entries from {self.first} to {self.last}")
+        super().__init__(
+            f"a worker process of engine='processes' died ({how}) while differencing {where}. "
+            "Probable cause: f, or native code it calls, crashed or exited there, or the system "
+            "killed the worker (out of memory). engine='serial' evaluates in this process, "
+            "where the crash shows where it happens."
+        )
 
 
 def auto_reason(problem: Any) -> str | None:
@@ -159,8 +186,12 @@ class ProcessesEngine:
                     raise rebuild_error(min(failures, key=lambda item: item[0])[1])
                 if progress is not None:
                     progress(done_entries)
+        except BrokenProcessPool as exc:
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+            self.close(terminate=True)
+            raise _worker_died(futures, idx, self.problem.work, self.workers, processes) from exc
         except BaseException:
-            # KeyboardInterrupt, a broken pool, or f's error: no worker outlives the check.
+            # KeyboardInterrupt or f's error: no worker outlives the check.
             self.close(terminate=True)
             raise
         return f_plus, f_minus, denom
@@ -207,6 +238,34 @@ def _difference_chunk(idx: np.ndarray, steps: np.ndarray) -> tuple:
     """Serial differences of one chunk on this worker's own copy of the array; the answer
     is data (see :mod:`._chunks`)."""
     return difference_chunk(_PROBLEM.evaluate, _PROBLEM.work, _PRISTINE, idx, steps)
+
+
+def _worker_died(futures: dict[Future, tuple[int, int]], idx: np.ndarray, work: np.ndarray,
+                 workers: int, processes: list[Any]) -> WorkerDiedError:
+    """The error for a pool broken by a dead worker. Chunks are picked up in submission
+    order, one per worker plus one queued ahead, so the dead worker's chunk is among the
+    first ``workers + 1`` chunks that never finished."""
+    broken = sorted(lo_hi for fut, lo_hi in futures.items()
+                    if fut.done() and not fut.cancelled() and isinstance(fut.exception(), BrokenProcessPool))
+    suspects = broken[:workers + 1] or sorted(futures.values())
+    flat = np.concatenate([idx[lo:hi] for lo, hi in suspects])
+    return WorkerDiedError(_entry(work, int(flat.min())), _entry(work, int(flat.max())), flat.size,
+                           _how_it_died(processes))
+
+
+def _how_it_died(processes: list[Any]) -> str:
+    """How the dead worker ended: the exit of a process the pool did not terminate itself
+    (its survivors get SIGTERM), as far as the pool still knows its processes."""
+    codes = [p.exitcode for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
+    if not codes:
+        return "how it ended is unknown"
+    code = codes[0]
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"it exited with status {code}"
 
 
 def _entry(work: np.ndarray, flat_index: int) -> tuple[int, ...]:
