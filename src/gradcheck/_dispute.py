@@ -213,16 +213,16 @@ def _as_candidate(value: Any, fmt: FloatFormat, key: str, shape: tuple) -> np.nd
 
 def _exact_values(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], dps: int) -> Any:
     from .mp import NotAdjudicable
-    from .mp._context import new_context
+    from .mp._context import owned
     from .mp._convert import to_mp_in
     from .mp._evaluate import run_checked
 
     if dps < 1:
         raise ValueError(f"dps must be a positive number of digits; got {dps}")
-    ctx = new_context(dps)  # this dispute's own precision: no other thread can change it
-    xs = tuple(to_mp_in(a, ctx, dps if _is_float(a.dtype) else None) for a in args)
     try:
-        return run_checked(lambda _: math_fn(*xs), None, ctx)
+        with owned(dps) as ctx:  # this dispute's own precision: no other thread can change it
+            xs = tuple(to_mp_in(a, ctx, dps if _is_float(a.dtype) else None) for a in args)
+            return run_checked(lambda _: math_fn(*xs), None, ctx)
     except NotAdjudicable as exc:
         raise NotAdjudicable(exc.reason, "math_fn cannot be evaluated at arbitrary precision, so "
                              f"it cannot settle the dispute: {exc.detail}") from exc

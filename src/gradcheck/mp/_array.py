@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 from mpmath import libmp
 
-from ._context import GLOBAL, private
+from ._context import GLOBAL
 from ._context import active as _active
 from ._errors import PrecisionLossError
 from ._scalar import MPFloat, _exact_tuple, _record, _wrap
@@ -70,7 +70,7 @@ def _exact_tuple_or_raise(v: Any) -> tuple:
 
 
 def _mp(value: Any, ctx: Any) -> MPFloat:
-    return _wrap(value._mpf_, private(ctx))
+    return _wrap(value._mpf_, ctx)
 
 
 def _as_mpfloat(v: Any) -> MPFloat:

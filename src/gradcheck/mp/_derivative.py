@@ -11,7 +11,7 @@ from mpmath import libmp
 from numpy.typing import ArrayLike
 
 from ._array import MPArray
-from ._context import new_context
+from ._context import owned
 from ._convert import to_mp_in
 from ._evaluate import run_checked
 from ._scalar import MPFloat, _exact_tuple, _make_mpf, _wrap
@@ -39,7 +39,8 @@ def certified_digits(a: Any, b: Any, *, cap: int | None = None) -> int:
     30
     """
     cap = mpmath.mp.dps if cap is None else cap
-    return _agreement(a, b, cap, new_context())
+    with owned() as ctx:
+        return _agreement(a, b, cap, ctx)
 
 
 def _agreement(a: Any, b: Any, cap: int, ctx: Any) -> int:
@@ -147,12 +148,17 @@ def mp_derivative(
                          f"precision {_PRECISION_GAP} digits higher")
     # One private context per derivative: its precision moves between the estimates, and
     # nothing outside this call can move it.
-    ctx = new_context()
-    base = to_mp_in(x, ctx, dps)
-    where = _multi_index(index, base.shape)
-    cot = None if cotangent is None else to_mp_in(cotangent, ctx)
-    g = _Contracted(f, base, where, cot, ctx)
+    with owned() as ctx:
+        base = to_mp_in(x, ctx, dps)
+        where = _multi_index(index, base.shape)
+        cot = None if cotangent is None else to_mp_in(cotangent, ctx)
+        return _derive(_Contracted(f, base, where, cot, ctx), dps, min_digits, max_dps)
 
+
+def _derive(g: _Contracted, dps: int, min_digits: int, max_dps: int) -> MPDerivative:
+    """Estimates at two precisions ``_PRECISION_GAP`` apart, raised until they agree on
+    ``min_digits`` (or the derivative is negligible, or ``max_dps`` is reached)."""
+    ctx = g.ctx
     p = dps
     low, high = _estimate(g, p), _estimate(g, p + _PRECISION_GAP)
     while True:

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._array import MPArray
-from ._context import new_context, running, stop
+from ._context import owned, running
 from ._convert import to_mp_in
 from ._errors import NotAdjudicable, PrecisionLossError, Reason
 from ._scalar import _MPF, MPFloat, _exact_tuple, _float_events, _wrap
@@ -49,9 +49,9 @@ def evaluate(f: Callable[[Any], Any], x: ArrayLike, *, dps: int) -> Any:
     """
     if dps < 1:
         raise ValueError(f"dps must be a positive number of digits; got {dps}")
-    ctx = new_context(dps)
-    x_mp = to_mp_in(x, ctx)  # a private copy even of an object array: f may write into it
-    return run_checked(f, x_mp, ctx)
+    with owned(dps) as ctx:
+        x_mp = to_mp_in(x, ctx)  # a private copy even of an object array: f may write into it
+        return run_checked(f, x_mp, ctx)
 
 
 def run_checked(f: Callable[[Any], Any], x_mp: Any, ctx: Any) -> Any:
@@ -59,17 +59,15 @@ def run_checked(f: Callable[[Any], Any], x_mp: Any, ctx: Any) -> Any:
     every way of leaving mpmath detected. The result's values belong to no context."""
     events: list[PrecisionLossError] = []
     token = _float_events.set(events)
-    computing = running(ctx)
     try:
-        try:
+        with running(ctx):
             result = f(x_mp)
-        except Exception as exc:  # noqa: BLE001 - classified, re-raised unchanged otherwise
-            reason = _classify(exc, events)
-            if reason is None:
-                raise
-            raise reason from exc
+    except Exception as exc:  # noqa: BLE001 - classified, re-raised unchanged otherwise
+        reason = _classify(exc, events)
+        if reason is None:
+            raise
+        raise reason from exc
     finally:
-        stop(computing)
         _float_events.reset(token)
     if events:
         raise _float_conversion(events, swallowed=True)

@@ -21,7 +21,7 @@ import mpmath
 import numpy as np
 from mpmath import libmp
 
-from ._context import GLOBAL, private
+from ._context import GLOBAL
 from ._context import active as _active
 from ._errors import PrecisionLossError
 
@@ -91,19 +91,22 @@ def _operand(other: Any) -> tuple | None:
 
 
 def _wrap(t: tuple, ctx: Any = None) -> MPFloat:
-    """An MPFloat of the exact tuple ``t``, made in the private context ``ctx`` (or None)."""
+    """An MPFloat of the exact tuple ``t``, made in context ``ctx``; one made in the global
+    context (or None) records none, so that it never overrides a computation's."""
     out = object.__new__(MPFloat)
     out._t = t
-    out._ctx = ctx
+    out._ctx = None if ctx is GLOBAL else ctx
     return out
 
 
 def _context(a: MPFloat, other: Any = None) -> Any:
     """The context an operation on ``a`` (and ``other``) rounds to (see ``_context.py``)."""
-    ctx = _active()
-    if ctx is None:
-        ctx = a._ctx or (other._ctx if type(other) is MPFloat else None) or GLOBAL
-    return ctx
+    return _active() or _resting(a, other)
+
+
+def _resting(a: MPFloat, other: Any) -> Any:
+    """Outside this thread's computation: the operands' context, else mpmath's global one."""
+    return a._ctx or (other._ctx if type(other) is MPFloat else None) or GLOBAL
 
 
 def _to_real_tuple(z: Any) -> tuple:
@@ -139,15 +142,15 @@ def _binary(op: Callable[..., tuple]) -> tuple[Callable, Callable]:
         o = _operand(other)
         if o is None:
             return NotImplemented
-        ctx = _context(self, other)
-        return _wrap(op(self._t, o, *ctx._prec_rounding), private(ctx))
+        ctx = _active() or _resting(self, other)  # _context, inlined: the hottest path
+        return _wrap(op(self._t, o, *ctx._prec_rounding), ctx)
 
     def reverse(self: MPFloat, other: Any) -> Any:
         o = _operand(other)
         if o is None:
             return NotImplemented
-        ctx = _context(self, other)
-        return _wrap(op(o, self._t, *ctx._prec_rounding), private(ctx))
+        ctx = _active() or _resting(self, other)
+        return _wrap(op(o, self._t, *ctx._prec_rounding), ctx)
 
     return forward, reverse
 
@@ -160,14 +163,14 @@ def _binary_in_context(op: Callable[..., tuple]) -> tuple[Callable, Callable]:
         if o is None:
             return NotImplemented
         ctx = _context(self, other)
-        return _wrap(op(self._t, o, ctx), private(ctx))
+        return _wrap(op(self._t, o, ctx), ctx)
 
     def reverse(self: MPFloat, other: Any) -> Any:
         o = _operand(other)
         if o is None:
             return NotImplemented
         ctx = _context(self, other)
-        return _wrap(op(o, self._t, ctx), private(ctx))
+        return _wrap(op(o, self._t, ctx), ctx)
 
     return forward, reverse
 
@@ -188,7 +191,7 @@ def _unary(name: str, fn: Callable[[Any, Any], Any] | None = None) -> Callable:
         ctx = _context(self)
         v = ctx.make_mpf(self._t)
         return _wrap(_to_real_tuple(getattr(ctx, name)(v) if fn is None else fn(ctx, v)),
-                     private(ctx))
+                     ctx)
 
     method.__name__ = name
     method.__doc__ = f"``np.{name}`` at the working precision (NaN outside the real domain)."
@@ -310,7 +313,7 @@ class MPFloat:
         if ndigits is None:
             return int(ctx.nint(v))
         scale = ctx.mpf(10) ** ndigits
-        return _wrap((ctx.nint(v * scale) / scale)._mpf_, private(ctx))
+        return _wrap((ctx.nint(v * scale) / scale)._mpf_, ctx)
 
     # -- comparisons, truth, hash
     __eq__ = _compare(libmp.mpf_eq)
@@ -353,7 +356,7 @@ class MPFloat:
             return NotImplemented
         ctx = _context(self, other)
         q, r = _divmod(self._t, o, ctx)
-        return _wrap(q, private(ctx)), _wrap(r, private(ctx))
+        return _wrap(q, ctx), _wrap(r, ctx)
 
     def __rdivmod__(self, other: Any) -> Any:
         o = _operand(other)
@@ -361,7 +364,7 @@ class MPFloat:
             return NotImplemented
         ctx = _context(self, other)
         q, r = _divmod(o, self._t, ctx)
-        return _wrap(q, private(ctx)), _wrap(r, private(ctx))
+        return _wrap(q, ctx), _wrap(r, ctx)
 
     # -- numpy
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -407,19 +410,19 @@ class MPFloat:
         """``np.arctan2(self, other)``."""
         ctx = _context(self, other)
         y = ctx.atan2(ctx.make_mpf(self._t), ctx.make_mpf(_operand(other)))
-        return _wrap(y._mpf_, private(ctx))
+        return _wrap(y._mpf_, ctx)
 
     def hypot(self, other: Any) -> MPFloat:
         """``np.hypot(self, other)``."""
         ctx = _context(self, other)
         y = ctx.hypot(ctx.make_mpf(self._t), ctx.make_mpf(_operand(other)))
-        return _wrap(y._mpf_, private(ctx))
+        return _wrap(y._mpf_, ctx)
 
     def fmod(self, other: Any) -> MPFloat:
         """``np.fmod``: C's remainder, which takes the dividend's sign."""
         ctx = _context(self, other)
         q, r = _divmod(libmp.mpf_abs(self._t), libmp.mpf_abs(_operand(other)), ctx)
-        return _wrap(libmp.mpf_neg(r) if self._t[0] else r, private(ctx))
+        return _wrap(libmp.mpf_neg(r) if self._t[0] else r, ctx)
 
     def logical_xor(self, other: Any) -> bool:
         """``np.logical_xor``: truth values differ."""
