@@ -13,9 +13,12 @@ Threads are made to switch every 10 microseconds (``sys.setswitchinterval``) ins
 from __future__ import annotations
 
 import math
+import os
 import random
+import subprocess
 import sys
 import threading
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -160,6 +163,30 @@ def test_a_thread_changing_mpmath_precision_does_not_change_a_dispute(fast_switc
     with _Meddler():
         runs = [_dispute_bits(_bf16_dispute()) for _ in range(10)]
     assert sum(run != alone for run in runs) == 0
+
+
+_PYTHON_BACKEND_RUN = """
+import sys
+sys.path.insert(0, {tests!r})
+sys.setswitchinterval(1e-5)
+from test_mp_concurrency import _Meddler, _report_bits, _tour
+from gradcheck.mp import backend
+alone = _report_bits(_tour(30))
+with _Meddler():
+    runs = [_report_bits(_tour(30)) for _ in range(5)]
+print(backend(), sum(run != alone for run in runs), b"|".join(alone).hex())
+"""
+
+
+def test_pure_python_backend_is_as_safe_and_gives_the_same_report():
+    """Without gmpy2 (MPMATH_NOGMPY=1, in a subprocess) mpmath's pure-Python backend does the
+    arithmetic: checks under a thread changing mpmath's precision still equal the check run
+    alone, and that report is, bit for bit, the one computed with gmpy2 in this process."""
+    env = dict(os.environ, MPMATH_NOGMPY="1")
+    code = _PYTHON_BACKEND_RUN.format(tests=str(Path(__file__).parent))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         check=True, timeout=120).stdout.split()
+    assert out == ["python", "0", b"|".join(_report_bits(_tour(30))).hex()]
 
 
 def _threaded_rows(v):
