@@ -18,9 +18,10 @@ import random
 import subprocess
 import sys
 import threading
-from pathlib import Path
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import mpmath
