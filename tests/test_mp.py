@@ -361,16 +361,21 @@ def test_precision_is_restored_after_evaluate(f, error):
 
 
 def test_evaluate_runs_f_at_the_requested_digits():
-    """Inside f mpmath works at dps digits, and the result carries them."""
+    """Inside f every MPFloat operation works at dps digits and the result carries them,
+    while mpmath's global precision stays the caller's: the precision belongs to the
+    evaluation, and gradcheck never sets mpmath's."""
     seen = []
 
     def f(v):
-        seen.append(mpmath.mp.dps)
+        seen.append((mpmath.mp.dps, (v[1] / 3).value))
         return np.sum(np.exp(v))
 
+    mpmath.mp.dps = 20
     y = evaluate(f, np.array([0.0, 1.0]), dps=50)
-    assert seen == [50]
+    [(global_dps, third)] = seen
+    assert global_dps == 20
     with mpmath.workdps(60):
+        assert _close(third, mpf(1) / 3, 49) and not _close(third, mpf(1) / 3, 52)
         assert _close(y.value, 1 + mpmath.e, 49)
 
 

@@ -280,17 +280,17 @@ def _shaped(values: np.ndarray, key: str, shape: tuple) -> np.ndarray:
 
 
 def _exact_values(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], dps: int) -> Any:
-    import mpmath
-
-    from .mp import NotAdjudicable, to_mp
+    from .mp import NotAdjudicable
+    from .mp._context import owned
+    from .mp._convert import to_mp_in
     from .mp._evaluate import run_checked
 
     if dps < 1:
         raise ValueError(f"dps must be a positive number of digits; got {dps}")
-    xs = tuple(to_mp(a, dps=dps) if _is_float(a.dtype) else to_mp(a) for a in args)
     try:
-        with mpmath.workdps(dps):
-            return run_checked(lambda _: math_fn(*xs), None)
+        with owned(dps) as ctx:  # this dispute's own precision: no other thread can change it
+            xs = tuple(to_mp_in(a, ctx, dps if _is_float(a.dtype) else None) for a in args)
+            return run_checked(lambda _: math_fn(*xs), None, ctx)
     except NotAdjudicable as exc:
         raise NotAdjudicable(exc.reason, "math_fn cannot be evaluated at arbitrary precision, so "
                              f"it cannot settle the dispute: {exc.detail}") from exc

@@ -36,8 +36,9 @@ MAX_ADJUDICATED = 256
 #: From this many entries on, adjudication is spread over a fork process pool.
 PARALLEL_MIN = 12
 
-# The referee of the adjudication in progress, inherited by forked workers (the user's
-# function need not be picklable).
+# In a forked worker: the referee it works for. The parent hands it over as the pool's
+# initializer argument, which a forked process inherits without pickling (the user's function
+# need not be picklable), so concurrent adjudications in threads each fork their own.
 _ACTIVE: "Referee | None" = None
 
 
@@ -95,17 +96,15 @@ class Referee:
                 out.append(None)
                 continue
             out.append((float(d.value), float(d.error), int(d.digits), float(d.left), float(d.right),
-                        float(d.left_error + d.right_error), bool(d.is_kink), int(d.evaluations)))
+                        float(d.side_error), bool(d.is_kink), int(d.evaluations)))
         return out
 
     def _all_derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
         workers = min(usable_cores(), flat_indices.size // (PARALLEL_MIN // 2))
         if workers < 2 or flat_indices.size < PARALLEL_MIN or fork_hazard() is not None:
             return self.derivatives(flat_indices)
-        global _ACTIVE
-        _ACTIVE = self
         pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_worker_init,
-                                   initargs=(os.getpid(),))
+                                   initargs=(os.getpid(), self))
         try:
             chunks = np.array_split(flat_indices, workers * 2)
             parts = list(pool.map(_derivatives_in_worker, chunks))
@@ -114,8 +113,6 @@ class Referee:
             raise
         else:
             shutdown_pool(pool, terminate=False)
-        finally:
-            _ACTIVE = None
         return [d for part in parts for d in part]
 
     def adjudicate(self, positions: np.ndarray, flat_indices: np.ndarray, analytic: np.ndarray,
@@ -155,11 +152,13 @@ class Referee:
                             time.perf_counter() - started)
 
 
-def _worker_init(parent: int) -> None:
+def _worker_init(parent: int, referee: Referee) -> None:
+    global _ACTIVE
+    _ACTIVE = referee
     die_with(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
 
 def _derivatives_in_worker(flat_indices: np.ndarray) -> list[tuple | None]:
-    assert _ACTIVE is not None, "the referee is set before the pool forks"
+    assert _ACTIVE is not None, "the pool's initializer sets the referee"
     return _ACTIVE.derivatives(flat_indices)

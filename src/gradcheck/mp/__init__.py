@@ -2,10 +2,16 @@
 
 ``to_mp`` turns a float array into an object array of :class:`MPFloat` holding the same
 values exactly; numpy's object-dtype loops then run ``@``, ``einsum``, ``np.tanh``, ``sum``,
-``var``, indexing and broadcasting at mpmath's working precision. ``evaluate`` scopes the
-precision and refuses to trust a result that dropped to float on the way (:class:`NotAdjudicable`
-with a :class:`Reason`). ``mp_derivative`` gives one entry's exact derivative with its certified
-digits and its one-sided derivatives. mpmath uses gmpy2 when it is installed (:func:`backend`).
+``var``, indexing and broadcasting at arbitrary precision. ``evaluate`` runs ``f`` at a
+precision of its own and refuses to trust a result that dropped to float on the way
+(:class:`NotAdjudicable` with a :class:`Reason`). ``mp_derivative`` gives one entry's exact
+derivative with its certified digits and its one-sided derivatives. mpmath uses gmpy2 when it
+is installed (:func:`backend`).
+
+Each evaluation, derivative and dispute computes in a private mpmath context: concurrent
+ones in other threads, at other precisions, and code that changes ``mpmath.mp`` cannot change
+its result, and gradcheck never changes mpmath's global precision. Outside them, ``MPFloat``
+arithmetic rounds to ``mpmath.mp`` as any mpmath number does (``mpmath.workdps`` scopes it).
 
 This package imports mpmath; ``import gradcheck`` does not import it.
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-import mpmath
 import numpy as np
 from mpmath import libmp
 
+from ._context import GLOBAL
+from ._context import active as _active
 from ._errors import PrecisionLossError
-from ._scalar import MPFloat, _exact_tuple, _make_mpf, _record, _wrap
+from ._scalar import MPFloat, _exact_tuple, _record, _wrap
 
 
 class MPArray(np.ndarray):
@@ -49,15 +50,32 @@ class MPArray(np.ndarray):
         raise _record(".ctypes (a raw pointer for C code)")
 
 
-def _num(v: Any) -> Any:
+def _context_of(*values: Any) -> Any:
+    """The context an elementwise operation on ``values`` rounds to (see ``_context.py``)."""
+    ctx = _active()
+    if ctx is None:
+        ctx = next((v._ctx for v in values if type(v) is MPFloat and v._ctx), None) or GLOBAL
+    return ctx
+
+
+def _num(v: Any, ctx: Any) -> Any:
+    return ctx.make_mpf(_exact_tuple_or_raise(v))
+
+
+def _exact_tuple_or_raise(v: Any) -> tuple:
     t = _exact_tuple(v)
     if t is None:
         raise TypeError(f"expected a real number, got {type(v).__name__}")
-    return _make_mpf(t)
+    return t
 
 
-def _mp(value: Any) -> MPFloat:
-    return _wrap(value._mpf_)
+def _mp(value: Any, ctx: Any) -> MPFloat:
+    return _wrap(value._mpf_, ctx)
+
+
+def _as_mpfloat(v: Any) -> MPFloat:
+    """``v`` itself if it is an MPFloat (keeping its context), else its exact MPFloat."""
+    return v if type(v) is MPFloat else MPFloat(v)
 
 
 def _signbit(v: Any) -> bool:
@@ -68,60 +86,70 @@ def _signbit(v: Any) -> bool:
 
 
 def _copysign(a: Any, b: Any) -> MPFloat:
-    magnitude = abs(_num(a))
-    return _mp(-magnitude if _signbit(b) else magnitude)
+    ctx = _context_of(a, b)
+    magnitude = abs(_num(a, ctx))
+    return _mp(-magnitude if _signbit(b) else magnitude, ctx)
 
 
 def _heaviside(x: Any, at_zero: Any) -> MPFloat:
-    v = _num(x)
-    if mpmath.isnan(v):
-        return _mp(v)
-    return _mp(_num(at_zero)) if v == 0 else MPFloat(int(v > 0))
+    ctx = _context_of(x, at_zero)
+    v = _num(x, ctx)
+    if ctx.isnan(v):
+        return _mp(v, ctx)
+    return _mp(_num(at_zero, ctx) if v == 0 else ctx.mpf(int(v > 0)), ctx)
 
 
 def _logaddexp(a: Any, b: Any, base: Any = None) -> MPFloat:
-    x, y = _num(a), _num(b)
+    ctx = _context_of(a, b)
+    x, y = _num(a, ctx), _num(b, ctx)
     hi, lo = (x, y) if x >= y else (y, x)
-    if mpmath.isinf(hi) or mpmath.isnan(lo):
-        return _mp(hi if not mpmath.isnan(lo) else lo)
+    if ctx.isinf(hi) or ctx.isnan(lo):
+        return _mp(hi if not ctx.isnan(lo) else lo, ctx)
     if base is None:
-        return _mp(hi + mpmath.log1p(mpmath.exp(lo - hi)))
-    return _mp(hi + mpmath.log1p(mpmath.power(base, lo - hi)) / mpmath.log(base))
+        return _mp(hi + ctx.log1p(ctx.exp(lo - hi)), ctx)
+    return _mp(hi + ctx.log1p(ctx.power(base, lo - hi)) / ctx.log(base), ctx)
 
 
 def _divmod(a: Any, b: Any) -> tuple[MPFloat, MPFloat]:
-    return divmod(MPFloat(a), MPFloat(b))
+    return divmod(_as_mpfloat(a), _as_mpfloat(b))
 
 
 def _modf(x: Any) -> tuple[MPFloat, MPFloat]:
-    v = MPFloat(x)
-    whole = MPFloat(int(v))
+    v = _as_mpfloat(x)
+    whole = _wrap(libmp.from_int(int(v)), v._ctx)
     return v - whole, whole
 
 
 def _ldexp(x: Any, n: Any) -> MPFloat:
-    return _wrap(libmp.mpf_shift(MPFloat(x)._t, int(n)))
+    v = _as_mpfloat(x)
+    return _wrap(libmp.mpf_shift(v._t, int(n)), v._ctx)
 
 
 def _frexp(x: Any) -> tuple[MPFloat, int]:
-    t = MPFloat(x)._t
+    v = _as_mpfloat(x)
+    t = v._t
     if not t[1]:
-        return MPFloat(x), 0
+        return v, 0
     exponent = t[2] + t[3]  # value = man * 2**exp with man of bc bits: mantissa in [0.5, 1)
-    return _wrap(libmp.mpf_shift(t, -exponent)), exponent
+    return _wrap(libmp.mpf_shift(t, -exponent), v._ctx), exponent
+
+
+def _is(test: str) -> Callable[[Any], bool]:
+    """``np.isnan`` and friends: exact questions, at no precision."""
+    return lambda v: bool(getattr(GLOBAL, test)(GLOBAL.make_mpf(_exact_tuple_or_raise(v))))
 
 
 # ufunc -> (elementwise implementation, outputs that numpy types as bool)
 _MISSING: dict[np.ufunc, tuple[Callable, bool]] = {
-    np.isfinite: (lambda v: bool(mpmath.isfinite(_num(v))), True),
-    np.isnan: (lambda v: bool(mpmath.isnan(_num(v))), True),
-    np.isinf: (lambda v: bool(mpmath.isinf(_num(v))), True),
+    np.isfinite: (_is("isfinite"), True),
+    np.isnan: (_is("isnan"), True),
+    np.isinf: (_is("isinf"), True),
     np.signbit: (_signbit, True),
     np.copysign: (_copysign, False),
     np.heaviside: (_heaviside, False),
     np.logaddexp: (_logaddexp, False),
     np.logaddexp2: (lambda a, b: _logaddexp(a, b, 2), False),
-    np.float_power: (lambda a, b: MPFloat(a) ** MPFloat(b), False),
+    np.float_power: (lambda a, b: _as_mpfloat(a) ** _as_mpfloat(b), False),
     np.divmod: (_divmod, False),
     np.modf: (_modf, False),
     np.ldexp: (_ldexp, False),

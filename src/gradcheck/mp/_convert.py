@@ -10,8 +10,6 @@ from numpy.typing import ArrayLike, DTypeLike
 from ._array import MPArray
 from ._scalar import _exact_tuple, _wrap
 
-_from_exact = np.frompyfunc(lambda v: _wrap(_exact_tuple_or_raise(v)), 1, 1)
-
 
 def _exact_tuple_or_raise(v: Any) -> tuple:
     t = _exact_tuple(v)
@@ -48,6 +46,15 @@ def to_mp(x: ArrayLike, dps: int | None = None) -> MPArray:
     >>> x[0].value == np.float32(0.1).item()
     True
     """
+    return to_mp_in(x, None, dps)
+
+
+def to_mp_in(x: ArrayLike, ctx: Any, dps: int | None = None) -> MPArray:
+    """:func:`to_mp` whose elements belong to the private context ``ctx`` (None: to none).
+
+    A thread that ``f`` starts does not see its computation's context variable; the
+    elements of its argument still say which precision they compute at.
+    """
     arr = np.asarray(x)
     if arr.dtype.kind == "c":
         raise TypeError("to_mp takes real inputs; got a complex array")
@@ -59,7 +66,8 @@ def to_mp(x: ArrayLike, dps: int | None = None) -> MPArray:
                          f"use dps >= {needed}")
     if bits is not None and bits <= 53:
         arr = arr.astype(np.float64)  # exact: float64 holds every value of a narrower format
-    out = _from_exact(arr) if arr.ndim else _from_exact(arr[()])
+    from_exact = np.frompyfunc(lambda v: _wrap(_exact_tuple_or_raise(v), ctx), 1, 1)
+    out = from_exact(arr) if arr.ndim else from_exact(arr[()])
     return np.asarray(out, dtype=object).view(MPArray)
 
 

@@ -7,14 +7,19 @@ from typing import Any, Callable
 
 import mpmath
 import numpy as np
+from mpmath import libmp
 from numpy.typing import ArrayLike
 
 from ._array import MPArray
-from ._convert import to_mp
+from ._context import owned
+from ._convert import to_mp_in
 from ._evaluate import run_checked
 from ._scalar import MPFloat, _exact_tuple, _make_mpf, _wrap
 
 _PRECISION_GAP = 20  # digits between the two precisions that must agree
+# Error bounds and digit counts need no more than float64's 53 bits (mpmath's default, at
+# which earlier versions computed them in the global context).
+_BOOKKEEPING_PREC = 53
 # Richardson-extrapolated central differences err by ~h**4 plus round-off ~10**-p / h; the
 # step h = 10**(-p/5) balances them, leaving about 0.8 * p correct digits.
 _DIGITS_PER_DPS = 0.8
@@ -25,7 +30,8 @@ def certified_digits(a: Any, b: Any, *, cap: int | None = None) -> int:
 
     ``floor(-log10(|a - b| / max(|a|, |b|)))``, clipped to ``[0, cap]``; equal values give
     ``cap`` (default: mpmath's current ``dps``, the most a value at that precision carries).
-    Opposite signs, a zero against a non-zero, or a NaN give 0.
+    Opposite signs, a zero against a non-zero, or a NaN give 0. Computed in a private
+    context: the answer does not depend on mpmath's global precision.
 
     >>> certified_digits(1.23456, 1.23457, cap=30)
     5
@@ -33,15 +39,22 @@ def certified_digits(a: Any, b: Any, *, cap: int | None = None) -> int:
     30
     """
     cap = mpmath.mp.dps if cap is None else cap
-    x, y = _make_mpf(_exact(a)), _make_mpf(_exact(b))
-    if mpmath.isnan(x) or mpmath.isnan(y):
+    with owned() as ctx:
+        return _agreement(a, b, cap, ctx)
+
+
+def _agreement(a: Any, b: Any, cap: int, ctx: Any) -> int:
+    """:func:`certified_digits` in the private context ``ctx`` (left at 53 bits)."""
+    ctx.prec = _BOOKKEEPING_PREC
+    x, y = ctx.make_mpf(_exact(a)), ctx.make_mpf(_exact(b))
+    if ctx.isnan(x) or ctx.isnan(y):
         return 0
     if x == y:
         return cap
     relative = abs(x - y) / max(abs(x), abs(y))
     if relative >= 1:
         return 0
-    return int(min(cap, max(0, mpmath.floor(-mpmath.log10(relative)))))
+    return int(min(cap, max(0, ctx.floor(-ctx.log10(relative)))))
 
 
 def _exact(v: Any) -> tuple:
@@ -76,8 +89,16 @@ class MPDerivative:
 
     @property
     def is_kink(self) -> bool:
-        """``True`` when the one-sided derivatives differ by more than ten times their errors."""
-        return bool(abs(self.right - self.left) > 10 * (self.left_error + self.right_error))
+        """``True`` when the one-sided derivatives differ by more than ten times their errors.
+
+        Decided exactly, whatever mpmath's precision."""
+        gap = libmp.mpf_abs(libmp.mpf_sub(self.right._mpf_, self.left._mpf_))
+        return bool(libmp.mpf_gt(gap, libmp.mpf_mul(libmp.from_int(10), self.side_error._mpf_)))
+
+    @property
+    def side_error(self) -> Any:
+        """``left_error + right_error``, exactly (an ``mpmath.mpf``)."""
+        return _make_mpf(libmp.mpf_add(self.left_error._mpf_, self.right_error._mpf_))
 
 
 @dataclass(frozen=True)
@@ -125,18 +146,27 @@ def mp_derivative(
     if max_dps < dps + _PRECISION_GAP:
         raise ValueError(f"max_dps={max_dps} leaves no room above dps={dps} for a second "
                          f"precision {_PRECISION_GAP} digits higher")
-    base = to_mp(x, dps)
-    where = _multi_index(index, base.shape)
-    cot = None if cotangent is None else to_mp(cotangent)
-    g = _Contracted(f, base, where, cot)
+    # One private context per derivative: its precision moves between the estimates, and
+    # nothing outside this call can move it.
+    with owned() as ctx:
+        base = to_mp_in(x, ctx, dps)
+        where = _multi_index(index, base.shape)
+        cot = None if cotangent is None else to_mp_in(cotangent, ctx)
+        return _derive(_Contracted(f, base, where, cot, ctx), dps, min_digits, max_dps)
 
+
+def _derive(g: _Contracted, dps: int, min_digits: int, max_dps: int) -> MPDerivative:
+    """Estimates at two precisions ``_PRECISION_GAP`` apart, raised until they agree on
+    ``min_digits`` (or the derivative is negligible, or ``max_dps`` is reached)."""
+    ctx = g.ctx
     p = dps
     low, high = _estimate(g, p), _estimate(g, p + _PRECISION_GAP)
     while True:
+        ctx.prec = _BOOKKEEPING_PREC
         error = abs(low.central - high.central) + high.noise
-        digits = min(certified_digits(low.central, high.central, cap=dps),
-                     _digits(high.noise, high.central, dps))
-        settled = digits >= min_digits or error <= mpmath.mpf(10) ** (-2 * min_digits) * high.scale
+        digits = min(_agreement(low.central, high.central, dps, ctx),
+                     _digits(high.noise, high.central, dps, ctx))
+        settled = digits >= min_digits or error <= ctx.mpf(10) ** (-2 * min_digits) * high.scale
         if settled or p + 2 * _PRECISION_GAP > max_dps:
             break
         # The low estimate lost this many digits to cancellation; give them back, with margin.
@@ -144,25 +174,26 @@ def mp_derivative(
         p = min(max(p + _PRECISION_GAP, math.ceil((min_digits + lost + 5) / _DIGITS_PER_DPS)),
                 max_dps - _PRECISION_GAP)
         low, high = _estimate(g, p), _estimate(g, p + _PRECISION_GAP)
-    return MPDerivative(
-        value=high.central,
+    ctx.prec = _BOOKKEEPING_PREC
+    return MPDerivative(  # exact copies in mpmath's global type: what users compute with
+        value=_make_mpf(high.central._mpf_),
         digits=digits,
-        error=error,
-        left=high.left,
-        right=high.right,
-        left_error=abs(low.left - high.left) + high.noise,
-        right_error=abs(low.right - high.right) + high.noise,
+        error=_make_mpf(error._mpf_),
+        left=_make_mpf(high.left._mpf_),
+        right=_make_mpf(high.right._mpf_),
+        left_error=_make_mpf((abs(low.left - high.left) + high.noise)._mpf_),
+        right_error=_make_mpf((abs(low.right - high.right) + high.noise)._mpf_),
         dps=(p, p + _PRECISION_GAP),
         evaluations=g.calls,
     )
 
 
-def _digits(error: Any, value: Any, cap: int) -> int:
+def _digits(error: Any, value: Any, cap: int, ctx: Any) -> int:
     if not error:
         return cap
     if not value:
         return 0
-    return int(min(cap, max(0, mpmath.floor(-mpmath.log10(error / abs(value))))))
+    return int(min(cap, max(0, ctx.floor(-ctx.log10(error / abs(value))))))
 
 
 def _multi_index(index: int | tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -179,51 +210,55 @@ def _multi_index(index: int | tuple[int, ...], shape: tuple[int, ...]) -> tuple[
 
 
 class _Contracted:
-    """``t -> sum(cotangent * f(x with x[index] = t))`` as an mpf, at the current precision."""
+    """``t -> sum(cotangent * f(x with x[index] = t))`` as an mpf of ``ctx``, at its current
+    precision."""
 
-    def __init__(self, f: Callable[[Any], Any], base: MPArray, index: tuple, cot: Any) -> None:
-        self.f, self.base, self.index, self.calls = f, base, index, 0
-        self.x_i = base[index].value
+    def __init__(self, f: Callable[[Any], Any], base: MPArray, index: tuple, cot: Any,
+                 ctx: Any) -> None:
+        self.f, self.base, self.index, self.ctx, self.calls = f, base, index, ctx, 0
+        self.x_i = ctx.make_mpf(base[index]._t)
         if cot is not None:
             flat = cot.reshape(-1)
             self.cot_shape = cot.shape
-            self.terms = [(k, flat[k].value) for k in range(flat.size) if flat[k]]
+            self.terms = [(k, ctx.make_mpf(flat[k]._t)) for k in range(flat.size) if flat[k]]
         else:
             self.cot_shape = None
 
     def __call__(self, t: Any) -> Any:
+        ctx = self.ctx
         x = self.base.copy()
-        x[self.index] = _wrap(t._mpf_)
+        x[self.index] = _wrap(t._mpf_, ctx)
         self.calls += 1
-        y = run_checked(self.f, x)
+        y = run_checked(self.f, x, ctx)
         if self.cot_shape is None:
             if np.ndim(y) != 0:
                 raise ValueError(f"f returned an array of shape {np.shape(y)}; pass a cotangent "
                                  "of that shape to reduce it to a scalar")
-            return (y if isinstance(y, MPFloat) else y[()]).value
+            return ctx.make_mpf((y if isinstance(y, MPFloat) else y[()])._t)
         if np.shape(y) != self.cot_shape:
             raise ValueError(f"cotangent has shape {self.cot_shape} but f returned shape "
                              f"{np.shape(y)}")
         flat = np.asarray(y).reshape(-1)
-        return mpmath.fdot((c, flat[k].value) for k, c in self.terms)
+        return ctx.fdot((c, ctx.make_mpf(flat[k]._t)) for k, c in self.terms)
 
 
 def _estimate(g: _Contracted, p: int) -> _Estimate:
     """Central and one-sided Richardson estimates at ``p`` digits, from five evaluations."""
-    with mpmath.workdps(p):
-        x_i = g.x_i
-        scale = max(mpmath.mpf(1), abs(x_i))
-        # A power of two, so that x_i +- h and x_i +- h/2 are exact at this precision.
-        octave = int(mpmath.floor(mpmath.log(scale, 2)))
-        h = mpmath.ldexp(1, octave - math.ceil(p * math.log2(10) / 5))
-        points = [x_i - h, x_i - h / 2, x_i, x_i + h / 2, x_i + h]
-        gm1, gm2, g0, gp2, gp1 = (g(t) for t in points)
-        xm1, xm2, _, xp2, xp1 = points
-        d1 = (gp1 - gm1) / (xp1 - xm1)
-        d2 = (gp2 - gm2) / (xp2 - xm2)
-        right = 2 * (gp2 - g0) / (xp2 - x_i) - (gp1 - g0) / (xp1 - x_i)
-        left = 2 * (g0 - gm2) / (x_i - xm2) - (g0 - gm1) / (x_i - xm1)
-        largest = max(abs(v) for v in (gm1, gm2, g0, gp2, gp1))
-        # Each value carries ~10**-p relative round-off; the differences divide it by h.
-        noise = mpmath.mpf(10) ** (3 - p) * largest / h
-        return _Estimate(d2 + (d2 - d1) / 3, left, right, noise, largest / scale)
+    ctx = g.ctx
+    ctx.dps = p
+    x_i = g.x_i
+    scale = max(ctx.mpf(1), abs(x_i))
+    # A power of two, so that x_i +- h and x_i +- h/2 are exact at this precision.
+    octave = int(ctx.floor(ctx.log(scale, 2)))
+    h = ctx.ldexp(1, octave - math.ceil(p * math.log2(10) / 5))
+    points = [x_i - h, x_i - h / 2, x_i, x_i + h / 2, x_i + h]
+    gm1, gm2, g0, gp2, gp1 = (g(t) for t in points)
+    xm1, xm2, _, xp2, xp1 = points
+    d1 = (gp1 - gm1) / (xp1 - xm1)
+    d2 = (gp2 - gm2) / (xp2 - xm2)
+    right = 2 * (gp2 - g0) / (xp2 - x_i) - (gp1 - g0) / (xp1 - x_i)
+    left = 2 * (g0 - gm2) / (x_i - xm2) - (g0 - gm1) / (x_i - xm1)
+    largest = max(abs(v) for v in (gm1, gm2, g0, gp2, gp1))
+    # Each value carries ~10**-p relative round-off; the differences divide it by h.
+    noise = ctx.mpf(10) ** (3 - p) * largest / h
+    return _Estimate(d2 + (d2 - d1) / 3, left, right, noise, largest / scale)

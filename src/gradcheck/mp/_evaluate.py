@@ -8,9 +8,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._array import MPArray
-from ._convert import to_mp
+from ._context import owned, running
+from ._convert import to_mp_in
 from ._errors import NotAdjudicable, PrecisionLossError, Reason
-from ._scalar import MPFloat, _exact_tuple, _float_events, _wrap
+from ._scalar import _MPF, MPFloat, _exact_tuple, _float_events, _wrap
 
 # Exceptions from these packages mean compiled code was handed the object array.
 _COMPILED_MODULES = ("numba", "cffi", "ctypes", "_ctypes")
@@ -30,12 +31,16 @@ def evaluate(f: Callable[[Any], Any], x: ArrayLike, *, dps: int) -> Any:
     """``f(x)`` computed at ``dps`` significant digits: an :class:`MPFloat` or an object array.
 
     ``x`` is a float array (converted exactly by :func:`to_mp`) or an object array of
-    ``MPFloat``; ``f`` receives a private copy. mpmath's precision is set for the call and
-    restored afterwards, also when ``f`` raises. Raises :class:`NotAdjudicable` when the value
+    ``MPFloat``; ``f`` receives a private copy. Raises :class:`NotAdjudicable` when the value
     cannot be trusted: ``f`` converted an ``MPFloat`` to float (even if it caught the error),
     returned a float, returned nothing computed from ``x``, used an operation with no
     arbitrary-precision form, or produced NaN/inf. Other exceptions from ``f`` propagate.
-    mpmath's precision is global to the process: run evaluations in processes, not threads.
+
+    The precision belongs to this call: every operation on the ``MPFloat`` values rounds in a
+    private mpmath context at ``dps`` digits, so evaluations in concurrent threads (at other
+    precisions) and changes of ``mpmath.mp`` cannot alter the result, and mpmath's global
+    precision is never touched. mpmath's own functions called directly inside ``f``
+    (``mpmath.erf(v)``) round to the global precision instead: use numpy's operations.
 
     >>> import numpy as np
     >>> y = evaluate(lambda v: np.sum(np.exp(v)), np.array([0.0, 1.0]), dps=40)
@@ -44,23 +49,24 @@ def evaluate(f: Callable[[Any], Any], x: ArrayLike, *, dps: int) -> Any:
     """
     if dps < 1:
         raise ValueError(f"dps must be a positive number of digits; got {dps}")
-    x_mp = to_mp(x)  # a private copy even of an object array: f may write into its argument
-    with mpmath.workdps(dps):  # restores the caller's precision on every exit path
-        return run_checked(f, x_mp)
+    with owned(dps) as ctx:
+        x_mp = to_mp_in(x, ctx)  # a private copy even of an object array: f may write into it
+        return run_checked(f, x_mp, ctx)
 
 
-def run_checked(f: Callable[[Any], Any], x_mp: Any) -> Any:
-    """``f(x_mp)`` at the current precision, with every way of leaving mpmath detected."""
+def run_checked(f: Callable[[Any], Any], x_mp: Any, ctx: Any) -> Any:
+    """``f(x_mp)`` computed in the private context ``ctx`` (at its current precision), with
+    every way of leaving mpmath detected. The result's values belong to no context."""
     events: list[PrecisionLossError] = []
     token = _float_events.set(events)
     try:
-        try:
+        with running(ctx):
             result = f(x_mp)
-        except Exception as exc:  # noqa: BLE001 - classified, re-raised unchanged otherwise
-            reason = _classify(exc, events)
-            if reason is None:
-                raise
-            raise reason from exc
+    except Exception as exc:  # noqa: BLE001 - classified, re-raised unchanged otherwise
+        reason = _classify(exc, events)
+        if reason is None:
+            raise
+        raise reason from exc
     finally:
         _float_events.reset(token)
     if events:
@@ -102,7 +108,7 @@ def check_result(result: Any) -> Any:
     """
     if isinstance(result, MPFloat):
         return _finite(result, ())
-    if isinstance(result, mpmath.mpf):
+    if isinstance(result, _MPF):
         return _finite(MPFloat(result), ())
     if isinstance(result, (float, np.floating)):
         raise NotAdjudicable(
@@ -124,7 +130,7 @@ def check_result(result: Any) -> Any:
             "computed outside arbitrary precision (written into np.zeros(...), a float copy)",
         )
     flat = result.reshape(-1)
-    if flat.size and not any(isinstance(v, (MPFloat, mpmath.mpf)) for v in flat):
+    if flat.size and not any(isinstance(v, (MPFloat, _MPF)) for v in flat):
         raise NotAdjudicable(
             Reason.RESULT_NOT_MP,
             "no element of the result is an MPFloat: f did not compute from its argument "

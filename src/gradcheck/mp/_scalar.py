@@ -1,8 +1,10 @@
-"""``MPFloat``: a real number at mpmath's working precision that numpy object arrays can use.
+"""``MPFloat``: a real number at arbitrary precision that numpy object arrays can use.
 
 numpy runs a ufunc on an object array by calling, element by element, the Python operator
 (``+``, ``<``, ``abs``) or a method named after the ufunc (``np.tanh`` calls ``v.tanh()``).
-``MPFloat`` provides both, so unmodified numpy code runs at mpmath's working precision.
+``MPFloat`` provides both, so unmodified numpy code runs at arbitrary precision. The value is
+an exact mpf tuple; the precision an operation rounds to is its computation's private mpmath
+context (``_context``), never mpmath's global one while a computation runs.
 Turning an ``MPFloat`` into a float is the one thing it refuses: ``__float__`` records the
 event and raises :class:`PrecisionLossError`, so a silent drop to 53 bits cannot go unseen.
 """
@@ -19,10 +21,16 @@ import mpmath
 import numpy as np
 from mpmath import libmp
 
+from ._context import GLOBAL
+from ._context import active as _active
 from ._errors import PrecisionLossError
 
-_ctx = mpmath.mp
-_make_mpf = _ctx.make_mpf
+# An exact mpmath.mpf of the global context: what the public API hands out (``value``). Making
+# one from a tuple rounds nothing, so it reads no precision.
+_make_mpf = GLOBAL.make_mpf
+# Any context's mpf and mpc (each MPContext has its own subclasses of these).
+_MPF = mpmath.ctx_mp_python._mpf
+_MPC = mpmath.ctx_mp_python._mpc
 _from_int = libmp.from_int
 # Constants captured by the function (weights, data) meet MPFloats again at every evaluation.
 _from_float = functools.lru_cache(maxsize=1 << 16)(libmp.from_float)
@@ -56,7 +64,7 @@ def _exact_tuple(value: Any) -> tuple | None:
         return _from_float(value)
     if isinstance(value, (int, np.integer)):  # includes bool
         return _from_int(int(value))
-    if isinstance(value, mpmath.mpf):
+    if isinstance(value, _MPF):
         return value._mpf_
     if isinstance(value, np.longdouble):
         # float() would round an 80-bit mantissa; the ratio's denominator is a power of two.
@@ -82,16 +90,30 @@ def _operand(other: Any) -> tuple | None:
     return _exact_tuple(other)
 
 
-def _wrap(t: tuple) -> MPFloat:
+def _wrap(t: tuple, ctx: Any = None) -> MPFloat:
+    """An MPFloat of the exact tuple ``t``, made in context ``ctx``; one made in the global
+    context (or None) records none, so that it never overrides a computation's."""
     out = object.__new__(MPFloat)
     out._t = t
+    out._ctx = None if ctx is GLOBAL else ctx
     return out
+
+
+def _context(a: MPFloat, other: Any = None) -> Any:
+    """The context an operation on ``a`` (and ``other``) rounds to (see ``_context.py``)."""
+    return _active() or _resting(a, other)
+
+
+def _resting(a: MPFloat, other: Any) -> Any:
+    """Outside this thread's computation: the operands' context, else mpmath's global one."""
+    return a._ctx or (other._ctx if type(other) is MPFloat else None) or GLOBAL
 
 
 def _to_real_tuple(z: Any) -> tuple:
     """numpy's real-valued semantics: outside a function's real domain the answer is NaN."""
-    if isinstance(z, mpmath.mpc):
-        return z.real._mpf_ if z.imag == 0 else libmp.fnan
+    if isinstance(z, _MPC):
+        re, im = z._mpc_
+        return re if im in (libmp.fzero, libmp.fnzero) else libmp.fnan
     return z._mpf_
 
 
@@ -120,13 +142,35 @@ def _binary(op: Callable[..., tuple]) -> tuple[Callable, Callable]:
         o = _operand(other)
         if o is None:
             return NotImplemented
-        return _wrap(op(self._t, o, *_ctx._prec_rounding))
+        ctx = _active() or _resting(self, other)  # _context, inlined: the hottest path
+        return _wrap(op(self._t, o, *ctx._prec_rounding), ctx)
 
     def reverse(self: MPFloat, other: Any) -> Any:
         o = _operand(other)
         if o is None:
             return NotImplemented
-        return _wrap(op(o, self._t, *_ctx._prec_rounding))
+        ctx = _active() or _resting(self, other)
+        return _wrap(op(o, self._t, *ctx._prec_rounding), ctx)
+
+    return forward, reverse
+
+
+def _binary_in_context(op: Callable[..., tuple]) -> tuple[Callable, Callable]:
+    """``__op__`` and ``__rop__`` for ``op(s, t, ctx)``, which needs mpmath's functions."""
+
+    def forward(self: MPFloat, other: Any) -> Any:
+        o = _operand(other)
+        if o is None:
+            return NotImplemented
+        ctx = _context(self, other)
+        return _wrap(op(self._t, o, ctx), ctx)
+
+    def reverse(self: MPFloat, other: Any) -> Any:
+        o = _operand(other)
+        if o is None:
+            return NotImplemented
+        ctx = _context(self, other)
+        return _wrap(op(o, self._t, ctx), ctx)
 
     return forward, reverse
 
@@ -139,31 +183,35 @@ def _compare(op: Callable[[tuple, tuple], bool]) -> Callable:
     return compare
 
 
-def _unary(fn: Callable[[Any], Any], name: str) -> Callable:
-    """The method numpy's object loop calls for ``np.<name>``, computed by mpmath."""
+def _unary(name: str, fn: Callable[[Any, Any], Any] | None = None) -> Callable:
+    """The method numpy's object loop calls for ``np.<name>``: ``fn(ctx, v)``, by default
+    mpmath's function of that name (``ctx.tanh``), in the operation's context."""
 
     def method(self: MPFloat) -> MPFloat:
-        return _wrap(_to_real_tuple(fn(_make_mpf(self._t))))
+        ctx = _context(self)
+        v = ctx.make_mpf(self._t)
+        return _wrap(_to_real_tuple(getattr(ctx, name)(v) if fn is None else fn(ctx, v)),
+                     ctx)
 
     method.__name__ = name
     method.__doc__ = f"``np.{name}`` at the working precision (NaN outside the real domain)."
     return method
 
 
-def _floordiv(s: tuple, t: tuple, prec: int, rnd: str) -> tuple:
-    return _divmod(s, t, prec, rnd)[0]
+def _floordiv(s: tuple, t: tuple, ctx: Any) -> tuple:
+    return _divmod(s, t, ctx)[0]
 
 
-def _mod(s: tuple, t: tuple, prec: int, rnd: str) -> tuple:
-    return _divmod(s, t, prec, rnd)[1]
+def _mod(s: tuple, t: tuple, ctx: Any) -> tuple:
+    return _divmod(s, t, ctx)[1]
 
 
-def _divmod(s: tuple, t: tuple, prec: int, rnd: str) -> tuple[tuple, tuple]:
+def _divmod(s: tuple, t: tuple, ctx: Any) -> tuple[tuple, tuple]:
     """Python's floor division and modulo (the remainder takes the divisor's sign)."""
-    a, b = _make_mpf(s), _make_mpf(t)
+    a, b = ctx.make_mpf(s), ctx.make_mpf(t)
     if not b:
         raise ZeroDivisionError("MPFloat division by zero")
-    q = mpmath.floor(a / b)
+    q = ctx.floor(a / b)
     r = a - q * b
     # a / b rounds; when it rounds up onto an integer the remainder comes out of range.
     if r != 0 and (r < 0) != (b < 0):
@@ -172,22 +220,24 @@ def _divmod(s: tuple, t: tuple, prec: int, rnd: str) -> tuple[tuple, tuple]:
     return q._mpf_, r._mpf_
 
 
-def _pow(s: tuple, t: tuple, prec: int, rnd: str) -> tuple:
+def _pow(s: tuple, t: tuple, ctx: Any) -> tuple:
     sign, man, exp, bits = t
     if not sign and man and exp >= 0 and bits + exp <= 10:
         # A small positive integer exponent (x ** 2): repeated multiplication, any base sign.
-        return libmp.mpf_pow_int(s, int(man) << exp, prec, rnd)
-    base, exponent = _make_mpf(s), _make_mpf(t)
+        return libmp.mpf_pow_int(s, int(man) << exp, *ctx._prec_rounding)
+    base, exponent = ctx.make_mpf(s), ctx.make_mpf(t)
     if not base and exponent < 0:
         raise ZeroDivisionError("0.0 cannot be raised to a negative power")
-    return _to_real_tuple(mpmath.power(base, exponent))
+    return _to_real_tuple(ctx.power(base, exponent))
 
 
 class MPFloat:
-    """A real number at mpmath's working precision that numpy object arrays can compute with.
+    """A real number at arbitrary precision that numpy object arrays can compute with.
 
-    Construction is exact; arithmetic rounds to ``mpmath.mp.prec`` (scope it with
-    :func:`gradcheck.mp.evaluate` or ``mpmath.workdps``). ``float(v)`` raises
+    Construction is exact. Inside :func:`gradcheck.mp.evaluate` (and the derivatives and
+    disputes built on it) arithmetic rounds to that computation's own precision, which no
+    other thread and no change of ``mpmath.mp`` can alter; outside any computation it rounds
+    to ``mpmath.mp.prec`` (scope it with ``mpmath.workdps``). ``float(v)`` raises
     :class:`PrecisionLossError`; use :func:`gradcheck.mp.from_mp` to round deliberately.
 
     >>> import numpy as np
@@ -197,14 +247,17 @@ class MPFloat:
     0.761594155955764888119458282605
     """
 
-    __slots__ = ("_t",)
+    # _t: the exact mpf tuple. _ctx: the private context of the computation that made the
+    # value, None if made outside one (see _context.py).
+    __slots__ = ("_ctx", "_t")
 
     def __init__(self, value: Any) -> None:
+        self._ctx = None
         t = _exact_tuple(value)
         if t is None:
             if not isinstance(value, str):
                 raise TypeError(f"MPFloat needs a real number, got {type(value).__name__}")
-            t = libmp.from_str(value, *_ctx._prec_rounding)  # rounds at the working precision
+            t = libmp.from_str(value, *_context(self)._prec_rounding)  # rounds: working precision
         self._t = t
 
     @property
@@ -214,7 +267,8 @@ class MPFloat:
 
     @property
     def _mpf_(self) -> tuple:
-        # Lets mpmath functions take an MPFloat directly: mpmath.erf(v), mpmath.fdot(...).
+        # Lets mpmath functions take an MPFloat directly: mpmath.erf(v), mpmath.fdot(...). They
+        # round to their own context: mpmath.erf to the global precision, even inside f.
         return self._t
 
     def __reduce__(self) -> tuple:
@@ -223,16 +277,16 @@ class MPFloat:
 
     # -- display
     def __repr__(self) -> str:
-        return f"MPFloat('{libmp.to_str(self._t, _ctx.dps)}')"
+        return f"MPFloat('{self}')"
 
     def __str__(self) -> str:
-        return libmp.to_str(self._t, _ctx.dps)
+        return libmp.to_str(self._t, _context(self).dps)
 
     def __format__(self, spec: str) -> str:
         if not spec:
             return str(self)
         # Decimal formats e/f/g specifications from the digits, never through a float.
-        return format(decimal.Decimal(libmp.to_str(self._t, _ctx.dps + 3)), spec)
+        return format(decimal.Decimal(libmp.to_str(self._t, _context(self).dps + 3)), spec)
 
     # -- the refused conversions
     def __float__(self) -> float:
@@ -254,10 +308,12 @@ class MPFloat:
         return int(libmp.to_int(libmp.mpf_ceil(self._t)))
 
     def __round__(self, ndigits: int | None = None) -> Any:
+        ctx = _context(self)
+        v = ctx.make_mpf(self._t)
         if ndigits is None:
-            return int(mpmath.nint(self.value))
-        scale = mpmath.mpf(10) ** ndigits
-        return _wrap((mpmath.nint(self.value * scale) / scale)._mpf_)
+            return int(ctx.nint(v))
+        scale = ctx.mpf(10) ** ndigits
+        return _wrap((ctx.nint(v * scale) / scale)._mpf_, ctx)
 
     # -- comparisons, truth, hash
     __eq__ = _compare(libmp.mpf_eq)
@@ -290,23 +346,25 @@ class MPFloat:
     __sub__, __rsub__ = _binary(libmp.mpf_sub)
     __mul__, __rmul__ = _binary(libmp.mpf_mul)
     __truediv__, __rtruediv__ = _binary(libmp.mpf_div)
-    __floordiv__, __rfloordiv__ = _binary(_floordiv)
-    __mod__, __rmod__ = _binary(_mod)
-    __pow__, __rpow__ = _binary(_pow)
+    __floordiv__, __rfloordiv__ = _binary_in_context(_floordiv)
+    __mod__, __rmod__ = _binary_in_context(_mod)
+    __pow__, __rpow__ = _binary_in_context(_pow)
 
     def __divmod__(self, other: Any) -> Any:
         o = _operand(other)
         if o is None:
             return NotImplemented
-        q, r = _divmod(self._t, o, *_ctx._prec_rounding)
-        return _wrap(q), _wrap(r)
+        ctx = _context(self, other)
+        q, r = _divmod(self._t, o, ctx)
+        return _wrap(q, ctx), _wrap(r, ctx)
 
     def __rdivmod__(self, other: Any) -> Any:
         o = _operand(other)
         if o is None:
             return NotImplemented
-        q, r = _divmod(o, self._t, *_ctx._prec_rounding)
-        return _wrap(q), _wrap(r)
+        ctx = _context(self, other)
+        q, r = _divmod(o, self._t, ctx)
+        return _wrap(q, ctx), _wrap(r, ctx)
 
     # -- numpy
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -317,32 +375,32 @@ class MPFloat:
         return apply_ufunc(ufunc, method, inputs, kwargs)
 
     # The methods numpy's object loops look up by the ufunc's name.
-    exp = _unary(mpmath.exp, "exp")
-    exp2 = _unary(lambda v: mpmath.power(2, v), "exp2")
-    expm1 = _unary(mpmath.expm1, "expm1")
-    log = _unary(mpmath.log, "log")
-    log2 = _unary(lambda v: mpmath.log(v, 2), "log2")
-    log10 = _unary(mpmath.log10, "log10")
-    log1p = _unary(mpmath.log1p, "log1p")
-    sqrt = _unary(mpmath.sqrt, "sqrt")
-    # mpmath.cbrt(-8) is the complex principal root; numpy's is -2.
-    cbrt = _unary(lambda v: -mpmath.cbrt(-v) if v < 0 else mpmath.cbrt(v), "cbrt")
-    sin = _unary(mpmath.sin, "sin")
-    cos = _unary(mpmath.cos, "cos")
-    tan = _unary(mpmath.tan, "tan")
-    arcsin = _unary(mpmath.asin, "arcsin")
-    arccos = _unary(mpmath.acos, "arccos")
-    arctan = _unary(mpmath.atan, "arctan")
-    sinh = _unary(mpmath.sinh, "sinh")
-    cosh = _unary(mpmath.cosh, "cosh")
-    tanh = _unary(mpmath.tanh, "tanh")
-    arcsinh = _unary(mpmath.asinh, "arcsinh")
-    arccosh = _unary(mpmath.acosh, "arccosh")
-    arctanh = _unary(mpmath.atanh, "arctanh")
-    deg2rad = radians = _unary(mpmath.radians, "deg2rad")
-    rad2deg = degrees = _unary(mpmath.degrees, "rad2deg")
-    fabs = _unary(abs, "fabs")
-    rint = _unary(mpmath.nint, "rint")  # half to even, like np.rint
+    exp = _unary("exp")
+    exp2 = _unary("exp2", lambda ctx, v: ctx.power(2, v))
+    expm1 = _unary("expm1")
+    log = _unary("log")
+    log2 = _unary("log2", lambda ctx, v: ctx.log(v, 2))
+    log10 = _unary("log10")
+    log1p = _unary("log1p")
+    sqrt = _unary("sqrt")
+    # mpmath's cbrt(-8) is the complex principal root; numpy's is -2.
+    cbrt = _unary("cbrt", lambda ctx, v: -ctx.cbrt(-v) if v < 0 else ctx.cbrt(v))
+    sin = _unary("sin")
+    cos = _unary("cos")
+    tan = _unary("tan")
+    arcsin = _unary("arcsin", lambda ctx, v: ctx.asin(v))
+    arccos = _unary("arccos", lambda ctx, v: ctx.acos(v))
+    arctan = _unary("arctan", lambda ctx, v: ctx.atan(v))
+    sinh = _unary("sinh")
+    cosh = _unary("cosh")
+    tanh = _unary("tanh")
+    arcsinh = _unary("arcsinh", lambda ctx, v: ctx.asinh(v))
+    arccosh = _unary("arccosh", lambda ctx, v: ctx.acosh(v))
+    arctanh = _unary("arctanh", lambda ctx, v: ctx.atanh(v))
+    deg2rad = radians = _unary("deg2rad", lambda ctx, v: ctx.radians(v))
+    rad2deg = degrees = _unary("rad2deg", lambda ctx, v: ctx.degrees(v))
+    fabs = _unary("fabs", lambda ctx, v: abs(v))
+    rint = _unary("rint", lambda ctx, v: ctx.nint(v))  # half to even, like np.rint
 
     def conjugate(self) -> MPFloat:
         """``np.conjugate``: a real number is its own conjugate."""
@@ -350,17 +408,21 @@ class MPFloat:
 
     def arctan2(self, other: Any) -> MPFloat:
         """``np.arctan2(self, other)``."""
-        return _wrap(mpmath.atan2(self.value, _make_mpf(_operand(other)))._mpf_)
+        ctx = _context(self, other)
+        y = ctx.atan2(ctx.make_mpf(self._t), ctx.make_mpf(_operand(other)))
+        return _wrap(y._mpf_, ctx)
 
     def hypot(self, other: Any) -> MPFloat:
         """``np.hypot(self, other)``."""
-        return _wrap(mpmath.hypot(self.value, _make_mpf(_operand(other)))._mpf_)
+        ctx = _context(self, other)
+        y = ctx.hypot(ctx.make_mpf(self._t), ctx.make_mpf(_operand(other)))
+        return _wrap(y._mpf_, ctx)
 
     def fmod(self, other: Any) -> MPFloat:
         """``np.fmod``: C's remainder, which takes the dividend's sign."""
-        q, r = _divmod(libmp.mpf_abs(self._t), libmp.mpf_abs(_operand(other)),
-                       *_ctx._prec_rounding)
-        return _wrap(libmp.mpf_neg(r) if self._t[0] else r)
+        ctx = _context(self, other)
+        q, r = _divmod(libmp.mpf_abs(self._t), libmp.mpf_abs(_operand(other)), ctx)
+        return _wrap(libmp.mpf_neg(r) if self._t[0] else r, ctx)
 
     def logical_xor(self, other: Any) -> bool:
         """``np.logical_xor``: truth values differ."""
