@@ -1,6 +1,7 @@
 """The ``gradcheck`` command line.
 
-Exit codes: 0 every check passed, 1 a check failed (a mismatch was found), 2 usage error.
+Exit codes: 0 every check passed, 1 a check failed (a mismatch was found), 2 usage error,
+3 inconclusive (no entry could be verified: the report says why and the way out).
 ``gradcheck dispute``: 0 no candidate is broken, 1 a candidate is broken, 2 usage error
 (including a --fn that cannot be evaluated at arbitrary precision).
 """
@@ -11,7 +12,8 @@ import importlib
 import sys
 from typing import Any, Sequence
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+_EXIT_BY_STATUS = {"PASS": EXIT_PASS, "FAIL": EXIT_FAIL, "INCONCLUSIVE": EXIT_INCONCLUSIVE}
 
 
 def _load(spec: str) -> Any:
@@ -52,7 +54,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if args.plot:
         path = report.plot(args.plot)
         print(f"heat map written to {path}", file=sys.stderr)
-    return EXIT_PASS if report.passed else EXIT_FAIL
+    return _EXIT_BY_STATUS[report.status]
 
 
 def _load_array(path: str, what: str) -> Any:
@@ -117,7 +119,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gradcheck", description="Check gradients at every entry.")
+    parser = argparse.ArgumentParser(
+        prog="gradcheck", description="Check gradients at every entry.",
+        epilog="exit codes: 0 every check passed; 1 a mismatch was found; 2 usage error; "
+        "3 inconclusive (no entry could be verified)")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the showcases (planted bugs that must be caught, correct gradients that must pass)")
     demo.add_argument("--json", action="store_true", help="print JSON instead of text")
