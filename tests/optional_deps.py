@@ -33,6 +33,7 @@ def required() -> bool:
 def need(module: str) -> ModuleType:
     """Import ``module``; when it is missing, skip (the test, or the test module when called
     at import time) unless :func:`required`, where the ImportError fails it."""
+    __tracebackhide__ = True  # the skip is reported at the caller's line
     if required():
         return importlib.import_module(module)
     return pytest.importorskip(module, reason=f"needs {module} (optional; {REQUIRE_ENV}=1 makes it required)")

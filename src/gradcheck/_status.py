@@ -106,9 +106,8 @@ def why_nothing_verified(report: Any) -> tuple[str, str]:
             why.append(f"f returns {low}, and its round-off swamps the slope at every entry ({figures})")
             ways.append(f"upcast the input or let f compute and return float64 (no cast to {low})")
         else:
-            why.append(f"the claimed and numeric values are indistinguishable from finite-difference "
-                       f"round-off at every entry ({figures}): f's round-off swamps its slope, or the "
-                       "gradient is ~0 here")
+            why.append(f"finite-difference round-off leaves no entry resolved ({figures}): f's "
+                       "round-off swamps its slope, or the gradient is ~0 here")
             ways.append("check at a point where the gradient is not ~0; let the referee settle it "
                         "(numpy code that runs at arbitrary precision, adjudicate='auto')")
         ways.append("a larger step (config=Config(step=...))")
