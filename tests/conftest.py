@@ -1,4 +1,13 @@
-"""Shared test settings: pinned hypothesis seeds and scoped mpmath precision."""
+"""Shared test settings: pinned hypothesis seeds and scoped mpmath precision.
+
+Environment variables the tests read (.ci/run sets them; a user's `pytest` needs neither):
+
+* ``CI``: hypothesis' larger "ci" profile (more examples). Nothing else: a CI service sets
+  ``CI=true`` for every job, including one that runs the README's bare install.
+* ``GRADCHECK_REQUIRE_OPTIONAL=1``: the optional dependencies (torch, jax, dask, matplotlib,
+  gmpy2, ...) must be importable; a missing one fails its tests instead of skipping them.
+  Unset, those tests skip cleanly. Tests ask through ``tests/optional_deps.py``.
+"""
 from __future__ import annotations
 
 import os

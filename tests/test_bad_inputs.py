@@ -14,7 +14,6 @@ all); every example is a small check with ``adjudicate=False``.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import os
 
 import ml_dtypes
 import numpy as np
@@ -22,6 +21,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from optional_deps import required
 
 from gradcheck import FunctionError, InputMutationError, Verdict, check
 
@@ -130,10 +130,10 @@ def _run(f, x, claimed, engine, pool, **kwargs):
     return check(f, x, claimed, engine="serial", adjudicate=False, **kwargs)
 
 
-try:  # the executor engine ships f with cloudpickle (dask brings it; CI installs dask)
+try:  # the executor engine ships f with cloudpickle (the test extra installs it)
     import cloudpickle  # noqa: F401
 except ModuleNotFoundError:
-    if os.environ.get("CI"):
+    if required():
         raise
     engines = st.just("serial")
 else:

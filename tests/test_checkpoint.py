@@ -3,7 +3,6 @@ gives, bit for bit; the file is atomic, pickle-free, and refuses a different che
 from __future__ import annotations
 
 import concurrent.futures as cf
-import importlib.util
 import json
 import os
 import re
@@ -15,6 +14,7 @@ import time
 
 import numpy as np
 import pytest
+from optional_deps import needs
 
 from gradcheck import Config, FunctionError, check
 from gradcheck import _checkpoint
@@ -30,12 +30,7 @@ from gradcheck.engines import CheckProblem
 from gradcheck.engines._executor import ExecutorEngine, ExecutorOptions
 from gradcheck.engines._serial import SerialEngine
 
-if os.environ.get("CI"):
-    import cloudpickle  # noqa: F401  the executor engine needs it; CI installs it (with dask)
-needs_cloudpickle = pytest.mark.skipif(
-    not os.environ.get("CI") and importlib.util.find_spec("cloudpickle") is None,
-    reason="the executor engine needs cloudpickle (pip install dask[distributed])",
-)
+needs_cloudpickle = needs("cloudpickle")  # the executor engine ships f with it
 
 ARRAYS = ("analytic", "numeric", "noise", "tolerance", "codes", "refined", "causes", "exact",
           "digits", "left", "right")

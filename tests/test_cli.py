@@ -1,5 +1,5 @@
 """The command line, run as a subprocess: output and exit codes (0 pass, 1 fail, 2 usage,
-4 the function or the gradient raised)."""
+3 inconclusive, 4 the function or the gradient raised)."""
 from __future__ import annotations
 
 import json
@@ -11,6 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from optional_deps import needs
 
 import gradcheck
 
@@ -84,6 +85,25 @@ def test_check_command_exit_codes(user_module, grad, code):
     assert out.returncode == code, out.stdout + out.stderr
 
 
+def test_check_command_exits_three_when_nothing_could_be_verified(tmp_path):
+    """An f whose float16 output resolves no entry: exit 3 (inconclusive), not 0, even for
+    a claim of the wrong sign; the report says why. The same claim against the float64 f
+    exits 1 (negative control: the claim is wrong where it can be seen)."""
+    (tmp_path / "lowmod.py").write_text(textwrap.dedent("""
+        import numpy as np
+        def f16(x): return np.float16(np.sin(x).sum())
+        def f64(x): return np.sin(x).sum()
+        def wrong(x): return -np.cos(x)
+    """))
+    np.save(tmp_path / "x.npy", np.linspace(0.1, 1.3, 6))
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    out = run("check", "lowmod:f16", "--grad", "lowmod:wrong", "--input", "x.npy", cwd=tmp_path, env_extra=env)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "INCONCLUSIVE -- no entry could be verified" in out.stdout and "f returns float16" in out.stdout
+    out = run("check", "lowmod:f64", "--grad", "lowmod:wrong", "--input", "x.npy", cwd=tmp_path, env_extra=env)
+    assert out.returncode == 1, out.stdout + out.stderr
+
+
 def test_check_command_json(user_module):
     """`--json` prints the report as JSON, naming the mismatching entry."""
     out = run("check", "usermod:f", "--grad", "usermod:bad", "--shape", "2,4", "--json",
@@ -101,6 +121,7 @@ def test_usage_errors_exit_two(user_module, args):
     assert "Traceback" not in out.stderr
 
 
+@needs("matplotlib")
 def test_check_command_writes_a_heat_map(user_module):
     """`--plot FILE` writes a PNG of the verdicts beside the report."""
     out = run("check", "usermod:f", "--grad", "usermod:bad", "--shape", "2,4", "--plot", "heat.png",

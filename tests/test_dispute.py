@@ -10,7 +10,7 @@ import ml_dtypes
 import mpmath
 import numpy as np
 import pytest
-import torch
+from optional_deps import need
 
 import gradcheck
 from gradcheck import DisputeResult, dispute
@@ -201,6 +201,7 @@ def test_float32_evaluation_notes():
 
 
 def test_torch_tensors_and_bit_patterns_are_accepted():
+    torch = need("torch")
     x = np.linspace(-2, 2, 32).astype(BF16)
     y = np.exp(x.astype(np.float32)).astype(BF16)
     xt = torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)

@@ -16,13 +16,10 @@ import time
 
 import numpy as np
 import pytest
+from optional_deps import need
 
-if os.environ.get("CI"):
-    import cloudpickle  # CI installs dask[distributed]: missing, it must fail there, never skip
-    import distributed
-else:
-    distributed = pytest.importorskip("distributed")
-    cloudpickle = pytest.importorskip("cloudpickle")
+distributed = need("distributed")
+cloudpickle = need("cloudpickle")
 
 import gradcheck  # noqa: E402
 from gradcheck import FunctionError, InputMutationError, check  # noqa: E402

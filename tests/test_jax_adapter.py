@@ -2,15 +2,11 @@
 plus dtype / zero-cotangent / reentrancy contract checks; x64 is scoped, never global."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
+from optional_deps import need
 
-if os.environ.get("CI"):
-    import jax  # CI installs jax: a missing jax must fail there, never skip
-else:
-    jax = pytest.importorskip("jax")
+jax = need("jax")
 
 import jax.numpy as jnp  # noqa: E402
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-import torch
+from optional_deps import need
 
 import gradcheck
 from gradcheck import Verdict
@@ -140,6 +140,7 @@ def test_several_bfloat16_inputs():
 
 
 def test_torch_bfloat16_autograd_and_a_planted_bug():
+    torch = need("torch")
     torch.manual_seed(0)
     x = torch.randn(8, 16).to(torch.bfloat16)
 

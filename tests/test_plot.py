@@ -6,22 +6,19 @@ passing cells in the pass colour, in about the right proportion.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
 import pytest
+from optional_deps import need
 
 import gradcheck
 from gradcheck import grid, shape_sweep
 from gradcheck.native import native_function
 
-if os.environ.get("CI"):
-    import matplotlib.image as mpimg  # CI installs matplotlib: missing, it must fail there, never skip
-else:
-    mpimg = pytest.importorskip("matplotlib.image")
+mpimg = need("matplotlib.image")
 
 from gradcheck._plot import FAIL_COLOUR, PASS_COLOUR  # noqa: E402
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from optional_deps import needs
 
 import gradcheck
 
@@ -214,6 +215,56 @@ def test_check_params_and_multiple_inputs_through_the_fixture(pytester, monkeypa
     result.stdout.fnmatch_lines(["*check_params: FAIL*", "*b *FAIL*"])
 
 
+INCONCLUSIVE_TESTS = """
+import numpy as np
+import pytest
+
+X = np.linspace(0.1, 1.3, 5)
+P = {"w": np.array([0.5, -1.0]), "z": np.array([1.0, 2.0])}
+
+def f16(x):
+    return np.float16(np.sin(x).sum())  # float16 output: no entry can be resolved
+
+def loss(p):
+    return float((p["w"] ** 2).sum() + (0.0 * p["z"]).sum())  # z verifies nothing
+
+GRADS = {"w": 2 * P["w"], "z": np.zeros(2)}
+
+def test_check_fails_by_default(gradcheck):
+    gradcheck.check(f16, X, np.cos)
+
+@pytest.mark.gradcheck(allow_unchecked=True)
+def test_check_accepted_by_the_marker(gradcheck):
+    assert gradcheck.check(f16, X, np.cos).status == "INCONCLUSIVE"
+
+def test_check_accepted_per_call(gradcheck):
+    gradcheck.check(f16, X, np.cos, allow_unchecked=True)
+
+def test_params_fail_by_default(gradcheck):
+    gradcheck.check_params(loss, P, GRADS)
+
+@pytest.mark.gradcheck(allow_unchecked=True)
+def test_params_accepted_by_the_marker(gradcheck):
+    assert gradcheck.check_params(loss, P, GRADS).inconclusive == ["z"]
+"""
+
+
+def test_a_check_that_verified_nothing_fails_the_test_unless_allowed(pytester, monkeypatch):
+    """Through the fixture, a check or a model check that verified nothing (INCONCLUSIVE)
+    fails the test by default, saying why; allow_unchecked=True on the marker or the call
+    accepts it."""
+    pytester.makepyfile(test_inner_inconclusive=INCONCLUSIVE_TESTS)
+    result = run(pytester, monkeypatch)
+    result.assert_outcomes(passed=3, failed=2)
+    result.stdout.fnmatch_lines([
+        "*gradient check inconclusive: no entry could be verified (allow_unchecked=True accepts it*",
+        "*f16: INCONCLUSIVE -- no entry could be verified: 5 UNCHECKED*",
+        "*why: f returns float16*",
+    ])
+    result.stdout.fnmatch_lines(["*check_params: INCONCLUSIVE*verified nothing: z*"])
+
+
+@needs("torch", "jax")
 def test_torch_and_jax_controls_run_once_each(pytester, monkeypatch, control_calls):
     """Checks through torch and jax trigger their own controls, once per session each."""
     pytester.makepyfile(test_inner_frameworks="""

@@ -5,13 +5,12 @@ the checker's output.
 """
 from __future__ import annotations
 
-import os
-
 import itertools
 import json
 
 import numpy as np
 import pytest
+from optional_deps import need
 
 import gradcheck
 from gradcheck import GradientAssertionError, SweepReport, Verdict, grid, shape_sweep
@@ -166,8 +165,7 @@ def test_parity_sweep_through_the_compiled_engine():
 def test_demo_pictures_of_the_parity_sweep(tmp_path, parity_sweep):
     """The demo's parity showcase writes the sweep grid and a heat map of a failing shape
     into the folder it is given; `gradcheck demo --out DIR` names that folder."""
-    if not os.environ.get("CI"):  # CI installs matplotlib: there a missing one must fail
-        pytest.importorskip("matplotlib")
+    need("matplotlib")
     from gradcheck.cli import build_parser
     from gradcheck.showcases import SHOWCASES
 

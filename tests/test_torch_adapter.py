@@ -2,14 +2,10 @@
 entry, plus the contract checks torch's own gradcheck makes (reentrancy, zero cotangent)."""
 from __future__ import annotations
 
-import os
-
 import pytest
+from optional_deps import need
 
-if os.environ.get("CI"):
-    import torch  # CI installs torch: a missing torch must fail there, never skip
-else:
-    torch = pytest.importorskip("torch")
+torch = need("torch")
 
 import gradcheck  # noqa: E402
 from gradcheck import FunctionError, GradientAssertionError, Verdict, check  # noqa: E402

@@ -11,12 +11,12 @@ inputs of a multi-input check; a step too small to move x.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import importlib
-import os
 import re
 
 import numpy as np
 import pytest
+
+import optional_deps
 
 import gradcheck
 from gradcheck import (AliasedParametersError, Config, FunctionError, InputMutationError, OutputError,
@@ -26,11 +26,9 @@ W = np.array([-1.0, 0.5, 1.0])
 
 
 def framework(name: str):
-    """The module ``name``: CI installs it (a missing one must fail there), elsewhere the
-    test skips when it is absent."""
-    if os.environ.get("CI"):
-        return importlib.import_module(name)
-    return pytest.importorskip(name)
+    """The module ``name``, or a skip where it is absent (a failure in CI's full run: see
+    tests/optional_deps.py)."""
+    return optional_deps.need(name)
 
 
 def tied_loss(p):

@@ -7,9 +7,10 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import _status
 from . import backends as _backends
 from ._classify_kernel import classify, tolerance  # the fused kernel from 1e5 entries
-from ._config import Config
+from ._config import Config, dtype_name
 from . import _arguments
 from ._differences import require_moving_steps, slope_and_noise, steps_for
 from ._errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
@@ -292,6 +293,7 @@ def check(
         evaluations=evaluations,
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
+        output_dtype=dtype_name(y0.dtype),
         **judged.second_look(shape),
     )
     if saved is not None:
@@ -336,8 +338,14 @@ class MultiReport:
     reports: tuple[Report, ...]
 
     @property
+    def status(self) -> str:
+        """``"FAIL"`` if any input fails, else ``"INCONCLUSIVE"`` if any input verified
+        nothing (its claim was never checked), else ``"PASS"``."""
+        return _status.combine(r.status for r in self.reports)
+
+    @property
     def passed(self) -> bool:
-        return all(r.passed for r in self.reports)
+        return self.status == _status.PASS
 
     def __getitem__(self, k: int) -> Report:
         return self.reports[k]
@@ -349,17 +357,20 @@ class MultiReport:
         return iter(self.reports)
 
     def summary(self) -> str:
-        failing = [k for k, r in enumerate(self.reports) if not r.passed]
-        status = "PASS" if self.passed else f"FAIL (inputs {failing})"
+        status = self.status
+        if status != _status.PASS:
+            which = [k for k, r in enumerate(self.reports) if r.status == status]
+            status += f" (inputs {which}{' verified nothing' if status == _status.INCONCLUSIVE else ''})"
         return f"{self.name}: {status} -- {len(self.reports)} inputs"
 
-    def assert_pass(self, *, allow_unchecked: bool = True) -> "MultiReport":
-        """Raise :class:`GradientAssertionError` with every input's table unless all passed."""
+    def assert_pass(self, *, allow_unchecked: bool | None = None) -> "MultiReport":
+        """Raise :class:`GradientAssertionError` with every input's table unless every input
+        passes ``Report.assert_pass(allow_unchecked=...)`` (default None: an input that
+        verified nothing fails the whole; True accepts it; False refuses any UNCHECKED)."""
         for r in self.reports:
-            try:
-                r.assert_pass(allow_unchecked=allow_unchecked)
-            except GradientAssertionError:
-                raise GradientAssertionError(f"gradient check failed\n{self}", self) from None
+            refused = _status.refusal(r.status, r.counts[Verdict.UNCHECKED], allow_unchecked)
+            if refused:
+                raise GradientAssertionError(f"{refused}\n{self}", self)
         return self
 
     def __str__(self) -> str:
@@ -369,7 +380,8 @@ class MultiReport:
         return f"<MultiReport {self.summary()}>"
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
-        return {"name": self.name, "passed": self.passed, "inputs": [r.to_dict(**kwargs) for r in self.reports]}
+        return {"name": self.name, "status": self.status, "passed": self.passed,
+                "inputs": [r.to_dict(**kwargs) for r in self.reports]}
 
     def to_json(self, **kwargs: Any) -> str:
         import json

@@ -32,14 +32,21 @@ class Diagnosis:
                 "runs": [list(r) for r in self.runs], "suspects": list(self.suspects)}
 
 
-def diagnose(order: Sequence[str], passed: Mapping[str, bool], informative: Mapping[str, bool]) -> Diagnosis:
+def diagnose(order: Sequence[str], passed: Mapping[str, bool], informative: Mapping[str, bool],
+             unverified: Sequence[str] = ()) -> Diagnosis:
     """Diagnose from per-name pass/fail, in backward ``order``.
 
+    ``passed[name]`` is False for a name that fails (a MISMATCH or NONFINITE entry).
     ``informative[name]`` is False for names with no entry above the noise; such a name is
-    transparent (it neither breaks a run nor starts one) unless it fails.
+    transparent (it neither breaks a run nor starts one) unless it fails. ``unverified``
+    names verified nothing (INCONCLUSIVE): they locate no defect, and a diagnosis without
+    failing names says they exist rather than "every name passes".
     """
     failing = tuple(n for n in order if not passed[n])
     if not failing:
+        if unverified:
+            return Diagnosis("pass", f"no name fails, but {len(unverified)} verified nothing: "
+                                     + ", ".join(unverified))
         return Diagnosis("pass", "every name passes")
     # Runs over the informative-or-failing names only.
     seq = [n for n in order if informative[n] or not passed[n]]

@@ -8,10 +8,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from . import _status
 from ._judge import adjudication_notes, judge_entries
 from ._referee import Referee
 from ._classify import tolerance
-from ._config import Config
+from ._config import Config, dtype_name
 from ._diagnosis import Diagnosis, diagnose
 from . import _arguments
 from ._differences import central_differences, require_moving_steps, steps_for
@@ -25,7 +26,11 @@ from ._verdict import Verdict
 @dataclass(frozen=True, eq=False)
 class ParamsReport:
     """One :class:`Report` per parameter name, a table of all names, and a diagnosis
-    that reads the names in backward order."""
+    that reads the names in backward order.
+
+    ``status``: ``"FAIL"`` when a name fails, else ``"INCONCLUSIVE"`` when any name
+    verified nothing (e.g. every entry of a key bias UNCHECKED with the referee off), else
+    ``"PASS"``; ``passed`` is true for PASS only."""
 
     reports: dict[str, Report]
     order: tuple[str, ...]          # backward order used by the diagnosis
@@ -36,13 +41,27 @@ class ParamsReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
+    def status(self) -> str:
+        """``"FAIL"`` if a name fails or the loss is nondeterministic, else
+        ``"INCONCLUSIVE"`` if any name verified nothing (its gradient was never checked: a
+        model check must not say a plain PASS then), else ``"PASS"``."""
+        if not self.deterministic:
+            return _status.FAIL
+        return _status.combine(r.status for r in self.reports.values())
+
+    @property
     def passed(self) -> bool:
-        return self.deterministic and all(r.passed for r in self.reports.values())
+        return self.status == _status.PASS
 
     @property
     def failing(self) -> list[str]:
         """Names with a MISMATCH or NONFINITE entry, in backward order."""
-        return [n for n in self.order if not self.reports[n].passed]
+        return [n for n in self.order if self.reports[n].status == _status.FAIL]
+
+    @property
+    def inconclusive(self) -> list[str]:
+        """Names that verified nothing (no entry PASSed, none failed), in backward order."""
+        return [n for n in self.order if self.reports[n].status == _status.INCONCLUSIVE]
 
     @property
     def worst(self) -> dict[str, float]:
@@ -59,24 +78,27 @@ class ParamsReport:
         return self.reports[name]
 
     def table(self) -> str:
-        head = f"  {'name':<16} {'shape':<12} {'status':<6} {'PASS':>6} {'MISMATCH':>8} {'UNCHECKED':>9} {'other':>6} {'worst rel':>10}"
+        head = f"  {'name':<16} {'shape':<12} {'status':<12} {'PASS':>6} {'MISMATCH':>8} {'UNCHECKED':>9} {'other':>6} {'worst rel':>10}"
         rows = [head]
         worst = self.worst
         for n in self.order:
             r = self.reports[n]
             c = r.counts
             other = c[Verdict.NONFINITE] + c[Verdict.KINK] + c[Verdict.SKIPPED]
-            status = "ok" if r.passed else "FAIL"
+            status = "ok" if r.passed else r.status
             rows.append(
-                f"  {n:<16} {str(r.shape):<12} {status:<6} {c[Verdict.PASS]:>6} {c[Verdict.MISMATCH]:>8}"
+                f"  {n:<16} {str(r.shape):<12} {status:<12} {c[Verdict.PASS]:>6} {c[Verdict.MISMATCH]:>8}"
                 f" {c[Verdict.UNCHECKED]:>9} {other:>6} {worst[n]:>10.2e}"
             )
         return "\n".join(rows)
 
     def __str__(self) -> str:
         total = sum(r.size for r in self.reports.values())
-        status = "PASS" if self.passed else "FAIL"
-        lines = [f"check_params: {status} -- {len(self.reports)} tensors, {total} entries, {self.seconds:.3g} s"]
+        unverified = self.inconclusive
+        head = f"check_params: {self.status} -- {len(self.reports)} tensors, {total} entries, {self.seconds:.3g} s"
+        if unverified:
+            head += f"; {len(unverified)} verified nothing: {', '.join(unverified)}"
+        lines = [head]
         if not self.deterministic:
             lines.append(f"  NONDETERMINISTIC: the loss changed by {self.drift:.3g} between two evaluations")
         lines.extend(f"  note: {n}" for n in self.notes)
@@ -86,17 +108,30 @@ class ParamsReport:
         for n in self.failing[:3]:
             lines.append(f"-- {n}")
             lines.append(self.reports[n].table(5))
+        if unverified:
+            way_out = ""
+            for n in unverified[:3]:
+                why, way_out = _status.why_nothing_verified(self.reports[n])
+                lines.append(f"-- {n}: {_status.NOTHING_VERIFIED}: {why}")
+            lines.append(f"   way out: {way_out}")
         return "\n".join(lines)
 
-    def assert_pass(self) -> "ParamsReport":
-        """Raise :class:`GradientAssertionError` with the whole table unless every name passed."""
-        if not self.passed:
-            raise GradientAssertionError(f"gradient check failed\n{self}", self)
+    def assert_pass(self, *, allow_unchecked: bool | None = None) -> "ParamsReport":
+        """Raise :class:`GradientAssertionError` with the whole table unless every name
+        passed. ``allow_unchecked``: as for :meth:`Report.assert_pass` -- ``None``
+        (default) fails when any name verified nothing, ``True`` accepts that, ``False``
+        fails on any UNCHECKED entry of any name. A failing name always raises."""
+        unchecked = sum(r.counts[Verdict.UNCHECKED] for r in self.reports.values())
+        refused = _status.refusal(self.status, unchecked, allow_unchecked)
+        if refused:
+            raise GradientAssertionError(f"{refused}\n{self}", self)
         return self
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         return {
+            "status": self.status,
             "passed": self.passed,
+            "inconclusive": self.inconclusive,
             "order": list(self.order),
             "deterministic": self.deterministic,
             "drift": self.drift,
@@ -219,8 +254,9 @@ def check_params(
     return ParamsReport(
         reports=reports,
         order=order_t,
-        diagnosis=diagnose(order_t, {n: r.passed for n, r in reports.items()},
-                           {n: _informative(r) for n, r in reports.items()}),
+        diagnosis=diagnose(order_t, {n: r.status != _status.FAIL for n, r in reports.items()},
+                           {n: _informative(r) for n, r in reports.items()},
+                           [n for n in order_t if reports[n].status == _status.INCONCLUSIVE]),
         deterministic=deterministic,
         drift=0.0 if deterministic else float(abs(f1 - f0)),
         seconds=time.perf_counter() - started,
@@ -451,5 +487,6 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         + (() if why.endswith("asked for") else (why,))
         + (tuple(getattr(pool, "notes", ())) if pool is not None else ())
         + tuple(adjudication_notes(judged.adjudication, adjudicate)),
+        output_dtype=dtype_name(probe.dtype),
         **judged.second_look(shape, flat_idx),
     )

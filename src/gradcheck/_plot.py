@@ -227,7 +227,8 @@ def plot_sweep(sweep: Any, path: str | Path, *, rows: Any = None, cols: Any = No
     if shapes.ndim != 2:
         raise ValueError("plotting a sweep needs shapes that all have the same number of dimensions")
     ndim = shapes.shape[1]
-    failed = np.array([not r.passed for r in sweep.results])
+    failed = np.array([r.failed for r in sweep.results])  # INCONCLUSIVE shapes do not fail...
+    unverified = np.array([r.status == "INCONCLUSIVE" for r in sweep.results])  # ...they get a "?"
     r_dim, c_dim, p_dim = _layout_dims(sweep, ndim, rows, cols, panels)
 
     def values(d: int | None) -> list[int]:
@@ -241,15 +242,17 @@ def plot_sweep(sweep: Any, path: str | Path, *, rows: Any = None, cols: Any = No
     fails = np.zeros((len(pv), len(rv), len(cv)))
     seen = np.zeros_like(fails)
     wrong = np.zeros_like(fails)  # shapes where the (inexact) rule predicts the other outcome
+    unsure = np.zeros_like(fails)
     predicate = sweep.rule.predicate if sweep.rule is not None else None
     predicted = predicate.evaluate(shapes) if predicate is not None else failed
-    for s, bad, guess in zip(shapes, failed, predicted):
+    for s, bad, guess, none in zip(shapes, failed, predicted, unverified):
         p = pv.index(int(s[p_dim])) if p_dim is not None else 0
         i = rv.index(int(s[r_dim])) if r_dim is not None else 0
         j = cv.index(int(s[c_dim])) if c_dim is not None else 0
         fails[p, i, j] += bad
         seen[p, i, j] += 1
         wrong[p, i, j] += bool(bad) != bool(guess)
+        unsure[p, i, j] += none
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.where(seen > 0, fails / np.maximum(seen, 1), np.nan)
 
@@ -273,6 +276,8 @@ def plot_sweep(sweep: Any, path: str | Path, *, rows: Any = None, cols: Any = No
                   interpolation="nearest", aspect="equal")
         for i, j in zip(*np.nonzero(wrong[idx])):
             ax.text(j, i, "×", ha="center", va="center", color="black", fontsize=9)
+        for i, j in zip(*np.nonzero(unsure[idx] * (wrong[idx] == 0))):
+            ax.text(j, i, "?", ha="center", va="center", color="black", fontsize=9)
         _cell_borders(ax, frac[idx].shape)
         _integer_ticks(ax, frac[idx].shape, xvalues=cv if c_dim is not None else [""],
                        yvalues=rv if r_dim is not None else [""])
@@ -290,6 +295,8 @@ def plot_sweep(sweep: Any, path: str | Path, *, rows: Any = None, cols: Any = No
     rule = f"rule: {sweep.rule}" if sweep.rule is not None else "no rule sought"
     if wrong.any():
         rule += "  (× = the rule is wrong here)"
+    if unsure.any():
+        rule += "  (? = verified nothing there)"
     _title(fig, [sweep.summary(), rule])
     return _save(fig, Canvas, path)
 

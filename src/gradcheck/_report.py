@@ -7,6 +7,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from . import _status
 from ._classify import relative_error
 from ._errors import GradientAssertionError
 from ._verdict import FAILING, Verdict
@@ -28,6 +29,11 @@ class Report:
     ``numeric`` (central difference, refined where a step study ran), ``noise``
     (estimated round-off of the numeric value), ``tolerance`` and ``codes`` (verdict
     codes; ``verdicts`` gives :class:`Verdict` members).
+
+    ``status`` is ``"PASS"``, ``"FAIL"`` (a MISMATCH or NONFINITE entry, or a
+    nondeterministic ``f``) or ``"INCONCLUSIVE"`` (no entry could be verified: not one
+    PASS, e.g. all UNCHECKED because ``f`` returns bfloat16); ``passed`` is true for PASS
+    only. ``gradcheck._status`` states the rule and its edge cases.
 
     >>> import numpy as np, gradcheck
     >>> r = gradcheck.check(lambda x: (x**3).sum(), np.array([1.0, 2.0]), grad=lambda x: 3*x**2)
@@ -59,6 +65,9 @@ class Report:
     left: np.ndarray | None = None
     right: np.ndarray | None = None
     adjudication: dict[str, Any] = field(default_factory=dict)
+    # The dtype of f's output ("" when not recorded): says when low precision is why
+    # nothing could be verified.
+    output_dtype: str = ""
 
     # -- views ---------------------------------------------------------------------
     @property
@@ -86,9 +95,23 @@ class Report:
         return {v: int(found[v]) for v in Verdict}
 
     @property
+    def status(self) -> str:
+        """``"PASS"``, ``"FAIL"`` or ``"INCONCLUSIVE"`` (no entry could be verified)."""
+        return _status.status_of(self.counts, self.size, self.deterministic)
+
+    @property
     def passed(self) -> bool:
-        """No MISMATCH, no NONFINITE, and the function was deterministic."""
-        return self.deterministic and not any(self.counts[v] for v in FAILING)
+        """No MISMATCH, no NONFINITE, a deterministic function, and at least one entry
+        verified (``status == "PASS"``)."""
+        return self.status == _status.PASS
+
+    @property
+    def reason(self) -> str:
+        """Why nothing could be verified, and the ways out ("" unless INCONCLUSIVE)."""
+        if self.status != _status.INCONCLUSIVE:
+            return ""
+        why, way_out = _status.why_nothing_verified(self)
+        return f"{why}. Way out: {way_out}"
 
     def entries(self, verdict: Verdict | Iterable[Verdict]) -> list[tuple[int, ...]]:
         """Multi-indices (row-major order) of the entries with this verdict (or these)."""
@@ -139,23 +162,28 @@ class Report:
         return [tuple(int(i) for i in np.unravel_index(j, self.shape)) for j in order]
 
     # -- judging -------------------------------------------------------------------
-    def assert_pass(self, *, allow_unchecked: bool = True) -> "Report":
+    def assert_pass(self, *, allow_unchecked: bool | None = None) -> "Report":
         """Raise :class:`GradientAssertionError` (an AssertionError) unless the check passed.
 
-        ``allow_unchecked=False`` also fails on UNCHECKED entries (nothing proven there).
+        ``allow_unchecked``: ``None`` (the default) accepts UNCHECKED entries beside
+        verified ones but fails an INCONCLUSIVE check (no entry verified), saying why and
+        the way out; ``True`` also accepts an INCONCLUSIVE check; ``False`` fails on any
+        UNCHECKED entry (nothing proven there). A FAIL always raises.
         Returns the report, so it can be chained.
         """
-        bad = not self.passed or (not allow_unchecked and self.counts[Verdict.UNCHECKED])
-        if bad:
-            raise GradientAssertionError(f"gradient check failed\n{self}", self)
+        refused = _status.refusal(self.status, self.counts[Verdict.UNCHECKED], allow_unchecked)
+        if refused:
+            raise GradientAssertionError(f"{refused}\n{self}", self)
         return self
 
     # -- rendering -----------------------------------------------------------------
     def summary(self) -> str:
         c = self.counts
-        parts = [f"{c[v]} {v.name}" for v in Verdict if c[v]]
-        status = "PASS" if self.passed else "FAIL"
-        return f"{self.name}: {status} -- {self.size} entries: " + (", ".join(parts) or "none")
+        parts = ", ".join(f"{c[v]} {v.name}" for v in Verdict if c[v]) or "none"
+        status = self.status
+        if status == _status.INCONCLUSIVE:
+            return f"{self.name}: {status} -- {_status.NOTHING_VERIFIED}: {parts}"
+        return f"{self.name}: {status} -- {self.size} entries: {parts}"
 
     def table(self, count: int = 10) -> str:
         """The worst entries by multi-index, never a dump of whole arrays."""
@@ -174,8 +202,12 @@ class Report:
 
     def __str__(self) -> str:
         lines = [self.summary()]
+        if self.status == _status.INCONCLUSIVE:
+            why, way_out = _status.why_nothing_verified(self)
+            lines += [f"  why: {why}", f"  way out: {way_out}"]
+        returns = f" (f returns {self.output_dtype})" if _status.coarser(self.output_dtype, self.dtype) else ""
         lines.append(
-            f"  dtype {self.dtype}, engine {self.engine}, {self.evaluations} evaluations in {self.seconds:.3g} s"
+            f"  dtype {self.dtype}{returns}, engine {self.engine}, {self.evaluations} evaluations in {self.seconds:.3g} s"
         )
         if not self.deterministic:
             lines.append(f"  NONDETERMINISTIC: f(x) changed by {self.drift:.3g} between two evaluations")
@@ -200,9 +232,12 @@ class Report:
         with their values. ``arrays=True`` adds the full arrays as nested lists."""
         out: dict[str, Any] = {
             "name": self.name,
+            "status": self.status,
             "passed": self.passed,
+            "reason": self.reason,
             "shape": list(self.shape),
             "dtype": self.dtype,
+            "output_dtype": self.output_dtype,
             "engine": self.engine,
             "deterministic": self.deterministic,
             "drift": self.drift,

@@ -36,6 +36,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
+from . import _status
 from ._check import check
 from ._errors import GradientAssertionError
 from ._layout import LayoutDescription, describe_layout
@@ -114,6 +115,8 @@ def grid(*axes: Iterable[int], **named_axes: Iterable[int]) -> Grid:
 class ShapeResult:
     """The outcome of the check at one shape, kept compactly.
 
+    ``status`` is the check's ``"PASS"``, ``"FAIL"`` or ``"INCONCLUSIVE"`` (no entry
+    verified; ``passed`` is then False, but the shape does not *fail*: ``failed`` is False).
     ``counts`` maps verdict names to their (non-zero) counts; ``layout`` describes where
     the MISMATCH entries sit (``None`` when there are none); ``part_layouts`` does so per
     named part when the sweep was given ``parts``; ``report`` is the full :class:`Report`
@@ -130,6 +133,12 @@ class ShapeResult:
     layout: LayoutDescription | None
     part_layouts: tuple[tuple[str, LayoutDescription], ...] = ()
     report: Any = None
+    status: str = ""
+
+    @property
+    def failed(self) -> bool:
+        """Whether the check at this shape found something wrong (status FAIL)."""
+        return self.status == _status.FAIL if self.status else not self.passed
 
     @property
     def mismatches(self) -> int:
@@ -152,7 +161,7 @@ class ShapeResult:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "shape": list(self.shape), "passed": self.passed, "size": self.size,
+            "shape": list(self.shape), "status": self.status, "passed": self.passed, "size": self.size,
             "counts": dict(self.counts), "engine": self.engine,
             "evaluations": self.evaluations, "seconds": self.seconds,
         }
@@ -210,8 +219,13 @@ class SweepReport:
 
     @property
     def failed(self) -> list[Shape]:
-        """The failing shapes, in sweep order."""
-        return [r.shape for r in self.results if not r.passed]
+        """The failing shapes (status FAIL), in sweep order: the rule separates these."""
+        return [r.shape for r in self.results if r.failed]
+
+    @property
+    def inconclusive(self) -> list[Shape]:
+        """The shapes whose check verified nothing (status INCONCLUSIVE), in sweep order."""
+        return [r.shape for r in self.results if r.status == _status.INCONCLUSIVE]
 
     @property
     def n_total(self) -> int:
@@ -219,11 +233,17 @@ class SweepReport:
 
     @property
     def n_failed(self) -> int:
-        return sum(not r.passed for r in self.results)
+        return sum(r.failed for r in self.results)
+
+    @property
+    def status(self) -> str:
+        """``"FAIL"`` if any shape fails, else ``"INCONCLUSIVE"`` if any shape verified
+        nothing (that shape was never checked), else ``"PASS"``."""
+        return _status.combine(r.status or ("PASS" if r.passed else "FAIL") for r in self.results)
 
     @property
     def passed(self) -> bool:
-        return all(r.passed for r in self.results)
+        return self.status == _status.PASS
 
     @property
     def counts(self) -> dict[str, int]:
@@ -259,23 +279,30 @@ class SweepReport:
         ``[("A: the last column; B: the last column", [(3, 2, 3), ...]), ...]``."""
         groups: dict[str, list[Shape]] = {}
         for r in self.results:
-            if not r.passed:
+            if r.failed:
                 groups.setdefault(_normalise_where(r.where), []).append(r.shape)
         return sorted(groups.items(), key=lambda item: -len(item[1]))
 
     # -- judging -------------------------------------------------------------------
-    def assert_all_pass(self) -> "SweepReport":
+    def assert_all_pass(self, *, allow_unchecked: bool | None = None) -> "SweepReport":
         """Raise :class:`GradientAssertionError` (an AssertionError) unless every shape
-        passed; the message is the sweep's table. Returns the sweep otherwise."""
-        if not self.passed:
-            raise GradientAssertionError(f"shape sweep failed\n{self}", self)
+        passed; the message is the sweep's table. Returns the sweep otherwise.
+
+        ``allow_unchecked``: ``None`` (default) also raises when a shape verified nothing
+        (INCONCLUSIVE); ``True`` accepts such shapes; ``False`` raises on any UNCHECKED
+        entry at any shape."""
+        unchecked = sum(r.counts.get(Verdict.UNCHECKED.name, 0) for r in self.results)
+        refused = _status.refusal(self.status, unchecked, allow_unchecked)
+        if refused:
+            raise GradientAssertionError(f"shape sweep: {refused}\n{self}", self)
         return self
 
     # -- rendering -----------------------------------------------------------------
     def summary(self) -> str:
-        status = "PASS" if self.passed else "FAIL"
         dims = "(" + ", ".join(self.dim_names) + ")"
-        return f"{self.name}: {status} -- {self.n_failed} of {self.n_total} shapes {dims} fail"
+        text = f"{self.name}: {self.status} -- {self.n_failed} of {self.n_total} shapes {dims} fail"
+        unsure = len(self.inconclusive)
+        return text + (f"; {unsure} verified nothing" if unsure else "")
 
     def __str__(self) -> str:
         lines = [self.summary()]
@@ -307,7 +334,22 @@ class SweepReport:
             if len(failed) > _LISTED_SHAPES:
                 items.append(f"... ({len(failed) - _LISTED_SHAPES} more: .failed lists all)")
             lines += _wrap_items(items, "  failing shapes: ", "    ")
+        lines += self._inconclusive_lines()
         return "\n".join(lines)
+
+    def _inconclusive_lines(self) -> list[str]:
+        unsure = [r for r in self.results if r.status == _status.INCONCLUSIVE]
+        if not unsure:
+            return []
+        items = [str(r.shape) for r in unsure[:_LISTED_SHAPES]]
+        if len(unsure) > _LISTED_SHAPES:
+            items.append(f"... ({len(unsure) - _LISTED_SHAPES} more: .inconclusive lists all)")
+        lines = _wrap_items(items, f"  {_status.NOTHING_VERIFIED} at: ", "    ")
+        kept = next((r for r in unsure if r.report is not None), None)
+        if kept is not None:  # the reports are kept for failing and inconclusive shapes by default
+            why, way_out = _status.why_nothing_verified(kept.report)
+            lines += [f"  e.g. at {kept.shape}: {why}", f"  way out: {way_out}"]
+        return lines
 
     def __repr__(self) -> str:
         return f"<SweepReport {self.summary()}>"
@@ -321,7 +363,8 @@ class SweepReport:
                     "alternatives": list(self.rule.alternatives),
                     "best_candidate": self.rule.best_candidate, "str": str(self.rule)}
         return {
-            "name": self.name, "passed": self.passed, "dim_names": list(self.dim_names),
+            "name": self.name, "status": self.status, "passed": self.passed,
+            "dim_names": list(self.dim_names), "inconclusive": [list(s) for s in self.inconclusive],
             "n_total": self.n_total, "n_failed": self.n_failed, "counts": self.counts,
             "engines": self.engines, "seconds": self.seconds, "rule": rule,
             "where_groups": [{"where": w, "shapes": [list(s) for s in members]}
@@ -431,7 +474,8 @@ def shape_sweep(
     ``parts(shape)`` names consecutive pieces of a flat input with their shapes, e.g.
     ``{"A": (k, m), "B": (k, n)}``, so the layout is described per piece ("A: the last
     column; B: the last column") rather than on the flat vector. ``keep`` says which full
-    reports to keep: ``"failing"`` (default), ``"all"`` or ``"none"``.
+    reports to keep: ``"failing"`` (default: the shapes that did not pass, inconclusive
+    ones included), ``"all"`` or ``"none"``.
 
     Returns a :class:`SweepReport`; ``.assert_all_pass()`` in a test.
 
@@ -484,7 +528,7 @@ def shape_sweep(
 
     rule = None
     if ndim is not None:
-        rule = find_shape_rule(shape_list, [not r.passed for r in results], dim_names=names)
+        rule = find_shape_rule(shape_list, [r.failed for r in results], dim_names=names)
     return SweepReport(label, tuple(results), names, rule, seconds, axes, parts)
 
 
@@ -510,4 +554,4 @@ def _compact(shape: Shape, report: Any, parts: Parts | None, keep: str) -> Shape
     kept = keep == "all" or (keep == "failing" and not report.passed)
     return ShapeResult(shape, report.passed, report.size, counts, report.engine,
                        report.evaluations, report.seconds, layout, part_layouts or (),
-                       report if kept else None)
+                       report if kept else None, report.status)

@@ -35,6 +35,7 @@ class UserCodeError(Exception):
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+_EXIT_BY_STATUS = {"PASS": EXIT_PASS, "FAIL": EXIT_FAIL, "INCONCLUSIVE": EXIT_INCONCLUSIVE}
 
 
 def _load(spec: str) -> Any:
@@ -126,7 +127,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if args.plot:
         path = report.plot(args.plot)
         print(f"heat map written to {path}", file=sys.stderr)
-    return EXIT_PASS if report.passed else EXIT_FAIL
+    return _EXIT_BY_STATUS[report.status]
 
 
 def _blame_user_code(exc: Exception, f_spec: str, grad: Any, grad_spec: str | None) -> None:

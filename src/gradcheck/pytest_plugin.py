@@ -12,7 +12,10 @@ mpmath, torch, jax): those load when a check needs them.
 
 ``gradcheck.check`` / ``gradcheck.check_params`` take the arguments of
 :func:`gradcheck.check` / :func:`gradcheck.check_params`, fail the test with the verdict
-table unless the check passed, and return the report. Before the first check through a
+table unless the check passed, and return the report. A check that verified nothing
+(INCONCLUSIVE: e.g. every entry UNCHECKED) fails the test too, saying why; the marker's
+(or the call's) ``allow_unchecked=True`` accepts it, ``allow_unchecked=False`` refuses any
+UNCHECKED entry, and the default (``None``) accepts UNCHECKED entries beside verified ones. Before the first check through a
 backend (per engine), the session runs :func:`gradcheck.assert_detects_wrong_gradient`
 for it; if that control fails, every test using the backend fails with the control's
 report, and the terminal summary says to ignore every gradcheck result of the run.
@@ -30,9 +33,10 @@ MARKER = "gradcheck"
 #: Keyword arguments the marker accepts (defaults for the fixture's checks in that test).
 MARKER_KWARGS = ("backend", "config", "engine", "allow_unchecked", "control")
 MARKER_HELP = (
-    "gradcheck(backend=None, *, config=None, engine='auto', allow_unchecked=True, control=True): "
-    "defaults for the gradcheck fixture in this test; with a backend, its negative control "
-    "runs (once per session) before the test"
+    "gradcheck(backend=None, *, config=None, engine='auto', allow_unchecked=None, control=True): "
+    "defaults for the gradcheck fixture in this test (allow_unchecked: None fails a check that "
+    "verified nothing, True accepts it, False fails on any UNCHECKED entry); with a backend, its "
+    "negative control runs (once per session) before the test"
 )
 _STATE = pytest.StashKey["_SessionState"]()
 
@@ -94,10 +98,10 @@ class GradcheckFixture:
             self.backends.append(name)
         self._state.checks[name] = self._state.checks.get(name, 0) + 1
 
-    def _options(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], bool, bool]:
+    def _options(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], bool | None, bool]:
         merged = {k: v for k, v in self._defaults.items() if k in ("backend", "config", "engine")}
         merged.update(kwargs)
-        allow = merged.pop("allow_unchecked", self._defaults.get("allow_unchecked", True))
+        allow = merged.pop("allow_unchecked", self._defaults.get("allow_unchecked"))
         control = merged.pop("control", self._defaults.get("control", True))
         return merged, allow, control
 
@@ -107,8 +111,10 @@ class GradcheckFixture:
         self._state.require_control(backend, engine)
 
     def check(self, f: Any, x: Any, grad: Any = None, **kwargs: Any) -> Any:
-        """:func:`gradcheck.check` that fails the test unless the check passed
-        (``allow_unchecked=False`` also fails on UNCHECKED entries); returns the report."""
+        """:func:`gradcheck.check` that fails the test unless the check passed; returns the
+        report. ``allow_unchecked`` (here or on the marker): ``None`` (default) fails a
+        check that verified nothing, ``True`` accepts it, ``False`` also fails on any
+        UNCHECKED entry."""
         __tracebackhide__ = True
         from . import backends as _backends
         from . import check as _check
@@ -125,7 +131,8 @@ class GradcheckFixture:
 
     def check_params(self, loss: Any, params: Any, grads: Any, **kwargs: Any) -> Any:
         """:func:`gradcheck.check_params` (numpy parameters) that fails the test unless every
-        name passed; returns the :class:`~gradcheck.ParamsReport`."""
+        name passed (``allow_unchecked`` as for :meth:`check`: by default a name that
+        verified nothing fails the test); returns the :class:`~gradcheck.ParamsReport`."""
         __tracebackhide__ = True
         from . import check_params as _check_params
 
@@ -133,22 +140,20 @@ class GradcheckFixture:
         if "config" in self._defaults:
             merged.setdefault("config", self._defaults["config"])
         control = merged.pop("control", self._defaults.get("control", True))
+        allow = merged.pop("allow_unchecked", self._defaults.get("allow_unchecked"))
         if control:
             self._state.require_control("numpy")
         self._note("numpy")
         report = _check_params(loss, params, grads, **merged)
-        return self._judge(report, True)
+        return self._judge(report, allow)
 
-    def _judge(self, report: Any, allow_unchecked: bool) -> Any:
+    def _judge(self, report: Any, allow_unchecked: bool | None) -> Any:
         __tracebackhide__ = True
         from ._errors import GradientAssertionError
 
         self.reports.append(report)
         try:
-            if allow_unchecked:
-                report.assert_pass()
-            else:
-                report.assert_pass(allow_unchecked=False)
+            report.assert_pass(allow_unchecked=allow_unchecked)
         except GradientAssertionError as err:
             # Re-raised from here: the traceback ends in the test, not in gradcheck.
             raise err.with_traceback(None) from None
