@@ -14,7 +14,7 @@ from ._differences import slope_and_noise, steps_for
 from ._errors import FunctionError, GradientAssertionError, InputMutationError
 from ._inputs import as_gradient, float_dtype_name, require_real_output, unit_roundoff_of
 from ._judge import Judged as Judged
-from ._judge import adjudication_notes
+from ._judge import adjudication_notes, unchecked_notes
 from ._judge import judge_entries as judge_entries
 from ._referee import Referee
 from ._report import Report
@@ -234,7 +234,8 @@ def check(
     notes.extend(f"contract violation: {v}" for v in violations)
     if not np.isfinite(f0):
         notes.append("f is not finite at x: no entry can be checked")
-    notes.extend(adjudication_notes(judged.adjudication, adjudicate))
+    notes.extend(judged.notes)  # e.g. f's round-off measured far above its dtype's
+    notes.extend(adjudication_notes(judged.adjudication, adjudicate, work.shape))
     notes.extend(getattr(eng, "notes", ()))  # e.g. the compiled engine's compile time
     if compiled_f and adjudicate is True:
         notes.append("not adjudicable: f is compiled code (numba or C), which cannot run at arbitrary precision")
@@ -249,6 +250,7 @@ def check(
         if lowp.upcast:
             codes, tol = lowp.judge(a, judged, cfg)
         notes.extend(lowp.notes)
+    notes.extend(unchecked_notes(a, numeric, tol, codes, cfg.resolution, abs(f0) if np.isfinite(f0) else None))
     report = Report(
         name=label,
         analytic=analytic,

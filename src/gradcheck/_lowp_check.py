@@ -20,6 +20,17 @@ an absolute error of about ``u`` times those terms whatever its own size (``1 - 
 at x = 2.3 in bfloat16 is 10% off). Entries whose claimed and numeric values are both below
 the floor are UNCHECKED (absence of evidence), as in the float64 check.
 
+The resolution share applies here as everywhere (``_classify``): an entry PASSes only if
+its whole tolerance is within ``share * max(|a_i|, |n_i|)``, with the share set by the
+claim's format and the bound, :func:`share` = ``2 * bound_ulps * 2**-m`` (``m`` explicit
+mantissa bits): twice the largest relative size of the ulp bound (an ulp is up to
+``2**-m`` of a value, at the bottom of a binade), so the floor and the noise may add as
+much again as the bound, no more. For a bfloat16 claim and 2 ulps that is 2**-5 = 3.1%
+(the bound alone is up to 1.6%), for float16 0.39%; ``bound_ulps=16`` on bfloat16 gives
+25%. Entries small against the largest claimed entry, where the floor is a large share of
+the value, are therefore UNCHECKED: a bfloat16 backward may legitimately be 10% off there,
+so agreement there cannot show that the claim is close.
+
 What the floor does not cover: a backward that cancels terms much larger than the largest
 gradient entry (``1 - tanh(x)**2`` with tanh rounded to bfloat16 first: 4% off at x = 1.8),
 or long sums in bfloat16 (a softmax VJP computed entirely in bfloat16 has a few entries
@@ -37,10 +48,11 @@ from typing import Any
 import numpy as np
 
 from ._config import Config
+from ._classify import verdicts
 from ._lowp import FloatFormat, from_bits, resolve_format, round_to_format, ulp
 from ._verdict import Verdict
 
-__all__ = ["GRAD_BOUND_ULPS", "FLOOR_UNITS", "LowPrecisionPlan", "plan"]
+__all__ = ["GRAD_BOUND_ULPS", "FLOOR_UNITS", "LowPrecisionPlan", "plan", "share"]
 
 #: Default bound, in ulps of the claim's format, on a claimed low-precision gradient entry.
 GRAD_BOUND_ULPS = 2.0
@@ -77,7 +89,8 @@ class LowPrecisionPlan:
         if user is not None:
             base = base.replace(reduce=user.reduce, seed=user.seed, refine=user.refine,
                                 noise_factor=user.noise_factor)
-        return base.replace(rtol=self.bound_ulps * _unit(self.fmt), atol=0.0)
+        return base.replace(rtol=self.bound_ulps * _unit(self.fmt), atol=0.0,
+                            resolution=share(self.fmt, self.bound_ulps))
 
     def adjudicate(self, adjudicate: Any) -> Any:
         """``"auto"`` becomes False on the upcast path: a float64 difference is about 1e6 times
@@ -103,7 +116,8 @@ class LowPrecisionPlan:
         finite = np.abs(analytic[np.isfinite(analytic)])
         scale = float(finite.max()) if finite.size else 0.0
         self.floor = FLOOR_UNITS * _unit(self.claim_fmt) * scale
-        return cfg.replace(rtol=self.bound_ulps * _unit(self.claim_fmt), atol=self.floor)
+        return cfg.replace(rtol=self.bound_ulps * _unit(self.claim_fmt), atol=self.floor,
+                           resolution=share(self.claim_fmt, self.bound_ulps))
 
     def judge(self, analytic: np.ndarray, judged: Any, cfg: Config) -> tuple[np.ndarray, np.ndarray]:
         """Final codes and tolerances by the ulp rule (NONFINITE and KINK verdicts kept)."""
@@ -121,8 +135,7 @@ class LowPrecisionPlan:
             err = np.abs(a - n)
         codes = judged.codes.copy()
         open_ = np.isin(codes, [int(Verdict.PASS), int(Verdict.MISMATCH), int(Verdict.UNCHECKED)])
-        fresh = np.where(err > tol, Verdict.MISMATCH,
-                         np.where(scale <= floor, Verdict.UNCHECKED, Verdict.PASS)).astype(codes.dtype)
+        fresh = verdicts(err, scale, floor, tol, np.isfinite(a) & np.isfinite(n), resolution=cfg.resolution)
         codes[open_] = fresh[open_]
         with np.errstate(invalid="ignore", divide="ignore"):
             in_ulps = err / ulp(np.where(np.isfinite(n), n, 0.0), fmt)
@@ -136,13 +149,24 @@ class LowPrecisionPlan:
         self.notes.append(
             f"claimed gradient ({fmt.name}) judged in {fmt.name} ulps: tolerance "
             f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {FLOOR_UNITS:g}u*max|claimed| "
-            f"(u = 2**-{fmt.mantissa_bits + 1}; floor {self.floor:.3g}) + {cfg.noise_factor:g}*noise"
-            + worst)
+            f"(u = 2**-{fmt.mantissa_bits + 1}; floor {self.floor:.3g}) + {cfg.noise_factor:g}*noise; "
+            f"a PASS needs that within {100 * cfg.resolution:.2g}% of the value" + worst)
         return codes, tol
 
 
 def _unit(fmt: FloatFormat) -> float:
     return 2.0 ** -(fmt.mantissa_bits + 1)
+
+
+def share(fmt: FloatFormat, bound_ulps: float) -> float:
+    """The resolution share of a claim in ``fmt`` judged to ``bound_ulps``: twice the
+    bound's largest relative size, ``2 * bound_ulps * 2**-m`` (see the module docstring)."""
+    value = 2.0 * bound_ulps * 2.0 ** -fmt.mantissa_bits
+    if not value < 1.0:
+        raise ValueError(
+            f"bound_ulps={bound_ulps:g} allows errors up to {100 * value / 2:.3g}% of the value in {fmt.name}: "
+            f"a PASS would prove nothing; use bound_ulps below {2.0 ** (fmt.mantissa_bits - 1):g}")
+    return value
 
 
 def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> LowPrecisionPlan:
@@ -152,6 +176,7 @@ def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None
     bound = GRAD_BOUND_ULPS if bound_ulps is None else float(bound_ulps)
     if not bound > 0:
         raise ValueError(f"bound_ulps must be a positive number, got {bound_ulps!r}")
+    share(fmt, bound)  # refuses a bound too wide to prove anything
     p = LowPrecisionPlan(fmt=fmt, upcast=False, original=np.array(x_np, copy=True),
                          bound_ulps=bound, notes=[])
     try:

@@ -1,0 +1,134 @@
+"""f's own round-off, measured: an f that computes in lower precision than its output.
+
+Two looks, both only ever raising the unit round-off ``u`` used in the noise model:
+
+1. :func:`representable` (free): when every value f returned is exactly a float32 (or
+   float16/bfloat16) number, f rounds its result to that format whatever dtype it hands
+   back; a float64 result of float64 arithmetic is a float32 number with probability
+   2**-29. That format's ``u`` is used. This also covers the f whose float32 result is so
+   coarse that it does not change at all across the step (a fourth difference of equal
+   values measures nothing).
+2. :func:`probe` (``4 * PROBES`` evaluations, only when the first pass has a MISMATCH):
+   fourth differences measure f's round-off directly.
+
+The noise model of a central difference, ``u*(|f(x+h)| + |f(x-h)|)/|denom|``, takes ``u``
+from the output's dtype. A function that returns float64 but computes in float32 inside
+(``np.sin(x.astype(np.float32)).sum()``) carries round-off ~1e8 times larger: a correct
+claim then looks like a MISMATCH, and only a measured tolerance (too wide to PASS) keeps
+a wrong one from passing. So when the first pass finds MISMATCH entries, a few of them
+(a seeded choice of up to :data:`PROBES`) are probed with fourth differences, which are
+round-off and almost nothing else::
+
+    d4(s) = f(x+2s) - 4 f(x+s) + 6 f(x) - 4 f(x-s) + f(x-2s)  =  f''''(x) s^4 + round-off
+
+The round-off of five evaluations with standard deviation ``sigma`` adds up to standard
+deviation ``sqrt(70) sigma``; the truncation ``f'''' s^4`` is below 1e-20 of f for the
+float64 step. Two spacings are measured, ``s = h/2`` (nodes x, x±h/2, x±h: f(x±h) and
+f(x) are known, so 2 evaluations) and ``s = h`` (x±2h: 2 more). Round-off is the same at
+both; truncation grows 16-fold from h/2 to h, so a probe whose ``|d4(h)|`` is not within
+:data:`TRUNCATION_RATIO` of ``|d4(h/2)|`` (an f that oscillates at the step's scale) says
+nothing about round-off and does not count.
+
+The measured relative round-off ``sigma/|f|`` (median over the probes, as a Gaussian
+scale: ``median|d4|/0.6745/sqrt(70)``, rounded up to a power of two) replaces ``u`` when it
+is more than :data:`FAR_ABOVE` times ``u``. The cost is ``4 * PROBES`` evaluations, paid only
+when the first pass has a MISMATCH.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._config import UNIT_ROUNDOFF
+from ._lowp import from_bits, round_to_format
+
+#: Entries probed (a seeded choice among the first pass's MISMATCH entries).
+PROBES = 8
+#: Measured round-off this many times the output dtype's model: f computes in lower precision.
+FAR_ABOVE = 100.0
+#: |d4(h)| / |d4(h/2)| above this (median over probes) is truncation (16 for pure truncation),
+#: not round-off (1 on average): the measurement is not used.
+TRUNCATION_RATIO = 4.0
+_GAUSS_MEDIAN = 0.6745  # median of |N(0, 1)|
+
+
+#: Fewest finite values from which representability is taken as evidence.
+MIN_VALUES = 8
+_LOWER = ("float32", "float16", "bfloat16")
+
+
+def representable(values: np.ndarray, unit: float) -> str | None:
+    """The coarsest format (float32, float16, bfloat16) with a unit round-off above ``unit``
+    that holds every finite value exactly; None if there is none, if there are fewer than
+    :data:`MIN_VALUES` finite values, or if they are all integers (exact in any format:
+    no evidence about f's arithmetic)."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    v = v[np.isfinite(v)]
+    if v.size < MIN_VALUES or np.all(v == np.round(v)):
+        return None
+    found = None
+    for name in sorted(_LOWER, key=lambda n: UNIT_ROUNDOFF[n]):
+        if UNIT_ROUNDOFF[name] <= unit:
+            continue
+        with np.errstate(all="ignore"):
+            same = from_bits(round_to_format(v, name), name) == v
+        if same.all():
+            found = name
+    return found
+
+
+@dataclass(frozen=True)
+class RoundOff:
+    """What the probe found: the measured relative round-off of f (``measured``), the unit
+    round-off to use from now on (``unit``: the model's, or the measured one rounded up)."""
+
+    unit: float
+    model: float
+    measured: float
+    probes: int
+    evaluations: int
+
+    @property
+    def lower_precision(self) -> bool:
+        return self.unit > self.model
+
+    def note(self) -> str:
+        near = min(UNIT_ROUNDOFF, key=lambda name: abs(np.log2(UNIT_ROUNDOFF[name] / self.measured)))
+        model_name = min(UNIT_ROUNDOFF, key=lambda name: abs(np.log2(UNIT_ROUNDOFF[name] / self.model)))
+        return (f"f's measured round-off is {self.measured:.2g}*|f| (about {near}'s), far above "
+                f"{model_name}'s {self.model:.2g}: f computes in lower precision than its {model_name} output "
+                f"suggests (or cancels large intermediate values); the measured round-off, rounded up to "
+                f"{self.unit:.2g}, is used as its noise ({self.evaluations} evaluations on {self.probes} "
+                f"entries measured it)")
+
+
+def probe(differencer, suspects: np.ndarray, steps: np.ndarray, first, base_value: float,
+          unit: float, seed: int) -> RoundOff | None:
+    """Measure f's round-off on up to :data:`PROBES` of ``suspects`` (positions into the
+    aligned arrays ``steps`` and ``first = (f_plus, f_minus, denom)``). None when nothing
+    can be measured (f(x) not finite, no usable probe)."""
+    if not suspects.size or not np.isfinite(base_value):
+        return None
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(suspects, size=min(PROBES, suspects.size), replace=False))
+    fp, fm = first[0][pick], first[1][pick]
+    fp_half, fm_half, _ = differencer(pick, steps[pick] / 2.0)
+    fp_two, fm_two, _ = differencer(pick, steps[pick] * 2.0)
+    f0 = base_value
+    with np.errstate(invalid="ignore", over="ignore"):
+        small = np.abs(fp - 4.0 * fp_half + 6.0 * f0 - 4.0 * fm_half + fm)
+        big = np.abs(fp_two - 4.0 * fp + 6.0 * f0 - 4.0 * fm + fm_two)
+        size = np.max(np.abs([fp, fm, fp_half, fm_half, fp_two, fm_two, np.full(pick.size, f0)]), axis=0)
+        relative = small / np.sqrt(70.0) / size
+    usable = np.isfinite(relative) & np.isfinite(big) & (size > 0)
+    evaluations = 4 * int(pick.size)
+    if usable.sum() < min(3, pick.size):
+        return None
+    measured = float(np.median(relative[usable])) / _GAUSS_MEDIAN
+    with np.errstate(divide="ignore", invalid="ignore"):
+        growth = float(np.float64(np.median(big[usable])) / np.median(small[usable]))
+    noise_like = not growth > TRUNCATION_RATIO  # NaN (0/0: no round-off at all) counts as noise
+    if noise_like and measured > FAR_ABOVE * unit:
+        return RoundOff(float(2.0 ** np.ceil(np.log2(measured))), unit, measured, int(pick.size), evaluations)
+    return RoundOff(unit, unit, measured, int(pick.size), evaluations)
