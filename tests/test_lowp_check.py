@@ -9,7 +9,8 @@ import torch
 import gradcheck
 from gradcheck import Verdict
 from gradcheck._lowp import round_to_format
-from gradcheck._lowp_check import FLOOR_UNITS, GRAD_BOUND_ULPS
+from gradcheck._lowp import BFLOAT16
+from gradcheck._lowp_check import FLOOR_UNITS, GRAD_BOUND_ULPS, share
 
 BF16 = ml_dtypes.bfloat16
 RNG = np.random.default_rng(0)
@@ -31,10 +32,21 @@ def grad(x, c=1.0):
 
 
 def test_correct_bfloat16_gradient_gives_no_false_alarm():
+    """No MISMATCH on the correct bfloat16 claim. Entries PASS where the whole tolerance is
+    within the share (2 * 2 ulp-bounds, 3.1% for bfloat16): the large ones; the entries
+    below about a third of the largest, where the floor 2u*max|claim| is more than that
+    share, are UNCHECKED (a bfloat16 backward may be 10% off there, so agreement there
+    cannot show that the claim is close) and the notes say so."""
     assert grad(X).dtype == BF16  # the claim really is computed in bfloat16
     r = gradcheck.check(f, X, grad=grad)
     assert r.passed and r.counts[Verdict.MISMATCH] == 0
-    assert r.counts[Verdict.PASS] >= 250
+    assert r.counts[Verdict.PASS] >= 170
+    assert r.config.resolution == share(BFLOAT16, GRAD_BOUND_ULPS) == 2**-5
+    passed = r.codes == Verdict.PASS
+    assert (r.tolerance[passed] <= 2**-5 * np.maximum(np.abs(r.analytic), np.abs(r.numeric))[passed]).all()
+    small = np.abs(r.analytic) < 0.25 * np.abs(r.analytic).max()
+    assert (r.codes[small] == Verdict.UNCHECKED).all()
+    assert any("UNCHECKED: resolved only to" in n and "floor" in n for n in r.notes)
     assert r.dtype == "bfloat16" and r.config.step == gradcheck.Config.for_dtype("float64").step
     notes = "\n".join(r.notes)
     assert "float64 central difference of the exactly-upcast input" in notes

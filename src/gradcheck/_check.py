@@ -250,7 +250,9 @@ def check(
         if lowp.upcast:
             codes, tol = lowp.judge(a, judged, cfg)
         notes.extend(lowp.notes)
-    notes.extend(unchecked_notes(a, numeric, tol, codes, cfg.resolution, abs(f0) if np.isfinite(f0) else None))
+    floor_name = "the floor for a low-precision backward's round-off" if lowp is not None and lowp.upcast else "atol"
+    notes.extend(unchecked_notes(a, numeric, tol, codes, cfg.resolution, abs(f0) if np.isfinite(f0) else None,
+                                 atol=cfg.atol, floor_name=floor_name))
     report = Report(
         name=label,
         analytic=analytic,

@@ -69,7 +69,7 @@ def resolved_share(analytic, numeric, tolerance_) -> np.ndarray:
     """The resolution an entry reached: its tolerance as a share of ``max(|a|, |n|)``
     (inf where both are 0). A PASS needs this at most ``Config.resolution``."""
     scale = np.maximum(np.abs(np.asarray(analytic, dtype=np.float64)), np.abs(np.asarray(numeric, dtype=np.float64)))
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         return np.where(scale > 0, np.asarray(tolerance_, dtype=np.float64) / scale, np.inf)
 
 

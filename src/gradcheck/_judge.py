@@ -104,7 +104,8 @@ def judge_entries(
     if drift is None and base_value is not None:
         unit = _probe_roundoff(judged, sub, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
     if cfg.refine and drift is None:
-        _second_look(judged, sub, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
+        seen = _second_look(judged, sub, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
+        unit = _recheck_precision(judged, sub, analytic, (fp, fm, denom), steps, base_value, unit, cfg, seen)
     if referee is not None and adjudicate is not False and drift is None:
         _adjudicate(judged, referee, analytic, idx_map, unit_claim(unit, judged), cfg, claim_scale)
     return judged
@@ -140,10 +141,8 @@ def _probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, uni
     values = np.concatenate([fp, fm, [base_value]])
     fmt = representable(values, unit)
     if fmt is not None:
+        _note_format(judged, fmt, values, unit)
         unit = UNIT_ROUNDOFF[fmt]
-        judged.notes.append(
-            f"every value f returned ({int(np.isfinite(values).sum())} evaluations) is a {fmt} number: f computes "
-            f"in {fmt} whatever dtype it returns; {fmt}'s round-off ({unit:.2g}) is used as its noise")
     suspects = np.flatnonzero((judged.codes == Verdict.MISMATCH) & np.isfinite(fp) & np.isfinite(fm))
     if fmt is not None:
         suspects = np.flatnonzero((_reclassify(judged, analytic, diffs, unit, cfg) == Verdict.MISMATCH)
@@ -155,9 +154,17 @@ def _probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, uni
             unit = found.unit
             _reclassify(judged, analytic, diffs, unit, cfg)
             judged.notes.append(found.note())
-    if unit != model:
+    if unit != model and judged.model_unit is None:
         judged.model_unit = model
     return unit
+
+
+def _note_format(judged: Judged, fmt: str, values, unit: float) -> None:
+    judged.notes.append(
+        f"every value f returned ({int(np.isfinite(values).sum())} evaluations) is a {fmt} number: f computes "
+        f"in {fmt} whatever dtype it returns; {fmt}'s round-off ({UNIT_ROUNDOFF[fmt]:.2g}) is used as its noise")
+    if judged.model_unit is None:
+        judged.model_unit = unit
 
 
 def _reclassify(judged: Judged, analytic, diffs, unit, cfg) -> np.ndarray:
@@ -186,6 +193,7 @@ def _second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, 
     quick = (codes[suspects] == Verdict.PASS) & QUICK_LOOK
     noisy = suspects[quick]
     batches = [(suspects[~quick], None)]
+    seen: list[tuple[np.ndarray, ...]] = []  # (positions, steps, f+, f-, denom) evaluated here
     if noisy.size:
         q = quick_certify(sub, noisy, steps[noisy], analytic[noisy], (fp[noisy], fm[noisy], denom[noisy]),
                           **options)
@@ -196,11 +204,13 @@ def _second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, 
         judged.evaluations += q.evaluations
         rest = ~q.certified
         batches.append((noisy[rest], {f: tuple(d[rest] for d in q.raw[f]) for f in q.raw}))
+        seen += [(noisy, steps[noisy] * f, *q.raw[f]) for f in q.raw]
     for group, measured in batches:
         if not group.size:
             continue
         study = step_study(sub, group, steps[group], analytic[group], (fp[group], fm[group], denom[group]),
                            measured=measured, **options)
+        seen += [(group, steps[group] * f, *study.raw[f]) for f in study.raw if f != 1.0]
         numeric[group] = study.numeric
         noise[group] = per_bound(study.bound)
         codes[group] = study.codes
@@ -208,6 +218,55 @@ def _second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, 
         judged.causes[group] = np.where(study.kink, Cause.KINK_STEPS, Cause.STEP_STUDY)
         judged.left[group], judged.right[group] = study.left, study.right
         judged.evaluations += study.evaluations
+    return seen
+
+
+def _recheck_precision(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg, seen) -> float:
+    """The step study evaluated f at larger steps: if all of f's values, those included,
+    are float32 (or 16-bit) numbers (an f too coarse to change across the first step looks
+    exact there), judge every entry again with that format's round-off; the evaluations
+    already made are reused. Returns the unit round-off in use."""
+    fp, fm, _ = diffs
+    values = np.concatenate([fp, fm, [np.nan if base_value is None else base_value]]
+                            + [np.concatenate(block[2:4]) for block in seen])
+    fmt = representable(values, unit)
+    if fmt is None:
+        return unit
+    _note_format(judged, fmt, values, unit)
+    unit = UNIT_ROUNDOFF[fmt]
+    retried = judged.causes == Cause.STEP_RETRY
+    _reclassify(judged, analytic, diffs, unit, cfg)
+    judged.refined[:] = False
+    judged.causes[~retried] = Cause.FIRST_PASS
+    judged.left[:], judged.right[:] = np.nan, np.nan
+    cached = _Cached(sub, seen)
+    spent = judged.evaluations
+    _second_look(judged, cached, analytic, diffs, steps, base_value, unit, cfg)
+    judged.evaluations = spent + cached.evaluations
+    return unit
+
+
+class _Cached:
+    """A differencer that answers from differences already taken (``seen`` blocks of
+    ``(positions, steps, f+, f-, denom)``) and takes only the missing ones; it counts those."""
+
+    def __init__(self, differencer, seen) -> None:
+        self._differencer, self.evaluations = differencer, 0
+        self._known: dict[tuple[int, float], tuple[float, float, float]] = {}
+        for positions, h, fp, fm, den in seen:
+            for key, value in zip(zip(positions.tolist(), h.tolist()), zip(fp.tolist(), fm.tolist(), den.tolist())):
+                self._known[key] = value
+
+    def __call__(self, positions, steps):
+        keys = list(zip(np.asarray(positions).tolist(), np.asarray(steps, dtype=np.float64).tolist()))
+        missing = [i for i, key in enumerate(keys) if key not in self._known]
+        if missing:
+            fp, fm, den = self._differencer(np.asarray(positions)[missing], np.asarray(steps)[missing])
+            self.evaluations += 2 * len(missing)
+            for i, value in zip(missing, zip(fp.tolist(), fm.tolist(), den.tolist())):
+                self._known[keys[i]] = value
+        out = np.array([self._known[key] for key in keys], dtype=np.float64).reshape(-1, 3)
+        return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy()
 
 
 #: A MISMATCH this far outside its tolerance after the step study (which found it stable
@@ -349,14 +408,23 @@ def adjudication_notes(info: dict[str, Any], adjudicate: Any, shape: tuple[int, 
     return notes
 
 
-def unchecked_notes(analytic, numeric, tol, codes, resolution: float, f_scale: float | None) -> list[str]:
-    """At most two notes on the UNCHECKED entries: the resolution they reached and why
-    (``f_scale`` is |f(x)|, whose round-off usually is the reason)."""
+def unchecked_notes(analytic, numeric, tol, codes, resolution: float, f_scale: float | None, *,
+                    atol: float = 0.0, floor_name: str = "atol") -> list[str]:
+    """At most two notes on the UNCHECKED entries: the resolution they reached and why.
+    The reason is the larger part of their tolerances: ``atol`` (named ``floor_name``) or
+    the finite difference's round-off (``f_scale`` is |f(x)|, whose round-off it is)."""
     share = resolved_share(analytic, numeric, tol).reshape(-1)
     unchecked = codes.reshape(-1) == Verdict.UNCHECKED
+    if not unchecked.any():
+        return []
+    rest = np.asarray(tol, dtype=np.float64).reshape(-1)[unchecked] - atol  # round-off (and rtol) part
+    if atol > 0 and np.median(rest) < atol:
+        why = f"{floor_name} ({atol:.3g}) is a large share of these values"
+    elif f_scale is not None:
+        why = f"the round-off of f (|f| = {f_scale:.2g}) swamps their slopes"
+    else:
+        why = "round-off swamps their slopes"
     notes = []
-    why = (f"the round-off of f (|f| = {f_scale:.2g}) swamps their slopes" if f_scale is not None
-           else "round-off swamps their slopes")
     coarse = unchecked & np.isfinite(share) & (share < 1.0)
     if coarse.any():
         s = share[coarse]

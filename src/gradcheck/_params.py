@@ -355,6 +355,7 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         + tuple(judged.notes)
         + tuple(adjudication_notes(judged.adjudication, adjudicate, shape))
         + tuple(unchecked_notes(analytic_full.reshape(-1), numeric, tol, codes, cfg.resolution,
-                                float(abs(probe)) if probe.ndim == 0 and np.isfinite(probe) else None)),
+                                float(abs(probe)) if probe.ndim == 0 and np.isfinite(probe) else None,
+                                atol=cfg.atol)),
         **judged.second_look(shape, flat_idx),
     )

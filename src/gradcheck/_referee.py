@@ -10,9 +10,9 @@ that exact value by the verdict rule (``_classify.verdicts``), with
 
     MISMATCH  |a - exact| > tol -- now confirmed against the exact value
     PASS      |a - exact| <= tol and tol <= resolution * max(|a|, |exact|), as everywhere;
-              or (EXACT_ZERO) the exact value itself is within the backward's round-off
-              k*u*max|a| (+ its bound) of zero: a claim of 1e-17 for a true 0 passes, the
-              seed's key-bias case
+              or (EXACT_ZERO) the exact value, with its error bound, is within the
+              backward's round-off k*u*max|a| of zero: a claim of 1e-17 for a true 0
+              passes, the seed's key-bias case
     UNCHECKED otherwise: the claim agrees only to a large share of a value that is barely
               above the backward's round-off
     KINK      the one-sided derivatives differ and the claim lies between them
@@ -168,9 +168,10 @@ def _judge_exact(a: float, e: float, bound: float, round_off: float, rtol: float
     one = lambda v: np.array([v], dtype=np.float64)  # noqa: E731
     code = int(verdicts(one(err), one(max(abs(a), abs(e))), one(atol + round_off + bound), one(tol),
                         np.array([np.isfinite(a) and np.isfinite(e)]), resolution=resolution)[0])
-    if code == Verdict.UNCHECKED and abs(e) <= round_off + bound:
-        # The exact value is within the backward's own round-off of zero, and so is the
-        # claim (err <= tol): nothing finer can be asked of a backward pass.
+    if code == Verdict.UNCHECKED and abs(e) + bound <= round_off:
+        # The exact value is known to be within the backward's own round-off of zero, and
+        # so is the claim (err <= tol): nothing finer can be asked of a backward pass. (An
+        # exact value whose own error bound exceeds that round-off settles nothing.)
         return int(Verdict.PASS), int(Cause.EXACT_ZERO)
     return code, int(Cause.EXACT)
 

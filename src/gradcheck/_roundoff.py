@@ -1,38 +1,33 @@
 """f's own round-off, measured: an f that computes in lower precision than its output.
 
-Two looks, both only ever raising the unit round-off ``u`` used in the noise model:
-
-1. :func:`representable` (free): when every value f returned is exactly a float32 (or
-   float16/bfloat16) number, f rounds its result to that format whatever dtype it hands
-   back; a float64 result of float64 arithmetic is a float32 number with probability
-   2**-29. That format's ``u`` is used. This also covers the f whose float32 result is so
-   coarse that it does not change at all across the step (a fourth difference of equal
-   values measures nothing).
-2. :func:`probe` (``4 * PROBES`` evaluations, only when the first pass has a MISMATCH):
-   fourth differences measure f's round-off directly.
-
 The noise model of a central difference, ``u*(|f(x+h)| + |f(x-h)|)/|denom|``, takes ``u``
 from the output's dtype. A function that returns float64 but computes in float32 inside
 (``np.sin(x.astype(np.float32)).sum()``) carries round-off ~1e8 times larger: a correct
 claim then looks like a MISMATCH, and only a measured tolerance (too wide to PASS) keeps
-a wrong one from passing. So when the first pass finds MISMATCH entries, a few of them
-(a seeded choice of up to :data:`PROBES`) are probed with fourth differences, which are
-round-off and almost nothing else::
+a wrong one from passing. Two looks, both only ever raising the ``u`` used:
 
-    d4(s) = f(x+2s) - 4 f(x+s) + 6 f(x) - 4 f(x-s) + f(x-2s)  =  f''''(x) s^4 + round-off
+1. :func:`representable` (free): when every value f returned is exactly a float32 (or
+   float16/bfloat16) number, f rounds its result to that format whatever dtype it hands
+   back (a float64 result of float64 arithmetic is a float32 number with probability
+   2**-29). That format's ``u`` is used. This also covers an f whose float32 result is so
+   coarse that it does not change at all across the step, where differences of equal
+   values would measure no round-off at all.
+2. :func:`probe` (``6 * PROBES`` evaluations, only when the first pass has a MISMATCH): a
+   seeded choice of up to :data:`PROBES` MISMATCH entries, each differenced as
 
-The round-off of five evaluations with standard deviation ``sigma`` adds up to standard
-deviation ``sqrt(70) sigma``; the truncation ``f'''' s^4`` is below 1e-20 of f for the
-float64 step. Two spacings are measured, ``s = h/2`` (nodes x, x±h/2, x±h: f(x±h) and
-f(x) are known, so 2 evaluations) and ``s = h`` (x±2h: 2 more). Round-off is the same at
-both; truncation grows 16-fold from h/2 to h, so a probe whose ``|d4(h)|`` is not within
-:data:`TRUNCATION_RATIO` of ``|d4(h/2)|`` (an f that oscillates at the step's scale) says
-nothing about round-off and does not count.
+       K(s) = f(x+2s) + f(x-2s) - 6 (f(x+s) + f(x-s)) + 8 (f(x+s/2) + f(x-s/2)) - 6 f(x)
 
-The measured relative round-off ``sigma/|f|`` (median over the probes, as a Gaussian
-scale: ``median|d4|/0.6745/sqrt(70)``, rounded up to a power of two) replaces ``u`` when it
-is more than :data:`FAR_ABOVE` times ``u``. The cost is ``4 * PROBES`` evaluations, paid only
-when the first pass has a MISMATCH.
+   which is zero for every polynomial of degree 3 and for ``|t - x|`` (an entry sitting on
+   a kink, where a plain fourth difference grows like ``s``), leaving ``(21/24) f4 s**4``
+   (``f4`` the fourth derivative: below 1e-20 of f at the float64 step) plus round-off:
+   seven evaluations with standard deviation ``sigma`` give ``sqrt(238) sigma``. It is
+   taken at ``s = h`` and ``s = h/2`` (f(x±h) and f(x) are known; the nodes ±h/4, ±h/2 and
+   ±2h cost 6 evaluations). Round-off is the same at both; truncation shrinks 16-fold from
+   h to h/2, so when ``|K(h)|`` is not within :data:`TRUNCATION_RATIO` of ``|K(h/2)|`` (an f
+   that oscillates at the step's scale) the measurement is truncation, not round-off, and
+   is not used. The measured relative round-off ``sigma/|f|`` (the median over the probes,
+   as a Gaussian scale: ``median|K(h/2)| / 0.6745 / sqrt(238) / |f|``, rounded up to a
+   power of two) replaces ``u`` when it is more than :data:`FAR_ABOVE` times ``u``.
 """
 from __future__ import annotations
 
@@ -47,12 +42,10 @@ from ._lowp import from_bits, round_to_format
 PROBES = 8
 #: Measured round-off this many times the output dtype's model: f computes in lower precision.
 FAR_ABOVE = 100.0
-#: |d4(h)| / |d4(h/2)| above this (median over probes) is truncation (16 for pure truncation),
+#: |K(h)| / |K(h/2)| above this (median over probes) is truncation (16 for pure truncation),
 #: not round-off (1 on average): the measurement is not used.
 TRUNCATION_RATIO = 4.0
 _GAUSS_MEDIAN = 0.6745  # median of |N(0, 1)|
-
-
 #: Fewest finite values from which representability is taken as evidence.
 MIN_VALUES = 8
 _LOWER = ("float32", "float16", "bfloat16")
@@ -61,11 +54,12 @@ _LOWER = ("float32", "float16", "bfloat16")
 def representable(values: np.ndarray, unit: float) -> str | None:
     """The coarsest format (float32, float16, bfloat16) with a unit round-off above ``unit``
     that holds every finite value exactly; None if there is none, if there are fewer than
-    :data:`MIN_VALUES` finite values, or if they are all integers (exact in any format:
-    no evidence about f's arithmetic)."""
+    :data:`MIN_VALUES` finite values, or if they are all integers below 2**24 (every one of
+    those is a float32 number, so their being float32 says nothing about f's arithmetic;
+    larger integers are float32 numbers only as multiples of float32's spacing)."""
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     v = v[np.isfinite(v)]
-    if v.size < MIN_VALUES or np.all(v == np.round(v)):
+    if v.size < MIN_VALUES or np.all((v == np.round(v)) & (np.abs(v) < 2.0**24)):
         return None
     found = None
     for name in sorted(_LOWER, key=lambda n: UNIT_ROUNDOFF[n]):
@@ -107,27 +101,30 @@ def probe(differencer, suspects: np.ndarray, steps: np.ndarray, first, base_valu
           unit: float, seed: int) -> RoundOff | None:
     """Measure f's round-off on up to :data:`PROBES` of ``suspects`` (positions into the
     aligned arrays ``steps`` and ``first = (f_plus, f_minus, denom)``). None when nothing
-    can be measured (f(x) not finite, no usable probe)."""
+    can be measured (f(x) not finite, fewer than 3 usable probes)."""
     if not suspects.size or not np.isfinite(base_value):
         return None
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(suspects, size=min(PROBES, suspects.size), replace=False))
-    fp, fm = first[0][pick], first[1][pick]
-    fp_half, fm_half, _ = differencer(pick, steps[pick] / 2.0)
-    fp_two, fm_two, _ = differencer(pick, steps[pick] * 2.0)
+    h = steps[pick]
+    at = {1.0: (first[0][pick], first[1][pick])}
+    for factor in (0.25, 0.5, 2.0):
+        fp, fm, _ = differencer(pick, h * factor)
+        at[factor] = (fp, fm)
     f0 = base_value
-    with np.errstate(invalid="ignore", over="ignore"):
-        small = np.abs(fp - 4.0 * fp_half + 6.0 * f0 - 4.0 * fm_half + fm)
-        big = np.abs(fp_two - 4.0 * fp + 6.0 * f0 - 4.0 * fm + fm_two)
-        size = np.max(np.abs([fp, fm, fp_half, fm_half, fp_two, fm_two, np.full(pick.size, f0)]), axis=0)
-        relative = small / np.sqrt(70.0) / size
-    usable = np.isfinite(relative) & np.isfinite(big) & (size > 0)
-    evaluations = 4 * int(pick.size)
+    pair = lambda t: at[t][0] + at[t][1]  # noqa: E731  f(x+th) + f(x-th)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        coarse = np.abs(pair(2.0) - 6.0 * pair(1.0) + 8.0 * pair(0.5) - 6.0 * f0)   # K(h)
+        fine = np.abs(pair(1.0) - 6.0 * pair(0.5) + 8.0 * pair(0.25) - 6.0 * f0)    # K(h/2)
+        size = np.max(np.abs([*at[0.25], *at[0.5], *at[1.0], *at[2.0], np.full(pick.size, f0)]), axis=0)
+        relative = fine / np.sqrt(238.0) / size
+    usable = np.isfinite(relative) & np.isfinite(coarse) & (size > 0)
+    evaluations = 6 * int(pick.size)
     if usable.sum() < min(3, pick.size):
         return None
     measured = float(np.median(relative[usable])) / _GAUSS_MEDIAN
     with np.errstate(divide="ignore", invalid="ignore"):
-        growth = float(np.float64(np.median(big[usable])) / np.median(small[usable]))
+        growth = float(np.float64(np.median(coarse[usable])) / np.median(fine[usable]))
     noise_like = not growth > TRUNCATION_RATIO  # NaN (0/0: no round-off at all) counts as noise
     if noise_like and measured > FAR_ABOVE * unit:
         return RoundOff(float(2.0 ** np.ceil(np.log2(measured))), unit, measured, int(pick.size), evaluations)
