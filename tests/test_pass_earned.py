@@ -362,7 +362,9 @@ def problems(draw):
     for kind in draw(st.lists(st.sampled_from(["sin", "exp", "poly", "tanh2"]), min_size=1, max_size=3)):
         c = draw(st.floats(0.2, 2.0)) * draw(st.sampled_from([-1.0, 1.0]))
         terms.append((kind, c, draw(st.floats(0.3, 2.0)), draw(st.floats(-2.0, 2.0))))
-    x = np.array(draw(st.lists(st.floats(-2.0, 2.0), min_size=n, max_size=n)))
+    # |x| below 1e-30 is left out: a float32 f underflows to exactly 0 there (see _flat)
+    x = np.array(draw(st.lists(st.floats(-2.0, 2.0).filter(lambda v: v == 0 or abs(v) > 1e-30),
+                               min_size=n, max_size=n)))
     scale = 10.0 ** draw(st.integers(-8, 8))
     offset = draw(st.sampled_from([0.0, 1.0, 1e3, 1e6, 1e9, 1e12]))
     return Problem(terms, x, scale, offset, draw(st.sampled_from(["float64", "float32 inside", "float32 out"])))
@@ -370,21 +372,32 @@ def problems(draw):
 
 #: Claims off by more than the share (1.02% and up; 1.0101% = 1%/(1 - 1%) is the share's
 #: edge when the claim is the larger side), a sign flip among them.
-WRONG = st.sampled_from([0.0102, -0.0102, 0.015, -0.02, 0.05, -0.3, 0.5, -2.0])
+WRONG = st.sampled_from([0.0102, -0.0102, 0.015, -0.02, 0.03, -0.05, 0.3, -2.0])
+#: A finite-difference PASS puts the claim within 1% of the numeric value, which is within
+#: its own bound (at most 1% too) of the derivative: within 2%/(1 - 2%) of it at worst.
+FD_REACH = 0.02 / (1 - 0.02)
 
 
 @settings(max_examples=100)
 @given(problems(), WRONG, st.sampled_from(["auto", False]))
 def test_a_claim_off_by_more_than_the_share_never_passes(problem, delta, adjudicate):
-    """Property: a claim off by a relative delta beyond the share PASSes at no entry, the
-    referee on (where f is numpy code it runs at arbitrary precision and is the truth) or
-    off. The one exception is EXACT_ZERO: an entry whose exact value is within the
-    backward's round-off of zero, where the claim (delta times that) is too."""
+    """Property: a claim off by a relative delta beyond the share PASSes at no entry the
+    referee settled (where f is numpy code it runs at arbitrary precision and is the
+    truth), and at no entry at all when delta is beyond what a finite-difference PASS can
+    reach (the share of the numeric value plus the numeric value's own bound). The one
+    exception is EXACT_ZERO: an exact value within the backward's round-off of zero,
+    where the claim (delta times that) is too."""
     r = check(problem.f(), problem.x, lambda x: problem.grad(x) * (1 + delta), adjudicate=adjudicate)
     truth = problem.grad(problem.x)
     allowance = 2 * r.config.noise_factor * 2.0**-53 * np.abs(r.analytic).max()
     for ix in r.entries(Verdict.PASS):
-        assert r.cause(ix) is Cause.EXACT_ZERO and abs(truth[ix]) <= allowance, (problem, delta, str(r))
+        cause = r.cause(ix)
+        if cause is Cause.EXACT_ZERO:
+            assert abs(truth[ix]) <= allowance, (problem, delta, str(r))
+            continue
+        assert cause is not Cause.EXACT and abs(delta) <= FD_REACH, (problem, delta, str(r))
+        scale = max(abs(r.analytic[ix]), abs(r.numeric[ix]))
+        assert abs(r.analytic[ix] - r.numeric[ix]) <= r.config.resolution * scale
 
 
 def _flat(problem: Problem) -> bool:
