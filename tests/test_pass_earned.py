@@ -183,9 +183,9 @@ def test_the_referee_passes_only_within_the_share(a, e, bound, rtol, round_off, 
 
 def test_the_referee_never_passes_a_claim_off_by_more_than_the_share():
     """Claims off by 1.5% and 3% on the offset example (every entry adjudicated): MISMATCH
-    at every entry; 0.5% off with rtol 1e-3 and a 1% share: PASS at every entry."""
+    at every entry; 0.5% off with rtol 1e-2 and a 2% share: PASS at every entry."""
     for factor in (1.015, 0.97):
-        r = check(offset_f, X20, lambda x: factor * np.cos(x))
+        r = check(offset_f, X20, lambda x, factor=factor: factor * np.cos(x))
         assert r.counts[Verdict.MISMATCH] == 20, str(r)
     cfg = Config(rtol=1e-2, resolution=0.02)
     r = check(offset_f, X20, lambda x: 1.005 * np.cos(x), config=cfg)
@@ -357,14 +357,15 @@ class Problem:
 def problems(draw):
     """Sums of c*sin(a x + b), c*exp(a x), cubics and tanh products; f scaled by 1e-8..1e8,
     offset by 0..1e12; float64, float32 inside with float64 out, or float32 out."""
+    # |x| and |b| below 1e-30 are left out: a float32 f can underflow to exactly 0 there,
+    # where its round-off model is 0 too (a known limitation, in the README)
+    sizable = st.floats(-2.0, 2.0).filter(lambda v: v == 0 or abs(v) > 1e-30)
     n = draw(st.integers(2, 6))
     terms = []
     for kind in draw(st.lists(st.sampled_from(["sin", "exp", "poly", "tanh2"]), min_size=1, max_size=3)):
         c = draw(st.floats(0.2, 2.0)) * draw(st.sampled_from([-1.0, 1.0]))
-        terms.append((kind, c, draw(st.floats(0.3, 2.0)), draw(st.floats(-2.0, 2.0))))
-    # |x| below 1e-30 is left out: a float32 f underflows to exactly 0 there (see _flat)
-    x = np.array(draw(st.lists(st.floats(-2.0, 2.0).filter(lambda v: v == 0 or abs(v) > 1e-30),
-                               min_size=n, max_size=n)))
+        terms.append((kind, c, draw(st.floats(0.3, 2.0)), draw(sizable)))
+    x = np.array(draw(st.lists(sizable, min_size=n, max_size=n)))
     scale = 10.0 ** draw(st.integers(-8, 8))
     offset = draw(st.sampled_from([0.0, 1.0, 1e3, 1e6, 1e9, 1e12]))
     return Problem(terms, x, scale, offset, draw(st.sampled_from(["float64", "float32 inside", "float32 out"])))

@@ -133,10 +133,10 @@ def unit_claim(unit: float, judged: Judged) -> float:
 
 def _probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> float:
     """f's round-off, looked at twice (``_roundoff``): are all its values float32 (or 16-bit)
-    numbers? (free) And, when the first pass finds a MISMATCH, what do fourth differences
+    numbers? (free) And, when the first pass finds a MISMATCH, what does the probe
     measure? When either is far above the output dtype's unit round-off, every entry is
     re-judged with it. Returns the unit round-off to use from here on."""
-    fp, fm, denom = diffs
+    fp, fm, _ = diffs
     model = unit
     values = np.concatenate([fp, fm, [base_value]])
     fmt = representable(values, unit)
@@ -169,14 +169,16 @@ def _note_format(judged: Judged, fmt: str, values, unit: float) -> None:
 
 def _reclassify(judged: Judged, analytic, diffs, unit, cfg) -> np.ndarray:
     """Every entry's first-pass estimate and verdict again, with unit round-off ``unit``."""
-    judged.numeric[:], judged.noise[:] = slope_and_noise(*diffs, unit)
+    fp, fm, denom = diffs
+    judged.numeric[:], judged.noise[:] = slope_and_noise(fp, fm, denom, unit)
     judged.codes[:] = classify(analytic, judged.numeric, judged.noise, **_rule(cfg))
     return judged.codes
 
 
-def _second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> None:
+def _second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> list[tuple[np.ndarray, ...]]:
     """Step study of the suspects: every MISMATCH, and with ``refine_noisy`` the noisy PASS
-    entries (the quick look first) and the UNCHECKED ones."""
+    entries (the quick look first) and the UNCHECKED ones. Returns the differences it took,
+    as ``(positions, steps, f+, f-, denom)`` blocks."""
     fp, fm, denom = diffs
     numeric, noise, codes = judged.numeric, judged.noise, judged.codes
     suspect = codes == Verdict.MISMATCH
