@@ -290,6 +290,27 @@ def test_a_bfloat16_claim_off_by_more_than_its_share_never_passes():
     assert passed.sum() > 20 and (ok.tolerance[passed] <= 2**-5 * scale[passed]).all()
 
 
+def test_one_gross_bfloat16_claim_does_not_hide_the_others():
+    """The low-precision floor scales with the gradient's large entries, each taken as the
+    smaller of its claimed and numeric size: a claimed entry 1000x too large no longer
+    raises the floor over every other entry (before, a 10% error at another entry was
+    UNCHECKED, like every entry but the gross one)."""
+    from gradcheck._lowp import round_to_format
+
+    x = round_to_format(np.random.default_rng(0).standard_normal(16), "bfloat16", as_dtype=True)
+    c = np.linspace(0.5, 2.0, 16)
+
+    def claim(x):
+        g = c.copy()
+        g[0] *= 1000
+        g[5] *= 1.1
+        return g.astype(x.dtype)
+
+    r = check(lambda x: (c * x).sum(), x, claim)
+    assert r.entries(Verdict.MISMATCH) == [(0,), (5,)], str(r)
+    assert r.counts[Verdict.PASS] >= 10
+
+
 def test_float32_passes_are_within_the_share():
     """A float32 check of a long logsumexp (|f| large against each slope): entries whose
     tolerance exceeded 1% of the value (up to 14% before) are UNCHECKED now, the others

@@ -170,7 +170,7 @@ def check(
     audit_notes, violations = audit(f, claim_at.copy(), cotangent, grad, claimed) if audit else ((), ())
     analytic = as_gradient(claimed, work.shape)
     if lowp is not None and lowp.upcast:
-        cfg = lowp.with_claim(cfg, claimed, analytic)
+        cfg = lowp.with_claim(cfg, claimed)
 
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
@@ -196,6 +196,8 @@ def check(
     with Progress(size, enabled=progress, label=label) as bar:
         fp, fm, denom = differences_with_progress(differencer, flat_idx, steps, bar)
     evaluations = 1 + 2 * size
+    if lowp is not None and lowp.upcast:  # the floor scales with the gradient's size, measured
+        cfg = lowp.with_floor(cfg, analytic, slope_and_noise(fp, fm, denom, 2.0**-53)[0])
 
     # Determinism and input mutation, checked once at the end (cheap).
     f1 = evaluate()

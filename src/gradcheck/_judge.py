@@ -101,11 +101,15 @@ def judge_entries(
                                                 codes, numeric, noise, unit, cfg)
         judged.evaluations += spent
         causes[retried] = Cause.STEP_RETRY
+    # Every later difference goes through one record: the step study reuses the probe's,
+    # a re-study reuses the study's, and the evaluations are counted once, where they happen.
+    record = _Recorded(sub)
     if drift is None and base_value is not None:
-        unit = _probe_roundoff(judged, sub, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
+        unit = _probe_roundoff(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
     if cfg.refine and drift is None:
-        seen = _second_look(judged, sub, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
-        unit = _recheck_precision(judged, sub, analytic, (fp, fm, denom), steps, base_value, unit, cfg, seen)
+        _second_look(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
+        unit = _recheck_precision(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
+    judged.evaluations += record.evaluations
     if referee is not None and adjudicate is not False and drift is None:
         _adjudicate(judged, referee, analytic, idx_map, unit_claim(unit, judged), cfg, claim_scale)
     return judged
@@ -149,7 +153,6 @@ def _probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, uni
                                   & np.isfinite(fp) & np.isfinite(fm))
     found = probe(sub, suspects, steps, diffs, base_value, unit, cfg.seed) if suspects.size else None
     if found is not None:
-        judged.evaluations += found.evaluations
         if found.lower_precision:
             unit = found.unit
             _reclassify(judged, analytic, diffs, unit, cfg)
@@ -175,10 +178,9 @@ def _reclassify(judged: Judged, analytic, diffs, unit, cfg) -> np.ndarray:
     return judged.codes
 
 
-def _second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> list[tuple[np.ndarray, ...]]:
+def _second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> None:
     """Step study of the suspects: every MISMATCH, and with ``refine_noisy`` the noisy PASS
-    entries (the quick look first) and the UNCHECKED ones. Returns the differences it took,
-    as ``(positions, steps, f+, f-, denom)`` blocks."""
+    entries (the quick look first) and the UNCHECKED ones. ``sub`` counts the evaluations."""
     fp, fm, denom = diffs
     numeric, noise, codes = judged.numeric, judged.noise, judged.codes
     suspect = codes == Verdict.MISMATCH
@@ -195,7 +197,6 @@ def _second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, 
     quick = (codes[suspects] == Verdict.PASS) & QUICK_LOOK
     noisy = suspects[quick]
     batches = [(suspects[~quick], None)]
-    seen: list[tuple[np.ndarray, ...]] = []  # (positions, steps, f+, f-, denom) evaluated here
     if noisy.size:
         q = quick_certify(sub, noisy, steps[noisy], analytic[noisy], (fp[noisy], fm[noisy], denom[noisy]),
                           **options)
@@ -203,34 +204,28 @@ def _second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, 
         numeric[ok], noise[ok] = q.numeric[q.certified], per_bound(q.bound[q.certified])
         judged.refined[ok] = True
         judged.causes[ok] = Cause.STEP_STUDY
-        judged.evaluations += q.evaluations
         rest = ~q.certified
         batches.append((noisy[rest], {f: tuple(d[rest] for d in q.raw[f]) for f in q.raw}))
-        seen += [(noisy, steps[noisy] * f, *q.raw[f]) for f in q.raw]
     for group, measured in batches:
         if not group.size:
             continue
         study = step_study(sub, group, steps[group], analytic[group], (fp[group], fm[group], denom[group]),
                            measured=measured, **options)
-        seen += [(group, steps[group] * f, *study.raw[f]) for f in study.raw if f != 1.0]
         numeric[group] = study.numeric
         noise[group] = per_bound(study.bound)
         codes[group] = study.codes
         judged.refined[group] = True
         judged.causes[group] = np.where(study.kink, Cause.KINK_STEPS, Cause.STEP_STUDY)
         judged.left[group], judged.right[group] = study.left, study.right
-        judged.evaluations += study.evaluations
-    return seen
 
 
-def _recheck_precision(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg, seen) -> float:
+def _recheck_precision(judged: Judged, record, analytic, diffs, steps, base_value, unit, cfg) -> float:
     """The step study evaluated f at larger steps: if all of f's values, those included,
     are float32 (or 16-bit) numbers (an f too coarse to change across the first step looks
     exact there), judge every entry again with that format's round-off; the evaluations
     already made are reused. Returns the unit round-off in use."""
     fp, fm, _ = diffs
-    values = np.concatenate([fp, fm, [np.nan if base_value is None else base_value]]
-                            + [np.concatenate(block[2:4]) for block in seen])
+    values = np.concatenate([fp, fm, [np.nan if base_value is None else base_value], record.values()])
     fmt = representable(values, unit)
     if fmt is None:
         return unit
@@ -241,34 +236,39 @@ def _recheck_precision(judged: Judged, sub, analytic, diffs, steps, base_value, 
     judged.refined[:] = False
     judged.causes[~retried] = Cause.FIRST_PASS
     judged.left[:], judged.right[:] = np.nan, np.nan
-    cached = _Cached(sub, seen)
-    spent = judged.evaluations
-    _second_look(judged, cached, analytic, diffs, steps, base_value, unit, cfg)
-    judged.evaluations = spent + cached.evaluations
+    _second_look(judged, record, analytic, diffs, steps, base_value, unit, cfg)
     return unit
 
 
-class _Cached:
-    """A differencer that answers from differences already taken (``seen`` blocks of
-    ``(positions, steps, f+, f-, denom)``) and takes only the missing ones; it counts those."""
+class _Recorded:
+    """A differencer that keeps every difference it takes (as arrays, one block per call),
+    answers a repeated ``(position, step)`` from them, and counts the evaluations it makes."""
 
-    def __init__(self, differencer, seen) -> None:
+    def __init__(self, differencer) -> None:
         self._differencer, self.evaluations = differencer, 0
-        self._known: dict[tuple[int, float], tuple[float, float, float]] = {}
-        for positions, h, fp, fm, den in seen:
-            for key, value in zip(zip(positions.tolist(), h.tolist()), zip(fp.tolist(), fm.tolist(), den.tolist())):
-                self._known[key] = value
+        self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # sorted positions, steps, values
 
     def __call__(self, positions, steps):
-        keys = list(zip(np.asarray(positions).tolist(), np.asarray(steps, dtype=np.float64).tolist()))
-        missing = [i for i, key in enumerate(keys) if key not in self._known]
-        if missing:
-            fp, fm, den = self._differencer(np.asarray(positions)[missing], np.asarray(steps)[missing])
-            self.evaluations += 2 * len(missing)
-            for i, value in zip(missing, zip(fp.tolist(), fm.tolist(), den.tolist())):
-                self._known[keys[i]] = value
-        out = np.array([self._known[key] for key in keys], dtype=np.float64).reshape(-1, 3)
-        return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy()
+        pos = np.asarray(positions, dtype=np.int64).reshape(-1)
+        h = np.asarray(steps, dtype=np.float64).reshape(-1)
+        out = np.full((3, pos.size), np.nan)
+        found = np.zeros(pos.size, dtype=bool)
+        for known, known_h, values in self._blocks:
+            j = np.minimum(np.searchsorted(known, pos), known.size - 1)
+            hit = ~found & (known[j] == pos) & (known_h[j] == h)
+            out[:, hit], found = values[:, j[hit]], found | hit
+        miss = np.flatnonzero(~found)
+        if miss.size:
+            fresh = np.vstack(self._differencer(pos[miss], h[miss])).astype(np.float64)
+            self.evaluations += 2 * int(miss.size)
+            out[:, miss] = fresh
+            order = np.argsort(pos[miss], kind="stable")
+            self._blocks.append((pos[miss][order], h[miss][order], fresh[:, order]))
+        return out[0].copy(), out[1].copy(), out[2].copy()
+
+    def values(self) -> np.ndarray:
+        """Every f(x ± s) taken so far."""
+        return np.concatenate([v[:2].reshape(-1) for _, _, v in self._blocks] or [np.zeros(0)])
 
 
 #: A MISMATCH this far outside its tolerance after the step study (which found it stable

@@ -7,7 +7,7 @@ on the exactly-upcast input in float64 (relative error of the numeric side ~1e-1
 1e-7 of a bfloat16 ulp) and judges the claimed gradient, computed wherever the user
 computed it (usually in bfloat16), in ulps of the claim's own format:
 
-    tol_i = bound_ulps * ulp(max(|a_i|, |n_i|)) + FLOOR_UNITS * u * max_j |a_j| + k * noise_i
+    tol_i = bound_ulps * ulp(max(|a_i|, |n_i|)) + FLOOR_UNITS * u * max_j min(|a_j|, |n_j|) + k * noise_i
 
 ``bound_ulps`` (default :data:`GRAD_BOUND_ULPS` = 2): a gradient entry computed in bfloat16
 passes through a few roundings, each at most half an ulp of an intermediate; measured on
@@ -17,8 +17,11 @@ second term is an absolute floor (``u`` the unit round-off of the claim's format
 bfloat16): a backward pass in low precision adds and subtracts terms the size of the
 gradient's large entries, so an entry that is a small difference of large terms carries
 an absolute error of about ``u`` times those terms whatever its own size (``1 - tanh(x)**2``
-at x = 2.3 in bfloat16 is 10% off). Entries whose claimed and numeric values are both below
-the floor are UNCHECKED (absence of evidence), as in the float64 check.
+at x = 2.3 in bfloat16 is 10% off). The size of an entry is the smaller of its claimed and
+numeric magnitudes (whichever is finite, if one is not): one grossly wrong claimed entry
+must not raise the floor until every other error hides under it, and neither a NaN claim
+nor a NaN evaluation of f moves it. Entries whose claimed and numeric values are both below the floor are
+UNCHECKED (absence of evidence), as in the float64 check.
 
 The resolution share applies here as everywhere (``_classify``): an entry PASSes only if
 its whole tolerance is within ``share * max(|a_i|, |n_i|)``, with the share set by the
@@ -108,16 +111,23 @@ class LowPrecisionPlan:
             return v
         return from_bits(round_to_format(v, self.fmt), self.fmt).astype(np.float64)
 
-    def with_claim(self, cfg: Config, claimed: Any, analytic: np.ndarray) -> Config:
-        """Fix the claim's format and the absolute floor once the claim is known."""
+    def with_claim(self, cfg: Config, claimed: Any) -> Config:
+        """Fix the claim's format (its ulps, its share) once the claim is known."""
         dt = np.asarray(claimed).dtype
         name = str(dt.name)
         self.claim_fmt = resolve_format(name) if name in ("float16", "bfloat16", "float32") else self.fmt
-        finite = np.abs(analytic[np.isfinite(analytic)])
-        scale = float(finite.max()) if finite.size else 0.0
-        self.floor = FLOOR_UNITS * _unit(self.claim_fmt) * scale
-        return cfg.replace(rtol=self.bound_ulps * _unit(self.claim_fmt), atol=self.floor,
+        return cfg.replace(rtol=self.bound_ulps * _unit(self.claim_fmt),
                            resolution=share(self.claim_fmt, self.bound_ulps))
+
+    def with_floor(self, cfg: Config, analytic: np.ndarray, numeric: np.ndarray) -> Config:
+        """The absolute floor ``FLOOR_UNITS * u * max_j min(|a_j|, |n_j|)`` (the first
+        differences, float64, are far finer than the claim's format), as ``atol``."""
+        a, n = np.abs(analytic.reshape(-1)), np.abs(numeric.reshape(-1))
+        size = np.where(np.isfinite(a), np.where(np.isfinite(n), np.minimum(a, n), a), n)
+        finite = size[np.isfinite(size)]
+        scale = float(finite.max()) if finite.size else 0.0
+        self.floor = FLOOR_UNITS * _unit(self.claim_fmt or self.fmt) * scale
+        return cfg.replace(atol=self.floor)
 
     def judge(self, analytic: np.ndarray, judged: Any, cfg: Config) -> tuple[np.ndarray, np.ndarray]:
         """Final codes and tolerances by the ulp rule (NONFINITE and KINK verdicts kept)."""
@@ -148,7 +158,7 @@ class LowPrecisionPlan:
                      f" at {where} (claimed {a[j]:.6g}, numeric {n[j]:.6g})")
         self.notes.append(
             f"claimed gradient ({fmt.name}) judged in {fmt.name} ulps: tolerance "
-            f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {FLOOR_UNITS:g}u*max|claimed| "
+            f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {FLOOR_UNITS:g}u*max min(|claimed|, |numeric|) "
             f"(u = 2**-{fmt.mantissa_bits + 1}; floor {self.floor:.3g}) + {cfg.noise_factor:g}*noise; "
             f"a PASS needs that within {100 * cfg.resolution:.2g}% of the value" + worst)
         return codes, tol

@@ -56,7 +56,6 @@ class StepStudy:
     left: np.ndarray        # one-sided slopes at the smallest step (NaN without a base value)
     right: np.ndarray
     kink: np.ndarray        # bool: one-sided slopes differ by a gap that does not shrink with h
-    raw: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None  # (f+, f-, denom) per factor
 
 
 def step_study(
@@ -138,7 +137,7 @@ def step_study(
     # slopes, a MISMATCH if it lies outside them.
     codes[kink & inside & (codes != Verdict.NONFINITE)] = Verdict.KINK
     codes[kink & ~inside & np.isfinite(a)] = Verdict.MISMATCH
-    return StepStudy(numeric, bound, codes, evaluations, left, right, kink, raw)
+    return StepStudy(numeric, bound, codes, evaluations, left, right, kink)
 
 
 @dataclass(frozen=True)
