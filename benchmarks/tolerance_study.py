@@ -7,7 +7,10 @@ For a suite of smooth functions with closed-form gradients, in float64 and float
 - false alarms: MISMATCH verdicts on CORRECT gradients (must be 0);
 - sensitivity: the fraction of entries flagged when every entry of the gradient carries a
   relative error eps, for eps from 1e-8 to 1e-2;
-- the single planted entry: one entry of 512 off by 1e-4 must be found, and only it.
+- the single planted entry: one entry of 512 off by 1e-4 must be found, and only it;
+- beside the sensitivity, the fraction of entries left UNCHECKED, and the fraction that
+  PASS although the claim is wrong by eps: for eps above ``Config.resolution`` (1%) it
+  must be 0 (a PASS means the claim is within that share of the numeric value).
 
 Run: python benchmarks/tolerance_study.py [--quick]
 """
@@ -46,30 +49,41 @@ def suite(dtype, rng):
 def main(quick: bool = False) -> dict:
     rng = np.random.default_rng(0)
     results: dict = {}
-    print(f"{'dtype':<8} {'function':<32} {'N':>5} {'false alarms':>12} {'UNCHECKED':>9}")
+    print(f"{'dtype':<8} {'function':<32} {'N':>5} {'false alarms':>12} {'UNCHECKED':>9} {'PASS':>5}")
     for dtype in (np.float64, np.float32):
         alarms = 0
         for name, f, g, x in suite(dtype, rng):
             r = gradcheck.check(f, x, g, adjudicate=False)
             alarms += r.counts[Verdict.MISMATCH]
-            print(f"{np.dtype(dtype).name:<8} {name:<32} {x.size:>5} {r.counts[Verdict.MISMATCH]:>12} {r.counts[Verdict.UNCHECKED]:>9}")
+            print(f"{np.dtype(dtype).name:<8} {name:<32} {x.size:>5} {r.counts[Verdict.MISMATCH]:>12} {r.counts[Verdict.UNCHECKED]:>9}"
+                  f" {r.counts[Verdict.PASS]:>5}")
         results[f"false_alarms_{np.dtype(dtype).name}"] = alarms
 
-    print("\nsensitivity: fraction of entries flagged when every entry is off by eps (relative)")
-    epsilons = [1e-8, 1e-7, 1e-6, 3e-6, 1e-5, 1e-4, 1e-3, 1e-2]
-    print(f"{'dtype':<8} " + " ".join(f"{e:>8.0e}" for e in epsilons))
+    print("\nsensitivity: fraction of judged (not UNCHECKED) entries flagged when every entry is off by eps"
+          " (relative);\nUNCHECKED: fraction of all entries; PASS: fraction of all entries passed although wrong")
+    epsilons = [1e-8, 1e-7, 1e-6, 3e-6, 1e-5, 1e-4, 1e-3, 1e-2, 3e-2, 1e-1]
+    print(f"{'dtype':<8} {'row':<11} " + " ".join(f"{e:>8.0e}" for e in epsilons))
     for dtype in (np.float64, np.float32):
-        fracs = []
+        fracs, unchecked, passed = [], [], []
         for eps in epsilons:
-            caught = total = 0
+            caught = total = blind = wrong_pass = size = 0
             for name, f, g, x in suite(dtype, rng)[: 4 if quick else None]:
                 r = gradcheck.check(f, x, lambda z, g=g: g(z) * (1 + eps), adjudicate=False)
                 judged = r.size - r.counts[Verdict.UNCHECKED]
                 caught += r.counts[Verdict.MISMATCH]
                 total += judged
+                blind += r.counts[Verdict.UNCHECKED]
+                wrong_pass += r.counts[Verdict.PASS]
+                size += r.size
             fracs.append(caught / max(total, 1))
-        results[f"sensitivity_{np.dtype(dtype).name}"] = dict(zip(map(str, epsilons), fracs))
-        print(f"{np.dtype(dtype).name:<8} " + " ".join(f"{v:>8.3f}" for v in fracs))
+            unchecked.append(blind / size)
+            passed.append(wrong_pass / size)
+        name = np.dtype(dtype).name
+        results[f"sensitivity_{name}"] = dict(zip(map(str, epsilons), fracs))
+        results[f"unchecked_{name}"] = dict(zip(map(str, epsilons), unchecked))
+        results[f"wrong_pass_{name}"] = dict(zip(map(str, epsilons), passed))
+        for row, values in (("flagged", fracs), ("UNCHECKED", unchecked), ("PASS", passed)):
+            print(f"{name:<8} {row:<11} " + " ".join(f"{v:>8.3f}" for v in values))
 
     x = rng.standard_normal((16, 32))
     f = lambda x: (np.sin(x) * x * x).sum()

@@ -19,15 +19,16 @@ INF, NAN = np.inf, np.nan
 
 
 def reference(a, n, z, **tol):
+    rule = {k: v for k, v in tol.items() if k != "resolution"}  # the tolerance does not use the share
     with np.errstate(all="ignore"):  # the reference's tolerance overflows loudly on 1e308
-        return _classify.classify(a, n, z, **tol), _classify.tolerance(a, n, z, **tol)
+        return _classify.classify(a, n, z, **tol), _classify.tolerance(a, n, z, **rule)
 
 
 def fused(a, n, z, **tol):
     """The kernel's codes and tolerances, after checking that its threaded and one-thread
     variants (chosen by size) agree bit for bit."""
     flat = [np.ascontiguousarray(v, dtype=np.float64).reshape(-1) for v in (a, n, z)]
-    args = (*flat, tol["rtol"], tol["atol"], tol["noise_factor"])
+    args = (*flat, tol["rtol"], tol["atol"], tol["noise_factor"], tol.get("resolution", _classify.DEFAULT_RESOLUTION))
     outs = []
     for run in (_classify_kernel._classify_threads, _classify_kernel._classify_one_thread):
         codes, t = np.empty(flat[0].size, dtype=np.uint8), np.empty(flat[0].size)
@@ -59,7 +60,8 @@ def assert_same(a, n, z, **tol):
     return codes
 
 
-RULE = dict(rtol=0.5, atol=0.0, noise_factor=1.0)
+# The share switched off (resolution = inf): the rule's other edges.
+RULE = dict(rtol=0.5, atol=0.0, noise_factor=1.0, resolution=INF)
 
 # (analytic, numeric, noise, expected verdict, why) under RULE, where
 # tol = 1*noise + 0.5*max(|a|,|n|) and floor = 1*noise.
@@ -95,12 +97,38 @@ def test_adversarial_entries_match_the_reference(a, n, z, expected, why):
     assert codes[0] == expected, why
 
 
+# The resolution share: tol = 1*noise + 0.25*scale must be within 0.5*scale to PASS.
+SHARE_RULE = dict(rtol=0.25, atol=0.0, noise_factor=1.0, resolution=0.5)
+SHARE_TABLE = [
+    (1.0, 1.0, 0.25, Verdict.PASS, "tol == resolution*scale exactly passes (<=)"),
+    (1.0, 1.0, 0.25 + 2**-53, Verdict.UNCHECKED, "tol one ulp (of 0.5) above resolution*scale"),
+    (1.0, 0.75, 0.25, Verdict.PASS, "err == tol == resolution*scale"),
+    (1.5, 1.0, 0.875, Verdict.UNCHECKED, "agreement within tol, but tol is 83% of the value"),
+    (3.0, 1.0, 1.0, Verdict.MISMATCH, "err > tol: MISMATCH whatever the share (tol 1.75 > 1.5)"),
+    (0.0, 0.0, 0.0, Verdict.UNCHECKED, "both zero: 0 <= 0 is below noise, 0 > 0 is not"),
+    (TINY, TINY, 0.0, Verdict.PASS, "equal subnormals: tol 0 <= 0.5*tiny (rounds to 0)"),
+    (BIG, BIG, BIG / 4, Verdict.PASS, "huge values: the cap 0.5*scale does not overflow"),
+    (1.0, 1.0, 1e308, Verdict.UNCHECKED, "huge noise"),
+    (NAN, 1.0, 0.0, Verdict.NONFINITE, "NaN claimed"),
+]
+
+
+@pytest.mark.parametrize("a, n, z, expected, why", SHARE_TABLE, ids=[row[4] for row in SHARE_TABLE])
+def test_the_resolution_share_at_its_edge_matches_the_reference(a, n, z, expected, why):
+    """PASS needs tol <= resolution*scale: both sides of the edge, ties, zeros, subnormals,
+    the largest values; the kernel gives the reference's verdict and tolerance."""
+    arr = lambda v: np.array([v], dtype=np.float64)  # noqa: E731
+    codes = assert_same(arr(a), arr(n), arr(z), **SHARE_RULE)
+    assert codes[0] == expected, why
+
+
 def test_table_as_one_array_matches_the_reference():
     """All the adversarial rows in one parallel pass, under several tolerance settings."""
     a = np.array([row[0] for row in TABLE] * 50)
     n = np.array([row[1] for row in TABLE] * 50)
     z = np.array([row[2] for row in TABLE] * 50)
-    for rule in (RULE, dict(rtol=1e-6, atol=0.0, noise_factor=8.0),
+    for rule in (RULE, SHARE_RULE, dict(rtol=1e-6, atol=0.0, noise_factor=8.0),
+                 dict(rtol=1e-6, atol=0.0, noise_factor=8.0, resolution=TINY),
                  dict(rtol=0.0, atol=1e-300, noise_factor=0.0), dict(rtol=1e300, atol=1e300, noise_factor=1e300)):
         assert_same(a, n, z, **rule)
 
@@ -112,6 +140,7 @@ def test_random_million_entries_match_the_reference():
     a = rng.standard_normal(size) * np.exp(rng.uniform(-30, 30, size))
     n = a * (1.0 + rng.standard_normal(size) * 1e-6)
     z = np.abs(a) * np.exp(rng.uniform(-40, 0, size))
+    z[: size // 2] = np.abs(a[: size // 2]) * rng.uniform(0.0, 0.02, size // 2) / 8  # around the 1% share
     specials = rng.integers(0, size, 1000)
     a[specials[:300]] = rng.choice([NAN, INF, -INF, 0.0, -0.0, TINY], 300)
     n[specials[300:600]] = rng.choice([NAN, INF, -INF, 0.0, -0.0, TINY], 300)
@@ -131,15 +160,16 @@ tolerances = st.sampled_from([0.0, TINY, 1e-300, 1e-12, 1e-6, 0.5, 1.0, 8.0, 1e3
     a=hnp.arrays(np.float64, st.integers(1, 64), elements=floats),
     data=st.data(),
     rtol=tolerances, atol=tolerances, k=tolerances,
+    resolution=st.sampled_from([TINY, 1e-6, 0.01, 0.5, 0.999, 1.0, INF]),
 )
-def test_any_input_matches_the_reference(a, data, rtol, atol, k):
-    """Property: for every input (specials included) the codes and tolerances are equal."""
+def test_any_input_matches_the_reference(a, data, rtol, atol, k, resolution):
+    """Property: for every input (specials included) and share, codes and tolerances are equal."""
     n = data.draw(hnp.arrays(np.float64, a.shape, elements=floats))
     z = data.draw(hnp.arrays(np.float64, a.shape, elements=floats))
     if data.draw(st.booleans()):
         with np.errstate(over="ignore", invalid="ignore"):
             n = np.where(np.isfinite(a), a * (1 + rtol), n)  # land on the boundary often
-    assert_same(a, n, z, rtol=rtol, atol=atol, noise_factor=k)
+    assert_same(a, n, z, rtol=rtol, atol=atol, noise_factor=k, resolution=resolution)
 
 
 def test_shapes_and_dtypes_are_accepted_like_the_reference():

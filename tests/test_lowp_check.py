@@ -9,7 +9,8 @@ from optional_deps import need
 import gradcheck
 from gradcheck import Verdict
 from gradcheck._lowp import round_to_format
-from gradcheck._lowp_check import FLOOR_UNITS, GRAD_BOUND_ULPS
+from gradcheck._lowp import BFLOAT16
+from gradcheck._lowp_check import FLOOR_UNITS, GRAD_BOUND_ULPS, share
 
 BF16 = ml_dtypes.bfloat16
 RNG = np.random.default_rng(0)
@@ -31,15 +32,26 @@ def grad(x, c=1.0):
 
 
 def test_correct_bfloat16_gradient_gives_no_false_alarm():
+    """No MISMATCH on the correct bfloat16 claim. Entries PASS where the whole tolerance is
+    within the share (2 * 2 ulp-bounds, 3.1% for bfloat16): the large ones; the entries
+    below about a third of the largest, where the floor 2u*max min(|claim|, |numeric|) is more than that
+    share, are UNCHECKED (a bfloat16 backward may be 10% off there, so agreement there
+    cannot show that the claim is close) and the notes say so."""
     assert grad(X).dtype == BF16  # the claim really is computed in bfloat16
     r = gradcheck.check(f, X, grad=grad)
     assert r.passed and r.counts[Verdict.MISMATCH] == 0
-    assert r.counts[Verdict.PASS] >= 250
+    assert r.counts[Verdict.PASS] >= 170
+    assert r.config.resolution == share(BFLOAT16, GRAD_BOUND_ULPS) == 2**-5
+    passed = r.codes == Verdict.PASS
+    assert (r.tolerance[passed] <= 2**-5 * np.maximum(np.abs(r.analytic), np.abs(r.numeric))[passed]).all()
+    small = np.abs(r.analytic) < 0.25 * np.abs(r.analytic).max()
+    assert (r.codes[small] == Verdict.UNCHECKED).all()
+    assert any("UNCHECKED: resolved only to" in n and "floor" in n for n in r.notes)
     assert r.dtype == "bfloat16" and r.config.step == gradcheck.Config.for_dtype("float64").step
     notes = "\n".join(r.notes)
     assert "float64 central difference of the exactly-upcast input" in notes
     assert f"judged in bfloat16 ulps: tolerance {GRAD_BOUND_ULPS:g} ulp" in notes
-    assert f"{FLOOR_UNITS:g}u*max|claimed|" in notes
+    assert f"{FLOOR_UNITS:g}u*max min(|claimed|, |numeric|)" in notes
 
 
 def test_planted_five_percent_bug_is_caught_well_above_the_bound():
@@ -56,7 +68,7 @@ def test_planted_five_percent_bug_is_caught_well_above_the_bound():
 def test_a_constant_off_by_five_percent_is_caught_at_every_entry_above_the_floor():
     """f = 1.5 sum(x**2): the claim 3.15 x (5% too large, computed in bfloat16) is 6 to 13
     ulps off at every entry. Caught wherever that exceeds the stated tolerance (2 ulps plus
-    the floor 2u max|claim|, which spares the smallest entries); a bound of 16 ulps lets it
+    the floor 2u max min(|claim|, |numeric|), which spares the smallest entries); a bound of 16 ulps lets it
     pass, which shows the bound is what decides."""
     def sq(x):
         return 1.5 * (x * x).sum()

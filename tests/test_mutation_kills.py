@@ -80,8 +80,10 @@ def test_for_dtype_accepts_every_spelling(given_, expected):
 
 def test_for_dtype_overrides_and_lists_the_presets():
     """Keyword overrides reach the preset; an unknown dtype lists the presets that exist."""
-    assert Config.for_dtype("float32", rtol=5e-2).rtol == 5e-2
-    assert Config.for_dtype("float32", rtol=5e-2).step == 1e-3
+    assert Config.for_dtype("float32", rtol=5e-3).rtol == 5e-3
+    assert Config.for_dtype("float32", rtol=5e-3).step == 1e-3
+    # a looser rtol needs a share above it (or nothing could pass): both overrides reach it
+    assert Config.for_dtype("float32", rtol=5e-2, resolution=0.1).rtol == 5e-2
     with pytest.raises(ValueError, match=r"no preset for dtype 'int32'; presets exist for "
                                          r"\['bfloat16', 'float16', 'float32', 'float64'\]"):
         Config.for_dtype(np.int32)
@@ -106,14 +108,17 @@ def test_config_rejects_a_zero_step_and_an_unknown_reduction():
 
 # -- the verdict rule ----------------------------------------------------------------------
 def _codes(a, n, z, **kw):
-    kw = {"rtol": 0.0, "atol": 0.0, "noise_factor": 1.0, **kw}
+    kw = {"rtol": 0.0, "atol": 0.0, "noise_factor": 1.0, "resolution": 0.5, **kw}
     return [int(c) for c in classify(np.array(a, float), np.array(n, float), np.array(z, float), **kw)]
 
 
 def test_rule_boundaries():
-    """err == tol is not a MISMATCH; scale == floor is UNCHECKED (both sides of each)."""
+    """err == tol is not a MISMATCH; scale == floor is UNCHECKED; tol == resolution*scale
+    is a PASS (both sides of each)."""
     # scale == floor -> UNCHECKED; just above -> PASS
-    assert _codes([1.0, 1.0], [1.0, 1.0], [1.0, 0.5]) == [U, P]
+    assert _codes([1.0, 1.0], [1.0, 1.0], [1.0, 0.5], resolution=0.999) == [U, P]
+    # tol == resolution * scale -> PASS; one ulp above -> UNCHECKED (0.5 + 2**-53 is the next double)
+    assert _codes([1.0, 1.0], [1.0, 1.0], [0.5, 0.5 + 2**-53]) == [P, U]
     # err == tol (atol) -> not MISMATCH; just above -> MISMATCH
     assert _codes([3.0, 3.0], [2.0, 2.0 - 2**-50], [0.0, 0.0], atol=1.0) == [P, M]
     # err == tol (rtol * scale): 0.5 * 2 == 1
@@ -381,7 +386,7 @@ def _min(a, b):
     return a if (a <= b or a != a) else b
 
 
-def _study_model(raw, analytic, base_value, unit, rtol, atol, k):
+def _study_model(raw, analytic, base_value, unit, rtol, atol, k, res):
     """The step study re-derived entry by entry from the module docstring and comments of
     ``_refine`` (float64 scalars, the same operation order)."""
     f64 = np.float64
@@ -408,10 +413,12 @@ def _study_model(raw, analytic, base_value, unit, rtol, atol, k):
         value, bound = cands[best][0], f64(bounds[best])
         a = f64(analytic[i])
         err, scale = abs(a - value), _max(abs(a), abs(value))
+        floor = atol + 1.0 * bound  # the verdict rule with the whole bound as its floor (k = 1)
+        tol = floor + rtol * scale
         code = P
-        if scale <= atol + bound:
+        if scale <= floor or tol > res * scale:
             code = U
-        if err > atol + rtol * scale + bound:
+        if err > tol:
             code = M
         if not (math.isfinite(value) and math.isfinite(a) and math.isfinite(bound)):
             code = N
@@ -483,7 +490,8 @@ def studies(draw):
     rtol = draw(st.sampled_from([0.0, 1e-6, 1e-3, 0.2]))
     atol = draw(st.sampled_from([0.0, 1e-12, 1e-3]))
     k = draw(st.sampled_from([0.0, 1.0, 8.0]))
-    return raw, analytic, base, unit, rtol, atol, k
+    res = draw(st.sampled_from([0.01, 0.5, 0.999]))
+    return raw, analytic, base, unit, rtol, atol, k, res
 
 
 @given(studies())
@@ -491,7 +499,7 @@ def test_step_study_computes_its_documented_estimates(case):
     """On smooth functions, kinks, round-off wiggles and arbitrary values, the step study
     gives exactly (bit for bit) the estimates, bounds, verdicts, one-sided slopes and kink
     flags its documented formulas give, computed entry by entry."""
-    raw, analytic, base, unit, rtol, atol, k = case
+    raw, analytic, base, unit, rtol, atol, k, res = case
     count = analytic.size
 
     def differencer(idx, steps):
@@ -499,8 +507,9 @@ def test_step_study_computes_its_documented_estimates(case):
 
     with np.errstate(all="ignore"):
         study = step_study(differencer, np.arange(count), np.ones(count), analytic, raw[1.0],
-                           base_value=base, unit_roundoff=unit, rtol=rtol, atol=atol, noise_factor=k)
-        want = _study_model(raw, analytic, base, unit, rtol, atol, k)
+                           base_value=base, unit_roundoff=unit, rtol=rtol, atol=atol, noise_factor=k,
+                           resolution=res)
+        want = _study_model(raw, analytic, base, unit, rtol, atol, k, res)
     for key in ("numeric", "bound", "left", "right"):
         np.testing.assert_array_equal(getattr(study, key), np.array(want[key], dtype=np.float64), err_msg=key)
     assert study.codes.tolist() == want["codes"]

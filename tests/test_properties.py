@@ -53,20 +53,24 @@ vals = st.floats(-1e3, 1e3, allow_nan=False) | st.sampled_from([0.0, -0.0, np.na
 noise_vals = st.floats(0, 10, allow_nan=False) | st.sampled_from([0.0, np.nan, np.inf])
 
 
-@given(vals, vals, noise_vals, st.floats(0, 1e-2), st.floats(0, 1e-3), st.floats(0, 16))
-def test_verdict_rules(a, n, z, rtol, atol, k):
-    """The verdict rule, stated independently of the implementation."""
-    code = Verdict(int(classify(np.array([a]), np.array([n]), np.array([z]), rtol=rtol, atol=atol, noise_factor=k)[0]))
+@given(vals, vals, noise_vals, st.floats(0, 1e-2), st.floats(0, 1e-3), st.floats(0, 16),
+       st.sampled_from([1e-3, 1e-2, 0.1, 0.5, 0.99]))
+def test_verdict_rules(a, n, z, rtol, atol, k, resolution):
+    """The verdict rule, stated independently of the implementation: MISMATCH beyond the
+    tolerance; PASS only within it AND with the tolerance within ``resolution`` of the value."""
+    code = Verdict(int(classify(np.array([a]), np.array([n]), np.array([z]), rtol=rtol, atol=atol, noise_factor=k,
+                                resolution=resolution)[0]))
     if not (np.isfinite(a) and np.isfinite(n) and np.isfinite(z)):
         assert code is Verdict.NONFINITE
         return
     err, scale, floor = abs(a - n), max(abs(a), abs(n)), atol + k * z
     if err > floor + rtol * scale:
         assert code is Verdict.MISMATCH
-    elif scale <= floor:
+    elif scale <= floor or floor + rtol * scale > resolution * scale:
         assert code is Verdict.UNCHECKED
     else:
         assert code is Verdict.PASS
+        assert err <= resolution * scale  # a PASS claim is within the share of the numeric value
 
 
 @given(st.floats(0.1, 10), st.floats(-3, 3))

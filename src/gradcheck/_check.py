@@ -16,7 +16,7 @@ from ._differences import require_moving_steps, slope_and_noise, steps_for
 from ._errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
 from ._inputs import as_gradient, float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from ._judge import Judged as Judged
-from ._judge import adjudication_notes
+from ._judge import adjudication_notes, unchecked_notes
 from ._judge import judge_entries as judge_entries
 from ._referee import Referee
 from ._report import Report
@@ -198,7 +198,7 @@ def check(
     audit_notes, violations = audit(f, claim_at.copy(), cotangent, grad, claimed) if audit else ((), ())
     analytic = as_gradient(claimed, work.shape)
     if lowp is not None and lowp.upcast:
-        cfg = lowp.with_claim(cfg, claimed, analytic)
+        cfg = lowp.with_claim(cfg, claimed)
 
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
@@ -224,6 +224,8 @@ def check(
     with Progress(size, enabled=progress, label=label) as bar:
         fp, fm, denom = differences_with_progress(differencer, flat_idx, steps, bar)
     evaluations = 1 + 2 * size
+    if lowp is not None and lowp.upcast:  # the floor scales with the gradient's size, measured
+        cfg = lowp.with_floor(cfg, analytic, slope_and_noise(fp, fm, denom, 2.0**-53)[0])
 
     # Determinism and input mutation, checked once at the end (cheap).
     f1 = evaluate()
@@ -262,7 +264,8 @@ def check(
     notes.extend(f"contract violation: {v}" for v in violations)
     if not np.isfinite(f0):
         notes.append("f is not finite at x: no entry can be checked")
-    notes.extend(adjudication_notes(judged.adjudication, adjudicate))
+    notes.extend(judged.notes)  # e.g. f's round-off measured far above its dtype's
+    notes.extend(adjudication_notes(judged.adjudication, adjudicate, work.shape))
     notes.extend(getattr(eng, "notes", ()))  # e.g. the compiled engine's compile time
     if compiled_f and adjudicate is True:
         notes.append("not adjudicable: f is compiled code (numba or C), which cannot run at arbitrary precision")
@@ -277,6 +280,9 @@ def check(
         if lowp.upcast:
             codes, tol = lowp.judge(a, judged, cfg)
         notes.extend(lowp.notes)
+    floor_name = "the floor for a low-precision backward's round-off" if lowp is not None and lowp.upcast else "atol"
+    notes.extend(unchecked_notes(a, numeric, tol, codes, cfg.resolution, abs(f0) if np.isfinite(f0) else None,
+                                 atol=cfg.atol, floor_name=floor_name))
     report = Report(
         name=label,
         analytic=analytic,

@@ -1,7 +1,8 @@
 """The verdict rule, as plain numpy (the reference the compiled kernel must equal).
 
-For each entry, with claimed value ``a``, numeric value ``n`` and estimated round-off
-``noise`` of the difference quotient::
+For each entry, with claimed value ``a``, numeric value ``n``, estimated round-off
+``noise`` of the difference quotient and the resolution share ``r`` (``Config.resolution``,
+1% by default)::
 
     err   = |a - n|
     scale = max(|a|, |n|)
@@ -11,7 +12,14 @@ For each entry, with claimed value ``a``, numeric value ``n`` and estimated roun
     NONFINITE  if a, n or noise is NaN/inf
     MISMATCH   elif err > tol
     UNCHECKED  elif scale <= floor     # both sides indistinguishable from noise
+               or   tol > r * scale    # agreement, but only to a large share of the value
     PASS       otherwise
+
+So a PASS claim is within ``r`` of the numeric value (1%; in the float64 preset usually
+within rtol): a tolerance nearly as large as the value proves nothing and is UNCHECKED,
+never PASS. MISMATCH does not depend on ``r``: a disagreement beyond the tolerance is one
+at any resolution. The step study, the quick look and the referee judge by this same rule
+(:func:`verdicts`), each with its own tolerance.
 """
 from __future__ import annotations
 
@@ -20,6 +28,8 @@ import numpy as np
 from ._verdict import Verdict
 
 EPS_REL = 1e-12  # the seed's guard in |a-n| / max(|a|, |n|, eps)
+#: The default resolution share (``Config.resolution``): a PASS needs ``tol <= 1% of scale``.
+DEFAULT_RESOLUTION = 0.01
 
 
 def tolerance(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor: float):
@@ -28,7 +38,20 @@ def tolerance(analytic, numeric, noise, *, rtol: float, atol: float, noise_facto
     return atol + noise_factor * noise + rtol * scale
 
 
-def classify(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor: float) -> np.ndarray:
+def verdicts(err, scale, floor, tol, finite, *, resolution: float) -> np.ndarray:
+    """The rule's decision from its parts (float64 arrays): MISMATCH where ``err > tol``,
+    else UNCHECKED where ``scale <= floor`` or ``tol > resolution * scale``, else PASS;
+    NONFINITE where not ``finite``. Every judge of a verdict calls this."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        codes = np.full(np.shape(err), Verdict.PASS, dtype=np.uint8)
+        codes[(scale <= floor) | (tol > resolution * scale)] = Verdict.UNCHECKED
+        codes[err > tol] = Verdict.MISMATCH
+    codes[~finite] = Verdict.NONFINITE
+    return codes
+
+
+def classify(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor: float,
+             resolution: float = DEFAULT_RESOLUTION) -> np.ndarray:
     """Verdict codes (uint8, values of :class:`Verdict`) for each entry."""
     a = np.asarray(analytic, dtype=np.float64)
     n = np.asarray(numeric, dtype=np.float64)
@@ -39,11 +62,15 @@ def classify(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor
         scale = np.maximum(np.abs(a), np.abs(n))
         floor = atol + noise_factor * z
         tol = floor + rtol * scale
-        codes = np.full(a.shape, Verdict.PASS, dtype=np.uint8)
-        codes[scale <= floor] = Verdict.UNCHECKED
-        codes[err > tol] = Verdict.MISMATCH
-        codes[~finite] = Verdict.NONFINITE
-    return codes
+    return verdicts(err, scale, floor, tol, finite, resolution=resolution)
+
+
+def resolved_share(analytic, numeric, tolerance_) -> np.ndarray:
+    """The resolution an entry reached: its tolerance as a share of ``max(|a|, |n|)``
+    (inf where both are 0). A PASS needs this at most ``Config.resolution``."""
+    scale = np.maximum(np.abs(np.asarray(analytic, dtype=np.float64)), np.abs(np.asarray(numeric, dtype=np.float64)))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return np.where(scale > 0, np.asarray(tolerance_, dtype=np.float64) / scale, np.inf)
 
 
 def relative_error(analytic, numeric, eps: float = EPS_REL) -> np.ndarray:

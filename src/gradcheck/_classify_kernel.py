@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _classify
+from ._classify import DEFAULT_RESOLUTION
 from ._jit import PRANGE, kernel
 from ._verdict import Verdict
 
@@ -39,9 +40,10 @@ _NO_TOL = np.empty(0)  # stands in for the tolerance output when it is not wante
 
 
 @kernel()
-def _verdict(ai, ni, zi, rtol, atol, k):
+def _verdict(ai, ni, zi, rtol, atol, k, res):
     # The reference's order of precedence: NONFINITE over MISMATCH over UNCHECKED over
-    # PASS; `err > tol` and `scale <= floor` are False on NaN, as there. Written as
+    # PASS; `err > tol`, `scale <= floor` and `tol > res*scale` are False on NaN, as
+    # there (`verdicts` in _classify). Written as
     # selects, not branches: verdicts near the tolerance are unpredictable, and a
     # mispredicted branch per entry made the pass five times slower.
     abs_a = abs(ai)
@@ -51,40 +53,41 @@ def _verdict(ai, ni, zi, rtol, atol, k):
     floor = atol + k * zi
     t = floor + rtol * scale
     finite = (ai - ai == 0.0) & (ni - ni == 0.0) & (zi - zi == 0.0)  # False for inf, NaN
-    code = _UNCHECKED if scale <= floor else _PASS
+    low = (scale <= floor) | (t > res * scale)  # below noise, or resolved too coarsely
+    code = _UNCHECKED if low else _PASS
     code = _MISMATCH if abs(ai - ni) > t else code
     return (code if finite else _NONFINITE), t
 
 
 @kernel(parallel=True)
-def _classify_threads(a, n, z, rtol, atol, k, codes, tol, want_tol):
+def _classify_threads(a, n, z, rtol, atol, k, res, codes, tol, want_tol):
     for i in prange(a.size):
-        code, t = _verdict(a[i], n[i], z[i], rtol, atol, k)
+        code, t = _verdict(a[i], n[i], z[i], rtol, atol, k, res)
         codes[i] = code
         if want_tol:
             tol[i] = t
 
 
 @kernel()
-def _classify_one_thread(a, n, z, rtol, atol, k, codes, tol, want_tol):
+def _classify_one_thread(a, n, z, rtol, atol, k, res, codes, tol, want_tol):
     for i in range(a.size):
-        code, t = _verdict(a[i], n[i], z[i], rtol, atol, k)
+        code, t = _verdict(a[i], n[i], z[i], rtol, atol, k, res)
         codes[i] = code
         if want_tol:
             tol[i] = t
 
 
-def _run(a, n, z, rtol, atol, k, codes, tol, want_tol) -> None:
+def _run(a, n, z, rtol, atol, k, res, codes, tol, want_tol) -> None:
     run = _classify_threads if a.size >= THREADS_MIN_SIZE else _classify_one_thread
-    run(a, n, z, float(rtol), float(atol), float(k), codes, tol, want_tol)
+    run(a, n, z, float(rtol), float(atol), float(k), float(res), codes, tol, want_tol)
 
 
 def _as_f64(values) -> np.ndarray:
     return np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
 
 
-def classify_and_tolerance(analytic, numeric, noise, *, rtol: float, atol: float,
-                           noise_factor: float) -> tuple[np.ndarray, np.ndarray]:
+def classify_and_tolerance(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor: float,
+                           resolution: float = DEFAULT_RESOLUTION) -> tuple[np.ndarray, np.ndarray]:
     """Verdict codes and tolerances in one kernel pass, whatever the size.
 
     Equal to ``(classify(...), tolerance(...))`` of :mod:`gradcheck._classify` on float64
@@ -94,25 +97,27 @@ def classify_and_tolerance(analytic, numeric, noise, *, rtol: float, atol: float
     a, n, z = _as_f64(analytic), _as_f64(numeric), _as_f64(noise)
     codes = np.empty(a.size, dtype=np.uint8)
     tol = np.empty(a.size, dtype=np.float64)
-    _run(a, n, z, rtol, atol, noise_factor, codes, tol, True)
+    _run(a, n, z, rtol, atol, noise_factor, resolution, codes, tol, True)
     return codes.reshape(shape), tol.reshape(shape)
 
 
-def classify_codes(analytic, numeric, noise, *, rtol: float, atol: float,
-                   noise_factor: float) -> np.ndarray:
+def classify_codes(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor: float,
+                   resolution: float = DEFAULT_RESOLUTION) -> np.ndarray:
     """Verdict codes from the kernel, whatever the size (no tolerance array written)."""
     shape = np.shape(analytic)
     a, n, z = _as_f64(analytic), _as_f64(numeric), _as_f64(noise)
     codes = np.empty(a.size, dtype=np.uint8)
-    _run(a, n, z, rtol, atol, noise_factor, codes, _NO_TOL, False)
+    _run(a, n, z, rtol, atol, noise_factor, resolution, codes, _NO_TOL, False)
     return codes.reshape(shape)
 
 
-def classify(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor: float) -> np.ndarray:
+def classify(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor: float,
+             resolution: float = DEFAULT_RESOLUTION) -> np.ndarray:
     """Verdict codes: the kernel from :data:`MIN_SIZE` entries, numpy below."""
+    rule = dict(rtol=rtol, atol=atol, noise_factor=noise_factor, resolution=resolution)
     if np.size(analytic) < MIN_SIZE:
-        return _classify.classify(analytic, numeric, noise, rtol=rtol, atol=atol, noise_factor=noise_factor)
-    return classify_codes(analytic, numeric, noise, rtol=rtol, atol=atol, noise_factor=noise_factor)
+        return _classify.classify(analytic, numeric, noise, **rule)
+    return classify_codes(analytic, numeric, noise, **rule)
 
 
 def tolerance(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor: float) -> np.ndarray:

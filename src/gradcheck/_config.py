@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ._classify import DEFAULT_RESOLUTION
+
 Reduce = Literal["random", "sum"]
 _REDUCE_CHOICES = ("random", "sum")
 
@@ -35,6 +37,12 @@ class Config:
     ``step``          relative step: ``h_i = step * max(1, |x_i|)``.
     ``rtol``/``atol`` tolerance ``atol + rtol * max(|a_i|, |n_i|) + noise_factor * noise_i``.
     ``noise_factor``  how many estimated round-off units of the difference to forgive.
+    ``resolution``    the largest tolerance, as a share of ``max(|a_i|, |n_i|)``, at which
+                      an entry may PASS (default 0.01): **a PASS claim is within 1% of the
+                      numeric value, and in the float64 preset usually within rtol**. An
+                      entry that agrees only within a larger tolerance (round-off swamping
+                      its slope) is UNCHECKED, with the resolution reached in the notes.
+                      A number in (0, 1), larger than ``rtol`` (or nothing could pass).
     ``reduce``        how an array output becomes a scalar: ``"random"`` (a seeded random
                       cotangent ``v . f(x)``, the default) or ``"sum"``. A plain sum hides
                       bugs: ``sum(softmax(x))`` is constant, so every entry would be checked
@@ -56,6 +64,7 @@ class Config:
     rtol: float = 1e-6
     atol: float = 0.0
     noise_factor: float = 8.0
+    resolution: float = DEFAULT_RESOLUTION
     reduce: Reduce = "random"
     seed: int = 0
     refine: bool = True
@@ -71,6 +80,15 @@ class Config:
                 raise ValueError(f"{field} must be a finite number >= 0, got {value!r}")
         if self.step <= 0:
             raise ValueError(f"step must be > 0, got {self.step!r}")
+        res = self.resolution
+        if not (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 < res < 1):
+            raise ValueError(f"resolution must be a number in (0, 1) (the largest tolerance, as a share of "
+                             f"the value, at which an entry may PASS), got {res!r}")
+        if not self.rtol < res:
+            raise ValueError(
+                f"rtol={self.rtol!r} is not below resolution={res!r}: a PASS needs its whole tolerance "
+                f"(rtol * value + noise) within resolution * value, so nothing could pass; raise "
+                f"resolution (e.g. resolution={min(0.5, 2 * self.rtol):g}) or lower rtol")
 
     @classmethod
     def for_dtype(cls, dtype: Any, **overrides: Any) -> "Config":
@@ -98,7 +116,12 @@ _PRESETS = {
     "float64": Config(step=6.0e-6, rtol=1e-6, atol=0.0, noise_factor=8.0, dtype="float64"),
     "float32": Config(step=1e-3, rtol=1e-3, atol=0.0, noise_factor=8.0, refine_noisy=False, dtype="float32"),
     # Same-precision differences in 16-bit formats are mostly noise; these presets are
-    # coarse on purpose and the noise term will mark most entries UNCHECKED.
-    "float16": Config(step=3e-2, rtol=3e-2, atol=0.0, noise_factor=8.0, refine_noisy=False, dtype="float16"),
-    "bfloat16": Config(step=1e-1, rtol=1e-1, atol=0.0, noise_factor=8.0, refine_noisy=False, dtype="bfloat16"),
+    # coarse on purpose and the noise term will mark most entries UNCHECKED. Their rtol is
+    # already as coarse as the format's claims need; a PASS may add round-off as large as
+    # rtol, no more (resolution = 2 rtol): a float16 PASS is within 6%, a bfloat16 one
+    # within 20% (it catches signs, missing factors, transposes; nothing finer).
+    "float16": Config(step=3e-2, rtol=3e-2, atol=0.0, noise_factor=8.0, resolution=6e-2, refine_noisy=False,
+                      dtype="float16"),
+    "bfloat16": Config(step=1e-1, rtol=1e-1, atol=0.0, noise_factor=8.0, resolution=2e-1, refine_noisy=False,
+                       dtype="bfloat16"),
 }

@@ -7,7 +7,7 @@ on the exactly-upcast input in float64 (relative error of the numeric side ~1e-1
 1e-7 of a bfloat16 ulp) and judges the claimed gradient, computed wherever the user
 computed it (usually in bfloat16), in ulps of the claim's own format:
 
-    tol_i = bound_ulps * ulp(max(|a_i|, |n_i|)) + FLOOR_UNITS * u * max_j |a_j| + k * noise_i
+    tol_i = bound_ulps * ulp(max(|a_i|, |n_i|)) + FLOOR_UNITS * u * max_j min(|a_j|, |n_j|) + k * noise_i
 
 ``bound_ulps`` (default :data:`GRAD_BOUND_ULPS` = 2): a gradient entry computed in bfloat16
 passes through a few roundings, each at most half an ulp of an intermediate; measured on
@@ -17,8 +17,22 @@ second term is an absolute floor (``u`` the unit round-off of the claim's format
 bfloat16): a backward pass in low precision adds and subtracts terms the size of the
 gradient's large entries, so an entry that is a small difference of large terms carries
 an absolute error of about ``u`` times those terms whatever its own size (``1 - tanh(x)**2``
-at x = 2.3 in bfloat16 is 10% off). Entries whose claimed and numeric values are both below
-the floor are UNCHECKED (absence of evidence), as in the float64 check.
+at x = 2.3 in bfloat16 is 10% off). The size of an entry is the smaller of its claimed and
+numeric magnitudes (whichever is finite, if one is not): one grossly wrong claimed entry
+must not raise the floor until every other error hides under it, and neither a NaN claim
+nor a NaN evaluation of f moves it. Entries whose claimed and numeric values are both below the floor are
+UNCHECKED (absence of evidence), as in the float64 check.
+
+The resolution share applies here as everywhere (``_classify``): an entry PASSes only if
+its whole tolerance is within ``share * max(|a_i|, |n_i|)``, with the share set by the
+claim's format and the bound, :func:`share` = ``2 * bound_ulps * 2**-m`` (``m`` explicit
+mantissa bits): twice the largest relative size of the ulp bound (an ulp is up to
+``2**-m`` of a value, at the bottom of a binade), so the floor and the noise may add as
+much again as the bound, no more. For a bfloat16 claim and 2 ulps that is 2**-5 = 3.1%
+(the bound alone is up to 1.6%), for float16 0.39%; ``bound_ulps=16`` on bfloat16 gives
+25%. Entries small against the largest claimed entry, where the floor is a large share of
+the value, are therefore UNCHECKED: a bfloat16 backward may legitimately be 10% off there,
+so agreement there cannot show that the claim is close.
 
 What the floor does not cover: a backward that cancels terms much larger than the largest
 gradient entry (``1 - tanh(x)**2`` with tanh rounded to bfloat16 first: 4% off at x = 1.8),
@@ -37,10 +51,11 @@ from typing import Any
 import numpy as np
 
 from ._config import Config
+from ._classify import verdicts
 from ._lowp import FloatFormat, from_bits, resolve_format, round_to_format, ulp
 from ._verdict import Verdict
 
-__all__ = ["GRAD_BOUND_ULPS", "FLOOR_UNITS", "LowPrecisionPlan", "plan"]
+__all__ = ["GRAD_BOUND_ULPS", "FLOOR_UNITS", "LowPrecisionPlan", "plan", "share"]
 
 #: Default bound, in ulps of the claim's format, on a claimed low-precision gradient entry.
 GRAD_BOUND_ULPS = 2.0
@@ -77,7 +92,8 @@ class LowPrecisionPlan:
         if user is not None:
             base = base.replace(reduce=user.reduce, seed=user.seed, refine=user.refine,
                                 noise_factor=user.noise_factor)
-        return base.replace(rtol=self.bound_ulps * _unit(self.fmt), atol=0.0)
+        return base.replace(rtol=self.bound_ulps * _unit(self.fmt), atol=0.0,
+                            resolution=share(self.fmt, self.bound_ulps))
 
     def adjudicate(self, adjudicate: Any) -> Any:
         """``"auto"`` becomes False on the upcast path: a float64 difference is about 1e6 times
@@ -95,15 +111,23 @@ class LowPrecisionPlan:
             return v
         return from_bits(round_to_format(v, self.fmt), self.fmt).astype(np.float64)
 
-    def with_claim(self, cfg: Config, claimed: Any, analytic: np.ndarray) -> Config:
-        """Fix the claim's format and the absolute floor once the claim is known."""
+    def with_claim(self, cfg: Config, claimed: Any) -> Config:
+        """Fix the claim's format (its ulps, its share) once the claim is known."""
         dt = np.asarray(claimed).dtype
         name = str(dt.name)
         self.claim_fmt = resolve_format(name) if name in ("float16", "bfloat16", "float32") else self.fmt
-        finite = np.abs(analytic[np.isfinite(analytic)])
+        return cfg.replace(rtol=self.bound_ulps * _unit(self.claim_fmt),
+                           resolution=share(self.claim_fmt, self.bound_ulps))
+
+    def with_floor(self, cfg: Config, analytic: np.ndarray, numeric: np.ndarray) -> Config:
+        """The absolute floor ``FLOOR_UNITS * u * max_j min(|a_j|, |n_j|)`` (the first
+        differences, float64, are far finer than the claim's format), as ``atol``."""
+        a, n = np.abs(analytic.reshape(-1)), np.abs(numeric.reshape(-1))
+        size = np.where(np.isfinite(a), np.where(np.isfinite(n), np.minimum(a, n), a), n)
+        finite = size[np.isfinite(size)]
         scale = float(finite.max()) if finite.size else 0.0
-        self.floor = FLOOR_UNITS * _unit(self.claim_fmt) * scale
-        return cfg.replace(rtol=self.bound_ulps * _unit(self.claim_fmt), atol=self.floor)
+        self.floor = FLOOR_UNITS * _unit(self.claim_fmt or self.fmt) * scale
+        return cfg.replace(atol=self.floor)
 
     def judge(self, analytic: np.ndarray, judged: Any, cfg: Config) -> tuple[np.ndarray, np.ndarray]:
         """Final codes and tolerances by the ulp rule (NONFINITE and KINK verdicts kept)."""
@@ -121,8 +145,7 @@ class LowPrecisionPlan:
             err = np.abs(a - n)
         codes = judged.codes.copy()
         open_ = np.isin(codes, [int(Verdict.PASS), int(Verdict.MISMATCH), int(Verdict.UNCHECKED)])
-        fresh = np.where(err > tol, Verdict.MISMATCH,
-                         np.where(scale <= floor, Verdict.UNCHECKED, Verdict.PASS)).astype(codes.dtype)
+        fresh = verdicts(err, scale, floor, tol, np.isfinite(a) & np.isfinite(n), resolution=cfg.resolution)
         codes[open_] = fresh[open_]
         with np.errstate(invalid="ignore", divide="ignore"):
             in_ulps = err / ulp(np.where(np.isfinite(n), n, 0.0), fmt)
@@ -135,14 +158,25 @@ class LowPrecisionPlan:
                      f" at {where} (claimed {a[j]:.6g}, numeric {n[j]:.6g})")
         self.notes.append(
             f"claimed gradient ({fmt.name}) judged in {fmt.name} ulps: tolerance "
-            f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {FLOOR_UNITS:g}u*max|claimed| "
-            f"(u = 2**-{fmt.mantissa_bits + 1}; floor {self.floor:.3g}) + {cfg.noise_factor:g}*noise"
-            + worst)
+            f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {FLOOR_UNITS:g}u*max min(|claimed|, |numeric|) "
+            f"(u = 2**-{fmt.mantissa_bits + 1}; floor {self.floor:.3g}) + {cfg.noise_factor:g}*noise; "
+            f"a PASS needs that within {100 * cfg.resolution:.2g}% of the value" + worst)
         return codes, tol
 
 
 def _unit(fmt: FloatFormat) -> float:
     return 2.0 ** -(fmt.mantissa_bits + 1)
+
+
+def share(fmt: FloatFormat, bound_ulps: float) -> float:
+    """The resolution share of a claim in ``fmt`` judged to ``bound_ulps``: twice the
+    bound's largest relative size, ``2 * bound_ulps * 2**-m`` (see the module docstring)."""
+    value = 2.0 * bound_ulps * 2.0 ** -fmt.mantissa_bits
+    if not value < 1.0:
+        raise ValueError(
+            f"bound_ulps={bound_ulps:g} allows errors up to {100 * value / 2:.3g}% of the value in {fmt.name}: "
+            f"a PASS would prove nothing; use bound_ulps below {2.0 ** (fmt.mantissa_bits - 1):g}")
+    return value
 
 
 def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> LowPrecisionPlan:
@@ -152,6 +186,7 @@ def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None
     bound = GRAD_BOUND_ULPS if bound_ulps is None else float(bound_ulps)
     if not bound > 0:
         raise ValueError(f"bound_ulps must be a positive number, got {bound_ulps!r}")
+    share(fmt, bound)  # refuses a bound too wide to prove anything
     p = LowPrecisionPlan(fmt=fmt, upcast=False, original=np.array(x_np, copy=True),
                          bound_ulps=bound, notes=[])
     try:

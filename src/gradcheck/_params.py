@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import _status
-from ._judge import adjudication_notes, judge_entries
+from ._judge import adjudication_notes, judge_entries, unchecked_notes
 from ._referee import Referee
 from ._classify import tolerance
 from ._config import Config, dtype_name
@@ -486,7 +486,11 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         notes=((f"sampled {flat_idx.size} of {size} entries",) if flat_idx.size < size else ())
         + (() if why.endswith("asked for") else (why,))
         + (tuple(getattr(pool, "notes", ())) if pool is not None else ())
-        + tuple(adjudication_notes(judged.adjudication, adjudicate)),
+        + tuple(judged.notes)
+        + tuple(adjudication_notes(judged.adjudication, adjudicate, shape))
+        + tuple(unchecked_notes(analytic_full.reshape(-1), numeric, tol, codes, cfg.resolution,
+                                float(abs(probe)) if probe.ndim == 0 and np.isfinite(probe) else None,
+                                atol=cfg.atol)),
         output_dtype=dtype_name(probe.dtype),
         **judged.second_look(shape, flat_idx),
     )

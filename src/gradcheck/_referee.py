@@ -4,12 +4,17 @@ After the step study, an entry can still be MISMATCH (a bug, or an artifact the 
 could not explain), UNCHECKED (below finite-difference noise) or KINK. When ``f`` runs on
 :mod:`gradcheck.mp` object arrays, each such entry's derivative is computed at two working
 precisions; the digits on which they agree are certified. The claim is then judged against
-that exact value:
+that exact value by the verdict rule (``_classify.verdicts``), with
 
-    PASS      |a - exact| <= atol + rtol*|exact| + k*u*max|a| + bound(exact)
-              (k*u*max|a| is the round-off the backward itself may carry, so a claim of
-              1e-17 for a true 0 passes: the seed's key-bias case needs no special-casing)
-    MISMATCH  otherwise -- now confirmed against the exact value
+    tol = atol + rtol*|exact| + k*u*max|a| + bound(exact)
+
+    MISMATCH  |a - exact| > tol -- now confirmed against the exact value
+    PASS      |a - exact| <= tol and tol <= resolution * max(|a|, |exact|), as everywhere;
+              or (EXACT_ZERO) the exact value, with its error bound, is within the
+              backward's round-off k*u*max|a| of zero: a claim of 1e-17 for a true 0
+              passes, the seed's key-bias case
+    UNCHECKED otherwise: the claim agrees only to a large share of a value that is barely
+              above the backward's round-off
     KINK      the one-sided derivatives differ and the claim lies between them
 
 A function that drops to float on the way (``math.tanh``, ``astype(np.float32)``, a C call)
@@ -28,6 +33,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._causes import Cause
+from ._classify import DEFAULT_RESOLUTION, verdicts
 from ._fork import die_with, fork_hazard, shutdown_pool, usable_cores
 from ._verdict import Verdict
 
@@ -51,6 +57,7 @@ class Adjudication:
     causes: np.ndarray
     exact: np.ndarray
     digits: np.ndarray
+    error: np.ndarray            # bound on |exact - f'| (NaN where not computed)
     left: np.ndarray
     right: np.ndarray
     evaluations: int
@@ -117,7 +124,7 @@ class Referee:
 
     def adjudicate(self, positions: np.ndarray, flat_indices: np.ndarray, analytic: np.ndarray,
                    current: np.ndarray, *, rtol: float, atol: float, noise_factor: float, unit: float,
-                   claim_scale: float) -> Adjudication:
+                   claim_scale: float, resolution: float = DEFAULT_RESOLUTION) -> Adjudication:
         """Judge ``analytic[positions]`` against the exact derivatives at ``flat_indices``;
         entries f cannot be evaluated at keep their ``current`` codes."""
         started = time.perf_counter()
@@ -125,6 +132,7 @@ class Referee:
         codes = np.empty(n, dtype=np.uint8)
         causes = np.empty(n, dtype=np.uint8)
         exact = np.full(n, np.nan)
+        error = np.full(n, np.nan)
         digits = np.full(n, -1, dtype=np.int16)
         left = np.full(n, np.nan)
         right = np.full(n, np.nan)
@@ -138,18 +146,31 @@ class Referee:
                 continue
             e, bound, digits[j], left[j], right[j], side_error, is_kink, used = d
             evaluations += used
-            exact[j] = e
+            exact[j], error[j] = e, bound
             if is_kink:
                 lo, hi = min(left[j], right[j]), max(left[j], right[j])
                 slack = atol + rtol * max(abs(lo), abs(hi)) + round_off + side_error
                 codes[j] = Verdict.KINK if lo - slack <= a <= hi + slack else Verdict.MISMATCH
                 causes[j] = Cause.KINK_EXACT
                 continue
-            ok = abs(a - e) <= atol + rtol * abs(e) + round_off + bound
-            codes[j] = Verdict.PASS if ok else Verdict.MISMATCH
-            causes[j] = Cause.EXACT_ZERO if ok and abs(e) <= bound else Cause.EXACT
-        return Adjudication(positions, codes, causes, exact, digits, left, right, evaluations,
+            codes[j], causes[j] = _judge_exact(a, e, bound, round_off, rtol, atol, resolution)
+        return Adjudication(positions, codes, causes, exact, digits, error, left, right, evaluations,
                             time.perf_counter() - started)
+
+
+def _judge_exact(a: float, e: float, bound: float, round_off: float, rtol: float, atol: float,
+                 resolution: float) -> tuple[int, int]:
+    """Verdict and cause of claim ``a`` against the exact value ``e`` (error ``bound``)."""
+    err, tol = abs(a - e), atol + rtol * abs(e) + round_off + bound
+    one = lambda v: np.array([v], dtype=np.float64)  # noqa: E731
+    code = int(verdicts(one(err), one(max(abs(a), abs(e))), one(atol + round_off + bound), one(tol),
+                        np.array([np.isfinite(a) and np.isfinite(e)]), resolution=resolution)[0])
+    if code == Verdict.UNCHECKED and abs(e) + bound <= round_off:
+        # The exact value is known to be within the backward's own round-off of zero, and
+        # so is the claim (err <= tol): nothing finer can be asked of a backward pass. (An
+        # exact value whose own error bound exceeds that round-off settles nothing.)
+        return int(Verdict.PASS), int(Cause.EXACT_ZERO)
+    return code, int(Cause.EXACT)
 
 
 def _worker_init(parent: int, referee: Referee) -> None:

@@ -9,15 +9,19 @@ from its own round-off and from how much it moves between steps (truncation, mea
     R(s)        Richardson (4 D(s) - D(2s)) / 3,
                 bound = k*noise_R(s) + |R(s) - R(2s)|
 
-The estimate with the smallest bound is the numeric value. The entry stays MISMATCH only
-if the claimed value is outside that estimate's tolerance; it becomes UNCHECKED if even
-the best bound cannot resolve the value from zero.
+The estimate with the smallest bound is the numeric value, and the entry is judged by
+the verdict rule (:func:`gradcheck._classify.classify`) with that bound as its noise
+floor: MISMATCH only if the claimed value is outside ``atol + rtol*scale + bound``; PASS
+only if that whole tolerance is within ``resolution*scale`` as well (the study picks the
+estimate by its bound, never by the verdict, so it cannot widen a tolerance until
+something passes); UNCHECKED otherwise.
 
 A PASS that is only suspect because its tolerance is mostly round-off (a "noisy PASS")
 first gets a quick look (:func:`quick_certify`): 8h and 16h only, 4 evaluations instead
 of 10. It is certified there when the claim lies within rtol of D(8h) even after adding
-D(8h)'s whole error bound, which under valid bounds is a subset of what the full study
-passes; the others go on to the full study, which reuses those two differences.
+D(8h)'s whole error bound (and the verdict rule passes it), which under valid bounds is a
+subset of what the full study passes; the others go on to the full study, which reuses
+those two differences.
 """
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from typing import Callable
 
 import numpy as np
 
+from ._classify import DEFAULT_RESOLUTION, classify
 from ._differences import slope_and_noise
 from ._verdict import Verdict
 
@@ -65,6 +70,7 @@ def step_study(
     rtol: float,
     atol: float,
     noise_factor: float,
+    resolution: float = DEFAULT_RESOLUTION,
     measured: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
 ) -> StepStudy:
     """Re-difference ``flat_indices`` at several steps and re-judge them.
@@ -120,13 +126,8 @@ def step_study(
     bound = bounds[best, cols]
 
     a = np.asarray(analytic, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        err = np.abs(a - numeric)
-        scale = np.maximum(np.abs(a), np.abs(numeric))
-        codes = np.full(a.shape, Verdict.PASS, dtype=np.uint8)
-        codes[scale <= atol + bound] = Verdict.UNCHECKED
-        codes[err > atol + rtol * scale + bound] = Verdict.MISMATCH
-        codes[~(np.isfinite(numeric) & np.isfinite(a) & np.isfinite(bound))] = Verdict.NONFINITE
+    # The one rule, the decisive estimate's whole bound as its noise floor (k = 1).
+    codes = classify(a, numeric, bound, rtol=rtol, atol=atol, noise_factor=1.0, resolution=resolution)
     left, right, kink = _kink_test(raw, base_value, unit_roundoff, rtol, noise_factor)
     with np.errstate(invalid="ignore"):
         lo, hi = np.minimum(left, right), np.maximum(left, right)
@@ -160,6 +161,7 @@ def quick_certify(
     rtol: float,
     atol: float,
     noise_factor: float,
+    resolution: float = DEFAULT_RESOLUTION,
 ) -> QuickLook:
     """The quick look at noisy PASS entries: difference them at 8h and 16h and certify
     those whose claim is within ``rtol`` of D(8h) with D(8h)'s whole error bound added:
@@ -171,7 +173,9 @@ def quick_certify(
     and whose one-sided slopes show no kink (the gap between them, extrapolated from 8h
     and 16h to step 0, is well below the full study's kink threshold). If the bound holds,
     ``|a - f'| <= rtol*scale``, so the full study would pass the entry too: certifying it
-    here loses no sensitivity, it only skips six evaluations.
+    here loses no sensitivity, it only skips six evaluations. A certified entry also
+    passes the verdict rule with D(8h)'s bound (implied when ``2 rtol <= resolution``,
+    checked in any case), so the quick look is never looser than the rule.
     """
     raw = {factor: differencer(flat_indices, steps * factor) for factor in QUICK_FACTORS}
     evaluations = 2 * len(flat_indices) * len(QUICK_FACTORS)
@@ -188,6 +192,8 @@ def quick_certify(
         certified = atol + np.abs(a - d8) + bound <= rtol * scale
         certified &= np.isfinite(d8) & np.isfinite(d16) & np.isfinite(bound) & np.isfinite(a)
     certified &= _smooth(raw, base_value, unit_roundoff, rtol, k, scale)
+    rule = dict(rtol=rtol, atol=atol, noise_factor=1.0, resolution=resolution)
+    certified &= classify(a, d8, bound, **rule) == Verdict.PASS
     return QuickLook(certified, d8, bound, raw, evaluations)
 
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from . import _status
-from ._classify import relative_error
+from ._classify import relative_error, resolved_share
 from ._errors import GradientAssertionError
 from ._verdict import FAILING, Verdict
 
@@ -145,6 +145,12 @@ class Report:
             text += f"; exact {self.exact[index]:.17g} with {int(self.digits[index])} certified digits"
         if cause in (Cause.KINK_STEPS, Cause.KINK_EXACT):
             text += f"; one-sided derivatives {self.left[index]:.10g} and {self.right[index]:.10g}"
+        if v is Verdict.UNCHECKED:
+            share = float(resolved_share(self.analytic[index], self.numeric[index], self.tolerance[index]))
+            needed = getattr(self.config, "resolution", None)
+            reached = f"resolved only to {100 * share:.2g}% of the value" if share < 1 else \
+                "not resolved: the tolerance is at or above the value (both sides within noise)"
+            text += f"; {reached}" + (f" (a PASS needs {100 * needed:.2g}%)" if needed else "")
         return text
 
     def excess(self) -> np.ndarray:

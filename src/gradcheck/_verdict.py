@@ -7,9 +7,12 @@ import enum
 class Verdict(enum.IntEnum):
     """What a check concluded about one entry of a gradient.
 
-    ``PASS``       the claimed and numeric values agree within tolerance, above the noise.
+    ``PASS``       the claimed and numeric values agree within tolerance, and that
+                   tolerance is at most ``Config.resolution`` (1%) of the value: the claim
+                   is within 1% of the numeric value.
     ``MISMATCH``   they disagree by more than tolerance plus noise, at any magnitude.
-    ``UNCHECKED``  both are indistinguishable from finite-difference noise: absence of
+    ``UNCHECKED``  they agree only within a tolerance that is a large share of the value,
+                   or both are indistinguishable from finite-difference noise: absence of
                    evidence, said out loud (e.g. a true gradient of exactly 0).
     ``NONFINITE``  an input, an evaluation or the claimed value was NaN or infinite.
     ``KINK``       the one-sided derivatives differ: a non-differentiable point, where the
