@@ -12,6 +12,7 @@ from ._classify_kernel import classify, tolerance  # the fused kernel from 1e5 e
 from ._config import Config
 from ._differences import slope_and_noise, steps_for
 from ._errors import FunctionError, GradientAssertionError, InputMutationError
+from ._html import HtmlViews
 from ._inputs import as_gradient, float_dtype_name, require_real_output, unit_roundoff_of
 from ._judge import Judged as Judged
 from ._judge import adjudication_notes
@@ -293,7 +294,7 @@ def is_multiple_inputs(x: Any) -> bool:
 
 
 @dataclass(frozen=True, eq=False)
-class MultiReport:
+class MultiReport(HtmlViews):
     """One :class:`Report` per positional input of ``f``, from ``check(f, (x1, x2, ...))``.
 
     Input ``k`` is checked with the others held fixed; ``report[k]`` is its report.

@@ -8,6 +8,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ._html import HtmlViews
 from ._judge import adjudication_notes, judge_entries
 from ._referee import Referee
 from ._classify import tolerance
@@ -21,7 +22,7 @@ from ._verdict import Verdict
 
 
 @dataclass(frozen=True, eq=False)
-class ParamsReport:
+class ParamsReport(HtmlViews):
     """One :class:`Report` per parameter name, a table of all names, and a diagnosis
     that reads the names in backward order."""
 
