@@ -20,22 +20,25 @@ from typing import Any
 from ._page import fragment, page
 
 
+# Result type name -> (module, renderer). By name, so this package imports none of them.
+_RENDERERS = {
+    "Report": ("_report", "render_report"),
+    "MultiReport": ("_report", "render_multi"),
+    "ParamsReport": ("_models", "render_params"),
+    "SweepReport": ("_sweep", "render_sweep"),
+    "DisputeResult": ("_dispute", "render_dispute"),
+}
+
+
 def _renderer(obj: Any):
-    """The body renderer for ``obj``'s type: ``render(obj, full) -> (title, body)``."""
-    name = type(obj).__name__
-    if name == "Report":
-        from ._report import render_report as render
-    elif name == "MultiReport":
-        from ._report import render_multi as render
-    elif name == "ParamsReport":
-        from ._models import render_params as render
-    elif name == "SweepReport":
-        from ._sweep import render_sweep as render
-    elif name == "DisputeResult":
-        from ._dispute import render_dispute as render
-    else:
-        raise TypeError(f"no HTML rendering for {name}; expected a gradcheck report or result")
-    return render
+    """The body renderer for ``obj``'s type (or its nearest base): ``render(obj, full) -> (title, body)``."""
+    import importlib
+
+    for cls in type(obj).__mro__:
+        if cls.__name__ in _RENDERERS:
+            module, name = _RENDERERS[cls.__name__]
+            return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    raise TypeError(f"no HTML rendering for {type(obj).__name__}; expected a gradcheck report or result")
 
 
 def notebook_html(obj: Any) -> str:

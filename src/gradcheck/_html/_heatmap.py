@@ -51,17 +51,19 @@ def _rgb(hex_colour: str) -> tuple[int, int, int]:
 
 
 def block_max(a: np.ndarray, fill: float, max_cells: int = MAX_CELLS) -> tuple[np.ndarray, tuple[int, int]]:
-    """The maximum over blocks of a 2-D array, so neither side exceeds ``max_cells``;
-    ``fill`` pads the last blocks (NaN is ignored where a block has a number)."""
+    """The maximum over blocks of a 2-D array, so neither side exceeds ``max_cells``.
+    ``fill`` pads the last blocks of an integer array; a float array's NaN (and its padding)
+    count only where a block has no number."""
     rows, cols = a.shape
     br, bc = max(1, math.ceil(rows / max_cells)), max(1, math.ceil(cols / max_cells))
     if br == bc == 1:
         return a, (1, 1)
     out_r, out_c = math.ceil(rows / br), math.ceil(cols / bc)
-    padded = np.full((out_r * br, out_c * bc), fill, dtype=a.dtype)
+    floating = np.issubdtype(a.dtype, np.floating)
+    padded = np.full((out_r * br, out_c * bc), np.nan if floating else fill, dtype=a.dtype)
     padded[:rows, :cols] = a
     blocks = padded.reshape(out_r, br, out_c, bc)
-    if np.issubdtype(a.dtype, np.floating):
+    if floating:
         return np.fmax.reduce(np.fmax.reduce(blocks, axis=3), axis=1), (br, bc)
     return blocks.max(axis=(1, 3)), (br, bc)
 
