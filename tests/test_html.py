@@ -21,11 +21,13 @@ import numpy as np
 import pytest
 
 import gradcheck as gc
-from gradcheck import Config, Report, Verdict
+from gradcheck import Report, Verdict
 from gradcheck._html import _heatmap
 from gradcheck._html._page import status_of
 from gradcheck._html._report import PAGE_ROWS
 from gradcheck._plot import VERDICT_COLOURS
+
+from html_subjects import PLANTED, big_report, f, planted_grad
 
 if os.environ.get("CI"):  # CI installs them (test extra, matplotlib): missing, they must fail there
     import html5lib
@@ -35,7 +37,6 @@ else:
     Image = pytest.importorskip("PIL.Image")
 
 SVG = "{http://www.w3.org/2000/svg}"
-PLANTED = (4, 1)
 
 
 def parse(text: str):
@@ -72,40 +73,10 @@ def rgb(hex_colour: str) -> tuple[int, int, int]:
     return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
 
 
-def f(x):
-    return (np.tanh(x) * x[::-1]).sum()
-
-
-def planted_grad(x):
-    """The README's example: a 1e-5 relative bug at one entry."""
-    g = (1 - np.tanh(x) ** 2) * x[::-1] + np.tanh(x[::-1])
-    g[PLANTED] *= 1 + 1e-5
-    return g
-
-
 @pytest.fixture(scope="module")
 def planted_report():
     x = np.random.default_rng(0).standard_normal((6, 5))
     return gc.check(f, x, grad=planted_grad, name="tanh_layer")
-
-
-def big_report(unchecked: int = 0) -> Report:
-    """A 1024 x 1024 report built as check() would (no 2M evaluations needed to render one):
-    one MISMATCH at (700, 300), optionally ``unchecked`` scattered UNCHECKED entries and a
-    failing last column."""
-    rng = np.random.default_rng(0)
-    shape = (1024, 1024)
-    a = rng.standard_normal(shape)
-    n = a * (1 + 1e-12 * rng.standard_normal(shape))
-    codes = np.zeros(shape, np.uint8)
-    n[700, 300] = a[700, 300] * (1 + 1e-4)
-    codes[700, 300] = Verdict.MISMATCH
-    if unchecked:
-        codes.reshape(-1)[rng.choice(a.size, unchecked, replace=False)] = Verdict.UNCHECKED
-        codes[:, -1] = Verdict.MISMATCH
-        n[:, -1] *= 1.01
-    return Report("big", a, n, np.full(shape, 1e-14), 1e-9 * np.abs(a) + 1e-12, codes,
-                  np.zeros(shape, bool), "float64", "compiled", Config.for_dtype("float64"))
 
 
 def test_page_names_the_planted_entry_in_its_tables(planted_report):
