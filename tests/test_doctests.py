@@ -11,6 +11,7 @@ MODULES = [
     "gradcheck._config", "gradcheck._report", "gradcheck._sweep", "gradcheck.native",
     "gradcheck.backends._dualbackend", "gradcheck.mp", "gradcheck._lowp", "gradcheck._dispute",
     "gradcheck._fork", "gradcheck._inputs", "gradcheck._jit", "gradcheck.backends._contract",
+    "gradcheck._html",
 ]
 
 

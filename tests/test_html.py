@@ -260,6 +260,20 @@ def test_params_page_lists_names_in_backward_order_with_the_diagnosis():
     assert "FAIL b" in headings
 
 
+def test_plain_repr_of_a_model_check_is_one_short_line():
+    """A notebook shows _repr_html_; the text fallback and the console show repr, which stays
+    one line naming the status and the failing names (not a dump of every field)."""
+    params = {f"w{k}": np.linspace(0.5, 1.5, 50) for k in range(4)}
+    grads = {n: 2 * v for n, v in params.items()}
+    grads["w2"] = grads["w2"] * 1.01
+    report = gc.check_params(lambda p: float(sum((v ** 2).sum() for v in p.values())), params, grads,
+                             adjudicate=False)
+    text = repr(report)
+    assert text.startswith("<ParamsReport check_params: FAIL -- 4 tensors, 200 entries")
+    assert text.endswith(", failing ['w2']>") and "\n" not in text and len(text) < 120
+    assert "<h3>" in report._repr_html_()
+
+
 def test_sweep_page_shows_the_rule_and_the_shape_grid():
     """A sweep whose claim is wrong when n is even: the rule, and a grid whose failing cells
     are exactly the even columns."""

@@ -72,10 +72,18 @@ class ParamsReport(HtmlViews):
             )
         return "\n".join(rows)
 
-    def __str__(self) -> str:
+    def summary(self) -> str:
         total = sum(r.size for r in self.reports.values())
         status = "PASS" if self.passed else "FAIL"
-        lines = [f"check_params: {status} -- {len(self.reports)} tensors, {total} entries, {self.seconds:.3g} s"]
+        return f"check_params: {status} -- {len(self.reports)} tensors, {total} entries, {self.seconds:.3g} s"
+
+    def __repr__(self) -> str:
+        # Short (one line, as Report's): a notebook shows _repr_html_, a console this line.
+        failing = f", failing {self.failing}" if self.failing else ""
+        return f"<ParamsReport {self.summary()}{failing}>"
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
         if not self.deterministic:
             lines.append(f"  NONDETERMINISTIC: the loss changed by {self.drift:.3g} between two evaluations")
         lines.extend(f"  note: {n}" for n in self.notes)
