@@ -14,12 +14,11 @@ import time
 
 import numpy as np
 import pytest
+from html_subjects import PLANTED, big_report, f, planted_grad
 
 import gradcheck as gc
 from gradcheck import Verdict
 from gradcheck._plot import VERDICT_COLOURS
-
-from html_subjects import PLANTED, big_report, f, planted_grad
 
 if os.environ.get("CI"):
     import html5lib
@@ -45,7 +44,7 @@ def chromium(tmp_path, page, *args: str) -> subprocess.CompletedProcess:
     profile = tmp_path / f"profile-{time.monotonic_ns()}"
     profile.mkdir()
     cmd = [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=180)
 
 
 @pytest.fixture(scope="module")

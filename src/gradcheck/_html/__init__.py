@@ -19,7 +19,6 @@ from typing import Any
 
 from ._page import fragment, page
 
-
 # Result type name -> (module, renderer). By name, so this package imports none of them.
 _RENDERERS = {
     "Report": ("_report", "render_report"),

@@ -108,17 +108,17 @@ def _svg(rgb: np.ndarray, block: tuple[int, int], shape2d: tuple[int, int], labe
     left, top, bottom = 44.0, 4.0, 30.0
     width, height = left + w + 8, top + h + bottom
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-        f'viewBox="0 0 {width:.1f} {height:.1f}" role="img" aria-label="{esc(label)}" class="gc-map">',
+        (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+         f'viewBox="0 0 {width:.1f} {height:.1f}" role="img" aria-label="{esc(label)}" class="gc-map">'),
         f"<title>{esc(label)}</title>",
-        f'<image x="{left}" y="{top}" width="{w:.2f}" height="{h:.2f}" preserveAspectRatio="none" '
-        f'style="image-rendering:pixelated;image-rendering:crisp-edges" href="{png_data_uri(rgb)}"/>',
+        (f'<image x="{left}" y="{top}" width="{w:.2f}" height="{h:.2f}" preserveAspectRatio="none" '
+         f'style="image-rendering:pixelated;image-rendering:crisp-edges" href="{png_data_uri(rgb)}"/>'),
         f'<rect x="{left}" y="{top}" width="{w:.2f}" height="{h:.2f}" fill="none" stroke="#888" stroke-width="0.6"/>',
         '<g font-size="10" fill="#555" font-family="sans-serif">',
         f'<text x="{left - 3}" y="{top + 9}" text-anchor="end">0</text>',
-        f'<text x="{left - 3}" y="{top + h}" text-anchor="end">{rows - 1}</text>' if rows > 1 else "",
+        (f'<text x="{left - 3}" y="{top + h}" text-anchor="end">{rows - 1}</text>' if rows > 1 else ""),
         f'<text x="{left}" y="{top + h + 11}">0</text>',
-        f'<text x="{left + w}" y="{top + h + 11}" text-anchor="end">{cols - 1}</text>' if cols > 1 else "",
+        (f'<text x="{left + w}" y="{top + h + 11}" text-anchor="end">{cols - 1}</text>' if cols > 1 else ""),
         f'<text x="{left + w / 2:.1f}" y="{top + h + 24}" text-anchor="middle">{esc(xlab)}</text>',
         f'<text transform="translate(12 {top + h / 2:.1f}) rotate(-90)" text-anchor="middle">{esc(ylab)}</text>',
         "</g></svg>",

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 # Scoped under .gradcheck so a notebook's own styles are left alone. No web fonts, no
 # external sheet: the page must open offline, as a CI artifact.

@@ -64,8 +64,8 @@ def _measured(values: np.ndarray, j: int, spec: str) -> str:
 
 
 def _meta(report: Any) -> str:
-    lines = [f"shape {esc(report.shape)}, dtype {esc(report.dtype)}, engine {esc(report.engine)}, "
-             f"{report.evaluations} evaluations in {report.seconds:.3g} s"]
+    lines = [(f"shape {esc(report.shape)}, dtype {esc(report.dtype)}, engine {esc(report.engine)}, "
+              f"{report.evaluations} evaluations in {report.seconds:.3g} s")]
     if not report.deterministic:
         lines.append(f'<span class="gc-warn">NONDETERMINISTIC: f(x) changed by {report.drift:.3g} '
                      "between two evaluations</span>")

@@ -1,17 +1,18 @@
 """HTML tables: cells are given as HTML (escape user text before), optionally with a class."""
 from __future__ import annotations
 
-from typing import Mapping, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
 
 from .._verdict import Verdict
 from ._heatmap import severity_order, verdict_colour
 from ._page import esc
 
-Cell = Union[str, "tuple[str, str]"]  # HTML, or (HTML, css class)
+Cell = Union[str, tuple[str, str]]  # HTML, or (HTML, css class)
 
 
-def table(head: Sequence[str], rows: Sequence[Sequence[Cell]], *, caption: str = "", cls: str = "") -> str:
-    """``head`` is plain text (escaped here); ``rows`` hold HTML cells; ``caption`` is HTML."""
+def table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, caption: str = "", cls: str = "") -> str:
+    """``head`` is plain text (escaped here); ``rows`` hold cells (:data:`Cell`); ``caption`` is HTML."""
     th = "".join(f"<th>{esc(h)}</th>" for h in head)
     body = []
     for row in rows:
@@ -28,8 +29,8 @@ def table(head: Sequence[str], rows: Sequence[Sequence[Cell]], *, caption: str =
 
 def verdict_cell(v: Verdict, mark: str = "") -> Cell:
     """A verdict name with its colour swatch."""
-    return (f'<span class="gc-swatch" style="background:{verdict_colour(v)};margin-left:0"></span>'
-            f"{esc(v.name)}{esc(mark)}", "gc-v")
+    swatch = f'<span class="gc-swatch" style="background:{verdict_colour(v)};margin-left:0"></span>'
+    return swatch + esc(v.name) + esc(mark), "gc-v"
 
 
 def counts_table(counts: Mapping[Verdict, int]) -> str:
