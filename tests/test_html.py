@@ -273,6 +273,20 @@ def test_plain_repr_of_a_model_check_is_one_short_line():
     assert "<h3>" in report._repr_html_()
 
 
+def test_params_page_caps_the_sections_of_passing_names():
+    """25 passing names: the table lists all 25, the page draws the sections of the first 20
+    (two maps each) and says how many it left out, so a large model's page stays bounded."""
+    params = {f"p{k}": np.linspace(0.5, 1.5, 6) for k in range(25)}
+    grads = {n: 2 * v for n, v in params.items()}
+    report = gc.check_params(lambda p: float(sum((v ** 2).sum() for v in p.values())), params, grads,
+                             adjudicate=False)
+    tree = parse(report.to_html())
+    names = next(t for t in tables(tree) if t and t[0][:3] == ["name", "status", "shape"])
+    assert len(names) - 1 == 25
+    assert len(pictures(tree)) == 2 * 20
+    assert "5 more passing names" in text_of(tree)
+
+
 def test_sweep_page_shows_the_rule_and_the_shape_grid():
     """A sweep whose claim is wrong when n is even: the rule, and a grid whose failing cells
     are exactly the even columns."""

@@ -9,6 +9,9 @@ from ._page import badge, details, esc, notes_list, num, status_of
 from ._report import report_body
 from ._tables import table
 
+#: Passing names whose own section (counts, maps, worst entries) the page shows, in backward order.
+MAX_PASSING_SECTIONS = 20
+
 
 def names_table(params: Any) -> str:
     """One row per name in backward order: status, counts of every verdict that occurs, worst
@@ -43,7 +46,10 @@ def render_params(params: Any, full: bool) -> tuple[str, str]:
     if full:
         passing = [n for n in params.order if n not in failing]
         if passing:
-            inner = "".join(report_body(params.reports[n], False, "h3") for n in passing)
+            inner = "".join(report_body(params.reports[n], False, "h3") for n in passing[:MAX_PASSING_SECTIONS])
+            if len(passing) > MAX_PASSING_SECTIONS:
+                inner += (f'<p class="gc-cap">{len(passing) - MAX_PASSING_SECTIONS} more passing names: '
+                          "their counts are in the table above</p>")
             parts.append(details(f"Names that pass ({len(passing)})", inner))
     elif len(failing) > 3:
         parts.append(f'<p class="gc-cap">{len(failing) - 3} more failing names: report.to_html() '
