@@ -22,6 +22,7 @@ CSS = """
 .gradcheck table.gc-table th,.gradcheck table.gc-table td{border:1px solid #d0d7de;padding:2px 8px;text-align:right;white-space:nowrap}
 .gradcheck table.gc-table th{background:#f6f8fa;text-align:center}
 .gradcheck table.gc-table td.gc-l{text-align:left;white-space:normal}
+.gradcheck table.gc-table td.gc-ix{text-align:left}
 .gradcheck table.gc-table caption{text-align:left;color:#555;caption-side:bottom;font-size:12px;padding-top:2px}
 .gradcheck table.gc-table td.gc-v{font-weight:600;white-space:nowrap;text-align:left}
 .gradcheck .gc-scroll{overflow-x:auto;max-width:100%}

@@ -46,7 +46,7 @@ def entry_table(report: Any, flat: np.ndarray, *, caption: str = "") -> str:
     rows = []
     for j in flat:
         ix = tuple(int(i) for i in np.unravel_index(int(j), report.shape))
-        row = [(esc(ix), "gc-l"), verdict_cell(Verdict(int(report.codes.reshape(-1)[j]))), num(a[j]), num(n[j])]
+        row = [(esc(ix), "gc-ix"), verdict_cell(Verdict(int(report.codes.reshape(-1)[j]))), num(a[j]), num(n[j])]
         if with_exact:
             d = int(report.digits.reshape(-1)[j]) if report.digits is not None else -1
             row += [_measured(report.exact, j, ".17g"), str(d) if d >= 0 else ""]
