@@ -12,6 +12,7 @@ MODULES = [
     "gradcheck.backends._dualbackend", "gradcheck.mp", "gradcheck._lowp", "gradcheck._dispute",
     "gradcheck._fork", "gradcheck._inputs", "gradcheck._jit", "gradcheck.backends._contract",
     "gradcheck._arguments",
+    "gradcheck._html",
 ]
 
 

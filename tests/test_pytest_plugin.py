@@ -2,8 +2,10 @@
 session per backend, and failures shown as verdict tables."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from optional_deps import needs
@@ -287,3 +289,77 @@ def test_torch_and_jax_controls_run_once_each(pytester, monkeypatch, control_cal
         "jax (engine auto): control passed; 1 checks",
         "torch (engine auto): control passed; 2 checks",
     ])
+
+
+def test_failing_checks_leave_html_and_json_named_after_the_test(pytester, monkeypatch):
+    """--gradcheck-html / --gradcheck-json DIR: one page and one JSON per failing check (through
+    the fixture or a direct assert_pass), named after the test, their paths printed with the
+    failure; the page's table and the JSON name the planted entry; passing tests write nothing."""
+    import json
+
+    pytester.makepyfile(test_inner_buggy=BUGGY_TESTS + "\ndef test_fine(gradcheck):\n"
+                        "    gradcheck.check(f, X, lambda x: np.cos(x) * x + np.sin(x))\n")
+    result = run(pytester, monkeypatch, "--gradcheck-html", "pages", "--gradcheck-json", "data")
+    result.assert_outcomes(failed=2, passed=1)
+    names = ["test_inner_buggy.py_test_through_fixture", "test_inner_buggy.py_test_direct_assert_pass"]
+    assert sorted(p.name for p in (pytester.path / "pages").iterdir()) == sorted(f"{n}.html" for n in names)
+    assert sorted(p.name for p in (pytester.path / "data").iterdir()) == sorted(f"{n}.json" for n in names)
+    for n in names:
+        result.stdout.fnmatch_lines([f"gradcheck HTML report: {pytester.path / 'pages' / n}.html",
+                                     f"gradcheck JSON report: {pytester.path / 'data' / n}.json"])
+        rows = table_rows(pytester.path / "pages" / f"{n}.html")
+        assert ["(1, 2)", "MISMATCH"] == next(r[:2] for r in rows if r and r[0].startswith("("))
+        data = json.loads((pytester.path / "data" / f"{n}.json").read_text(encoding="utf-8"))
+        assert data["passed"] is False and data["entries"][0]["index"] == [1, 2]
+
+
+def test_without_the_options_nothing_is_written(pytester, monkeypatch):
+    """No --gradcheck-html / --gradcheck-json: a failing check writes no file and adds no section."""
+    pytester.makepyfile(test_inner_buggy=BUGGY_TESTS)
+    before = set(pytester.path.iterdir())
+    result = run(pytester, monkeypatch)
+    result.assert_outcomes(failed=2)
+    assert set(pytester.path.iterdir()) == before
+    assert "gradcheck HTML report" not in result.stdout.str()
+
+
+def table_rows(page: Path) -> list[list[str]]:
+    """The cell texts of every table row of an HTML page, parsed as a browser would."""
+    # CI installs html5lib (the test extra): missing there, it must fail, never skip.
+    html5lib = __import__("html5lib") if os.environ.get("CI") else pytest.importorskip("html5lib")
+    tree = html5lib.parse(page.read_text(encoding="utf-8"), namespaceHTMLElements=False)
+    return [["".join(td.itertext()).strip() for td in tr] for tr in tree.iter("tr")]
+
+
+EXAMPLE_SRC = Path(__file__).resolve().parents[1] / "example-project" / "src"
+
+
+def test_example_project_failure_leaves_a_page_naming_the_planted_entry(pytester, monkeypatch):
+    """The example project's layer with a planted slip in one weight's gradient, checked through
+    the fixture with --gradcheck-html: the page left behind names the parameter W in its table
+    of names and the entry (2, 1) in W's table."""
+    pytester.syspathinsert(EXAMPLE_SRC)
+    pytester.makepyfile(test_softreg_planted="""
+        import numpy as np
+        from softreg import SoftmaxRegression
+
+        RNG = np.random.default_rng(42)
+        X = RNG.standard_normal((8, 5))
+        LABELS = RNG.integers(0, 3, size=8)
+
+        def test_model_parameters(gradcheck):
+            model = SoftmaxRegression(5, 3)
+            grads = SoftmaxRegression.backward(model.params, X, LABELS)
+            wrong_w = grads["W"].copy()
+            wrong_w[2, 1] *= 1.001
+            gradcheck.check_params(lambda p: SoftmaxRegression.loss(p, X, LABELS), model.params,
+                                   {"W": wrong_w, "b": grads["b"]})
+    """)
+    result = run(pytester, monkeypatch, "--gradcheck-html", "gradcheck-reports")
+    result.assert_outcomes(failed=1)
+    page = pytester.path / "gradcheck-reports" / "test_softreg_planted.py_test_model_parameters.html"
+    result.stdout.fnmatch_lines([f"gradcheck HTML report: {page}"])
+    rows = table_rows(page)
+    assert ["W", "FAIL"] == next(r[:2] for r in rows if r and r[0] == "W")
+    assert ["b", "PASS"] == next(r[:2] for r in rows if r and r[0] == "b")
+    assert ["(2, 1)", "MISMATCH"] == next(r[:2] for r in rows if r and r[0].startswith("("))

@@ -14,6 +14,7 @@ from ._config import Config, dtype_name
 from . import _arguments
 from ._differences import require_moving_steps, slope_and_noise, steps_for
 from ._errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
+from ._html import HtmlViews
 from ._inputs import as_gradient, float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from ._judge import Judged as Judged
 from ._judge import adjudication_notes, unchecked_notes
@@ -328,7 +329,7 @@ def is_multiple_inputs(x: Any) -> bool:
 
 
 @dataclass(frozen=True, eq=False)
-class MultiReport:
+class MultiReport(HtmlViews):
     """One :class:`Report` per positional input of ``f``, from ``check(f, (x1, x2, ...))``.
 
     Input ``k`` is checked with the others held fixed; ``report[k]`` is its report.

@@ -10,6 +10,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from ._html import HtmlViews
+
 
 @dataclass(frozen=True)
 class CandidateStats:
@@ -86,7 +88,7 @@ def _pct(p: float | None) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class DisputeResult:
+class DisputeResult(HtmlViews):
     """What :func:`gradcheck.dispute` found. ``print(result)`` gives the table and verdict.
 
     ``stats[name]``: :class:`CandidateStats` per candidate; ``float32``: the same figures for

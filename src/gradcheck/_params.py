@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from . import _status
+from ._html import HtmlViews
 from ._judge import adjudication_notes, judge_entries, unchecked_notes
 from ._referee import Referee
 from ._classify import tolerance
@@ -24,7 +25,7 @@ from ._verdict import Verdict
 
 
 @dataclass(frozen=True, eq=False)
-class ParamsReport:
+class ParamsReport(HtmlViews):
     """One :class:`Report` per parameter name, a table of all names, and a diagnosis
     that reads the names in backward order.
 
@@ -92,13 +93,22 @@ class ParamsReport:
             )
         return "\n".join(rows)
 
-    def __str__(self) -> str:
+    def summary(self) -> str:
         total = sum(r.size for r in self.reports.values())
         unverified = self.inconclusive
         head = f"check_params: {self.status} -- {len(self.reports)} tensors, {total} entries, {self.seconds:.3g} s"
         if unverified:
             head += f"; {len(unverified)} verified nothing: {', '.join(unverified)}"
-        lines = [head]
+        return head
+
+    def __repr__(self) -> str:
+        # Short (one line, as Report's): a notebook shows _repr_html_, a console this line.
+        failing = f", failing {self.failing}" if self.failing else ""
+        return f"<ParamsReport {self.summary()}{failing}>"
+
+    def __str__(self) -> str:
+        unverified = self.inconclusive
+        lines = [self.summary()]
         if not self.deterministic:
             lines.append(f"  NONDETERMINISTIC: the loss changed by {self.drift:.3g} between two evaluations")
         lines.extend(f"  note: {n}" for n in self.notes)

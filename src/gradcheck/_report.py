@@ -10,6 +10,7 @@ import numpy as np
 from . import _status
 from ._classify import relative_error, resolved_share
 from ._errors import GradientAssertionError
+from ._html import HtmlViews
 from ._verdict import FAILING, Verdict
 
 _VERDICT_BY_CODE = np.array(list(Verdict), dtype=object)
@@ -22,7 +23,7 @@ def _fmt(v: float) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class Report:
+class Report(HtmlViews):
     """Per-entry verdicts of one check, with everything needed to judge them.
 
     Arrays are shaped like the checked input: ``analytic`` (the claimed gradient),

@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from . import _status
+from ._html import HtmlViews
 from ._check import check
 from ._errors import GradientAssertionError
 from ._layout import LayoutDescription, describe_layout
@@ -195,7 +196,7 @@ def _normalise_where(text: str) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class SweepReport:
+class SweepReport(HtmlViews):
     """The checks of a shape sweep: which shapes fail, the rule, and where they fail.
 
     ``results`` holds one :class:`ShapeResult` per shape, in sweep order. ``rule`` is the

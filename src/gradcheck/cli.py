@@ -127,6 +127,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if args.plot:
         path = report.plot(args.plot)
         print(f"heat map written to {path}", file=sys.stderr)
+    _write_html(report, args.html)
     return _EXIT_BY_STATUS[report.status]
 
 
@@ -142,6 +143,13 @@ def _blame_user_code(exc: Exception, f_spec: str, grad: Any, grad_spec: str | No
                                 f"at the input x: {_one_line(mine)}") from exc
     if isinstance(exc, (FunctionError, InputMutationError, WorkerDiedError)):
         raise UserCodeError(f"{f_spec}: {_one_line(exc)}") from exc
+
+
+def _write_html(result: Any, path: str | None) -> None:
+    """``--html FILE``: the self-contained page, written whatever the verdict."""
+    if path:
+        result.to_html(path)
+        print(f"HTML report written to {path}", file=sys.stderr)
 
 
 def _load_array(path: str, what: str) -> Any:
@@ -216,6 +224,7 @@ def _cmd_dispute(args: argparse.Namespace) -> int:
                                 f"{args.inputs}: {_one_line(mine)}") from exc
         raise
     print(result.to_json() if args.json else result)
+    _write_html(result, args.html)
     return EXIT_FAIL if result.broken else EXIT_PASS
 
 
@@ -253,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="do not settle doubtful entries against exact derivatives (faster)")
     chk.add_argument("--plot", metavar="FILE.png", help="also write a heat map of the verdicts (needs matplotlib)")
     chk.add_argument("--json", action="store_true")
+    chk.add_argument("--html", metavar="FILE.html", help="also write the report as a self-contained HTML page")
     chk.set_defaults(run=_cmd_check)
     dsp = sub.add_parser(
         "dispute", help="judge low-precision candidate outputs against the exact value of MODULE:FUNC",
@@ -275,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     dsp.add_argument("--bound-ulps", type=float, default=None,
                      help="max error in ulps before a candidate is broken (default: derived from a float32 evaluation)")
     dsp.add_argument("--json", action="store_true", help="print JSON instead of text")
+    dsp.add_argument("--html", metavar="FILE.html", help="also write the result as a self-contained HTML page")
     dsp.set_defaults(run=_cmd_dispute)
     bench = sub.add_parser("bench", help="run the benchmarks (from a source checkout: benchmarks/bench_*.py)")
     bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all), e.g. serial batched")

@@ -39,6 +39,8 @@ MARKER_HELP = (
     "negative control runs (once per session) before the test"
 )
 _STATE = pytest.StashKey["_SessionState"]()
+#: Options that write one artifact per failing check, named after the test.
+HTML_OPTION, JSON_OPTION = "--gradcheck-html", "--gradcheck-json"
 
 
 class NegativeControlError(AssertionError):
@@ -160,6 +162,15 @@ class GradcheckFixture:
         return report
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gradcheck")
+    group.addoption(HTML_OPTION, metavar="DIR", default=None,
+                    help="write a self-contained HTML page per failing gradcheck check into DIR "
+                    "(named after the test; its path is printed with the failure)")
+    group.addoption(JSON_OPTION, metavar="DIR", default=None,
+                    help="write the JSON of each failing gradcheck check into DIR, likewise")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: {MARKER_HELP}")
     config.stash[_STATE] = _SessionState()
@@ -211,7 +222,52 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 
         if excinfo.errisinstance((GradientAssertionError, NegativeControlError)):
             _cut_internal_tail(excinfo)
-    return (yield)
+    rep = yield
+    if excinfo is not None and call.when == "call":
+        _write_artifacts(item, excinfo, rep)
+    return rep
+
+
+def artifact_name(nodeid: str) -> str:
+    """A file name (no suffix) for a test: its node id with every run of characters other
+    than letters, digits, ``.``, ``_`` and ``-`` replaced by ``_``."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid).strip("_")[:200] or "test"
+
+
+def _write_artifacts(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], rep: Any) -> None:
+    """``--gradcheck-html`` / ``--gradcheck-json``: the failing check's report, as files named
+    after the test, their paths added to the failure. Writing never hides the failure."""
+    from ._errors import GradientAssertionError
+
+    dirs = [(item.config.getoption(opt), suffix) for opt, suffix in ((HTML_OPTION, "html"), (JSON_OPTION, "json"))]
+    report = getattr(excinfo.value, "report", None)
+    if not any(d for d, _ in dirs) or not excinfo.errisinstance(GradientAssertionError) or report is None:
+        return
+    base = item.config.invocation_params.dir
+    lines = []
+    for folder, suffix in dirs:
+        if not folder:
+            continue
+        path = (base / folder / f"{artifact_name(item.nodeid)}.{suffix}").resolve()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if suffix == "html":
+                report.to_html(path)
+            else:
+                path.write_text(_json_of(report), encoding="utf-8")
+            lines.append(f"gradcheck {suffix.upper()} report: {path}")
+        except Exception as exc:  # noqa: BLE001 - a broken artifact must not replace the verdict
+            lines.append(f"gradcheck could not write the {suffix.upper()} report to {path}: {exc!r}")
+    rep.sections.append(("gradcheck report", "\n".join(lines)))
+
+
+def _json_of(report: Any) -> str:
+    import json
+
+    to_json = getattr(report, "to_json", None)
+    return to_json() if to_json is not None else json.dumps(report.to_dict(), default=str)
 
 
 def _cut_internal_tail(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
