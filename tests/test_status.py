@@ -58,6 +58,23 @@ def test_bfloat16_output_verifies_nothing_and_says_low_precision_is_why():
     assert check(sin_sum, X, np.cos).status == PASS
 
 
+def test_float32_inside_a_float64_function_is_named_as_why_nothing_was_verified():
+    """An f that computes in float32 but returns float64: its output dtype cannot say why
+    nothing resolved, so the reason comes from f's measured round-off (about float32's),
+    with the way out that fits (compute in float64); an honest float64 f never gets it."""
+    x = np.random.default_rng(0).standard_normal(20)
+    inner = check(lambda x: np.float64(np.sin(x.astype(np.float32)).sum() + np.float32(100)), x,
+                  grad=lambda x: 1.05 * np.cos(x))
+    assert inner.status == INCONCLUSIVE
+    assert inner.measured_roundoff is not None and 2**-26 < inner.measured_roundoff < 2**-22
+    assert "lower precision than its float64 output" in inner.reason
+    assert "about float32's" in inner.reason and "compute in float64" in inner.reason
+    assert inner.to_dict()["measured_roundoff"] == inner.measured_roundoff
+    honest = check(lambda x: 3e10 + np.sin(x).sum(), x, grad=np.cos, adjudicate=False)
+    assert honest.measured_roundoff is None
+    assert "lower precision" not in (honest.reason or "")
+
+
 def test_float16_loss_with_a_sign_flipped_claim_is_refused_by_assert_pass():
     """A float16 scalar loss cannot tell cos from -cos: every entry UNCHECKED. The old
     report said PASS and assert_pass() accepted a gradient of the wrong sign; now

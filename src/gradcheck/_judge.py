@@ -50,6 +50,7 @@ class Judged:
     adjudication: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. f's round-off measured far above its dtype's
     model_unit: float | None = None  # the output dtype's unit round-off, when a measured one replaced it
+    measured_unit: float | None = None  # f's own round-off (relative to |f|), when it replaced the model's
 
     def second_look(self, shape: tuple[int, ...], positions: np.ndarray | None = None) -> dict[str, Any]:
         """The report's second-look fields (causes, exact, digits, one-sided slopes,
@@ -57,7 +58,7 @@ class Judged:
         judged ones and the others get the "not looked at" fill values."""
         fills = {"causes": (0, np.uint8), "exact": (np.nan, np.float64), "digits": (-1, np.int16),
                  "left": (np.nan, np.float64), "right": (np.nan, np.float64)}
-        out: dict[str, Any] = {"adjudication": self.adjudication}
+        out: dict[str, Any] = {"adjudication": self.adjudication, "measured_roundoff": self.measured_unit}
         size = int(np.prod(shape, dtype=np.int64))
         for name, (fill, dtype) in fills.items():
             values = getattr(self, name)
@@ -110,6 +111,8 @@ def judge_entries(
         _second_look(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
         unit = _recheck_precision(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
     judged.evaluations += record.evaluations
+    if judged.model_unit is not None:
+        judged.measured_unit = unit
     if referee is not None and adjudicate is not False and drift is None:
         _adjudicate(judged, referee, analytic, idx_map, unit_claim(unit, judged), cfg, claim_scale)
     return judged

@@ -84,7 +84,7 @@ class Referee:
                 evaluate(self.f_mp, to_mp(np.asarray(self.x, dtype=np.float64)), dps=20)
                 self._reason = None
             except NotAdjudicable as exc:
-                self._reason = f"{exc.reason.name.lower()}: {exc}"
+                self._reason = f"{exc.reason.value}: {exc.detail}"
             except Exception as exc:  # f failed on object arrays: say how
                 self._reason = f"f raised {type(exc).__name__} on arbitrary-precision input: {exc}"
         return self._reason  # type: ignore[return-value]

@@ -69,6 +69,9 @@ class Report(HtmlViews):
     # The dtype of f's output ("" when not recorded): says when low precision is why
     # nothing could be verified.
     output_dtype: str = ""
+    # f's own unit round-off as measured, when it was far above its output dtype's (f computes
+    # in lower precision inside, e.g. float32 in a float64 function); None otherwise.
+    measured_roundoff: float | None = None
 
     # -- views ---------------------------------------------------------------------
     @property
@@ -245,6 +248,7 @@ class Report(HtmlViews):
             "shape": list(self.shape),
             "dtype": self.dtype,
             "output_dtype": self.output_dtype,
+            "measured_roundoff": self.measured_roundoff,
             "engine": self.engine,
             "deterministic": self.deterministic,
             "drift": self.drift,

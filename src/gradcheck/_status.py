@@ -102,7 +102,13 @@ def why_nothing_verified(report: Any) -> tuple[str, str]:
         floor = report.config.noise_factor * report.noise[unchecked]
         figures = (f"noise floor {report.config.noise_factor:g}*noise: median {_median(floor):.2g}, "
                    f"against values of median {_median(scale):.2g}")
-        if low is not None:
+        inner = getattr(report, "measured_roundoff", None)
+        if low is None and inner is not None:
+            why.append(f"f computes in lower precision than its {report.output_dtype or report.dtype} output "
+                       f"suggests (its round-off, measured, is {inner:.2g}*|f|, {_nearest_format(inner)}), "
+                       f"and that round-off swamps the slope at every entry ({figures})")
+            ways.append("let f compute in float64 (no cast to a lower precision inside it)")
+        elif low is not None:
             why.append(f"f returns {low}, and its round-off swamps the slope at every entry ({figures})")
             ways.append(f"upcast the input or let f compute and return float64 (no cast to {low})")
         else:
@@ -137,6 +143,12 @@ def _low_precision_output(report: Any) -> str | None:
     finer = report.config.noise_factor * report.noise[unchecked] * (UNIT_ROUNDOFF["float64"] / UNIT_ROUNDOFF[out])
     above = np.abs(report.analytic[unchecked]) > finer
     return out if above.mean() >= 0.5 else None
+
+
+def _nearest_format(unit: float) -> str:
+    """``"about float32's"`` for a measured unit round-off near one format's, else a comparison."""
+    name, u = min(UNIT_ROUNDOFF.items(), key=lambda kv: abs(np.log(kv[1] / unit)))
+    return f"about {name}'s" if 0.25 <= unit / u <= 4 else f"{unit / u:.2g} times {name}'s"
 
 
 def _median(values: np.ndarray) -> float:
