@@ -13,6 +13,8 @@ PUBLIC = [
     "assert_detects_wrong_gradient", "GradcheckError", "ShapeMismatchError",
     "UnsupportedInputError", "FunctionError", "InputMutationError", "GradientAssertionError",
     "GradcheckWarning", "__version__", "Checkpoint", "CheckpointError", "CheckpointMismatchError",
+    "check_jvp", "check_hvp", "check_adjoint", "taylor_test", "AdjointResult", "TaylorResult",
+    "ComplexReport",
 ]
 
 

@@ -18,3 +18,8 @@ from .._errors import UnsupportedInputError as UnsupportedInputError
 from .._report import Report as Report
 from .._verdict import FAILING as FAILING
 from .._verdict import Verdict as Verdict
+from .._control import CORRUPTIONS as CORRUPTIONS
+from ..backends._numpy import _W as CONTROL_WEIGHTS
+from ..backends._numpy import control_function as control_function
+from ..backends._numpy import control_gradient as control_gradient
+from ..backends._numpy import control_input as control_input
