@@ -132,7 +132,7 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     False
     """
     started = time.perf_counter()
-    point, fwd, adj, label = _operators(jvp, vjp, x, f, in_shape, backend, name)
+    inner, point, fwd, adj, label = _operators(jvp, vjp, x, f, in_shape, backend, name)
     rng = np.random.default_rng(seed)
     dtype = point.dtype if point is not None else np.dtype(np.float64)
     shape = point.shape if point is not None else tuple(in_shape or ())
@@ -151,7 +151,7 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     rows = [_draw(t, v, a, b, defect_j, defect_jt, unit, noise_factor) for t, v, a, b in zip(ts, vs, jt, jtv)]
     limit = math.sqrt(unit)
     linearity = {"jvp": _relative(defect_j, jt), "vjp": _relative(defect_jt, jtv), "limit": limit}
-    blame = _blame(f, point, backend, ts[0], vs[0], jtv[0], rows[0], unit, noise_factor) if f is not None and point is not None else {}
+    blame = _blame(f, point, inner, ts[0], vs[0], jtv[0], rows[0], unit, noise_factor) if f is not None and point is not None else {}
     return AdjointResult(name=label, forward=tuple(r[0] for r in rows), adjoint=tuple(r[1] for r in rows),
                          bound=tuple(r[2] for r in rows), linearity=linearity, in_shape=tuple(shape),
                          out_shape=tuple(jt[0].shape), dtype=str(dtype_name(dtype)),
@@ -159,7 +159,7 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
 
 
 def _operators(jvp, vjp, x, f, in_shape, backend, name):
-    """``(x as numpy or None, t -> J t, v -> J^T v, label)`` as numpy-in numpy-out."""
+    """``(backend, x as numpy or None, t -> J t, v -> J^T v, label)``, numpy in and out."""
     if x is None:
         if in_shape is None:
             raise TypeError("check_adjoint(jvp, vjp) of a linear operator needs in_shape= (the shape of t); "
@@ -167,7 +167,7 @@ def _operators(jvp, vjp, x, f, in_shape, backend, name):
         if jvp is None or vjp is None:
             raise TypeError("without x, pass both jvp(t) and vjp(v)")
         label = name or f"{getattr(jvp, '__name__', 'jvp')} / {getattr(vjp, '__name__', 'vjp')}"
-        return None, lambda t: np.asarray(jvp(t.copy())), lambda v: np.asarray(vjp(v.copy())), label
+        return None, None, lambda t: np.asarray(jvp(t.copy())), lambda v: np.asarray(vjp(v.copy())), label
     inner = backends.resolve(backend, x)
     point = np.array(inner.to_numpy(x), copy=True)
     if (jvp is None or vjp is None) and (f is None or not hasattr(inner, "jvp")):
@@ -181,7 +181,7 @@ def _operators(jvp, vjp, x, f, in_shape, backend, name):
     else:
         adj = lambda v: call_user(inner, vjp, point, v)  # noqa: E731
     label = name or f"adjoint test of {getattr(f, '__name__', 'f') if f is not None else getattr(jvp, '__name__', 'jvp')}"
-    return point, fwd, adj, label
+    return inner, point, fwd, adj, label
 
 
 def _require_shapes(jt, jtv, in_shape, out_shape) -> None:
@@ -223,10 +223,9 @@ def _relative(defect: np.ndarray, outputs: list[np.ndarray]) -> float:
     return 0.0 if d == 0 else (d / size if size > 0 else math.inf)
 
 
-def _blame(f, point, backend, t, v, jtv, row, unit, k) -> dict[str, Any]:
+def _blame(f, point, inner, t, v, jtv, row, unit, k) -> dict[str, Any]:
     """Compare both sides of the first draw with a Richardson-extrapolated central
     difference of ``v . f`` along ``t``; say which side is inconsistent with ``f``."""
-    inner = backends.resolve(backend, point)
     h = unit ** (1 / 3) * max(1.0, float(np.abs(point).max(initial=0))) / max(float(np.abs(t).max(initial=0)), 1e-300)
     phi = lambda s: _dot(inner.evaluate(f, (point + s * t).astype(point.dtype)), v)  # noqa: E731
     values = {s: phi(s) for s in (h, -h, h / 2, -h / 2)}

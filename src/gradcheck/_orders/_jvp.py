@@ -123,4 +123,5 @@ def _reduce(values: np.ndarray, cotangent: np.ndarray | None) -> np.ndarray:
     v = np.asarray(cotangent, dtype=np.float64).reshape(-1)
     if values.shape[1] != v.size:
         raise ValueError(f"jvp returned {values.shape[1]} values per tangent, but f(x) has {v.size}")
-    return values.astype(np.float64) @ v
+    # a pairwise sum per row, not BLAS: the same bits however the tangents were chunked
+    return np.add.reduce(np.ascontiguousarray(values, dtype=np.float64) * v, axis=1)

@@ -23,6 +23,7 @@ True
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -185,7 +186,9 @@ class TorchBackend:
         xt = self._tensor(x)
         tt = self._tensor(np.ascontiguousarray(tangents))
         try:
-            out = torch.func.vmap(lambda t: _output_tensor(torch.func.jvp(f, (xt,), (t,))[1]))(tt)
+            with warnings.catch_warnings():  # functorch's own use of the deprecated torch.jit.script
+                warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=DeprecationWarning)
+                out = torch.func.vmap(lambda t: _output_tensor(torch.func.jvp(f, (xt,), (t,))[1]))(tt)
             return np.array(tensor_to_numpy(out), copy=True), "torch.func.vmap(torch.func.jvp)"
         except Exception as exc:  # noqa: BLE001 - functorch refused: forward_ad still can
             refused = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
