@@ -8,9 +8,12 @@ arbitrary precision). Where ``g`` comes from:
 
 * ``grad=`` given: the claimed gradient, checked first by ``check(f, x, grad)`` (a wrong
   reference would make every verdict meaningless; a failure raises with its report);
-* a torch or jax input and ``grad=None``: the framework's gradient, checked first alike;
-* numpy without ``grad``: second differences of ``f``. The checked function is then
-  ``G(x) = (f(x + k v) - f(x - k v)) / 2k``, differenced along ``e_i`` with the step
+* a torch or jax input and ``grad=None``: the framework's gradient, checked first alike
+  (checked at ``x``: a backward right at ``x`` but wrong nearby moves these differences;
+  ``reference="f"`` rules that out);
+* numpy without ``grad`` (or ``reference="f"``): second differences of ``f``. The
+  checked function is ``G(x) = (f(x + k v) - f(x - k v)) / 2k``, differenced along ``e_i``
+  with the step
   ``h = k = (2u)^(1/4)`` (both truncation errors ``O(h^2)``); its round-off is that of a
   number of size ``(|f(x+kv)| + |f(x-kv)|) / 2k``, and ``G`` carries that constant as an
   offset so that ``check``'s noise model (``u |G| / h``) sees it. The referee is off in
@@ -19,8 +22,9 @@ arbitrary precision). Where ``g`` comes from:
 ``hvp=None`` with torch or jax checks double backward (``torch.autograd.grad`` with
 ``create_graph=True``; ``jax.jvp`` of ``jax.grad``). The symmetric-Hessian test
 ``<u, H w> = <w, H u>`` (the adjoint test of ``hvp`` against itself) runs on the claim;
-a claim that breaks it raises :class:`~gradcheck.GradientAssertionError` with the report,
-as ``check`` does for a broken autodiff contract.
+its result is a note of the report; when it is broken but every entry passed (the only
+evidence of the bug), ``check_hvp`` raises :class:`~gradcheck.GradientAssertionError` with
+the report, as ``check`` does for a broken autodiff contract.
 """
 from __future__ import annotations
 
@@ -35,17 +39,20 @@ from ._links import UNIT_ROUNDOFF, Config, GradientAssertionError, Report, backe
 
 
 def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = None, *,
-              grad: Callable[..., Any] | None = None, check_grad: bool = True, symmetry: bool = True,
-              backend: Any = None, name: str | None = None, config: Config | None = None,
-              **options: Any) -> Report:
+              grad: Callable[..., Any] | None = None, reference: str = "auto", check_grad: bool = True,
+              symmetry: bool = True, backend: Any = None, name: str | None = None,
+              config: Config | None = None, **options: Any) -> Report:
     """Check ``hvp(x, v) = H v`` (the Hessian of a scalar ``f``) at every entry.
 
     ``grad`` (a function ``grad(x)``) is the gradient whose differences give the reference;
     it is checked first (``check_grad=False`` skips that, when it has just been checked).
     Without ``grad``, torch and jax use the framework's gradient and numpy uses second
-    differences of ``f`` (see the module docstring). ``hvp=None`` with torch or jax checks
-    double backward. ``symmetry`` runs the symmetric-Hessian test on the claim. Other
-    keywords are :func:`gradcheck.check`'s. Returns a :class:`~gradcheck.Report`.
+    differences of ``f`` (see the module docstring). ``reference="f"`` uses second
+    differences of ``f`` even when a gradient is at hand: the gradient is checked at ``x``
+    only, and a backward right at ``x`` but wrong nearby would move its differences;
+    ``f`` is independent of it (at a coarser resolution). ``hvp=None`` with torch or jax
+    checks double backward. ``symmetry`` runs the symmetric-Hessian test on the claim.
+    Other keywords are :func:`gradcheck.check`'s. Returns a :class:`~gradcheck.Report`.
 
     >>> import numpy as np, gradcheck
     >>> f = lambda x: np.sum(x**3)
@@ -62,9 +69,14 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     if grad is not None and not callable(grad):
         raise TypeError("check_hvp differences the gradient at perturbed points: grad must be a "
                         "function grad(x), not an array")
+    if reference not in ("auto", "grad", "f"):
+        raise ValueError(f"reference={reference!r} is not one of ('auto', 'grad', 'f')")
+    has_gradient = grad is not None or hasattr(inner, "hvp")
+    if reference == "grad" and not has_gradient:
+        raise TypeError("reference='grad' needs grad= (a function grad(x)) for the numpy backend")
     claim_fn = _claim(f, inner, hvp)
     notes = []
-    if grad is None and not hasattr(inner, "hvp"):
+    if reference == "f" or not has_gradient:
         report = _second_differences(f, x_np, inner, claim_fn, label, config, options)
     else:
         if check_grad:
@@ -142,14 +154,21 @@ def _second_differences(f, x_np, inner, claim_fn, label, config, options) -> Rep
                                "relative, each evaluation of G is two of f; the referee does not run on them"])
 
 
+def symmetric_hessian(claim_fn: Callable[[np.ndarray, np.ndarray], np.ndarray], x_np: np.ndarray) -> Any:
+    """The symmetric-Hessian test: ``check_adjoint`` of ``v -> H v`` against itself
+    (``<u, H w> = <w, H u>`` on seeded draws, with that test's round-off bound)."""
+    return check_adjoint(lambda z, t: claim_fn(z, t), lambda z, w: claim_fn(z, w), x_np,
+                         backend="numpy", seed=1, name="symmetric Hessian <u, H w> = <w, H u>")
+
+
 def _symmetric(claim_fn, x_np, report) -> list[str]:
-    """The symmetric-Hessian test on the claim; a violation raises with the report."""
-    result = check_adjoint(lambda z, t: claim_fn(z, t), lambda z, w: claim_fn(z, w), x_np,
-                           backend="numpy", seed=1, name="symmetric Hessian <u, H w> = <w, H u>")
+    """The symmetric test's note; a violation the entry-wise check did not see (the
+    report passes) raises with the report, so that it cannot pass silently."""
+    result = symmetric_hessian(claim_fn, x_np)
     worst = max(d / b if b > 0 else (0.0 if d == 0 else np.inf) for d, b in zip(result.differences, result.bound))
     note = (f"symmetric Hessian <u, H w> = <w, H u>: {'holds' if result.passed else 'BROKEN'} "
             f"(worst |difference|/bound {worst:.2g}, {len(result.forward)} draws)")
-    if not result.passed:
+    if not result.passed and report.passed:
         raise GradientAssertionError(f"the claimed Hessian-vector product is not symmetric:\n{result}\n"
                                      f"{with_notes(report, [note])}", report)
     return [note]
