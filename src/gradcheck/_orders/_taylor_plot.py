@@ -28,11 +28,15 @@ def plot_taylor(result: Any, path: Any) -> Path:
         line, = ax.loglog(h, r, "-", lw=1, label=f"{labels[j]} (order {result.observed[j]:.2f})")
         ax.loglog(h[counted], r[counted], "o", color=line.get_color())
         ax.loglog(h[~counted], r[~counted], "o", mfc="none", color=line.get_color())
-        if counted.any():
+        if counted.any():  # the expected slope (and 1, a wrong gradient's) through the last counted point
             k = np.flatnonzero(counted)[-1]
-            for slope in (1, 2, 3):
+            for slope in ((1, 2) if j == 0 else (3,)):
                 ax.loglog(h, r[k] * (h / h[k]) ** slope, ":", lw=0.8, color="grey")
                 ax.annotate(f"h^{slope}", (h[0], r[k] * (h[0] / h[k]) ** slope), fontsize=7, color="grey")
+    shown = np.concatenate([np.asarray(rem) for rem in result.remainders] + [[result.threshold]])
+    shown = shown[np.isfinite(shown) & (shown > 0)]
+    if shown.size:
+        ax.set_ylim(shown.min() / 10, shown.max() * 10)
     ax.axhline(result.threshold, color="red", lw=0.8, ls="--", label="threshold (100 x round-off)")
     ax.set_xlabel("step h")
     ax.set_ylabel("remainder")
