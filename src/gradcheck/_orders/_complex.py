@@ -60,6 +60,10 @@ def check_complex(check: Callable[..., Any], f: Callable[..., Any], x_np: np.nda
     xr = real_view(x_np) if complex_in else x_np
     to_input = (lambda r: from_real_view(r, x_np.dtype)) if complex_in else (lambda r: r)  # noqa: E731
     complex_out = np.iscomplexobj(be.evaluate(f, x_np.copy()))
+    if complex_out and grad is not None and not callable(grad):
+        raise TypeError("f returns complex values, so the claimed gradient must be a VJP function grad(x, v): "
+                        "the gradient of the real loss Re sum(conj(v) f(x)) for a complex cotangent v "
+                        "(an array can only be the gradient of a real scalar)")
 
     def f_real(r: np.ndarray) -> np.ndarray:
         y = np.asarray(be.evaluate(f, to_input(r)))
