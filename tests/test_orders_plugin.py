@@ -3,8 +3,6 @@ check_hvp, check_adjoint and taylor_test, each after its own negative control (o
 session and backend), failing the test with the result's table unless it passed."""
 from __future__ import annotations
 
-import pytest
-
 import gradcheck
 
 pytest_plugins = ["pytester"]

@@ -99,8 +99,9 @@ class AdjointResult(ResultMixin):
         if not self.blame:
             return []
         b = self.blame
+        said = {True: "agrees", False: "DISAGREES"}
         line = (f"finite differences of v . f along t: {b['numeric']:.12e} (+- {b['error']:.1e}); "
-                f"jvp {'agrees' if b['jvp_agrees'] else 'DISAGREES'}, vjp {'agrees' if b['vjp_agrees'] else 'DISAGREES'}")
+                f"jvp {said[b['jvp_agrees']]}, vjp {said[b['vjp_agrees']]}")
         return [line, f"verdict on the models: {b['verdict']}"]
 
     def _fields(self) -> dict[str, Any]:
@@ -151,7 +152,9 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     rows = [_draw(t, v, a, b, defect_j, defect_jt, unit, noise_factor) for t, v, a, b in zip(ts, vs, jt, jtv)]
     limit = math.sqrt(unit)
     linearity = {"jvp": _relative(defect_j, jt), "vjp": _relative(defect_jt, jtv), "limit": limit}
-    blame = _blame(f, point, inner, ts[0], vs[0], jtv[0], rows[0], unit, noise_factor) if f is not None and point is not None else {}
+    blame = {}
+    if f is not None and point is not None:
+        blame = _blame(f, point, inner, ts[0], vs[0], jtv[0], rows[0], unit, noise_factor)
     return AdjointResult(name=label, forward=tuple(r[0] for r in rows), adjoint=tuple(r[1] for r in rows),
                          bound=tuple(r[2] for r in rows), linearity=linearity, in_shape=tuple(shape),
                          out_shape=tuple(jt[0].shape), dtype=str(dtype_name(dtype)),
@@ -180,7 +183,8 @@ def _operators(jvp, vjp, x, f, in_shape, backend, name):
         adj = lambda v: np.array(inner.claimed_gradient(f, point.copy(), v, None), copy=True)  # noqa: E731
     else:
         adj = lambda v: call_user(inner, vjp, point, v)  # noqa: E731
-    label = name or f"adjoint test of {getattr(f, '__name__', 'f') if f is not None else getattr(jvp, '__name__', 'jvp')}"
+    subject = getattr(f, "__name__", "f") if f is not None else getattr(jvp, "__name__", "jvp")
+    label = name or f"adjoint test of {subject}"
     return inner, point, fwd, adj, label
 
 

@@ -23,7 +23,8 @@ def add_check_options(parser: argparse.ArgumentParser) -> None:
                              "the gradient it is differenced from (else second differences of f)")
 
 
-def check_orders(args: argparse.Namespace, f: Any, x: Any, grad: Any, load: Callable[[str], Any], **options: Any) -> Any:
+def check_orders(args: argparse.Namespace, f: Any, x: Any, grad: Any, load: Callable[[str], Any],
+                 **options: Any) -> Any:
     """The report of ``gradcheck check --jvp`` / ``--hvp``."""
     from ._hvp import check_hvp
     from ._jvp import check_jvp

@@ -165,7 +165,8 @@ def _adjoint(be: Any, options: dict[str, Any]) -> None:
         good = check_adjoint(jvp, vjp, x, f=fv, name=f"control[{be.name}, adjoint]")
         bad = check_adjoint(jvp, wrong, x, f=fv, name=f"control[{be.name}, adjoint, transposed-wrong vjp]")
     if not good.passed:
-        raise GradientAssertionError(f"negative control failed: a CORRECT jvp/vjp pair failed the adjoint test\n{good}", good)
+        raise GradientAssertionError("negative control failed: a CORRECT jvp/vjp pair failed the adjoint "
+                                     f"test\n{good}", good)
     if bad.passed or not bad.blame or bad.blame["vjp_agrees"] or not bad.blame["jvp_agrees"]:
         raise GradientAssertionError("negative control failed: the adjoint test did not flag a wrong vjp "
                                      f"(and name it)\n{bad}", bad)
@@ -191,7 +192,8 @@ def _taylor(be: Any, options: dict[str, Any]) -> None:
     for args in wrong:
         bad = taylor_test(f, x, name=f"control[{be.name}, taylor, corrupted]", **args)
         if bad.passed:
-            raise GradientAssertionError(f"negative control failed: the Taylor test passed a corrupted claim\n{bad}", bad)
+            raise GradientAssertionError("negative control failed: the Taylor test passed a corrupted "
+                                         f"claim\n{bad}", bad)
 
 
 def _complex(be: Any, options: dict[str, Any]) -> None:

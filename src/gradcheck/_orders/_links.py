@@ -19,7 +19,9 @@ from .._report import Report as Report
 from .._verdict import FAILING as FAILING
 from .._verdict import Verdict as Verdict
 from .._control import CORRUPTIONS as CORRUPTIONS
-from ..backends._numpy import _W as CONTROL_WEIGHTS
+from ..backends._numpy import _W
 from ..backends._numpy import control_function as control_function
 from ..backends._numpy import control_gradient as control_gradient
 from ..backends._numpy import control_input as control_input
+
+CONTROL_WEIGHTS = _W  # the control function's weights

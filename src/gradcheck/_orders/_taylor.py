@@ -88,8 +88,8 @@ class TaylorResult(ResultMixin):
         return FAIL if FAIL in each else (INCONCLUSIVE if INCONCLUSIVE in each else PASS)
 
     def summary(self) -> str:
-        parts = [f"order {o:.2f} (needs >= {REQUIRED[j]})" if math.isfinite(o) else f"order not measured ({self._status_of(j)})"
-                 for j, o in enumerate(self.observed)]
+        parts = [f"order {o:.2f} (needs >= {REQUIRED[j]})" if math.isfinite(o)
+                 else f"order not measured ({self._status_of(j)})" for j, o in enumerate(self.observed)]
         what = ["gradient", "gradient + Hessian"]
         said = "; ".join(f"{what[j]}: {p}" for j, p in enumerate(parts))
         return f"{self.name}: {self.status} -- Taylor test, {len(self.steps)} steps; {said}"
@@ -107,12 +107,14 @@ class TaylorResult(ResultMixin):
                 order = self.orders[j][k] if k < len(self.orders[j]) else math.nan
                 mark = " " if self.counted[j][k] else "."
                 width = 12 if j == 0 else 14
-                row += f" {rem[k]:>{width}.3e}{mark}{order:>6.2f}" if math.isfinite(order) else f" {rem[k]:>{width}.3e}{mark}{'':>6}"
+                shown = f"{order:>6.2f}" if math.isfinite(order) else " " * 6
+                row += f" {rem[k]:>{width}.3e}{mark}{shown}"
             out.append(row)
         out.append(". = under the threshold (round-off dominates): not counted")
         for j, res in enumerate(self.resolution):
             if not any(self.counted[j]):
-                out.append(f"remainder {j + 1} never rose above round-off: the model is exact to {res:.1e} of the term it tests")
+                out.append(f"remainder {j + 1} never rose above round-off: the model is exact to {res:.1e} "
+                           "of the term it tests")
         out.extend(f"note: {n}" for n in self.notes)
         return out
 
