@@ -111,13 +111,17 @@ def test_result_answers_like_a_report():
 
 
 def test_bad_input_gets_clear_errors():
-    """A linear operator without in_shape, and a vjp of the wrong shape, are refused."""
+    """A linear operator without in_shape, and a vjp of the wrong shape, are refused; the
+    point x is never modified."""
     with pytest.raises(TypeError, match="in_shape"):
         check_adjoint(lambda t: A @ t, lambda v: A.T @ v)
     with pytest.raises(ShapeMismatchError, match="vjp"):
         check_adjoint(lambda t: A @ t, lambda v: (A.T @ v)[:5], in_shape=(316,))
     with pytest.raises(TypeError, match="framework"):
         check_adjoint(None, None, np.zeros(3), f=np.sin)
+    x = np.linspace(-1, 1, 316)
+    check_adjoint(lambda z, t: A @ (t * z), lambda z, v: z * (A.T @ v), x, f=lambda z: A @ (z * z / 2))
+    assert x.tobytes() == np.linspace(-1, 1, 316).tobytes()  # the point is unchanged
 
 
 def test_negative_control_adjoint_numpy():

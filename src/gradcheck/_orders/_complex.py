@@ -178,14 +178,14 @@ class ComplexReport(Report):
         return self.parts.excess().max(axis=-1)
 
     def to_dict(self, *, arrays: bool = False, limit: int = 1000) -> dict[str, Any]:
-        """As :meth:`Report.to_dict`, complex values as ``[re, im]``; ``parts`` holds the
-        real view's report (each part's verdict and values)."""
-        out = self.parts.to_dict(arrays=arrays, limit=limit)
+        """As :meth:`Report.to_dict` (every key of the real view's dict is kept), with the
+        entries, counts and shape per complex entry, complex values as ``[re, im]``;
+        ``parts`` holds the real view's own dict (each part's verdict and values)."""
+        parts = self.parts.to_dict(arrays=arrays, limit=limit)
+        out = {k: v for k, v in parts.items() if k not in ("entries", "entries_truncated") and k not in
+               ("analytic", "numeric", "noise", "tolerance", "verdicts")}
         flagged = self.entries([v for v in Verdict if v is not Verdict.PASS])
         pair = lambda z: [_num(z.real), _num(z.imag)]  # noqa: E731
-        parts = out
-        out = {k: parts[k] for k in ("dtype", "engine", "deterministic", "drift", "evaluations", "seconds",
-                                        "config", "notes", "adjudication")}
         out.update(name=self.name, passed=self.passed, shape=list(self.shape), convention=self.convention,
                    counts={v.name: n for v, n in self.counts.items()}, notes=list(self.notes))
         out["entries"] = [{"index": list(ix), "verdict": Verdict(int(self.codes[ix])).name,

@@ -115,6 +115,9 @@ class TaylorResult(ResultMixin):
             if not any(self.counted[j]):
                 out.append(f"remainder {j + 1} never rose above round-off: the model is exact to {res:.1e} "
                            "of the term it tests")
+        if self.status == INCONCLUSIVE:
+            out.append(f"too few steps stand above round-off to measure an order ({self.dtype}): run f in "
+                       "float64, or choose a larger h0 (at the risk of pre-asymptotic orders)")
         out.extend(f"note: {n}" for n in self.notes)
         return out
 
