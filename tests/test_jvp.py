@@ -168,6 +168,20 @@ def test_torch_user_jvp_takes_tensors_and_control_runs():
     gradcheck.assert_detects_wrong_gradient("torch", kind="jvp")
 
 
+def test_torch_checks_never_fork_a_pool_by_themselves(monkeypatch):
+    """A costly-looking torch check (timings forced to 1 s per call on 4 cores) stays on
+    serial: a child forked after torch's thread pool ran deadlocks (seen: check_jvp of a
+    50x1000 tanh layer hung on a busy machine when auto picked processes)."""
+    torch = framework("torch")
+    from gradcheck.engines import _processes
+
+    monkeypatch.setattr(_processes, "usable_cores", lambda: 4)
+    monkeypatch.setattr(_processes, "_time_call", lambda evaluate: 1.0)
+    r = check_jvp(torch_sin_times_x(), torch.tensor(X))
+    assert r.passed and r.engine == "serial"
+    assert gradcheck.check(lambda t: (t.sin() * t).sum(), torch.tensor(X)).engine == "serial"
+
+
 # -- jax forward mode ---------------------------------------------------------------------
 
 

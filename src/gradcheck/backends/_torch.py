@@ -75,6 +75,9 @@ class TorchBackend:
     """
 
     name = "torch"
+    # A child forked after torch's intra-op thread pool ran (any parallel matmul) deadlocks
+    # in its first parallel op: a process-pool engine must not pick this backend by itself.
+    fork_safe = False
 
     def __init__(self, device: torch.device | str | None = None) -> None:
         self.device = torch.device(device) if device is not None else None
