@@ -13,6 +13,8 @@ MODULES = [
     "gradcheck._fork", "gradcheck._inputs", "gradcheck._jit", "gradcheck.backends._contract",
     "gradcheck._arguments",
     "gradcheck._html",
+    "gradcheck._orders._jvp", "gradcheck._orders._adjoint", "gradcheck._orders._hvp",
+    "gradcheck._orders._taylor",
 ]
 
 

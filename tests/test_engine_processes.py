@@ -214,6 +214,8 @@ def test_auto_picks_processes_for_a_costly_f(monkeypatch):
     processes, and the reason gives the estimate."""
     monkeypatch.setattr(_processes, "usable_cores", lambda: 4)
     monkeypatch.setattr(_processes, "_time_call", lambda evaluate: 0.01)
+    # the estimate is under test, not the hazard: jax may be running from an earlier test
+    monkeypatch.setattr(_processes, "fork_hazard", lambda: None)
     reason = auto_reason(_problem(lambda x: float(x.sum()), np.ones(200)))
     assert reason is not None and "400 evaluations" in reason and "4 processes" in reason
 

@@ -14,6 +14,8 @@ PUBLIC = [
     "UnsupportedInputError", "FunctionError", "InputMutationError", "GradientAssertionError",
     "GradcheckWarning", "__version__", "Checkpoint", "CheckpointError", "CheckpointMismatchError",
     "OutputError", "AliasedParametersError",
+    "check_jvp", "check_hvp", "check_adjoint", "taylor_test", "AdjointResult", "TaylorResult",
+    "ComplexReport",
 ]
 
 

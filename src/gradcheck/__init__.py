@@ -32,3 +32,12 @@ from ._sweep import grid as grid
 from ._sweep import shape_sweep as shape_sweep
 from ._verdict import Verdict as Verdict
 from ._version import __version__ as __version__
+
+# Beyond first-order reverse mode (forward mode, adjoint test, second order, Taylor test):
+from ._orders._adjoint import AdjointResult as AdjointResult
+from ._orders._adjoint import check_adjoint as check_adjoint
+from ._orders._complex import ComplexReport as ComplexReport
+from ._orders._hvp import check_hvp as check_hvp
+from ._orders._jvp import check_jvp as check_jvp
+from ._orders._taylor import TaylorResult as TaylorResult
+from ._orders._taylor import taylor_test as taylor_test

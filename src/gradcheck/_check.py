@@ -95,6 +95,7 @@ def check(
     bound_ulps: float | None = None,
     executor: Any = None,
     checkpoint: Any = None,
+    complex_convention: str | None = None,
 ) -> Report | MultiReport:
     """Check the claimed gradient of ``f`` at ``x`` at every entry.
 
@@ -128,6 +129,12 @@ def check(
     its own dtype: ``bound_ulps`` (default 2) ulps plus an absolute floor, both stated in
     ``report.notes`` (``gradcheck._lowp_check`` explains the rule).
 
+    A complex ``x`` (or a complex output) is checked on its real view, real and imaginary
+    parts differenced separately, one verdict per complex entry. ``complex_convention``
+    says which complex number the claim is: ``"torch"`` (``dL/dRe z + i dL/dIm z``, so
+    ``2z`` for ``L = |z|^2``; the default) or ``"jax"`` (its conjugate; the default for
+    jax input). ``gradcheck._orders._complex`` explains the rule.
+
     Returns a :class:`Report` (call ``.assert_pass()`` in a test).
 
     >>> import numpy as np, gradcheck
@@ -143,16 +150,24 @@ def check(
     config, name, engine, vectorized, progress, refine, adjudicate, digits, bound_ulps, executor = args.values()
     if executor is not None and engine not in ("auto", "executor"):
         raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
+    if complex_convention is not None:
+        _complex_module().validate_convention(complex_convention)
     if is_multiple_inputs(x):
         return _check_inputs(f, x, grad, config=config, name=name, backend=backend,
                              engine=engine, vectorized=vectorized, progress=progress,
                              refine=refine, adjudicate=adjudicate, digits=digits, bound_ulps=bound_ulps,
-                             executor=executor, checkpoint=checkpoint)
+                             executor=executor, checkpoint=checkpoint, complex_convention=complex_convention)
     started = time.perf_counter()
     be = _backends.resolve(backend, x)
     # A function may declare that it takes a leading batch axis (the control's does).
     vectorized = vectorized or bool(getattr(f, "gradcheck_vectorized", False))
     x_np = be.to_numpy(x)
+    # -- complex input or output: the real view (gradcheck._orders._complex) -------------
+    complex_options = dict(config=config, name=name, engine=engine, vectorized=vectorized, progress=progress,
+                           refine=refine, adjudicate=adjudicate, digits=digits, executor=executor,
+                           checkpoint=checkpoint)
+    if np.iscomplexobj(x_np):
+        return _check_complex(f, x_np, grad, be, complex_convention, complex_options)
     dtype = float_dtype_name(x_np)
     lowp = None
     if dtype in ("float16", "bfloat16"):  # difference the float64 upcast when f allows it
@@ -178,6 +193,8 @@ def check(
         raise  # the backend already said what failed (f's output, gradcheck's conversion)
     except Exception as exc:
         raise FunctionError(None, "base", None, exc) from exc
+    if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._orders._complex)
+        return _check_complex(f, x_np, grad, be, complex_convention, complex_options)
     require_real_output(output_array(y0), f"f ({label})")
     cotangent = None if y0.ndim == 0 else make_cotangent(y0.shape, cfg)
     if lowp is not None:
@@ -312,6 +329,22 @@ def check(
             + "".join(f"  - {v}\n" for v in violations) + str(report), report,
         )
     return report
+
+
+# -- complex inputs and outputs (gradcheck._orders._complex) ------------------------------
+
+
+def _complex_module():
+    from ._orders import _complex  # late: the feature imports check from here
+
+    return _complex
+
+
+def _check_complex(f, x_np, grad, be, convention, options) -> Report:
+    """Check ``f`` on the real view of a complex input or output (one verdict per complex entry)."""
+    module = _complex_module()
+    module.validate_convention(convention)
+    return module.check_complex(check, f, x_np, grad, be, convention, options)
 
 
 # -- several inputs: check(f, (x1, x2, ...)) ----------------------------------------------

@@ -50,7 +50,7 @@ class _Corrupting:
 
 
 def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto", config: Config | None = None,
-                                  adjudicate: bool | str = "auto", executor: Any = None) -> None:
+                                  adjudicate: bool | str = "auto", executor: Any = None, kind: str = "grad") -> None:
     """Raise :class:`GradientAssertionError` unless the checker, through ``backend``,
     flags a corrupted gradient at exactly its corrupted entries AND passes the correct one.
 
@@ -64,9 +64,22 @@ def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto
     ``processes``, and ``executor`` (pass ``executor=``, as to :func:`gradcheck.check`).
     The compiled engine runs numpy-backend problems only.
 
+    ``kind`` chooses the claim: ``"grad"`` (a gradient, the default), ``"jvp"``
+    (:func:`gradcheck.check_jvp`), ``"hvp"`` (:func:`gradcheck.check_hvp`, with the
+    symmetric-Hessian test), ``"adjoint"`` (:func:`gradcheck.check_adjoint`: a
+    transposed-wrong VJP must fail and be named), ``"taylor"`` (:func:`gradcheck.taylor_test`
+    with a gradient and a Hessian), ``"complex"`` (:func:`gradcheck.check` on complex
+    input); ``gradcheck._orders._controls`` holds them.
+
     >>> import gradcheck
     >>> gradcheck.assert_detects_wrong_gradient("numpy")
+    >>> gradcheck.assert_detects_wrong_gradient("numpy", kind="taylor")
     """
+    if kind != "grad":  # the other kinds of claim: gradcheck._orders
+        from ._orders._controls import run_control
+
+        options = dict(engine=engine, config=config, adjudicate=adjudicate, executor=executor)
+        return run_control(kind, backend, **{k: v for k, v in options.items() if v is not None})
     from ._check import check  # late: avoid an import cycle at package import
 
     be = _backends.resolve(backend, None)

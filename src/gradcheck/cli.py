@@ -117,9 +117,15 @@ def _cmd_check(args: argparse.Namespace) -> int:
     else:
         raise ValueError("give --input FILE.npy or --shape D0,D1,...")
     cfg = Config.for_dtype(str(x.dtype)) if x.dtype.kind == "f" else None
+    options = dict(config=cfg, backend=args.backend, engine=args.engine,
+                   adjudicate=False if args.no_referee else "auto")
     try:
-        report = check(f, x, grad, config=cfg, backend=args.backend, engine=args.engine,
-                       adjudicate=False if args.no_referee else "auto")
+        if args.jvp or args.hvp:  # forward mode / second order: gradcheck._orders._cli
+            from ._orders._cli import check_orders
+
+            report = check_orders(args, f, x, grad, _load, **options)
+        else:
+            report = check(f, x, grad, **options)
     except Exception as exc:
         _blame_user_code(exc, args.function, grad, args.grad)
         raise
@@ -264,6 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--json", action="store_true")
     chk.add_argument("--html", metavar="FILE.html", help="also write the report as a self-contained HTML page")
     chk.set_defaults(run=_cmd_check)
+    from ._orders._cli import add_check_options, add_taylor_parser  # --jvp/--hvp, taylor
+
+    add_check_options(chk)
+    add_taylor_parser(sub, _load)
     dsp = sub.add_parser(
         "dispute", help="judge low-precision candidate outputs against the exact value of MODULE:FUNC",
         description="Evaluate --fn at arbitrary precision on --inputs and measure each --candidate "

@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from ._orders._plugin import OrdersFixtureMixin
+
 #: Name of the marker and of the fixture.
 MARKER = "gradcheck"
 #: Keyword arguments the marker accepts (defaults for the fixture's checks in that test).
@@ -63,16 +65,17 @@ class _SessionState:
     controls: dict[tuple[str, str], BaseException | None] = field(default_factory=dict)
     checks: dict[str, int] = field(default_factory=dict)
 
-    def require_control(self, backend: Any, engine: str = "auto") -> None:
-        """Run the negative control for ``backend`` once; raise if it failed (now or before)."""
+    def require_control(self, backend: Any, engine: str = "auto", kind: str = "grad") -> None:
+        """Run the negative control (of this ``kind`` of claim) for ``backend`` once; raise
+        if it failed (now or before)."""
         __tracebackhide__ = True
         name = backend if isinstance(backend, str) else getattr(backend, "name", repr(backend))
-        key = (name, engine)
+        key = (name, engine if kind == "grad" else f"{engine}; kind {kind}")
         if key not in self.controls:
             from . import assert_detects_wrong_gradient
 
             try:
-                assert_detects_wrong_gradient(backend, engine=engine)
+                assert_detects_wrong_gradient(backend, engine=engine, kind=kind)
             except AssertionError as exc:  # GradientAssertionError: the control's verdict
                 self.controls[key] = exc
             else:
@@ -82,9 +85,11 @@ class _SessionState:
             raise NegativeControlError(name, engine, failure)
 
 
-class GradcheckFixture:
+class GradcheckFixture(OrdersFixtureMixin):
     """What the ``gradcheck`` fixture gives a test: checks that fail the test unless they
-    pass, with the negative control run first for each backend.
+    pass, with the negative control run first for each backend. ``check_jvp``,
+    ``check_hvp``, ``check_adjoint`` and ``taylor_test`` come from
+    :class:`~gradcheck._orders._plugin.OrdersFixtureMixin` (their own controls).
 
     ``reports`` lists the reports of this test; ``backends`` the backend names used.
     """

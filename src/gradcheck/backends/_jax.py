@@ -77,7 +77,7 @@ class JaxBackend:
     @staticmethod
     def _scope(x: np.ndarray):
         """x64 for the duration of one call, when a float64 input needs it."""
-        if np.asarray(x).dtype == np.float64 and not _x64_enabled():
+        if np.asarray(x).dtype in (np.float64, np.complex128) and not _x64_enabled():
             return _enable_x64()
         return contextlib.nullcontext()
 
@@ -98,7 +98,8 @@ class JaxBackend:
         if cotangent is None:
             ct = jnp.ones_like(y)
         else:
-            ct = jnp.asarray(np.asarray(cotangent, dtype=np.float64)).astype(y.dtype)
+            wide = np.complex128 if np.iscomplexobj(cotangent) else np.float64
+            ct = jnp.asarray(np.asarray(cotangent, dtype=wide)).astype(y.dtype)
         return xj, ct, pullback
 
     @staticmethod
@@ -144,6 +145,36 @@ class JaxBackend:
 
     def control_problem(self) -> tuple[Callable[..., Any], np.ndarray, Any]:
         return control_function, control_input(), None
+
+    # -- forward mode and double backward (gradcheck._orders) ------------------------
+    def jvp(self, f: Callable[..., Any], x: np.ndarray, tangents: np.ndarray) -> tuple[np.ndarray, str]:
+        """``J t`` for each tangent in ``tangents`` (shape ``(k, *x.shape)``) from
+        ``jax.vmap`` of ``jax.jvp`` (``custom_jvp`` rules included), as
+        ``(array of shape (k, *y.shape), how)``; a function ``vmap`` refuses falls back
+        to k calls of ``jax.jvp``."""
+        with self._scope(x):
+            xj = jnp.asarray(x)
+            one = lambda t: _output_array(jax.jvp(f, (xj,), (t,))[1])  # noqa: E731
+            try:
+                out = jax.vmap(one)(jnp.asarray(tangents))
+                return np.array(out, copy=True), "jax.vmap(jax.jvp)"
+            except Exception as exc:  # noqa: BLE001 - vmap refused: a loop still can
+                refused = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+            try:
+                rows = [np.array(one(jnp.asarray(t)), copy=True) for t in tangents]
+            except Exception as exc:
+                raise FunctionError(None, "forward-mode", None, exc) from exc
+        return np.stack(rows), f"jax.jvp, one call per tangent (jax.vmap refused: {refused})"
+
+    def hvp(self, f: Callable[..., Any], x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Forward over reverse: ``jax.jvp(jax.grad(f), (x,), (v,))`` (a scalar ``f``)."""
+        with self._scope(x):
+            xj = jnp.asarray(x)
+            try:
+                _, h = jax.jvp(jax.grad(f), (xj,), (jnp.asarray(v).astype(xj.dtype),))
+            except Exception as exc:
+                raise FunctionError(None, "double backward", None, exc) from exc
+            return np.array(h, copy=True)
 
 
 def control_function(x: jax.Array) -> jax.Array:

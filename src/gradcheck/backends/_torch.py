@@ -23,6 +23,7 @@ True
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -93,6 +94,9 @@ class TorchBackend:
     """
 
     name = "torch"
+    # A child forked after torch's intra-op thread pool ran (any parallel matmul) deadlocks
+    # in its first parallel op: a process-pool engine must not pick this backend by itself.
+    fork_safe = False
 
     def __init__(self, device: torch.device | str | None = None) -> None:
         self.device = usable_device(device) if device is not None else None
@@ -132,7 +136,7 @@ class TorchBackend:
     def _output_gradient(y: torch.Tensor, cotangent: np.ndarray | None) -> torch.Tensor:
         if cotangent is None:
             return torch.ones_like(y)
-        return torch.as_tensor(np.asarray(cotangent, dtype=np.float64)).to(dtype=y.dtype, device=y.device)
+        return torch.as_tensor(_widened(cotangent)).to(dtype=y.dtype, device=y.device)
 
     @staticmethod
     def _backward(y, xt, gy, *, retain_graph: bool) -> torch.Tensor | None:
@@ -159,7 +163,7 @@ class TorchBackend:
         if callable(grad):
             args = [self._tensor(x)]
             if cotangent is not None:
-                args.append(torch.as_tensor(np.asarray(cotangent, dtype=np.float64)))
+                args.append(torch.as_tensor(_widened(cotangent)))
             with torch.no_grad():
                 grad = grad(*args)
         return tensor_to_numpy(grad) if isinstance(grad, torch.Tensor) else np.asarray(grad)
@@ -190,6 +194,61 @@ class TorchBackend:
 
     def control_problem(self) -> tuple[Callable[..., Any], np.ndarray, Any]:
         return control_function, control_input(), None
+
+    # -- forward mode and double backward (gradcheck._orders) ------------------------
+    def jvp(self, f: Callable[..., Any], x: np.ndarray, tangents: np.ndarray) -> tuple[np.ndarray, str]:
+        """``J t`` for each tangent ``t`` in ``tangents`` (shape ``(k, *x.shape)``), from
+        torch's forward mode, as ``(array of shape (k, *y.shape), how)``.
+
+        One ``torch.func.vmap`` of ``torch.func.jvp`` over the k tangents; a function
+        that functorch cannot transform (an ``autograd.Function`` without
+        ``setup_context``, a data-dependent branch) falls back to k calls through
+        ``torch.autograd.forward_ad`` dual tensors, and ``how`` says so.
+        """
+        xt = self._tensor(x)
+        tt = self._tensor(np.ascontiguousarray(tangents))
+        try:
+            with warnings.catch_warnings():  # functorch's own use of the deprecated torch.jit.script
+                warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=DeprecationWarning)
+                out = torch.func.vmap(lambda t: _output_tensor(torch.func.jvp(f, (xt,), (t,))[1]))(tt)
+            return np.array(tensor_to_numpy(out), copy=True), "torch.func.vmap(torch.func.jvp)"
+        except Exception as exc:  # noqa: BLE001 - functorch refused: forward_ad still can
+            refused = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
+        import torch.autograd.forward_ad as fwad
+
+        rows = []
+        for t in tt:
+            try:
+                with fwad.dual_level():
+                    y = _output_tensor(f(fwad.make_dual(xt, t)))
+                    tangent = fwad.unpack_dual(y).tangent
+            except Exception as exc:
+                raise FunctionError(None, "forward-mode", None, exc) from exc
+            rows.append(torch.zeros_like(y) if tangent is None else tangent.detach())
+        how = f"torch.autograd.forward_ad, one call per tangent (torch.func.vmap refused: {refused})"
+        return np.array(tensor_to_numpy(torch.stack(rows)), copy=True), how
+
+    def hvp(self, f: Callable[..., Any], x: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Double backward: ``d/dx <grad f(x), v>`` through
+        ``torch.autograd.grad(..., create_graph=True)`` (a scalar ``f``)."""
+        xt, y = self._forward(f, x)
+        if not y.requires_grad:
+            return np.zeros(x.shape, dtype=x.dtype)
+        try:
+            with torch.enable_grad():
+                (g,) = torch.autograd.grad(y, xt, create_graph=True)
+                if not g.requires_grad:
+                    return np.zeros(x.shape, dtype=x.dtype)  # the gradient does not depend on x
+                (h,) = torch.autograd.grad(g, xt, grad_outputs=self._tensor(np.asarray(v, dtype=x.dtype)),
+                                           allow_unused=True)
+        except Exception as exc:
+            raise FunctionError(None, "double backward", None, exc) from exc
+        return np.zeros(x.shape, dtype=x.dtype) if h is None else np.array(tensor_to_numpy(h), copy=True)
+
+
+def _widened(cotangent: np.ndarray) -> np.ndarray:
+    """The core's cotangent as float64, or complex128 for a complex output."""
+    return np.asarray(cotangent, dtype=np.complex128 if np.iscomplexobj(cotangent) else np.float64)
 
 
 _W_T = torch.from_numpy(_W)

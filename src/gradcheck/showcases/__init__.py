@@ -160,6 +160,8 @@ def _control() -> tuple[Any, bool, str]:
     return "negative control (numpy backend): corrupted gradient flagged, correct one passed", True, "both directions"
 
 
+from .._orders._showcases import adjoint_transposed, taylor_correct, taylor_pictures, taylor_wrong  # noqa: E402
+
 SHOWCASES = (
     Showcase("negative control", _control),
     Showcase("numpy function, planted 1e-5 relative bug", _numpy_planted),
@@ -171,6 +173,9 @@ SHOWCASES = (
     Showcase("tiny transformer, correct backward", _transformer(None)),
     Showcase("tiny transformer, one tensor's line wrong", _transformer("wq_line")),
     Showcase("tiny transformer, wrong value returned from block 1", _transformer("block_return")),
+    Showcase("Taylor test: gradient and Hessian by hand", taylor_correct, taylor_pictures),
+    Showcase("Taylor test: one term of a gradient 1e-4 off", taylor_wrong),
+    Showcase("adjoint (dot-product) test: a transposed-wrong VJP on 1e5 inputs", adjoint_transposed),
 )
 
 

@@ -1,0 +1,254 @@
+"""``check_adjoint``: the dot-product test ``<J t, v> = <t, J^T v>``.
+
+A tangent-linear model ``jvp`` and an adjoint model ``vjp`` written by hand must be
+transposes of each other. For seeded random ``t`` and ``v`` (three draws: ``(t1, v1)``,
+``(t2, v2)`` and their sums) the two inner products are compared against a bound:
+
+    |<J t, v> - <t, J^T v>| <= k * ( g_out * sum|J t * v| + g_in * sum|t * J^T v|
+                                      + sum|d_J| * |v|  + sum|d_JT| * |t| )
+
+* ``g_n = (ceil(log2 n) + 2) * u`` bounds the round-off of an inner product of ``n``
+  terms summed pairwise (numpy's ``add.reduce``; one more ``u`` for the products), ``u``
+  the unit round-off of the lowest precision among ``x``, ``J t`` and ``J^T v``;
+* ``d_J = J(t1 + t2) - J t1 - J t2`` (and ``d_JT`` likewise) is the measured round-off of
+  the operators themselves: a correct operator is linear up to its own round-off, so its
+  linearity defect is what the two products may legitimately differ by beyond the sums'
+  rounding (a matrix product with cancellation, a solver with a tolerance);
+* ``k`` is ``noise_factor`` (8, as in ``check``).
+
+An operator whose linearity defect exceeds ``sqrt(u)`` of its output's size is not a
+linear map at all: that fails the test too, naming it. With ``f`` given, each side is
+also compared with a central difference of ``v . f`` along ``t`` (Richardson-extrapolated),
+so a failure says which of the two models is inconsistent with ``f``.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ._jvp import call_user
+from ._links import UNIT_ROUNDOFF, backends, dtype_name
+from ._result import FAIL, PASS, ResultMixin
+
+#: Draws of (t, v): two independent ones and their sum (which also measures linearity).
+DRAWS = 3
+
+
+@dataclass(frozen=True, eq=False)
+class AdjointResult(ResultMixin):
+    """The dot-product test: per draw ``<J t, v>``, ``<t, J^T v>``, their difference and
+    the bound it must stay under; the operators' linearity defects; and, when ``f`` was
+    given, which side agrees with finite differences (``blame``)."""
+
+    name: str
+    forward: tuple[float, ...]          # <J t, v> per draw
+    adjoint: tuple[float, ...]          # <t, J^T v> per draw
+    bound: tuple[float, ...]
+    linearity: dict[str, float]         # relative defects of jvp and vjp, and the limit
+    in_shape: tuple[int, ...]
+    out_shape: tuple[int, ...]
+    dtype: str
+    seconds: float
+    calls: int
+    blame: dict[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def differences(self) -> tuple[float, ...]:
+        return tuple(abs(a - b) for a, b in zip(self.forward, self.adjoint))
+
+    @property
+    def nonlinear(self) -> tuple[str, ...]:
+        """The models whose linearity defect is beyond round-off."""
+        limit = self.linearity["limit"]
+        return tuple(k for k in ("jvp", "vjp") if not self.linearity[k] <= limit)
+
+    @property
+    def status(self) -> str:
+        finite = all(math.isfinite(v) for v in self.forward + self.adjoint + self.bound)
+        held = finite and all(d <= b for d, b in zip(self.differences, self.bound))
+        return PASS if held and not self.nonlinear else FAIL
+
+    def summary(self) -> str:
+        worst = max((d / b if b > 0 else (0.0 if d == 0 else math.inf))
+                    for d, b in zip(self.differences, self.bound))
+        return (f"{self.name}: {self.status} -- adjoint test <J t, v> = <t, J^T v>, {len(self.forward)} draws, "
+                f"x {self.in_shape} -> y {self.out_shape}; worst |difference|/bound {worst:.2g}")
+
+    def lines(self) -> list[str]:
+        out = [f"dtype {self.dtype}, {self.calls} operator calls in {self.seconds:.3g} s"]
+        out.append(f"{'draw':<8} {'<J t, v>':>24} {'<t, J^T v>':>24} {'|difference|':>13} {'bound':>10}")
+        labels = ("t1, v1", "t2, v2", "sums")
+        for i, (a, b, bd) in enumerate(zip(self.forward, self.adjoint, self.bound)):
+            out.append(f"{labels[i]:<8} {a:>24.16e} {b:>24.16e} {abs(a - b):>13.3e} {bd:>10.3e}")
+        lin = self.linearity
+        out.append(f"linearity defect (relative): jvp {lin['jvp']:.2e}, vjp {lin['vjp']:.2e}; "
+                   f"beyond {lin['limit']:.1e} is not round-off")
+        for which in self.nonlinear:
+            out.append(f"{which} is not linear in its {'tangent' if which == 'jvp' else 'cotangent'}: "
+                       f"J(a + b) differs from J a + J b far beyond round-off")
+        out.extend(self._blame_lines())
+        out.extend(f"note: {n}" for n in self.notes)
+        return out
+
+    def _blame_lines(self) -> list[str]:
+        if not self.blame:
+            return []
+        b = self.blame
+        said = {True: "agrees", False: "DISAGREES"}
+        line = (f"finite differences of v . f along t: {b['numeric']:.12e} (+- {b['error']:.1e}); "
+                f"jvp {said[b['jvp_agrees']]}, vjp {said[b['vjp_agrees']]}")
+        return [line, f"verdict on the models: {b['verdict']}"]
+
+    def _fields(self) -> dict[str, Any]:
+        return {"forward": list(self.forward), "adjoint": list(self.adjoint), "bound": list(self.bound),
+                "differences": list(self.differences), "linearity": dict(self.linearity),
+                "nonlinear": list(self.nonlinear), "in_shape": list(self.in_shape),
+                "out_shape": list(self.out_shape), "dtype": self.dtype, "seconds": self.seconds,
+                "calls": self.calls, "blame": dict(self.blame), "notes": list(self.notes)}
+
+
+def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None, x: Any = None, *,
+                  f: Callable[..., Any] | None = None, in_shape: tuple[int, ...] | None = None,
+                  backend: Any = None, seed: int = 0, noise_factor: float = 8.0,
+                  name: str | None = None) -> AdjointResult:
+    """The dot-product test of a tangent-linear model ``jvp`` against its adjoint ``vjp``.
+
+    With a point ``x``: ``jvp(x, t) = J t`` and ``vjp(x, v) = J^T v`` (the Jacobian of
+    some ``f`` at ``x``); with ``x=None`` (a linear operator): ``jvp(t)``, ``vjp(v)`` and
+    ``in_shape`` gives the shape of ``t``. For torch tensors and jax arrays, ``jvp=None``
+    and ``vjp=None`` mean the framework's forward and reverse modes of ``f``. With ``f``
+    given, each side is also compared with finite differences of ``f`` (``result.blame``
+    names the inconsistent one). The bound is in this module's docstring.
+
+    >>> import numpy as np, gradcheck
+    >>> A = np.random.default_rng(0).standard_normal((300, 200))
+    >>> gradcheck.check_adjoint(lambda t: A @ t, lambda v: A.T @ v, in_shape=(200,)).passed
+    True
+    >>> gradcheck.check_adjoint(lambda t: A @ t, lambda v: A[:, ::-1].T @ v, in_shape=(200,)).passed
+    False
+    """
+    started = time.perf_counter()
+    inner, point, fwd, adj, label = _operators(jvp, vjp, x, f, in_shape, backend, name)
+    rng = np.random.default_rng(seed)
+    dtype = point.dtype if point is not None else np.dtype(np.float64)
+    shape = point.shape if point is not None else tuple(in_shape or ())
+    ts = [rng.standard_normal(shape).astype(dtype) for _ in range(2)]
+    jt = [fwd(t) for t in ts]
+    vs = [rng.standard_normal(jt[0].shape).astype(jt[0].dtype if jt[0].dtype.kind == "f" else np.float64)
+          for _ in range(2)]
+    ts.append(ts[0] + ts[1])
+    vs.append(vs[0] + vs[1])
+    jt.append(fwd(ts[2]))
+    jtv = [adj(v) for v in vs]
+    _require_shapes(jt, jtv, shape, vs[0].shape)
+    unit = max(_unit(a) for a in (ts[0], jt[0], jtv[0]))
+    defect_j = jt[2] - jt[0] - jt[1]
+    defect_jt = jtv[2] - jtv[0] - jtv[1]
+    rows = [_draw(t, v, a, b, defect_j, defect_jt, unit, noise_factor) for t, v, a, b in zip(ts, vs, jt, jtv)]
+    limit = math.sqrt(unit)
+    linearity = {"jvp": _relative(defect_j, jt), "vjp": _relative(defect_jt, jtv), "limit": limit}
+    blame = {}
+    if f is not None and point is not None:
+        blame = _blame(f, point, inner, ts[0], vs[0], jtv[0], rows[0], unit, noise_factor)
+    return AdjointResult(name=label, forward=tuple(r[0] for r in rows), adjoint=tuple(r[1] for r in rows),
+                         bound=tuple(r[2] for r in rows), linearity=linearity, in_shape=tuple(shape),
+                         out_shape=tuple(jt[0].shape), dtype=str(dtype_name(dtype)),
+                         seconds=time.perf_counter() - started, calls=6, blame=blame)
+
+
+def _operators(jvp, vjp, x, f, in_shape, backend, name):
+    """``(backend, x as numpy or None, t -> J t, v -> J^T v, label)``, numpy in and out."""
+    if x is None:
+        if in_shape is None:
+            raise TypeError("check_adjoint(jvp, vjp) of a linear operator needs in_shape= (the shape of t); "
+                            "for the Jacobian of f at x pass x")
+        if jvp is None or vjp is None:
+            raise TypeError("without x, pass both jvp(t) and vjp(v)")
+        label = name or f"{getattr(jvp, '__name__', 'jvp')} / {getattr(vjp, '__name__', 'vjp')}"
+        return None, None, lambda t: np.asarray(jvp(t.copy())), lambda v: np.asarray(vjp(v.copy())), label
+    inner = backends.resolve(backend, x)
+    point = np.array(inner.to_numpy(x), copy=True)
+    if (jvp is None or vjp is None) and (f is None or not hasattr(inner, "jvp")):
+        raise TypeError("jvp=None / vjp=None mean the framework's own modes: pass f and a torch or jax x")
+    if jvp is None:
+        fwd = lambda t: inner.jvp(f, point, t[None])[0][0]  # noqa: E731
+    else:
+        fwd = lambda t: call_user(inner, jvp, point, t)  # noqa: E731
+    if vjp is None:
+        adj = lambda v: np.array(inner.claimed_gradient(f, point.copy(), v, None), copy=True)  # noqa: E731
+    else:
+        adj = lambda v: call_user(inner, vjp, point, v)  # noqa: E731
+    subject = getattr(f, "__name__", "f") if f is not None else getattr(jvp, "__name__", "jvp")
+    label = name or f"adjoint test of {subject}"
+    return inner, point, fwd, adj, label
+
+
+def _require_shapes(jt, jtv, in_shape, out_shape) -> None:
+    from ._links import ShapeMismatchError
+
+    if jtv[0].shape != tuple(in_shape):
+        raise ShapeMismatchError("vjp(v) (it must be shaped like the input)", tuple(in_shape), jtv[0].shape)
+    for a in jt[1:]:
+        if a.shape != out_shape:
+            raise ShapeMismatchError("jvp(t) on a second tangent", out_shape, a.shape)
+
+
+def _unit(a: np.ndarray) -> float:
+    return UNIT_ROUNDOFF.get(dtype_name(a.dtype), UNIT_ROUNDOFF["float64"])
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """``(sum a*b, sum |a*b|)`` in float64 (pairwise summation)."""
+    p = np.asarray(a, dtype=np.float64).reshape(-1) * np.asarray(b, dtype=np.float64).reshape(-1)
+    return float(np.add.reduce(p)), float(np.add.reduce(np.abs(p)))
+
+
+def _gamma(n: int, unit: float) -> float:
+    return (math.ceil(math.log2(max(n, 1))) + 2) * unit
+
+
+def _draw(t, v, jt, jtv, defect_j, defect_jt, unit, k) -> tuple[float, float, float]:
+    """``(<J t, v>, <t, J^T v>, bound)`` for one draw."""
+    lhs, abs_l = _dot(jt, v)
+    rhs, abs_r = _dot(t, jtv)
+    operators = _dot(np.abs(defect_j), np.abs(v))[0] + _dot(np.abs(defect_jt), np.abs(t))[0]
+    bound = k * (_gamma(v.size, unit) * abs_l + _gamma(t.size, unit) * abs_r + operators)
+    return lhs, rhs, bound
+
+
+def _relative(defect: np.ndarray, outputs: list[np.ndarray]) -> float:
+    size = sum(float(np.abs(o.astype(np.float64)).sum()) for o in outputs)
+    d = float(np.abs(defect.astype(np.float64)).sum())
+    return 0.0 if d == 0 else (d / size if size > 0 else math.inf)
+
+
+def _blame(f, point, inner, t, v, jtv, row, unit, k) -> dict[str, Any]:
+    """Compare both sides of the first draw with a Richardson-extrapolated central
+    difference of ``v . f`` along ``t``; say which side is inconsistent with ``f``."""
+    h = unit ** (1 / 3) * max(1.0, float(np.abs(point).max(initial=0))) / max(float(np.abs(t).max(initial=0)), 1e-300)
+    phi = lambda s: _dot(inner.evaluate(f, (point + s * t).astype(point.dtype)), v)  # noqa: E731
+    values = {s: phi(s) for s in (h, -h, h / 2, -h / 2)}
+    d1 = (values[h][0] - values[-h][0]) / (2 * h)
+    d2 = (values[h / 2][0] - values[-h / 2][0]) / h
+    numeric = (4 * d2 - d1) / 3
+    # f's own round-off, and the rounding of x + s t (the realized step is not s t exactly)
+    roundoff = unit * (max(abs(val[1]) for val in values.values()) / h
+                       + float(np.abs(point).reshape(-1) @ np.abs(jtv).reshape(-1)) / float(np.abs(t).max(initial=1)))
+    error = k * (abs(numeric - d2) + roundoff)
+    lhs, rhs, _ = row
+    jvp_ok, vjp_ok = abs(lhs - numeric) <= error, abs(rhs - numeric) <= error
+    if jvp_ok and not vjp_ok:
+        verdict = "the vjp (adjoint) is inconsistent with f; the jvp agrees"
+    elif vjp_ok and not jvp_ok:
+        verdict = "the jvp (tangent-linear) is inconsistent with f; the vjp agrees"
+    elif jvp_ok:
+        verdict = "both agree with f along this direction"
+    else:
+        verdict = "both disagree with f along this direction"
+    return {"numeric": numeric, "error": error, "jvp_agrees": bool(jvp_ok), "vjp_agrees": bool(vjp_ok),
+            "verdict": verdict}

@@ -1,0 +1,174 @@
+"""``check_hvp``: a claimed Hessian-vector product, checked at every entry.
+
+The Hessian is the Jacobian of the gradient map ``g(x) = grad f(x)``, so a claimed
+``hvp(x, v) = H v`` is the VJP of ``g`` (``H`` is symmetric): ``check(g, x, hvp)`` judges
+entry ``i`` of ``hvp(x, v)`` against the central difference of ``v . g`` along ``e_i``, with
+``check``'s seeded ``v``, verdicts, step study and referee (which runs a numpy ``grad`` at
+arbitrary precision). Where ``g`` comes from:
+
+* ``grad=`` given: the claimed gradient, checked first by ``check(f, x, grad)`` (a wrong
+  reference would make every verdict meaningless; a failure raises with its report);
+* a torch or jax input and ``grad=None``: the framework's gradient, checked first alike
+  (checked at ``x``: a backward right at ``x`` but wrong nearby moves these differences;
+  ``reference="f"`` rules that out);
+* numpy without ``grad`` (or ``reference="f"``): second differences of ``f``. The
+  checked function is ``G(x) = (f(x + k v) - f(x - k v)) / 2k``, differenced along ``e_i``
+  with the step
+  ``h = k = (2u)^(1/4)`` (both truncation errors ``O(h^2)``); its round-off is that of a
+  number of size ``(|f(x+kv)| + |f(x-kv)|) / 2k``, and ``G`` carries that constant as an
+  offset so that ``check``'s noise model (``u |G| / h``) sees it. The referee is off in
+  this mode: its exact value would be that of the finite difference along ``v``.
+
+``hvp=None`` with torch or jax checks double backward (``torch.autograd.grad`` with
+``create_graph=True``; ``jax.jvp`` of ``jax.grad``). The symmetric-Hessian test
+``<u, H w> = <w, H u>`` (the adjoint test of ``hvp`` against itself) runs on the claim;
+its result is a note of the report; when it is broken but every entry passed (the only
+evidence of the bug), ``check_hvp`` raises :class:`~gradcheck.GradientAssertionError` with
+the report, as ``check`` does for a broken autodiff contract.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ._adjoint import check_adjoint
+from ._claims import ClaimBackend, with_notes
+from ._jvp import call_user
+from ._links import UNIT_ROUNDOFF, Config, GradientAssertionError, Report, backends, check, dtype_name
+
+
+def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = None, *,
+              grad: Callable[..., Any] | None = None, reference: str = "auto", check_grad: bool = True,
+              symmetry: bool = True, backend: Any = None, name: str | None = None,
+              config: Config | None = None, **options: Any) -> Report:
+    """Check ``hvp(x, v) = H v`` (the Hessian of a scalar ``f``) at every entry.
+
+    ``grad`` (a function ``grad(x)``) is the gradient whose differences give the reference;
+    it is checked first (``check_grad=False`` skips that, when it has just been checked).
+    Without ``grad``, torch and jax use the framework's gradient and numpy uses second
+    differences of ``f`` (see the module docstring). ``reference="f"`` uses second
+    differences of ``f`` even when a gradient is at hand: the gradient is checked at ``x``
+    only, and a backward right at ``x`` but wrong nearby would move its differences;
+    ``f`` is independent of it (at a coarser resolution). ``hvp=None`` with torch or jax
+    checks double backward. ``symmetry`` runs the symmetric-Hessian test on the claim.
+    Other keywords are :func:`gradcheck.check`'s. Returns a :class:`~gradcheck.Report`.
+
+    >>> import numpy as np, gradcheck
+    >>> f = lambda x: np.sum(x**3)
+    >>> r = gradcheck.check_hvp(f, np.array([0.5, -1.0]), lambda x, v: 6 * x * v, grad=lambda x: 3 * x**2)
+    >>> r.passed
+    True
+    """
+    inner = backends.resolve(backend, x)
+    x_np = np.array(inner.to_numpy(x), copy=True)
+    label = name or f"hvp of {getattr(f, '__name__', type(f).__name__)}"
+    if hvp is None and not hasattr(inner, "hvp"):
+        raise TypeError(f"the {inner.name} backend has no double backward of its own: pass hvp=, a "
+                        "function hvp(x, v) returning the Hessian times v")
+    if grad is not None and not callable(grad):
+        raise TypeError("check_hvp differences the gradient at perturbed points: grad must be a "
+                        "function grad(x), not an array")
+    if reference not in ("auto", "grad", "f"):
+        raise ValueError(f"reference={reference!r} is not one of ('auto', 'grad', 'f')")
+    has_gradient = grad is not None or hasattr(inner, "hvp")
+    if reference == "grad" and not has_gradient:
+        raise TypeError("reference='grad' needs grad= (a function grad(x)) for the numpy backend")
+    claim_fn = _claim(f, inner, hvp)
+    notes = []
+    if reference == "f" or not has_gradient:
+        report = _second_differences(f, x_np, inner, claim_fn, label, config, options)
+    else:
+        if check_grad:
+            notes.append(_reference_checked(f, x, grad, inner, config, options))
+        report = _gradient_map(f, x_np, inner, grad, claim_fn, label, config, options)
+    if symmetry:
+        notes.extend(_symmetric(claim_fn, x_np, report))
+    return with_notes(report, notes)
+
+
+def _claim(f, inner, hvp) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """``(x, v) -> H v`` from the user's ``hvp`` (in the backend's array type) or from the
+    framework's double backward."""
+    if hvp is None:
+        def claim(z, v):
+            return np.asarray(inner.hvp(f, np.array(z, copy=True), np.asarray(v)))
+        claim.source = f"{inner.name}'s double backward"
+    else:
+        def claim(z, v):
+            return call_user(inner, hvp, z, np.asarray(v, dtype=z.dtype))
+        claim.source = "the given hvp"
+    return claim
+
+
+def _reference_checked(f, x, grad, inner, config, options) -> str:
+    """Check the gradient that serves as the reference; raise if it is wrong."""
+    kept = {k: v for k, v in options.items() if k in ("engine", "adjudicate", "digits", "refine")}
+    report = check(f, x, grad, backend=inner, config=config, name="the reference gradient", **kept)
+    if not report.passed:
+        raise GradientAssertionError(
+            "check_hvp differences the gradient, and the gradient fails its own check: fix it "
+            f"first (every Hessian verdict would be judged against a wrong reference)\n{report}", report)
+    return f"the reference gradient was checked first: {report.summary()}"
+
+
+def _gradient_map(f, x_np, inner, grad, claim_fn, label, config, options) -> Report:
+    """``check(g, x, hvp)`` with ``g`` the (checked) gradient map as numpy in, numpy out."""
+    if grad is None:
+        g = lambda z: np.asarray(inner.claimed_gradient(f, np.array(z, copy=True), None, None))  # noqa: E731
+    else:
+        g = lambda z: np.asarray(inner.claimed_gradient(f, z, None, grad))  # noqa: E731
+    g.__name__ = "gradient"
+    numpy_code = inner.name == "numpy"  # the referee can run a numpy grad on mp arrays
+    be = ClaimBackend(backends.resolve("numpy", x_np), claim_fn, name=f"hvp-{inner.name}",
+                      mp_capable=numpy_code)
+    report = check(g, x_np, None, backend=be, name=label, config=config, **options)
+    source = "the given gradient" if grad is not None else f"{inner.name}'s gradient"
+    return with_notes(report, [f"reference: central differences of v . grad f ({source}); "
+                               f"claim: {claim_fn.source}"])
+
+
+def _second_differences(f, x_np, inner, claim_fn, label, config, options) -> Report:
+    """``check(G, x, hvp(x, v))`` with ``G`` the central difference of ``f`` along ``v``."""
+    dtype = dtype_name(x_np.dtype)
+    unit = UNIT_ROUNDOFF.get(dtype, UNIT_ROUNDOFF["float64"])
+    step = (2 * unit) ** 0.25
+    cfg = (config or Config.for_dtype(dtype)).replace(step=step)
+    v = np.random.default_rng(cfg.seed).standard_normal(x_np.shape)
+    k = step * max(1.0, float(np.abs(x_np).max(initial=0))) / float(np.abs(v).max(initial=1))
+    plus, minus = (float(np.asarray(inner.evaluate(f, (x_np + s * k * v).astype(x_np.dtype)))) for s in (1, -1))
+    offset = (abs(plus) + abs(minus)) / (2 * k)
+
+    def directional(z):
+        fp = np.asarray(inner.evaluate(f, z + k * v), dtype=np.float64)
+        fm = np.asarray(inner.evaluate(f, z - k * v), dtype=np.float64)
+        return (fp - fm) / (2 * k) + offset  # the offset: see the module docstring
+
+    directional.__name__ = "second differences"
+    be = ClaimBackend(backends.resolve("numpy", x_np), lambda z, _: claim_fn(z, v), name="hvp-numpy",
+                      mp_capable=False)
+    opts = dict(options)
+    opts.setdefault("adjudicate", False)
+    report = check(directional, x_np, None, backend=be, name=label, config=cfg, **opts)
+    return with_notes(report, [f"reference: second differences of f (no grad given): steps h = k = {step:.2g} "
+                               "relative, each evaluation of G is two of f; the referee does not run on them"])
+
+
+def symmetric_hessian(claim_fn: Callable[[np.ndarray, np.ndarray], np.ndarray], x_np: np.ndarray) -> Any:
+    """The symmetric-Hessian test: ``check_adjoint`` of ``v -> H v`` against itself
+    (``<u, H w> = <w, H u>`` on seeded draws, with that test's round-off bound)."""
+    return check_adjoint(lambda z, t: claim_fn(z, t), lambda z, w: claim_fn(z, w), x_np,
+                         backend="numpy", seed=1, name="symmetric Hessian <u, H w> = <w, H u>")
+
+
+def _symmetric(claim_fn, x_np, report) -> list[str]:
+    """The symmetric test's note; a violation the entry-wise check did not see (the
+    report passes) raises with the report, so that it cannot pass silently."""
+    result = symmetric_hessian(claim_fn, x_np)
+    worst = max(d / b if b > 0 else (0.0 if d == 0 else np.inf) for d, b in zip(result.differences, result.bound))
+    note = (f"symmetric Hessian <u, H w> = <w, H u>: {'holds' if result.passed else 'BROKEN'} "
+            f"(worst |difference|/bound {worst:.2g}, {len(result.forward)} draws)")
+    if not result.passed and report.passed:
+        raise GradientAssertionError(f"the claimed Hessian-vector product is not symmetric:\n{result}\n"
+                                     f"{with_notes(report, [note])}", report)
+    return [note]

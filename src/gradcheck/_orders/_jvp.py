@@ -1,0 +1,127 @@
+"""``check_jvp``: a forward-mode claim checked at every input entry.
+
+The claim is a JVP, ``jvp(x, t) = J t``. Entry ``i`` of the gradient that ``check``
+judges is ``v . J e_i`` (``J e_i`` itself for a scalar ``f``), with ``v`` the same seeded
+cotangent ``check`` uses: so every input entry is checked, with ``check``'s verdicts,
+tolerance, step study and referee (the differences do not involve the claim at all).
+
+Cost: N JVPs (one per input entry) besides the 2N evaluations of ``f``. They are batched
+where that is possible: the torch and jax adapters push chunks of basis tangents through
+one ``vmap`` (``torch.func.vmap`` / ``jax.vmap``), a numpy ``jvp`` that accepts a leading
+batch axis of tangents says so with ``batched=True``; else they are N calls.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ._claims import ClaimBackend, with_notes
+from ._links import Report, backends, check
+
+#: Basis tangents per batch: at most this many output values per chunk (~32 MB in float64).
+CHUNK_VALUES = 1 << 22
+
+
+def check_jvp(f: Callable[..., Any], x: Any, jvp: Callable[..., Any] | None = None, *,
+              batched: bool = False, backend: Any = None, name: str | None = None, **options: Any) -> Report:
+    """Check the forward-mode derivative ``jvp(x, t) = J t`` of ``f`` at every entry of ``x``.
+
+    ``jvp`` takes the point and one tangent shaped like ``x`` and returns ``J t``, shaped
+    like ``f(x)`` (a scalar for a scalar ``f``); with ``batched=True`` it takes a stack of
+    tangents ``(k, *x.shape)`` and returns ``(k, *f(x).shape)``. For torch tensors and jax
+    arrays, ``jvp=None`` checks the framework's own forward mode (``torch.func.jvp``,
+    ``jax.jvp``; custom rules included). Other keywords are :func:`gradcheck.check`'s.
+
+    Entry ``i`` of the report is ``v . J e_i`` against the central difference of
+    ``v . f``, with ``check``'s seeded cotangent ``v``: the verdicts, tolerance, step study
+    and referee are ``check``'s. Returns a :class:`~gradcheck.Report`.
+
+    >>> import numpy as np, gradcheck
+    >>> f = lambda x: np.sin(x) * x[::-1]
+    >>> jvp = lambda x, t: np.cos(x) * t * x[::-1] + np.sin(x) * t[::-1]
+    >>> gradcheck.check_jvp(f, np.array([0.3, -1.2, 2.0]), jvp).passed
+    True
+    """
+    if isinstance(x, tuple) and x and all(hasattr(e, "shape") for e in x):
+        raise TypeError("check_jvp takes one input array; for f(*xs), check each input with the "
+                        "others held fixed (functools.partial)")
+    inner = backends.resolve(backend, x)
+    if jvp is None and not hasattr(inner, "jvp"):
+        raise TypeError(f"the {inner.name} backend has no forward mode of its own: pass jvp=, a "
+                        "function jvp(x, t) returning J t")
+    claim = ClaimBackend(inner, lambda z, v: None, name=f"jvp-{inner.name}")
+    claim.claim = _claim_builder(f, inner, jvp, batched, claim.notes)
+    label = name or f"jvp of {getattr(f, '__name__', type(f).__name__)}"
+    report = check(f, x, None, backend=claim, name=label, **options)
+    return with_notes(report, claim.notes)
+
+
+def _claim_builder(f, inner, jvp, batched: bool, notes: list[str]):
+    """The claimed gradient ``(x, v) -> [v . J e_i]_i`` from JVP calls, in chunks."""
+
+    def claim(x: np.ndarray, cotangent: np.ndarray | None) -> np.ndarray:
+        size = x.size
+        out_size = None
+        rows: list[np.ndarray] = []
+        how = ""
+        start, chunk = 0, 1
+        while start < size:
+            stop = min(size, start + chunk)
+            tangents = np.zeros((stop - start,) + x.shape, dtype=x.dtype)
+            tangents.reshape(stop - start, -1)[np.arange(stop - start), np.arange(start, stop)] = 1
+            values, how = _jvps(f, inner, jvp, batched, x, tangents)
+            values = values.reshape(stop - start, -1)
+            rows.append(_reduce(values, cotangent))
+            if out_size is None:  # the first call (one tangent) sizes the chunks
+                out_size = max(1, values.shape[1])
+                chunk = max(1, CHUNK_VALUES // out_size) if (batched or jvp is None) else 1
+            start = stop
+        batches = len(rows)
+        notes.append(f"the claim v . J e_i was built from {size} JVPs ({how}, {batches} call"
+                     f"{'s' if batches != 1 else ''})")
+        return np.concatenate(rows).reshape(x.shape)
+
+    return claim
+
+
+def _jvps(f, inner, jvp, batched: bool, x: np.ndarray, tangents: np.ndarray) -> tuple[np.ndarray, str]:
+    """``J t`` for each row of ``tangents``, and how it was computed."""
+    if jvp is None:
+        return inner.jvp(f, x, tangents)
+    if batched:
+        return call_user(inner, jvp, x, tangents), "the given jvp, batched"
+    rows = [call_user(inner, jvp, x, t) for t in tangents]
+    return np.stack(rows), "the given jvp, one call per tangent"
+
+
+def call_user(inner: Any, fn: Callable[..., Any], *arrays: np.ndarray) -> np.ndarray:
+    """``fn(*arrays)`` with the arrays in the backend's type (tensors for torch, jax arrays
+    inside the x64 scope for jax; private copies for numpy), the result as numpy."""
+    scope = getattr(inner, "_scope", None)
+    convert = getattr(inner, "_tensor", None)
+    if inner.name == "jax":
+        import jax.numpy as jnp
+
+        convert = jnp.asarray
+    args = [np.array(a, copy=True) for a in arrays]
+    if scope is not None:
+        with scope(args[0]):
+            value = fn(*[convert(a) for a in args])
+            return np.array(value, copy=True)
+    if convert is not None:
+        args = [convert(a) for a in args]
+    return np.array(inner.to_numpy(fn(*args)), copy=True)
+
+
+def _reduce(values: np.ndarray, cotangent: np.ndarray | None) -> np.ndarray:
+    """``v . (J e_i)`` per row, in float64 (the rows themselves for a scalar ``f``)."""
+    if cotangent is None:
+        if values.shape[1] != 1:
+            raise ValueError(f"jvp returned {values.shape[1]} values per tangent for a scalar f")
+        return values[:, 0].astype(np.float64)
+    v = np.asarray(cotangent, dtype=np.float64).reshape(-1)
+    if values.shape[1] != v.size:
+        raise ValueError(f"jvp returned {values.shape[1]} values per tangent, but f(x) has {v.size}")
+    # a pairwise sum per row, not BLAS: the same bits however the tangents were chunked
+    return np.add.reduce(np.ascontiguousarray(values, dtype=np.float64) * v, axis=1)

@@ -1,0 +1,27 @@
+"""The one place where ``gradcheck._orders`` reaches into gradcheck's internals.
+
+Everything the feature reuses from the check pipeline is named here, so a move of the
+package layout changes these lines and nothing else in the folder.
+"""
+from __future__ import annotations
+
+from .. import backends as backends
+from .._check import check as check
+from .._check import make_cotangent as make_cotangent
+from .._config import UNIT_ROUNDOFF as UNIT_ROUNDOFF
+from .._config import Config as Config
+from .._config import dtype_name as dtype_name
+from .._errors import FunctionError as FunctionError
+from .._errors import GradientAssertionError as GradientAssertionError
+from .._errors import ShapeMismatchError as ShapeMismatchError
+from .._errors import UnsupportedInputError as UnsupportedInputError
+from .._report import Report as Report
+from .._verdict import FAILING as FAILING
+from .._verdict import Verdict as Verdict
+from .._control import CORRUPTIONS as CORRUPTIONS
+from ..backends._numpy import _W
+from ..backends._numpy import control_function as control_function
+from ..backends._numpy import control_gradient as control_gradient
+from ..backends._numpy import control_input as control_input
+
+CONTROL_WEIGHTS = _W  # the control function's weights

@@ -1,0 +1,78 @@
+"""What the small results of this feature share with :class:`~gradcheck.Report`.
+
+``check_adjoint`` and ``taylor_test`` answer one global question each; their results
+are small dataclasses that answer like a Report: ``status`` (``"PASS"``, ``"FAIL"`` or
+``"INCONCLUSIVE"``), ``.passed``, ``.assert_pass()``, ``str()``, ``.to_dict()``,
+``.to_json()``. A subclass supplies ``status``, ``summary()``, ``lines()`` and
+``_fields()``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from ._links import GradientAssertionError
+
+PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
+
+
+class ResultMixin:
+    """``passed``/``assert_pass``/``__str__``/``to_dict``/``to_json`` from a few hooks."""
+
+    name: str
+
+    @property
+    def status(self) -> str:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
+
+    @property
+    def passed(self) -> bool:
+        """True only for ``PASS``: a test that proved nothing is not a pass."""
+        return self.status == PASS
+
+    def summary(self) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    def lines(self) -> list[str]:  # pragma: no cover
+        raise NotImplementedError
+
+    def _fields(self) -> dict[str, Any]:  # pragma: no cover
+        raise NotImplementedError
+
+    def assert_pass(self, *, allow_inconclusive: bool = False) -> Any:
+        """Raise :class:`~gradcheck.GradientAssertionError` unless the test passed
+        (``allow_inconclusive=True`` also accepts a test that could not decide).
+        Returns the result, so it can be chained."""
+        if self.passed or (allow_inconclusive and self.status == INCONCLUSIVE):
+            return self
+        raise GradientAssertionError(f"{type(self).__name__.replace('Result', '').lower()} test failed\n{self}", self)
+
+    def __str__(self) -> str:
+        return "\n".join([self.summary()] + ["  " + line for line in self.lines()])
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.summary()}>"
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (NaN and infinities written as strings)."""
+        out = {"name": self.name, "status": self.status, "passed": self.passed}
+        out.update(self._fields())
+        return jsonable(out)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays as Python numbers and lists, non-finite
+    floats as strings (JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "tolist"):
+        return jsonable(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value

@@ -1,0 +1,249 @@
+"""``taylor_test``: the Taylor remainder test of dolfin-adjoint/pyadjoint.
+
+Along a direction ``d`` (seeded random by default), at steps ``h_k = h0 / 2^k``::
+
+    R1(h) = |f(x + h d) - f(x) - grad . (h d)|                   -> O(h^2) if grad is right
+    R2(h) = |f(x + h d) - f(x) - grad . (h d) - h^2/2 d . H d|    -> O(h^3) if H d is right too
+
+and the observed order between consecutive steps is ``log2(R(h_k) / R(h_k+1))``. A wrong
+gradient leaves an ``O(h)`` term: the order falls to 1 as ``h`` shrinks.
+
+Which steps count (stated in every result): a remainder counts only if it stands at least
+``MARGIN`` (100) times above the round-off floor, so that round-off moves an observed
+order by at most ``2 log2(1.01 / 0.99) ~ 0.06``. The floor is the larger of a model,
+``u (|f(x + h d)| + |f(x)| + sum|g_i h d_i|)``, and a measurement: the remainder at three
+tiny steps (``h0 / 2^40 .. 2^48``), where any truncation is far below round-off. The
+linear term uses the realized step ``(x + h d) - x``, so the rounding of ``x + h d`` is
+not mistaken for a remainder.
+
+The verdict: the observed order is the minimum over the three smallest-step pairs that
+count (the asymptotic end of the table; larger steps may be pre-asymptotic), a pair
+across a sign change of the remainder having no order (a remainder ``h^2 c - h e`` of a
+slightly wrong gradient passes through zero before its ``O(h)`` end shows); PASS needs
+it ``>= 1.9`` (gradient) and, with ``hvp``, the second-order remainder's ``>= 2.9``.
+Fewer than two counted pairs: when even the largest step's remainder is under the
+threshold, the model matches ``f`` to round-off at every step, and that is a PASS if the
+resolution it implies (threshold / size of the term tested) is within 1%; otherwise the
+test is INCONCLUSIVE.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ._hvp import _claim as hvp_claim
+from ._links import UNIT_ROUNDOFF, backends, dtype_name
+from ._result import FAIL, INCONCLUSIVE, PASS, ResultMixin
+
+MARGIN = 100.0
+STEPS = 20
+FLOOR_EXPONENTS = (40, 44, 48)
+#: Required orders: (gradient, gradient + Hessian).
+REQUIRED = (1.9, 2.9)
+#: An exact-to-round-off model is a PASS only when it resolves the tested term to 1%.
+RESOLUTION = 0.01
+ASYMPTOTIC_PAIRS = 3
+
+
+@dataclass(frozen=True, eq=False)
+class TaylorResult(ResultMixin):
+    """Remainders per step, observed orders, which steps counted, and the verdict.
+
+    ``remainders[0]`` is ``R1`` (gradient), ``remainders[1]`` is ``R2`` (with the Hessian;
+    absent without ``hvp``). ``orders[j][k]`` compares steps ``k`` and ``k+1``;
+    ``counted[j][k]`` says whether step ``k``'s remainder stood above the threshold.
+    """
+
+    name: str
+    steps: tuple[float, ...]
+    remainders: tuple[tuple[float, ...], ...]
+    orders: tuple[tuple[float, ...], ...]
+    counted: tuple[tuple[bool, ...], ...]
+    floor: float
+    threshold: float
+    observed: tuple[float, ...]           # the verdict's order per remainder (NaN: too few steps)
+    resolution: tuple[float, ...]         # threshold / size of the tested term at h0
+    dtype: str
+    evaluations: int
+    seconds: float
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def _status_of(self, j: int) -> str:
+        if math.isfinite(self.observed[j]):
+            return PASS if self.observed[j] >= REQUIRED[j] else FAIL
+        if not any(self.counted[j]) and self.resolution[j] <= RESOLUTION:
+            return PASS  # exact to round-off at every step, and that resolves the term
+        return INCONCLUSIVE
+
+    @property
+    def status(self) -> str:
+        each = [self._status_of(j) for j in range(len(self.remainders))]
+        if not all(math.isfinite(r) for rem in self.remainders for r in rem[:1]):
+            return FAIL
+        return FAIL if FAIL in each else (INCONCLUSIVE if INCONCLUSIVE in each else PASS)
+
+    def summary(self) -> str:
+        parts = [f"order {o:.2f} (needs >= {REQUIRED[j]})" if math.isfinite(o)
+                 else f"order not measured ({self._status_of(j)})" for j, o in enumerate(self.observed)]
+        what = ["gradient", "gradient + Hessian"]
+        said = "; ".join(f"{what[j]}: {p}" for j, p in enumerate(parts))
+        return f"{self.name}: {self.status} -- Taylor test, {len(self.steps)} steps; {said}"
+
+    def lines(self) -> list[str]:
+        out = [f"dtype {self.dtype}, {self.evaluations} evaluations in {self.seconds:.3g} s; round-off floor "
+               f"{self.floor:.2e}, a remainder counts from {self.threshold:.2e} (x{MARGIN:g}) on"]
+        head = f"{'h':>10} {'R1 (grad)':>12} {'order':>6}"
+        if len(self.remainders) > 1:
+            head += f" {'R2 (+Hessian)':>14} {'order':>6}"
+        out.append(head)
+        for k, h in enumerate(self.steps):
+            row = f"{h:>10.3e}"
+            for j, rem in enumerate(self.remainders):
+                order = self.orders[j][k] if k < len(self.orders[j]) else math.nan
+                mark = " " if self.counted[j][k] else "."
+                width = 12 if j == 0 else 14
+                shown = f"{order:>6.2f}" if math.isfinite(order) else " " * 6
+                row += f" {rem[k]:>{width}.3e}{mark}{shown}"
+            out.append(row)
+        out.append(". = under the threshold (round-off dominates): not counted")
+        for j, res in enumerate(self.resolution):
+            if not any(self.counted[j]):
+                out.append(f"remainder {j + 1} never rose above round-off: the model is exact to {res:.1e} "
+                           "of the term it tests")
+        if self.status == INCONCLUSIVE:
+            out.append(f"too few steps stand above round-off to measure an order ({self.dtype}): run f in "
+                       "float64, or choose a larger h0 (at the risk of pre-asymptotic orders)")
+        out.extend(f"note: {n}" for n in self.notes)
+        return out
+
+    def _fields(self) -> dict[str, Any]:
+        return {"steps": list(self.steps), "remainders": [list(r) for r in self.remainders],
+                "orders": [list(o) for o in self.orders], "counted": [list(c) for c in self.counted],
+                "floor": self.floor, "threshold": self.threshold, "observed_orders": list(self.observed),
+                "required_orders": list(REQUIRED[:len(self.remainders)]), "resolution": list(self.resolution),
+                "dtype": self.dtype, "evaluations": self.evaluations, "seconds": self.seconds,
+                "notes": list(self.notes)}
+
+    def plot(self, path: Any) -> Path:
+        """Write the log-log picture (remainders against the step, reference slopes 1, 2,
+        3, the threshold) to ``path`` as PNG; returns it. Needs matplotlib."""
+        from ._taylor_plot import plot_taylor
+
+        return plot_taylor(self, path)
+
+
+def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None, direction: Any = None, *,
+                backend: Any = None, steps: int = STEPS, h0: float | None = None, seed: int = 0,
+                name: str | None = None) -> TaylorResult:
+    """The Taylor remainder test of a claimed gradient (and Hessian) of a scalar ``f``.
+
+    ``grad`` is an array or ``grad(x)`` (torch/jax: ``None`` means the framework's);
+    ``hvp(x, v)`` (or ``"backend"``: torch/jax double backward) adds the second-order
+    remainder. ``direction`` defaults to a seeded standard normal. The rules (which steps
+    count, the orders required) are in this module's docstring. Returns a
+    :class:`TaylorResult`: ``print`` it for the table, ``.plot(path)`` for the picture.
+
+    >>> import numpy as np, gradcheck
+    >>> x = np.array([0.3, -1.2, 0.8])
+    >>> gradcheck.taylor_test(lambda x: np.sum(np.sin(x)), x, np.cos).passed
+    True
+    >>> gradcheck.taylor_test(lambda x: np.sum(np.sin(x)), x, lambda x: np.cos(x) + 1e-3).passed
+    False
+    """
+    started = time.perf_counter()
+    inner = backends.resolve(backend, x)
+    x_np = np.array(inner.to_numpy(x), copy=True)
+    value, out_dtype = _scalar_function(f, inner, x_np)
+    f0 = value(x_np)
+    g = np.asarray(inner.claimed_gradient(f, x_np.copy(), None, grad), dtype=np.float64)
+    if g.shape != x_np.shape:
+        from ._links import ShapeMismatchError
+
+        raise ShapeMismatchError("claimed gradient", x_np.shape, g.shape)
+    d = _direction(direction, x_np, seed)
+    scale = max(1.0, float(np.abs(x_np).max(initial=0))) / max(float(np.abs(d).max(initial=0)), 1e-300)
+    h0 = 2.0 ** -7 * scale if h0 is None else float(h0)
+    hd = None
+    if hvp is not None:
+        fn = hvp_claim(f, inner, None if isinstance(hvp, str) else hvp)
+        hd = np.asarray(fn(x_np.copy(), d.astype(x_np.dtype)), dtype=np.float64)
+    unit = max(UNIT_ROUNDOFF.get(dtype_name(x_np.dtype), UNIT_ROUNDOFF["float64"]),
+               UNIT_ROUNDOFF.get(dtype_name(out_dtype), UNIT_ROUNDOFF["float64"]))
+    hs = [h0 * 2.0 ** -k for k in range(steps)]
+    rows = [_remainders(value, x_np, f0, g, d, hd, h, unit) for h in hs]
+    floors = [_remainders(value, x_np, f0, g, d, hd, h0 * 2.0 ** -e, unit) for e in FLOOR_EXPONENTS]
+    floor = max([r[-1] for r in rows] + [max(abs(v) for v in r[:-1]) for r in floors])
+    threshold = MARGIN * floor
+    result = _assemble(rows, hs, floor, threshold, g, d, hd, h0)
+    label = name or f"taylor test of {getattr(f, '__name__', type(f).__name__)}"
+    notes = ["direction: seeded standard normal" if direction is None else "direction: given"]
+    return TaylorResult(name=label, steps=tuple(hs), dtype=str(dtype_name(x_np.dtype)),
+                        evaluations=1 + len(hs) + len(floors), seconds=time.perf_counter() - started,
+                        notes=tuple(notes), floor=floor, threshold=threshold, **result)
+
+
+def _scalar_function(f, inner, x_np: np.ndarray) -> tuple[Callable[[np.ndarray], float], Any]:
+    """``z -> float f(z)`` through the backend, and the dtype of ``f``'s output."""
+    def value(z: np.ndarray) -> float:
+        y = np.asarray(inner.evaluate(f, z))
+        if y.size != 1 or y.dtype.kind == "c":
+            raise ValueError(f"taylor_test takes a real scalar f; f returned {y.dtype} of shape {y.shape} "
+                             "(reduce it to a real number, e.g. v . f)")
+        return float(y.reshape(()))
+
+    return value, np.asarray(inner.evaluate(f, x_np.copy())).dtype
+
+
+def _direction(direction, x_np: np.ndarray, seed: int) -> np.ndarray:
+    if direction is None:
+        return np.random.default_rng(seed).standard_normal(x_np.shape)
+    d = np.asarray(direction, dtype=np.float64)
+    if d.shape != x_np.shape:
+        from ._links import ShapeMismatchError
+
+        raise ShapeMismatchError("direction", x_np.shape, d.shape)
+    if not np.any(d):
+        raise ValueError("direction is zero: the Taylor test needs a direction to move along")
+    return d
+
+
+def _remainders(value, x_np, f0, g, d, hd, h, unit) -> tuple[float, ...]:
+    """``(R1, R2?, noise model)`` at step ``h``, the remainders signed (realized step for
+    the linear term)."""
+    z = (x_np + h * d).astype(x_np.dtype)
+    delta = z.astype(np.float64) - x_np.astype(np.float64)
+    fz = value(z)
+    linear = float(np.add.reduce((g * delta).reshape(-1)))
+    r1 = fz - f0 - linear
+    noise = unit * (abs(fz) + abs(f0) + float(np.abs(g * delta).sum()))
+    if hd is None:
+        return r1, noise
+    quadratic = 0.5 * h * float(np.add.reduce((delta * hd).reshape(-1)))
+    return r1, r1 - quadratic, noise + unit * abs(quadratic)
+
+
+def _assemble(rows, hs, floor, threshold, g, d, hd, h0) -> dict[str, Any]:
+    count = len(rows[0]) - 1
+    signed = tuple(tuple(r[j] for r in rows) for j in range(count))
+    remainders = tuple(tuple(abs(v) for v in rem) for rem in signed)
+    orders, counted, observed, resolution = [], [], [], []
+    terms = [h0 * abs(float(np.sum(g * d)))]
+    if hd is not None:
+        terms.append(0.5 * h0 * h0 * abs(float(np.sum(d * hd))))
+    for j, rem in enumerate(remainders):
+        ok = tuple(bool(r >= threshold) for r in rem)
+        # no order across a sign change: the remainder passes through zero there
+        pair = [math.log2(rem[k] / rem[k + 1]) if ok[k] and ok[k + 1] and signed[j][k] * signed[j][k + 1] > 0
+                else math.nan for k in range(len(rem) - 1)]
+        good = [o for o in pair if math.isfinite(o)]
+        observed.append(min(good[-ASYMPTOTIC_PAIRS:]) if len(good) >= 2 else math.nan)
+        orders.append(tuple(pair))
+        counted.append(ok)
+        resolution.append(threshold / terms[j] if terms[j] > 0 else math.inf)
+    return {"remainders": remainders, "orders": tuple(orders), "counted": tuple(counted),
+            "observed": tuple(observed), "resolution": tuple(resolution)}
