@@ -13,6 +13,7 @@ PUBLIC = [
     "assert_detects_wrong_gradient", "GradcheckError", "ShapeMismatchError",
     "UnsupportedInputError", "FunctionError", "InputMutationError", "GradientAssertionError",
     "GradcheckWarning", "__version__", "Checkpoint", "CheckpointError", "CheckpointMismatchError",
+    "screen",
 ]
 
 
