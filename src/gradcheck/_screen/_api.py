@@ -38,7 +38,7 @@ from ._budget import parse_budget
 from ._directional import FACTORS, choose_step, claimed_slope, estimate, points, roundoff_per_step
 from ._engines import select
 from ._limit import describe, entrywise_floor, screening_limit
-from ._measure import Measured, Measurer
+from ._measure import BudgetExhausted, Measured, Measurer
 from ._partition import draw
 from ._probe import Probe
 from ._words import notes_for
@@ -46,9 +46,12 @@ from ._words import notes_for
 #: Blocks per sign draw, and sign draws, unless asked otherwise.
 DEFAULT_BLOCKS = 16
 DEFAULT_DRAWS = 2
-#: The referee (mpmath) runs f on whole arbitrary-precision copies of x: automatic only
-#: up to this many entries.
+#: The referee (mpmath) runs f on whole arbitrary-precision copies of x: automatic only up
+#: to this many entries, for an f this fast in float64, and when one arbitrary-precision
+#: evaluation (timed once) takes at most MP_MAX_SECONDS.
 MP_MAX_ENTRIES = 4096
+MP_MAX_CALL_SECONDS = 2e-5
+MP_MAX_SECONDS = 0.05
 #: The top level may use at most this share of the budget (the rest localizes).
 TOP_SHARE = 0.5
 
@@ -148,13 +151,14 @@ def screen(
     prep.evaluations += 1
     allowed = parse_budget(budget, per_call)
     n = prep.analytic.size
-    count = int(blocks) if blocks is not None else min(DEFAULT_BLOCKS, max(1, n // (2 * LEAF_SIZE)))
-    count, fitted = _fit_blocks(count, int(draws), allowed)
+    count, fitted = int(blocks or 0), ""
+    if blocks is None:  # asked-for blocks are kept even when the budget cannot pay for them
+        count, fitted = _fit_blocks(min(DEFAULT_BLOCKS, max(1, n // (2 * LEAF_SIZE))), int(draws), allowed)
     eng, why = select(engine, prep.probe, executor=executor, seconds_per_call=per_call,
                       batch=count * 2 * len(FACTORS), fork_safe=getattr(prep.backend, "fork_safe", True))
     try:
         state = _run(prep, eng, allowed, count, int(draws), complex_step, adjudicate, digits,
-                     prep.config.seed if seed is None else int(seed))
+                     prep.config.seed if seed is None else int(seed), per_call)
     finally:
         eng.close()
     if not prep.probe.unchanged():
@@ -260,22 +264,28 @@ class State:
 
 
 def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, complex_step, adjudicate, digits,
-         seed: int) -> State:
+         seed: int, per_call: float) -> State:
     m = Measurer(engine=eng, x_flat=prep.x_flat, analytic=prep.analytic, weights=prep.weights,
                  unit=prep.unit, k=prep.config.noise_factor, budget=allowed)
     m.evaluations = prep.evaluations
     n = prep.analytic.size
     all_draws = [draw(n, count, seed=seed, number=r) for r in range(draws)]
-    judge = EntryJudge(prep, m, adjudicate, digits)
+    judge = EntryJudge(prep, m, adjudicate, digits, per_call)
     bis = Bisection(m, all_draws, judge)
     first = (all_draws[0].blocks[0], all_draws[0].signs[all_draws[0].blocks[0]])
     step_note, known = _calibrate(prep, m, first)
     phases = {"step search": m.evaluations}
-    bis.measure_tops([0], known={0: known})
-    complex_note = _try_complex(prep, m, bis, complex_step)
-    bis.measure_tops(list(range(1, draws)))
+    complex_note = ""
+    try:
+        bis.measure_tops([0], known={0: known})
+        complex_note = _try_complex(prep, m, bis, complex_step)
+        bis.measure_tops(list(range(1, draws)))
+    except BudgetExhausted:
+        bis.budget_hit = True  # unmeasured blocks clear nothing: their entries stay UNCHECKED
     phases["top level"] = m.evaluations - phases["step search"]
-    bis.run()
+    if not bis.budget_hit:
+        bis.run()
+    bis.finish()
     phases["bisection"] = m.evaluations - phases["top level"] - phases["step search"] - judge.evaluations
     phases["entry-wise"] = judge.evaluations
     return State(bis, m, judge, count, draws, step_note, complex_note, eng.name, phases,
@@ -360,27 +370,36 @@ class EntryJudge:
     """The entry-wise treatment of localized entries: ``check``'s first differences,
     then ``judge_entries`` (classify, step study, kink test, referee)."""
 
-    def __init__(self, prep: Prepared, m: Measurer, adjudicate, digits: int) -> None:
+    def __init__(self, prep: Prepared, m: Measurer, adjudicate, digits: int, per_call: float) -> None:
         self.prep, self.m, self.adjudicate = prep, m, adjudicate
         problem = CheckProblem(f=prep.probe.f, work=prep.probe.work, evaluate=prep.probe.evaluate,
                                backend=prep.backend, cotangent=prep.cotangent)
         self.differences = select_engine("serial", problem)[0].differences
-        self.referee, self.referee_note = self._referee(adjudicate, digits)
+        self.referee, self.referee_note = self._referee(adjudicate, digits, per_call)
         finite = prep.analytic[np.isfinite(prep.analytic)]
         self.claim_scale = float(np.abs(finite).max()) if finite.size else 0.0
         self.parts: list[tuple[np.ndarray, Judged]] = []
         self.evaluations = 0
 
-    def _referee(self, adjudicate, digits) -> tuple[Referee | None, str]:
+    def _referee(self, adjudicate, digits, per_call: float) -> tuple[Referee | None, str]:
+        """The referee for localized entries in doubt: always with ``adjudicate=True``;
+        with "auto" only where f is cheap at arbitrary precision (object arrays are
+        1e3-3e4x slower than float64; the referee needs ~20 evaluations per entry)."""
         prep = self.prep
         compiled = _complex.unavailable(prep.probe.f, "numpy") is not None
         if adjudicate is False or not getattr(prep.backend, "mp_capable", False) or compiled:
             return None, ""
-        if adjudicate == "auto" and prep.analytic.size > MP_MAX_ENTRIES:
-            return None, (f"no referee: x has {prep.analytic.size} entries, and the referee runs f on "
-                          f"whole arbitrary-precision copies (automatic up to {MP_MAX_ENTRIES}; adjudicate=True forces it)")
         f = prep.probe.f
-        return Referee(lambda v: f(v), prep.probe.pristine, prep.cotangent, digits=digits), ""
+        referee = Referee(lambda v: f(v), prep.probe.pristine, prep.cotangent, digits=digits)
+        if adjudicate is True:
+            return referee, ""
+        why = f"no referee (adjudicate=True asks for it): f at arbitrary precision is too slow here"
+        if prep.analytic.size > MP_MAX_ENTRIES or per_call > MP_MAX_CALL_SECONDS:
+            return None, f"{why} ({prep.analytic.size} entries, {per_call:.2g} s per float evaluation)"
+        seconds = _time_mp_call(f, prep.probe.pristine)
+        if seconds is None or seconds > MP_MAX_SECONDS:
+            return None, f"{why} ({'fails' if seconds is None else f'{seconds:.2g} s per evaluation'})"
+        return referee, ""
 
     def __call__(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         prep, cfg = self.prep, self.prep.config
@@ -399,6 +418,18 @@ class EntryJudge:
         self.parts.append((idx, judged))
         err = prep.analytic[idx] - judged.numeric
         return err, cfg.noise_factor * judged.noise + cfg.atol
+
+
+def _time_mp_call(f, x: np.ndarray) -> float | None:
+    """Seconds one evaluation of f on an arbitrary-precision copy of x takes (None: fails)."""
+    from ..mp import evaluate, to_mp
+
+    start = time.perf_counter()
+    try:
+        evaluate(f, to_mp(np.asarray(x, dtype=np.float64)), dps=20)
+    except Exception:
+        return None
+    return time.perf_counter() - start
 
 
 def _assemble(prep: Prepared, state: State, extra: list[str], deterministic: bool, drift: float,

@@ -246,10 +246,9 @@ class Bisection:
                         n.exhausted = True
         except BudgetExhausted:
             self.budget_hit = True
-        finally:
-            self._finish()
 
-    def _finish(self) -> None:
+    def finish(self) -> None:
+        """Clear the entries of every measured top block that no longer disagrees."""
         for n in self.tops:
             if np.isfinite(n.bound) and not self.disagrees(n):
                 r, b = self.residual(n)

@@ -7,6 +7,9 @@ import numpy as np
 
 #: Verdict codes this module reads (the values of gradcheck.Verdict).
 _MISMATCH = 1
+#: Halves measured this much less precisely than their blocks get a note (the factor
+#: widens the limits whatever its size).
+DEPTH_NOTE = 1.25
 
 
 def notes_for(state: Any, summary: str, localized: np.ndarray, codes: np.ndarray) -> list[str]:
@@ -25,7 +28,7 @@ def notes_for(state: Any, summary: str, localized: np.ndarray, codes: np.ndarray
     notes.append(state.step_note)
     if state.complex_note:
         notes.append(state.complex_note)
-    if bis.depth_ratio > 1.0:
+    if bis.depth_ratio > DEPTH_NOTE:
         notes.append(f"halves were measured up to {bis.depth_ratio:.3g}x less precisely than their blocks: "
                      "the limits are widened by that factor")
     return notes
