@@ -12,7 +12,7 @@ MODULES = [
     "gradcheck.backends._dualbackend", "gradcheck.mp", "gradcheck._lowp", "gradcheck._dispute",
     "gradcheck._fork", "gradcheck._inputs", "gradcheck._jit", "gradcheck.backends._contract",
     "gradcheck._screen._api", "gradcheck._screen._partition", "gradcheck._screen._directional",
-    "gradcheck._screen._budget",
+    "gradcheck._screen._budget", "gradcheck._progress",
 ]
 
 

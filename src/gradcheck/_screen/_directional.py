@@ -33,6 +33,8 @@ MEASURED_SAFETY = 3.0
 #: Step search range (exponents of two) and where it starts relative to ``config.step``.
 MIN_EXPONENT, MAX_EXPONENT = -44, -1
 SEARCH_WIDTH = 5
+#: f's round-off is measured at steps near ``u**NOISE_EXPONENT`` (2**-40 in float64).
+NOISE_EXPONENT = 0.75
 
 
 def split_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -144,9 +146,16 @@ def choose_step(
     sample: Callable[[float], tuple[float, float, float]], start: float, *, unit: float, k: float,
 ) -> StepChoice:
     """The step ``t`` (a power of two) at which one direction's estimate has the smallest
-    bound. ``sample(t)`` returns ``(f(x+td), f(x-td), C(t))``. The search starts at the
-    powers of two around ``start`` and walks up (or down) while the best bound sits at an
-    end of the range searched, as far as ``2**MIN_EXPONENT .. 2**MAX_EXPONENT``."""
+    bound. ``sample(t)`` returns ``(f(x+td), f(x-td), C(t))``.
+
+    First f's round-off ``rho`` is measured where nothing else shows: at steps near
+    ``u**0.75`` (three of them), truncation and kinks within the step are negligible and
+    ``|D(s) - D(2s)| s`` is round-off alone. Then the search starts at the powers of two
+    around ``start`` and walks up (or down) while the best bound sits at an end of the range
+    searched, as far as ``2**MIN_EXPONENT .. 2**MAX_EXPONENT``."""
+    tiny = int(round(NOISE_EXPONENT * math.log2(unit)))
+    probe = {2.0 ** e: sample(2.0 ** e) for e in (tiny, tiny + 1, tiny + 2)}
+    rho = _measured_roundoff(probe, sorted(probe))
     k0 = int(np.clip(round(math.log2(start)), MIN_EXPONENT, MAX_EXPONENT - SEARCH_WIDTH + 1))
     exps = list(range(k0, k0 + SEARCH_WIDTH))
     got: dict[float, tuple[float, float, float]] = {}
@@ -156,13 +165,12 @@ def choose_step(
             if t not in got:
                 got[t] = sample(t)
         steps = sorted(got)
-        rho = _measured_roundoff(got, steps)
         bounds = [_triple_bound(got, steps[j], unit, k, rho) for j in range(len(steps) - 2)]
         best = int(np.nanargmin(bounds)) if np.isfinite(bounds).any() else 0
         lo, hi = int(round(math.log2(steps[0]))), int(round(math.log2(steps[-1])))
         if best == len(bounds) - 1 and hi < MAX_EXPONENT:
             exps = [hi + 1, hi + 2]
-        elif best == 0 and lo > MIN_EXPONENT and _truncation_dominated(got, steps[0], unit, k, rho):
+        elif best == 0 and lo > max(MIN_EXPONENT, tiny) and _truncation_dominated(got, steps[0], unit, k, rho):
             exps = [lo - 2, lo - 1]
         else:
             break
@@ -170,7 +178,8 @@ def choose_step(
         if not exps:
             break
     t = steps[best]
-    return StepChoice(t=t, rho=rho, bound=float(bounds[best]), evaluations=2 * len(got), samples=got)
+    evaluations = 2 * (len(got) + len(probe))
+    return StepChoice(t=t, rho=rho, bound=float(bounds[best]), evaluations=evaluations, samples=got)
 
 
 def _deltas(got, t) -> tuple[float, float]:

@@ -21,7 +21,7 @@ def notes_for(state: Any, summary: str, localized: np.ndarray, codes: np.ndarray
         bad = int(np.sum(codes[localized] == _MISMATCH))
         notes.append(f"localized {found} entries by bisection for an entry-wise look ({bad} MISMATCH)")
         notes += _traced(state, codes)
-    notes += _stops(state)
+    notes += _stops(state, int(np.sum(codes[localized] == _MISMATCH)))
     phases = ", ".join(f"{v} {k}" for k, v in state.phases.items() if v)
     notes.append(f"{state.measurer.evaluations} evaluations of f ({phases}); {state.draws} draws x "
                  f"{state.blocks} blocks, engine {state.engine_name}")
@@ -34,14 +34,18 @@ def notes_for(state: Any, summary: str, localized: np.ndarray, codes: np.ndarray
     return notes
 
 
-def _stops(state: Any) -> list[str]:
+def _stops(state: Any, failing: int) -> list[str]:
     bis = state.bisection
     left = bis.disagreeing_tops()
     total = len(bis.tops)
-    if bis.dense:
+    if bis.dense and failing:
         return [f"the error is spread over at least {len(left)} of {total} blocks ({state.draws} draws): "
                 "a dense error, not isolated entries; the screen stopped splitting after following "
                 "a few blocks down to example entries (the other entries of disagreeing blocks are UNCHECKED)"]
+    if bis.dense:
+        return [f"{len(left)} of {total} blocks disagree, but the entries they were followed down to "
+                "agree entry by entry: the differences along blocks are not reliable here (kinks or "
+                "curvature within the block's step?); the other entries of those blocks are UNCHECKED"]
     if bis.budget_hit:
         return [f"the budget ({state.measurer.budget} evaluations) ran out with {len(left)} of {total} blocks "
                 "still disagreeing: their unresolved entries are UNCHECKED (a larger budget= localizes more)"]
