@@ -434,3 +434,35 @@ def test_issue_14_bar_at_1024():
     where = [(1, 2), (500, 600), (1000, 3)]
     three = gradcheck.screen(f, W, planted(G, where, 1e-5))
     assert mismatches(three) == set(where) and three.evaluations <= 1000
+
+
+# -- check_params and the framework adapters ----------------------------------------------------
+
+
+def test_check_params_screens_each_name():
+    """check_params(..., screen=True): every name screened, the bad one localized at its
+    index, the diagnosis names it, the table counts SCREENED, the dict untouched."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((32, 64))
+    params = {"W1": rng.standard_normal((64, 64)) / 8, "W2": rng.standard_normal((64, 16)) / 8}
+
+    def loss(p):
+        return float(np.sum(np.tanh(np.tanh(X @ p["W1"]) @ p["W2"]) ** 2))
+
+    def grads(p):
+        h = np.tanh(X @ p["W1"])
+        y = np.tanh(h @ p["W2"])
+        dy = 2 * y * (1 - y**2)
+        dh = dy @ p["W2"].T * (1 - h**2)
+        return {"W1": X.T @ dh, "W2": h.T @ dy}
+
+    g = grads(params)
+    g["W1"][10, 20] *= 1 + 1e-4
+    before = {k: v.tobytes() for k, v in params.items()}
+    r = gradcheck.check_params(loss, params, g, screen=True)
+    assert r.failing == ["W1"]
+    assert mismatches(r["W1"]) == {(10, 20)} and r["W2"].counts[SCREENED] == params["W2"].size
+    assert "SCREENED" in r.table()
+    assert {k: v.tobytes() for k, v in params.items()} == before
+    with pytest.raises(ValueError, match="sample"):
+        gradcheck.check_params(loss, params, g, screen=True, sample=3)

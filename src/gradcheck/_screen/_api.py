@@ -155,7 +155,7 @@ def screen(
     if blocks is None:  # asked-for blocks are kept even when the budget cannot pay for them
         count, fitted = _fit_blocks(min(DEFAULT_BLOCKS, max(1, n // (2 * LEAF_SIZE))), int(draws), allowed)
     eng, why = select(engine, prep.probe, executor=executor, seconds_per_call=per_call,
-                      batch=count * 2 * len(FACTORS), fork_safe=getattr(prep.backend, "fork_safe", True))
+                      batch=count * 2 * len(FACTORS), fork_safe=prep.backend.name == "numpy")
     try:
         state = _run(prep, eng, allowed, count, int(draws), complex_step, adjudicate, digits,
                      prep.config.seed if seed is None else int(seed), per_call)
@@ -479,3 +479,18 @@ def _nonfinite_report(prep: Prepared, started: float) -> Report:
         notes=(f"f is not finite at x ({prep.f0!r}): no entry can be screened",),
         detection_limit=np.full(shape, np.inf),
     )
+
+
+def screen_param(loss, params, name: str, claim: np.ndarray, *, config: Config, budget: Any, engine: str,
+                 executor: Any, adjudicate, digits: int) -> Report:
+    """``check_params(..., screen=True)`` for one name: :func:`screen` of the loss as a
+    function of ``params[name]`` alone (the dict with that name replaced by the screen's
+    private copy), the other parameters held at their values."""
+    held = dict(params)
+
+    def of_name(v):
+        return loss({**held, name: v})
+
+    of_name.__name__ = name
+    return screen(of_name, params[name], claim, budget=budget, config=config, engine=engine,
+                  executor=executor, adjudicate=adjudicate, digits=digits, name=name)

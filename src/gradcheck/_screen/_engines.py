@@ -59,6 +59,8 @@ def select(name: str, probe: Probe, *, executor: Any, seconds_per_call: float, b
     if name == "serial":
         return SerialEngine(probe), "serial: asked for"
     cores = usable_cores()
+    # numpy code only: a child forked after torch (or jax) has started its thread pools can
+    # deadlock on its first parallel operation.
     if cores >= 2 and fork_available() and fork_safe and fork_hazard() is None \
             and batch * seconds_per_call > AUTO_MIN_SECONDS:
         return ProcessesEngine(probe), (f"processes: a batch of {batch} evaluations at "
