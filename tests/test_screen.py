@@ -200,7 +200,7 @@ def test_relu_kinks_and_exact_zero_gradients_give_no_mismatch():
 
 def test_array_output_is_reduced_with_the_random_cotangent():
     """f returning an array: the claim is a VJP, as in check; a bad VJP entry is found."""
-    f, g, W = mlp(64)
+    _, _, W = mlp(64)
     rng = np.random.default_rng(0)
     A = rng.standard_normal((64, 64)) / 8
 
@@ -317,6 +317,53 @@ def test_engines_give_the_same_report():
         assert other.evaluations == serial.evaluations
         assert np.array_equal(other.detection_limit, serial.detection_limit)
     assert fork.engine == "screen/processes" and remote.engine == "screen/executor"
+
+
+def _numba():
+    import os
+
+    if os.environ.get("CI"):
+        import numba  # CI installs numba: a missing one must fail there, never skip
+
+        return numba
+    return pytest.importorskip("numba")
+
+
+def test_compiled_engine_gives_serials_report():
+    """engine='compiled' (an @njit f, scalar or array output): one parallel numba kernel
+    per batch of directions, the same report as serial (verdicts, evaluations, limits)."""
+    numba = _numba()
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((64, 64)) / 8, rng.standard_normal((64, 64))
+    W = rng.standard_normal((64, 64)) / 8
+    f = numba.njit(lambda w: (np.tanh(A @ w) * B).sum())
+    h = numba.njit(lambda w: np.tanh(A @ w))
+    bad = planted(A.T @ ((1 - np.tanh(A @ W) ** 2) * B), [(2, 3)], 1e-4)
+
+    def vjp(w, v):
+        return A.T @ ((1 - np.tanh(A @ w) ** 2) * v)
+
+    for fn, claim in ((f, bad), (h, vjp)):
+        serial = gradcheck.screen(fn, W, claim, engine="serial")
+        compiled = gradcheck.screen(fn, W, claim, engine="compiled")
+        assert compiled.engine == "screen/compiled"
+        assert np.array_equal(compiled.codes, serial.codes) and compiled.evaluations == serial.evaluations
+        assert np.array_equal(compiled.detection_limit, serial.detection_limit)
+    assert mismatches(gradcheck.screen(f, W, bad, engine="compiled")) == {(2, 3)}
+
+
+def test_differences_far_below_checks_tolerance_are_not_chased():
+    """An @njit f (numba's tanh and sum are not numpy's) against numpy's gradient differ by
+    ~1e-9 relative, beyond f's noise but 1000x inside check's tolerance: the screen does not
+    bisect those down to entries (it cost 1022 evaluations before), and names no entry."""
+    numba = _numba()
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((64, 64)) / 8, rng.standard_normal((64, 64))
+    W = rng.standard_normal((64, 64)) / 8
+    f = numba.njit(lambda w: (np.tanh(A @ w) * B).sum())
+    r = gradcheck.screen(f, W, A.T @ ((1 - np.tanh(A @ W) ** 2) * B))
+    assert r.passed and r.evaluations < 400
+    assert "disagreement traced" not in str(r)
 
 
 def test_a_small_budget_says_what_it_cost():

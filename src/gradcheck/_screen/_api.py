@@ -52,6 +52,9 @@ DEFAULT_DRAWS = 2
 MP_MAX_ENTRIES = 4096
 MP_MAX_CALL_SECONDS = 2e-5
 MP_MAX_SECONDS = 0.05
+#: A block disagrees only beyond this share of the smallest error check's rule would call
+#: MISMATCH at one of its entries (see ._bisect, "Relevance").
+RELEVANCE_SHARE = 0.5
 #: The top level may use at most this share of the budget (the rest localizes).
 TOP_SHARE = 0.5
 
@@ -271,7 +274,7 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, complex_step
     n = prep.analytic.size
     all_draws = [draw(n, count, seed=seed, number=r) for r in range(draws)]
     judge = EntryJudge(prep, m, adjudicate, digits, per_call)
-    bis = Bisection(m, all_draws, judge)
+    bis = Bisection(m, all_draws, judge, relevance=RELEVANCE_SHARE * prep.floor * prep.weights)
     first = (all_draws[0].blocks[0], all_draws[0].signs[all_draws[0].blocks[0]])
     step_note, known = _calibrate(prep, m, first)
     phases = {"step search": m.evaluations}
@@ -393,7 +396,7 @@ class EntryJudge:
         referee = Referee(lambda v: f(v), prep.probe.pristine, prep.cotangent, digits=digits)
         if adjudicate is True:
             return referee, ""
-        why = f"no referee (adjudicate=True asks for it): f at arbitrary precision is too slow here"
+        why = "no referee (adjudicate=True asks for it): f at arbitrary precision is too slow here"
         if prep.analytic.size > MP_MAX_ENTRIES or per_call > MP_MAX_CALL_SECONDS:
             return None, f"{why} ({prep.analytic.size} entries, {per_call:.2g} s per float evaluation)"
         seconds = _time_mp_call(f, prep.probe.pristine)
@@ -469,7 +472,7 @@ def _assemble(prep: Prepared, state: State, extra: list[str], deterministic: boo
 
 
 def _nonfinite_report(prep: Prepared, started: float) -> Report:
-    n, shape = prep.analytic.size, prep.shape
+    shape = prep.shape
     nan = np.full(shape, np.nan)
     return Report(
         name=prep.label, analytic=prep.analytic.reshape(shape), numeric=nan, noise=nan.copy(),

@@ -19,15 +19,22 @@ When at least :data:`DENSE_SHARE` of the blocks disagree in every draw, the erro
 isolated: :data:`DENSE_EXAMPLES` blocks are followed down one path each to show entries
 that fail, and the screen stops there and says so.
 
+Relevance: a block disagrees only when ``|Delta|`` exceeds ``beta + gamma`` by more than
+``slack = RELEVANCE_SHARE x min_i w_i floor_i`` over its entries, where ``floor_i`` is the
+smallest error check's rule calls MISMATCH at entry ``i``. Below that no single entry of
+the block could fail, so the screen does not chase differences of f's implementation from
+the claim's mathematics at 1e-9 relative (a library's tanh is not the exact tanh) down
+to entries that check would pass.
+
 Per entry and draw the driver records whether a block holding it was cleared, and the
-threshold ``tau = 2 beta + gamma`` of the blocks on its path: a single error ``e_i`` with
-``w_i |e_i| > tau`` makes ``|Delta| > beta + gamma`` whatever the numeric error within
-its bound, so the block would have disagreed.
+threshold ``tau = 2 beta + gamma + slack`` of the blocks on its path: a single error
+``e_i`` with ``w_i |e_i| > tau`` makes ``|Delta| > beta + gamma + slack`` whatever the
+numeric error within its bound, so the block would have disagreed.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -53,6 +60,7 @@ class Node:
     delta: float = np.nan
     bound: float = np.inf
     claim: float = 0.0
+    slack: float = np.nan       # relevance: RELEVANCE x the smallest w_i floor_i here (lazy)
     derived: bool = False
     children: list["Node"] | None = None
     exhausted: bool = False
@@ -73,8 +81,10 @@ Judge = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 class Bisection:
     """State of one screen: the draws' trees, the localized entries, clearances, limits."""
 
-    def __init__(self, measurer: Measurer, draws: list[Draw], judge: Judge) -> None:
+    def __init__(self, measurer: Measurer, draws: list[Draw], judge: Judge,
+                 relevance: np.ndarray | None = None) -> None:
         self.m = measurer
+        self.relevance = relevance      # per entry: RELEVANCE w_i floor_i (None: no such cut)
         self.draws = draws
         self.judge = judge
         n = draws[0].signs.size
@@ -112,7 +122,7 @@ class Bisection:
         self.measure([self.tops[j] for j in chosen if j not in known], method)
         for j in chosen:
             n = self.tops[j]
-            self.tau[n.draw, n.idx] = 2.0 * n.bound + n.claim
+            self.tau[n.draw, n.idx] = 2.0 * n.bound + self.gate(n)
 
     # -- peeling and decisions -----------------------------------------------------------
     def residual(self, node: Node) -> tuple[float, float]:
@@ -128,25 +138,33 @@ class Bisection:
         extra = float(np.sum(self.m.weights[sel] * self.loc_bound[inside]))
         return node.delta - shift, node.bound + extra
 
+    def gate(self, node: Node) -> float:
+        """What a block's residual must exceed beyond its bound to disagree: the claim's
+        rounding, plus the relevance slack (no entry here could fail check's rule below it)."""
+        if np.isnan(node.slack):
+            node.slack = float(self.relevance[node.idx].min()) if self.relevance is not None and node.idx.size else 0.0
+        return node.claim + node.slack
+
     def disagrees(self, node: Node) -> bool:
         r, b = self.residual(node)
-        return not (np.isfinite(r) and np.isfinite(b)) or abs(r) > b + node.claim
+        return not (np.isfinite(r) and np.isfinite(b)) or abs(r) > b + self.gate(node)
 
     def significance(self, node: Node) -> float:
         r, b = self.residual(node)
-        return abs(r) / (b + node.claim) if np.isfinite(r) and b + node.claim > 0 else np.inf
+        gate = b + self.gate(node)
+        return abs(r) / gate if np.isfinite(r) and gate > 0 else np.inf
 
     def _decide(self, child: Node, sibling: Node) -> tuple[str, float]:
         """("flag" | "clear" | "unsure", the threshold a clearance certifies)."""
         r, b = self.residual(child)
         if not (np.isfinite(r) and np.isfinite(b)):
             return "flag", np.inf
-        if abs(r) > b + child.claim:
+        if abs(r) > b + self.gate(child):
             return "flag", np.inf
         if not child.derived:
-            return "clear", 2.0 * b + child.claim
+            return "clear", 2.0 * b + self.gate(child)
         # Derived: cleared only if even its wide bound keeps it under a direct threshold.
-        ref = 2.0 * sibling.bound + sibling.claim if not sibling.derived else np.inf
+        ref = 2.0 * sibling.bound + sibling.claim + self.gate(child) - child.claim if not sibling.derived else np.inf
         if abs(r) + b + child.claim <= ref:
             return "clear", ref
         return "unsure", np.inf
@@ -251,8 +269,8 @@ class Bisection:
         """Clear the entries of every measured top block that no longer disagrees."""
         for n in self.tops:
             if np.isfinite(n.bound) and not self.disagrees(n):
-                r, b = self.residual(n)
-                self._clear(n, 2.0 * b + n.claim)
+                _, b = self.residual(n)
+                self._clear(n, 2.0 * b + self.gate(n))
 
     # -- results ---------------------------------------------------------------------------
     def disagreeing_tops(self) -> list[Node]:

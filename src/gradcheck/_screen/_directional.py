@@ -115,7 +115,7 @@ def estimate(deltas: np.ndarray, noises: np.ndarray, claim_error: np.ndarray) ->
     2t, 4t`` for ``M`` directions; ``claim_error`` (``M``) is the rounding of ``C``.
     """
     d1, d2, d4 = deltas
-    n1, n2, n4 = noises
+    n1, n2 = noises[0], noises[1]
     with np.errstate(invalid="ignore", over="ignore"):
         r1 = (4.0 * d1 - d2) / 3.0
         r2 = (4.0 * d2 - d4) / 3.0

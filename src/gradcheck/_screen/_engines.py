@@ -4,7 +4,8 @@ Evaluations along different directions are independent, so they run like ``check
 entries: ``serial`` (in process), ``processes`` (a fork pool: each worker inherits the
 probe, its own copy of ``x`` and ``f``; only indices and values travel) and ``executor``
 (any ``concurrent.futures.Executor``, e.g. dask's ``client.get_executor()``: the probe is
-cloudpickled once and cached on the workers, as the executor engine of ``check`` does).
+cloudpickled once and cached on the workers, as the executor engine of ``check`` does) and
+``compiled`` (an ``@njit`` f: one parallel numba kernel, :mod:`._compiled`).
 Every engine runs :func:`._probe.run_jobs` on its share, so the values are the same bits
 whichever engine ran them (given an ``f`` that computes the same on every worker).
 
@@ -25,9 +26,11 @@ from .._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable
 from ..engines._chunks import picklable, rebuild_error
 from ._probe import Probe, run_jobs
 
-SCREEN_ENGINES = ("auto", "serial", "processes", "executor")
+SCREEN_ENGINES = ("auto", "serial", "processes", "executor", "compiled")
 #: auto forks a pool when one batch of evaluations would take longer than this on one core.
 AUTO_MIN_SECONDS = 1.0
+#: auto runs an njit f in the compiled kernel from this batch time (compiling it takes ~1 s).
+COMPILED_MIN_SECONDS = 0.5
 
 
 class SerialEngine:
@@ -56,8 +59,19 @@ def select(name: str, probe: Probe, *, executor: Any, seconds_per_call: float, b
         return ExecutorEngine(probe, executor), f"executor: directions run on {type(executor).__name__}"
     if name == "processes":
         return ProcessesEngine(probe), "processes: asked for"
+    if name == "compiled":
+        from ._compiled import CompiledEngine
+
+        return CompiledEngine(probe), "compiled: asked for"
     if name == "serial":
         return SerialEngine(probe), "serial: asked for"
+    from ._compiled import applies
+
+    if name == "auto" and applies(probe.f) and fork_safe and batch * seconds_per_call > COMPILED_MIN_SECONDS:
+        from ._compiled import CompiledEngine
+
+        return CompiledEngine(probe), (f"compiled: f is a numba @njit function and a batch of {batch} "
+                                       f"evaluations takes ~{batch * seconds_per_call:.2g} s from Python")
     cores = usable_cores()
     # numpy code only: a child forked after torch (or jax) has started its thread pools can
     # deadlock on its first parallel operation.

@@ -31,6 +31,7 @@ class Probe:
         self.pristine = work.copy()
         self.evaluate = evaluate              # the reduced f at the current contents of work
         self.cotangent = None if cotangent is None else cotangent.reshape(-1)
+        self.cotangent_shape = None if cotangent is None else cotangent.shape
         self.label = label
         self._complex: np.ndarray | None = None
 

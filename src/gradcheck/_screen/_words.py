@@ -64,8 +64,11 @@ TRACED_SHOWN = 5
 def _traced(state: Any, codes: np.ndarray) -> list[str]:
     """Localized entries whose claim differs from the numeric value beyond its noise but
     within check's tolerance (not a failure by check's rule; the screen says where)."""
-    idx, err, bound = state.bisection.loc_idx, state.bisection.loc_err, state.bisection.loc_bound
-    resolved = np.isfinite(bound) & (np.abs(err) > bound) & (codes[idx] != _MISMATCH)
+    bis = state.bisection
+    idx, err, bound = bis.loc_idx, bis.loc_err, bis.loc_bound
+    # Named only when beyond the noise AND large enough to be what made a block disagree.
+    relevant = bis.relevance[idx] / state.measurer.weights[idx] if bis.relevance is not None else 0.0
+    resolved = np.isfinite(bound) & (np.abs(err) > bound + relevant) & (codes[idx] != _MISMATCH)
     if not resolved.any():
         return []
     a = state.measurer.analytic
