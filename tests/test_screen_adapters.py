@@ -82,3 +82,36 @@ def test_jax_vjp_is_screened_and_a_bad_rule_localized():
     bad = gradcheck.screen(make(True), W, backend="jax")
     assert ok.passed and ok.counts[Verdict.MISMATCH] == 0
     assert bad.entries(Verdict.MISMATCH) == [(7, 3)]
+
+
+def test_screen_on_a_dask_cluster_gives_serials_report():
+    """executor=client.get_executor() (dask LocalCluster, 2 worker processes): the probe is
+    shipped once per worker; verdicts, evaluations and limits equal serial's."""
+    import logging
+    import sys
+
+    _framework("distributed")
+    import cloudpickle
+    from distributed import Client, LocalCluster
+
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((48, 48)) / 7, rng.standard_normal((48, 48))
+    W = rng.standard_normal((48, 48)) / 7
+
+    def f(w):
+        return (np.tanh(A @ w) * B).sum()
+
+    claim = A.T @ ((1 - np.tanh(A @ W) ** 2) * B)
+    claim[4, 4] *= 1 + 1e-4
+    serial = gradcheck.screen(f, W, claim, engine="serial")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                          silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
+            remote = gradcheck.screen(f, W, claim, executor=client.get_executor())
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert remote.engine == "screen/executor"
+    assert np.array_equal(remote.codes, serial.codes) and remote.evaluations == serial.evaluations
+    assert np.array_equal(remote.detection_limit, serial.detection_limit)
+    assert remote.entries(Verdict.MISMATCH) == [(4, 4)]

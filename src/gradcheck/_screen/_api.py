@@ -452,11 +452,12 @@ def _assemble(prep: Prepared, state: State, extra: list[str], deterministic: boo
         for key in ("numeric", "noise", "codes", "refined", "causes", "exact", "digits", "left", "right"):
             getattr(looks, key)[idx] = getattr(judged, key)
         looks.adjudication = judged.adjudication or looks.adjudication
-    limit = np.maximum(screening_limit(bis.tau, bis.cleared, prep.weights, bis.depth_ratio), prep.floor)
+    own = screening_limit(bis.tau, bis.cleared, prep.weights, bis.depth_ratio)
+    limit = np.maximum(own, prep.floor)
     tol = tolerance(prep.analytic, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
     limit = np.where(localized, tol, np.where(screened, limit, np.inf))
     summary = describe(np.where(screened & ~localized, limit, np.inf), prep.analytic, draws=state.draws,
-                       blocks=state.blocks, screened=int((screened & ~localized).sum()))
+                       blocks=state.blocks, screened=int((screened & ~localized).sum()), own=own)
     notes = notes_for(state, summary, localized, codes) + extra
     notes += [state.judge.referee_note] if state.judge.referee_note else []
     notes += adjudication_notes(looks.adjudication, state.judge.adjudicate)

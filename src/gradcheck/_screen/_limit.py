@@ -52,7 +52,8 @@ def miss_probability(draws: int, blocks: int) -> tuple[float, float]:
     return 0.5 ** draws, (1.0 / (2.0 * max(1, blocks))) ** draws
 
 
-def describe(limit: np.ndarray, analytic: np.ndarray, *, draws: int, blocks: int, screened: int) -> str:
+def describe(limit: np.ndarray, analytic: np.ndarray, *, draws: int, blocks: int, screened: int,
+             own: np.ndarray | None = None) -> str:
     """The sentence on what the screen could see, e.g. "every entry screened with 2 sign
     draws of 16 blocks; a single-entry error above 3e-07 rms(g) (2e-05 relative at the
     median entry) would have been found ..."."""
@@ -67,7 +68,13 @@ def describe(limit: np.ndarray, analytic: np.ndarray, *, draws: int, blocks: int
     rel = np.abs(limit[finite]) / np.maximum(np.abs(analytic[finite]), np.finfo(float).tiny)
     scale = f"{med / rms:.2g} rms(g)" if rms > 0 else f"{med:.2g}"
     every = "every entry" if finite.all() else f"{int(finite.sum())} of {limit.size} entries"
+    blocks_alone = ""
+    if own is not None and np.isfinite(own[finite]).any():
+        alone = float(np.median(own[finite]))
+        if alone < 0.5 * med:
+            blocks_alone = (f"; the blocks alone resolve {alone / rms:.2g} rms(g), check's tolerance "
+                            "(config.rtol) sets the rest" if rms > 0 else "")
     return (f"{every} screened with {draws} sign draw{'s' if draws != 1 else ''} of {blocks} blocks "
             f"({screened} cleared without an entry-wise look): a single-entry error above {scale} "
             f"({float(np.median(rel)):.2g} relative at the median entry, {med:.3g} absolute) would "
-            f"have been found; {odds}")
+            f"have been found{blocks_alone}; {odds}")
