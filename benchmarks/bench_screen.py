@@ -225,7 +225,11 @@ def main(quick: bool = False) -> dict:
         print(table(["case", "flagged / trials", "time per call", "localizes"], [
             [name, f"{c['flagged']} / {c['trials']}", seconds(c["seconds"]), "no"]
             for name, c in fast.items() if not name.startswith("_")]))
-    return {"benchmark": "screen", "quick": quick, "versus_check": vs,
+    meets = vs["same_bugs"] and all(verdict_of(name, case, large) == "met"
+                                     for name, case in results[large].items() if not name.startswith("_"))
+    print(f"   issue 14's bar at {large}x{large}: {'met' if meets else 'MISSED'} "
+          f"(<= {EVALUATIONS_TARGET} evaluations per case, dense <= {DENSE_TARGET}, right entries)")
+    return {"benchmark": "screen", "quick": quick, "meets_targets": meets, "versus_check": vs,
             "screen": {str(n): {k: v for k, v in r.items()} for n, r in results.items()},
             "torch_fast_mode": fast}
 
