@@ -513,3 +513,27 @@ def test_check_params_screens_each_name():
     assert {k: v.tobytes() for k, v in params.items()} == before
     with pytest.raises(ValueError, match="sample"):
         gradcheck.check_params(loss, params, g, screen=True, sample=3)
+
+
+def test_stated_pair_miss_probability_matches_what_happens():
+    """The report states <= (1/(2B))**draws for two errors of equal size: measured over 32
+    random pairs +e/-e (4 blocks, so 1/8 per draw), one draw misses about that share and
+    two draws about its square. Pinned seeds: the counts are fixed, and consistent."""
+    f, g, W = mlp(16)
+    G = g(W)
+    rng = np.random.default_rng(11)
+    e = 1e-3 * np.sqrt(np.mean(G**2))
+    pairs = [rng.choice(W.size, 2, replace=False) for _ in range(32)]
+    missed = {}
+    for draws in (1, 2):
+        missed[draws] = 0
+        for k, (i, j) in enumerate(pairs):
+            bad = G.copy().reshape(-1)
+            bad[i] += e
+            bad[j] -= e
+            r = gradcheck.screen(f, W, bad.reshape(W.shape), draws=draws, blocks=4, seed=k, adjudicate=False)
+            found = {int(np.ravel_multi_index(ix, W.shape)) for ix in r.entries(MISMATCH)}
+            missed[draws] += found != {int(i), int(j)}
+        assert f"<= {(1 / 8) ** draws:.2g} for two errors" in str(r)
+    # Binomial(32, 1/8): mean 4, P(>= 10) < 0.003; Binomial(32, 1/64): P(>= 3) < 0.01.
+    assert 1 <= missed[1] <= 9 and missed[2] <= 2, missed
