@@ -437,6 +437,15 @@ def test_f_not_finite_at_x():
     assert not r.passed and r.counts[Verdict.NONFINITE] == W.size and "not finite" in str(r)
 
 
+@pytest.mark.parametrize("x", [np.array(0.7), np.array([0.3]), np.arange(3.0), np.zeros(0),
+                               np.linspace(-1, 1, 35, dtype=np.float32).reshape(5, 7)],
+                         ids=["0-d", "one", "three", "empty", "float32"])
+def test_tiny_and_float32_inputs(x):
+    """Small inputs (even 0-d, even empty) and float32 run and pass a correct gradient."""
+    r = gradcheck.screen(lambda v: np.sum(np.sin(v) ** 2), x, lambda v: 2 * np.sin(v) * np.cos(v))
+    assert r.passed and r.shape == x.shape and r.counts[SCREENED] + r.counts[Verdict.PASS] == x.size
+
+
 def test_small_x_gets_the_referee():
     """A small x (within the referee's automatic range): a localized entry in doubt is
     settled against the exact derivative, as check does."""

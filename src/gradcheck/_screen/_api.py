@@ -132,7 +132,10 @@ def screen(
     A dense error (most blocks disagree in every draw) is reported as such, with a few
     entries localized as examples, instead of an entry-wise check in disguise.
     ``engine``: ``"auto"``, ``"serial"``, ``"processes"`` (a fork pool), ``"executor"``
-    (with ``executor=``, any ``concurrent.futures.Executor``, e.g. dask's). ``config``,
+    (with ``executor=``, any ``concurrent.futures.Executor``, e.g. dask's), ``"compiled"``
+    (an ``@njit`` f: one parallel numba kernel per batch of directions); each gives
+    serial's report. ``complex_step``: ``"auto"`` (where finite differences cannot resolve
+    the blocks), ``True``, ``False``. ``config``,
     ``adjudicate``, ``digits``, ``name``, ``backend`` as in :func:`gradcheck.check`;
     ``seed`` (default ``config.seed``) seeds the draws. ``x`` is never modified.
 
@@ -148,8 +151,11 @@ def screen(
     started = time.perf_counter()
     _validate(engine, draws, blocks, complex_step, adjudicate)
     prep = _prepare(f, x, grad, config, name, backend)
+    if not prep.analytic.size:
+        return _trivial_report(prep, started, Verdict.SCREENED, "x has no entries: nothing to screen")
     if not np.isfinite(prep.f0):
-        return _nonfinite_report(prep, started)
+        return _trivial_report(prep, started, Verdict.NONFINITE,
+                               f"f is not finite at x ({prep.f0!r}): no entry can be screened")
     per_call, deterministic, f1 = _time_and_repeat(prep)
     prep.evaluations += 1
     allowed = parse_budget(budget, per_call)
@@ -472,15 +478,15 @@ def _assemble(prep: Prepared, state: State, extra: list[str], deterministic: boo
     )
 
 
-def _nonfinite_report(prep: Prepared, started: float) -> Report:
+def _trivial_report(prep: Prepared, started: float, code: Verdict, note: str) -> Report:
+    """Every entry ``code`` without a screen (f not finite at x, or no entries at all)."""
     shape = prep.shape
     nan = np.full(shape, np.nan)
     return Report(
         name=prep.label, analytic=prep.analytic.reshape(shape), numeric=nan, noise=nan.copy(),
-        tolerance=nan.copy(), codes=np.full(shape, Verdict.NONFINITE, dtype=np.uint8),
+        tolerance=nan.copy(), codes=np.full(shape, code, dtype=np.uint8),
         refined=np.zeros(shape, dtype=bool), dtype=prep.dtype, engine="screen", config=prep.config,
-        evaluations=prep.evaluations, seconds=time.perf_counter() - started,
-        notes=(f"f is not finite at x ({prep.f0!r}): no entry can be screened",),
+        evaluations=prep.evaluations, seconds=time.perf_counter() - started, notes=(note,),
         detection_limit=np.full(shape, np.inf),
     )
 
