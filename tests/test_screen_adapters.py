@@ -48,6 +48,9 @@ def test_torch_autograd_is_screened_and_a_bad_backward_localized():
     found = bad.entries(Verdict.MISMATCH)
     assert found and all(ix[1] == 9 for ix in found)  # column 9 of W feeds z[:, 9]
     assert torch.equal(W, before)
+    # A forked child of a process whose torch thread pool runs can deadlock: refused.
+    with pytest.raises(ValueError, match="deadlock"):
+        gradcheck.screen(lambda w: torch.tanh(A @ w).sum(), W, engine="processes")
 
 
 def test_jax_vjp_is_screened_and_a_bad_rule_localized():

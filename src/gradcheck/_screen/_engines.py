@@ -58,6 +58,10 @@ def select(name: str, probe: Probe, *, executor: Any, seconds_per_call: float, b
             raise ValueError("engine='executor' needs screen(..., executor=...): a concurrent.futures.Executor")
         return ExecutorEngine(probe, executor), f"executor: directions run on {type(executor).__name__}"
     if name == "processes":
+        if not fork_safe:
+            raise ValueError("engine='processes' forks worker processes, and a child forked after a "
+                             "framework (torch, jax) has started its thread pools can deadlock: use "
+                             "engine='serial', or executor= with worker processes of their own")
         return ProcessesEngine(probe), "processes: asked for"
     if name == "compiled":
         from ._compiled import CompiledEngine
