@@ -62,7 +62,9 @@ def select(name: str, probe: Probe, *, executor: Any, seconds_per_call: float, b
             raise ValueError("engine='processes' forks worker processes, and a child forked after a "
                              "framework (torch, jax) has started its thread pools can deadlock: use "
                              "engine='serial', or executor= with worker processes of their own")
-        return ProcessesEngine(probe), "processes: asked for"
+        hazard = fork_hazard()
+        return ProcessesEngine(probe), ("processes: asked for" if hazard is None else
+                                        f"processes: asked for, although {hazard}: f must not call into jax")
     if name == "compiled":
         from ._compiled import CompiledEngine
 
