@@ -18,6 +18,10 @@ of the two signs of ``s_i`` makes ``|s_i w_i e_i + rest| <= tau`` when ``w_i |e_
 so one draw misses with probability at most 1/2, and only if another error shares the
 block (chance about ``1/B`` for each other error, the blocks being random). ``R``
 independent draws: at most ``2**-R`` whatever the other errors, ``(1/(2B))**R`` for two.
+(The argument holds the other errors fixed while ``s_i`` is drawn. Which entries bisection
+localizes, and so which errors are left to cancel, depends on the signs too; for two
+errors that does not matter and the tests measure the stated rate, for three or more
+sharing one block the bound is the natural reading rather than a proof.)
 """
 from __future__ import annotations
 
