@@ -15,6 +15,8 @@ MODULES = [
     "gradcheck._html",
     "gradcheck._orders._jvp", "gradcheck._orders._adjoint", "gradcheck._orders._hvp",
     "gradcheck._orders._taylor",
+    "gradcheck._screen._api", "gradcheck._screen._partition", "gradcheck._screen._directional",
+    "gradcheck._screen._budget", "gradcheck._progress",
 ]
 
 

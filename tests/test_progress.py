@@ -133,3 +133,31 @@ def test_chunked_progress_changes_no_result():
 def test_min_seconds_is_a_couple_of_seconds():
     """'Checks expected to take more than a couple of seconds' get a bar."""
     assert 1.0 <= MIN_SECONDS <= 5.0
+
+
+def test_a_long_pass_points_to_screen_in_the_line():
+    """A pass projected past SCREEN_HINT_SECONDS says on its progress line that
+    gradcheck.screen covers every entry in far fewer evaluations; a short one does not."""
+    from gradcheck._progress import SCREEN_HINT_SECONDS
+
+    clock = Clock()
+    bar = Progress(1000, enabled=True, stream=io.StringIO(), label="f", clock=clock)
+    clock.now = 2.0
+    bar.update(10)  # 2 s for 1% of the entries: ~200 s in all
+    assert 2.0 / 10 * 1000 > SCREEN_HINT_SECONDS
+    assert "gradcheck.screen" in bar.line()
+    bar.update(500)  # now ~4 s in all
+    assert "gradcheck.screen" not in bar.line()
+
+
+def test_a_long_check_gets_a_note_about_screen(monkeypatch):
+    """check's report mentions screen when its entry-wise pass took long (the threshold is
+    lowered here, the rule is the same), and not otherwise."""
+    import gradcheck._progress as progress
+
+    x = np.random.default_rng(0).standard_normal(5000)
+    quick = check(lambda v: float(np.sum(np.sin(v))), x, np.cos, progress=False, engine="serial")
+    assert not any("gradcheck.screen" in n for n in quick.notes)
+    monkeypatch.setattr(progress, "SCREEN_HINT_SECONDS", 0.0)
+    slow = check(lambda v: float(np.sum(np.sin(v))), x, np.cos, progress=False, engine="serial")
+    assert any("gradcheck.screen" in n for n in slow.notes)

@@ -16,6 +16,7 @@ PUBLIC = [
     "OutputError", "AliasedParametersError",
     "check_jvp", "check_hvp", "check_adjoint", "taylor_test", "AdjointResult", "TaylorResult",
     "ComplexReport",
+    "screen",
 ]
 
 

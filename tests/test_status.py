@@ -151,10 +151,13 @@ def test_an_empty_tensor_is_a_pass():
     ({Verdict.PASS: 3}, 3, False, FAIL),
     ({Verdict.UNCHECKED: 3}, 3, False, FAIL),
     ({}, 0, True, PASS),
+    ({Verdict.SCREENED: 1000}, 1000, True, PASS),  # screen cleared every entry, at its limit
+    ({Verdict.SCREENED: 990, Verdict.UNCHECKED: 10}, 1000, True, PASS),
+    ({Verdict.SCREENED: 999, Verdict.MISMATCH: 1}, 1000, True, FAIL),
 ])
 def test_status_rule_table(counts, size, deterministic, expected):
     """The rule in one table: FAIL wins (a failing verdict or a nondeterministic f), then
-    INCONCLUSIVE (entries, but not one PASS), else PASS."""
+    INCONCLUSIVE (entries, but not one PASS or SCREENED), else PASS."""
     full = {v: counts.get(v, 0) for v in Verdict}
     assert status_of(full, size, deterministic) == expected
 

@@ -23,7 +23,7 @@ from ._referee import Referee
 from ._report import Report
 from ._verdict import Verdict
 from .engines import ENGINE_NAMES, CheckProblem, select_engine
-from ._progress import Progress, differences_with_progress
+from ._progress import Progress, differences_with_progress, screen_hint
 
 
 
@@ -239,8 +239,10 @@ def check(
     size = work.size
     flat_idx = np.arange(size)
     steps = steps_for(work.reshape(-1), cfg.step)
+    began = time.perf_counter()
     with Progress(size, enabled=progress, label=label) as bar:
         fp, fm, denom = differences_with_progress(differencer, flat_idx, steps, bar)
+    hint = screen_hint(size, time.perf_counter() - began)  # a long pass: say that screen exists
     evaluations = 1 + 2 * size
     if lowp is not None and lowp.upcast:  # the floor scales with the gradient's size, measured
         cfg = lowp.with_floor(cfg, analytic, slope_and_noise(fp, fm, denom, 2.0**-53)[0])
@@ -291,6 +293,8 @@ def check(
         notes.append(
             f"f is nondeterministic: f(x) gave {f0!r} then {f1!r}; its drift is counted as noise"
         )
+    if hint:
+        notes.append(hint)
 
     shape = work.shape
     tol = tolerance(a, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)

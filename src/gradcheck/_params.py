@@ -79,7 +79,10 @@ class ParamsReport(HtmlViews):
         return self.reports[name]
 
     def table(self) -> str:
-        head = f"  {'name':<16} {'shape':<12} {'status':<12} {'PASS':>6} {'MISMATCH':>8} {'UNCHECKED':>9} {'other':>6} {'worst rel':>10}"
+        screened = any(r.counts[Verdict.SCREENED] for r in self.reports.values())  # screen=True
+        extra = f" {'SCREENED':>9}" if screened else ""
+        head = (f"  {'name':<16} {'shape':<12} {'status':<12} {'PASS':>6} {'MISMATCH':>8} {'UNCHECKED':>9}"
+                f"{extra} {'other':>6} {'worst rel':>10}")
         rows = [head]
         worst = self.worst
         for n in self.order:
@@ -87,9 +90,10 @@ class ParamsReport(HtmlViews):
             c = r.counts
             other = c[Verdict.NONFINITE] + c[Verdict.KINK] + c[Verdict.SKIPPED]
             status = "ok" if r.passed else r.status
+            cell = f" {c[Verdict.SCREENED]:>9}" if screened else ""
             rows.append(
                 f"  {n:<16} {str(r.shape):<12} {status:<12} {c[Verdict.PASS]:>6} {c[Verdict.MISMATCH]:>8}"
-                f" {c[Verdict.UNCHECKED]:>9} {other:>6} {worst[n]:>10.2e}"
+                f" {c[Verdict.UNCHECKED]:>9}{cell} {other:>6} {worst[n]:>10.2e}"
             )
         return "\n".join(rows)
 
@@ -168,6 +172,8 @@ def check_params(
     digits: int = 30,
     engine: str = "auto",
     executor: Any = None,
+    screen: bool = False,
+    budget: Any = None,
 ) -> ParamsReport:
     """Check ``grads[name]`` against ``loss(params)`` at every entry of every name.
 
@@ -192,6 +198,10 @@ def check_params(
     ``concurrent.futures.Executor``, e.g. a dask cluster's ``client.get_executor()``, or
     ``ExecutorOptions``) runs each name's entries there, as :func:`check` does: the loss
     and the parameters are shipped once per worker, results identical to serial.
+    ``screen=True`` screens each name with :func:`gradcheck.screen` instead (``budget``
+    per name): every entry covered in O(log N) evaluations, disagreeing entries localized
+    and judged entry by entry, the rest SCREENED with a stated detection limit; the loss
+    then gets the dict with that one name replaced by a private copy.
 
     >>> import numpy as np, gradcheck
     >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
@@ -239,7 +249,11 @@ def check_params(
         f0 = _scalar_loss(loss, params, None, "base", None)
         total = sum(int(np.size(params[n])) if sample is None else min(sample, int(np.size(params[n])))
                     for n in names)
-        if executor is not None:
+        if screen and sample is not None:
+            raise ValueError("check_params: screen=True covers every entry; it cannot be combined with sample=")
+        if screen:
+            chosen, why = engine, ""
+        elif executor is not None:
             if engine not in ("auto", "executor"):
                 raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
             chosen, why = "executor", "executor: asked for"
@@ -247,6 +261,12 @@ def check_params(
             chosen, why = _choose_engine(engine, loss, params, total)
         for n in names:
             cfg = config if config is not None else Config.for_dtype(dtypes[n])
+            if screen:  # gradcheck._screen: each name screened, not checked entry by entry
+                from ._screen._api import screen_param
+
+                reports[n] = screen_param(loss, params, n, claimed[n], config=cfg, budget=budget,
+                                          engine=engine, executor=executor, adjudicate=adjudicate, digits=digits)
+                continue
             reports[n] = _check_one(loss, params, n, claimed[n], cfg, sample, rng, adjudicate, digits, claim_scale,
                                     chosen, why, executor)
         f1 = _scalar_loss(loss, params, None, "base", None)
@@ -351,7 +371,7 @@ def _informative(report: Report) -> bool:
     flows into it, so it must not break a run of failing names."""
     from ._causes import Cause
 
-    passed = report.codes == Verdict.PASS
+    passed = np.isin(report.codes, [int(Verdict.PASS), int(Verdict.SCREENED)])  # SCREENED: screen=True
     if report.causes is not None:
         passed &= report.causes != Cause.EXACT_ZERO
     return bool(passed.any())

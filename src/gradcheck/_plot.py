@@ -23,6 +23,7 @@ VERDICT_COLOURS = {
     Verdict.NONFINITE: "#7b3294",
     Verdict.KINK: "#fdae61",
     Verdict.SKIPPED: "#ffffff",
+    Verdict.SCREENED: "#b8e186",  # screening: cleared in blocks, a paler green than PASS
 }
 PASS_COLOUR, FAIL_COLOUR, EMPTY_COLOUR = "#5aae61", "#d7191c", "#f0f0f0"
 _PANEL_INCHES = 3.2

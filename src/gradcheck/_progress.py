@@ -28,6 +28,8 @@ DELAY_SECONDS = 0.5
 INTERVAL_SECONDS = 0.2
 #: Chunked engines get chunks sized to take about this long.
 CHUNK_SECONDS = 0.2
+#: A pass projected (or measured) to take longer than this suggests gradcheck.screen.
+SCREEN_HINT_SECONDS = 120.0
 
 
 class Progress:
@@ -112,7 +114,9 @@ class Progress:
         if done >= total:
             return f"{text}  done in {_duration(elapsed)}"
         eta = (total - done) / rate if rate > 0 else float("inf")
-        return f"{text}  ETA {_duration(eta)}"
+        hint = "  (long: gradcheck.screen covers every entry in far fewer evaluations)" \
+            if elapsed + eta > SCREEN_HINT_SECONDS else ""
+        return f"{text}  ETA {_duration(eta)}{hint}"
 
     def _begin(self) -> None:
         self.drawing = True
@@ -192,3 +196,21 @@ def _duration(seconds: float) -> str:
         return f"{minutes}m{sec:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h{minutes:02d}m"
+
+
+def screen_hint(entries: int, seconds: float) -> str | None:
+    """The note a long entry-wise pass gets: what ``gradcheck.screen`` would cost instead
+    (its default top level, 2 draws x 16 blocks x 6 evaluations plus a step search, and
+    about 6 evaluations per halving for each isolated bad entry), or None if not long.
+
+    >>> screen_hint(10**6, 5.0) is None
+    True
+    >>> "gradcheck.screen" in screen_hint(10**6, 3600.0)
+    True
+    """
+    if seconds <= SCREEN_HINT_SECONDS or entries < 4096:
+        return None
+    levels = max(1, int(np.ceil(np.log2(entries / 128))))
+    return (f"the 2N = {2 * entries} evaluations took {_duration(seconds)}: gradcheck.screen(f, x, grad) "
+            f"covers every entry in about 230 evaluations plus ~{6 * levels} per isolated bad entry, "
+            "with a stated detection limit, and localizes what disagrees for an entry-wise look")

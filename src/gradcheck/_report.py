@@ -72,6 +72,9 @@ class Report(HtmlViews):
     # f's own unit round-off as measured, when it was far above its output dtype's (f computes
     # in lower precision inside, e.g. float32 in a float64 function); None otherwise.
     measured_roundoff: float | None = None
+    # Screening (gradcheck.screen) only: per entry, the smallest error that would have been
+    # found (inf where nothing was concluded); None for an entry-wise check.
+    detection_limit: np.ndarray | None = None
 
     # -- views ---------------------------------------------------------------------
     @property
@@ -167,6 +170,7 @@ class Report(HtmlViews):
         failing verdicts first."""
         flat_codes = self.codes.reshape(-1)
         ex = np.nan_to_num(self.excess().reshape(-1), nan=np.inf, posinf=np.inf)
+        ex[flat_codes == Verdict.SCREENED] = -np.inf  # screening: never looked at alone, listed last
         failing = np.isin(flat_codes, [int(v) for v in FAILING])
         order = np.lexsort((-ex, ~failing))[:count]
         return [tuple(int(i) for i in np.unravel_index(j, self.shape)) for j in order]
@@ -259,7 +263,11 @@ class Report(HtmlViews):
             "notes": list(self.notes),
             "adjudication": dict(self.adjudication),
         }
-        flagged = self.entries([v for v in Verdict if v is not Verdict.PASS])
+        if self.detection_limit is not None:  # screening
+            finite = self.detection_limit[np.isfinite(self.detection_limit)]
+            out["detection_limit"] = {"median": _jsonable(np.median(finite)) if finite.size else "inf",
+                                      "max": _jsonable(finite.max()) if finite.size else "inf"}
+        flagged = self.entries([v for v in Verdict if v not in (Verdict.PASS, Verdict.SCREENED)])
         rel = self.rel_error
         out["entries"] = [
             {
@@ -283,6 +291,8 @@ class Report(HtmlViews):
             for key in ("analytic", "numeric", "noise", "tolerance"):
                 out[key] = [_jsonable(v) for v in getattr(self, key).reshape(-1)]
             out["verdicts"] = [Verdict(int(c)).name for c in self.codes.reshape(-1)]
+            if self.detection_limit is not None:
+                out["detection_limit_entries"] = [_jsonable(v) for v in self.detection_limit.reshape(-1)]
         return out
 
     def plot(self, path: Any, **options: Any) -> Any:

@@ -19,6 +19,8 @@ Edge cases, decided here:
 * With sampling, the SKIPPED entries verify nothing: a sample whose entries are all
   UNCHECKED is ``INCONCLUSIVE``.
 * A PASS settled by the referee against an exact 0 (a key bias) is verified: it counts.
+* A SCREENED entry (``gradcheck.screen``) is verified down to its stated detection limit:
+  it counts, so a screen that cleared every entry is ``PASS``, not ``INCONCLUSIVE``.
 
 Composite reports (several inputs, a model's parameters, a shape sweep) combine their parts:
 FAIL if any part fails, else INCONCLUSIVE if any part verified nothing, else PASS. One part
@@ -56,7 +58,7 @@ def status_of(counts: dict[Verdict, int], size: int, deterministic: bool = True)
     """The status of one report from its verdict counts (see the module docstring)."""
     if not deterministic or any(counts[v] for v in FAILING):
         return FAIL
-    if size and not counts[Verdict.PASS]:
+    if size and not (counts[Verdict.PASS] or counts.get(Verdict.SCREENED, 0)):
         return INCONCLUSIVE
     return PASS
 

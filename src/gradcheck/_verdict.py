@@ -18,6 +18,9 @@ class Verdict(enum.IntEnum):
     ``KINK``       the one-sided derivatives differ: a non-differentiable point, where the
                    claimed value is a subgradient choice rather than a bug.
     ``SKIPPED``    not examined, because sampling was asked for.
+    ``SCREENED``   cleared by :func:`gradcheck.screen` as part of blocks whose directional
+                   derivatives agree, never looked at alone: not a PASS (that is an
+                   entry-wise result); ``report.detection_limit`` says what could escape.
     """
 
     PASS = 0
@@ -26,6 +29,7 @@ class Verdict(enum.IntEnum):
     NONFINITE = 3
     KINK = 4
     SKIPPED = 5
+    SCREENED = 6  # screening (gradcheck._screen)
 
     def __str__(self) -> str:
         return self.name

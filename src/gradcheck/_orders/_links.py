@@ -14,6 +14,7 @@ from .._config import dtype_name as dtype_name
 from .._errors import FunctionError as FunctionError
 from .._errors import GradientAssertionError as GradientAssertionError
 from .._errors import ShapeMismatchError as ShapeMismatchError
+from .._status import refusal as refusal
 from .._errors import UnsupportedInputError as UnsupportedInputError
 from .._report import Report as Report
 from .._verdict import FAILING as FAILING

@@ -12,7 +12,7 @@ import json
 import math
 from typing import Any
 
-from ._links import GradientAssertionError
+from ._links import GradientAssertionError, refusal
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 
@@ -40,13 +40,15 @@ class ResultMixin:
     def _fields(self) -> dict[str, Any]:  # pragma: no cover
         raise NotImplementedError
 
-    def assert_pass(self, *, allow_inconclusive: bool = False) -> Any:
-        """Raise :class:`~gradcheck.GradientAssertionError` unless the test passed
-        (``allow_inconclusive=True`` also accepts a test that could not decide).
-        Returns the result, so it can be chained."""
-        if self.passed or (allow_inconclusive and self.status == INCONCLUSIVE):
+    def assert_pass(self, *, allow_unchecked: bool | None = None) -> Any:
+        """Raise :class:`~gradcheck.GradientAssertionError` unless the test passed;
+        ``allow_unchecked=True`` also accepts a test that could not decide (INCONCLUSIVE),
+        as for :meth:`Report.assert_pass`. Returns the result, so it can be chained."""
+        refused = refusal(self.status, 0, allow_unchecked)
+        if refused is None:
             return self
-        raise GradientAssertionError(f"{type(self).__name__.replace('Result', '').lower()} test failed\n{self}", self)
+        kind = type(self).__name__.replace("Result", "").lower()
+        raise GradientAssertionError(f"{kind} test: {refused}\n{self}", self)
 
     def __str__(self) -> str:
         return "\n".join([self.summary()] + ["  " + line for line in self.lines()])

@@ -1,0 +1,22 @@
+"""Screening (feature): every entry of a large gradient in O(log N) evaluations of f.
+
+In: ``f``, ``x`` and a claimed gradient, as ``check`` takes them. Out: a ``Report`` whose
+cleared entries are ``SCREENED`` with a per-entry ``detection_limit``, whose localized
+entries carry ``check``'s entry-wise verdicts.
+
+Modules, in the order a screen uses them: ``_partition`` (sign draws, blocks),
+``_directional`` (central differences along a block, Richardson with bounds, the step
+search), ``_complex`` (the complex-step probe and its verification), ``_probe`` and
+``_engines`` (evaluating f along many directions: serial, processes, executor),
+``_compiled`` (the same for an ``@njit`` f, in one numba kernel), ``_measure`` (blocks to
+estimates, the budget), ``_bisect`` (the bisection driver), ``_prepare`` (f at x, the
+claim, the private copy), ``_entrywise`` (check's judgement of localized entries),
+``_limit`` and ``_words`` (detection limit, miss probability, the report's words),
+``_assemble`` (the report), ``_budget``, and ``_api`` (the public :func:`screen`).
+
+Builds on the stages of ``check`` (backends, engines' serial differencer, the judge,
+the report); nothing in those stages imports this package.
+"""
+from ._api import screen as screen
+
+__all__ = ["screen"]

@@ -1,0 +1,272 @@
+"""``screen``: every entry of a large gradient in O(log N) evaluations of ``f``.
+
+The flow, one named step each:
+
+1. prepare      backend, private copy of ``x``, ``f(x)``, cotangent, claimed gradient;
+2. calibrate    the step along a block (:func:`._directional.choose_step`) and f's round-off;
+3. top level    every block of every sign draw measured (finite differences; the complex
+                step once verified on the first draw);
+4. bisect       disagreeing blocks halved down to a few entries, which ``check``'s
+                entry-wise machinery judges (:mod:`._bisect`);
+5. report       SCREENED for entries cleared in every draw, the entry-wise verdicts of
+                localized entries, UNCHECKED for the rest, and the detection limit.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+# gradcheck internals this module builds on (one place, for the package layout to come):
+from .._config import Config
+from .._errors import InputMutationError
+from .._report import Report
+from .._verdict import Verdict
+from . import _complex
+from ._assemble import State, assemble, trivial_report
+from ._bisect import LEAF_SIZE, Bisection
+from ._budget import parse_budget
+from ._directional import FACTORS, choose_step, claimed_slope, estimate, points, roundoff_per_step
+from ._engines import select
+from ._entrywise import EntryJudge
+from ._measure import BudgetExhausted, Measured, Measurer
+from ._partition import draw
+from ._prepare import Prepared, prepare, time_and_repeat
+
+#: Blocks per sign draw, and sign draws, unless asked otherwise.
+DEFAULT_BLOCKS = 16
+DEFAULT_DRAWS = 2
+#: A block disagrees only beyond this share of the smallest error check's rule would call
+#: MISMATCH at one of its entries (see ._bisect, "Relevance").
+RELEVANCE_SHARE = 0.5
+#: The top level may use at most this share of the budget (the rest localizes).
+TOP_SHARE = 0.5
+
+
+def screen(
+    f: Callable[..., Any],
+    x: Any,
+    grad: Any = None,
+    *,
+    budget: Any = None,
+    config: Config | None = None,
+    engine: str = "auto",
+    executor: Any = None,
+    draws: int = DEFAULT_DRAWS,
+    blocks: int | None = None,
+    complex_step: bool | str = "auto",
+    adjudicate: bool | str = "auto",
+    digits: int = 30,
+    name: str | None = None,
+    backend: Any = None,
+    seed: int | None = None,
+) -> Report:
+    """Screen every entry of the claimed gradient of ``f`` at ``x`` with signed block
+    projections, localize the entries that disagree, and state what could have escaped.
+
+    Every entry takes part: nothing is sampled. The entries are cut into ``blocks`` random
+    blocks (default 16) with random signs, ``draws`` times (default 2, independent). For
+    each block the claimed directional derivative ``sum s_i w_i g_i`` is compared with a
+    numeric one along the same direction (central differences at three steps with
+    Richardson extrapolation and an error bound; the complex step when ``f`` is complex-safe
+    numpy code, verified against the finite differences first). A block that disagrees is
+    halved until a few entries remain; those get ``check``'s full entry-wise treatment.
+    Entries cleared in every draw get the verdict ``SCREENED`` (never ``PASS``: a PASS is
+    an entry-wise result), and ``report.detection_limit`` (shaped like ``x``) says the
+    smallest single-entry error the screen would have found there.
+
+    ``budget``: evaluations of ``f`` (an int; default 2000), or wall time (``"90s"``,
+    ``"5min"``, a ``timedelta``). The top level takes a few hundred; the rest localizes.
+    A dense error (most blocks disagree in every draw) is reported as such, with a few
+    entries localized as examples, instead of an entry-wise check in disguise.
+    ``engine``: ``"auto"``, ``"serial"``, ``"processes"`` (a fork pool), ``"executor"``
+    (with ``executor=``, any ``concurrent.futures.Executor``, e.g. dask's), ``"compiled"``
+    (an ``@njit`` f: one parallel numba kernel per batch of directions); each gives
+    serial's report. ``complex_step``: ``"auto"`` (where finite differences cannot resolve
+    the blocks), ``True``, ``False``. ``config``,
+    ``adjudicate``, ``digits``, ``name``, ``backend`` as in :func:`gradcheck.check`;
+    ``seed`` (default ``config.seed``) seeds the draws. ``x`` is never modified.
+
+    >>> import numpy as np, gradcheck
+    >>> rng = np.random.default_rng(0)
+    >>> A, W = rng.standard_normal((40, 64)), rng.standard_normal((64, 64))
+    >>> f = lambda w: np.tanh(A @ w).sum()
+    >>> g = lambda w: A.T @ (1 - np.tanh(A @ w) ** 2)
+    >>> r = gradcheck.screen(f, W, g)
+    >>> r.passed, r.counts[gradcheck.Verdict.SCREENED] == W.size, r.evaluations < 400
+    (True, True, True)
+    """
+    started = time.perf_counter()
+    _validate(engine, draws, blocks, complex_step, adjudicate)
+    prep = prepare(f, x, grad, config, name, backend)
+    if not prep.analytic.size:
+        return trivial_report(prep, started, Verdict.SCREENED, "x has no entries: nothing to screen")
+    if not np.isfinite(prep.f0):
+        return trivial_report(prep, started, Verdict.NONFINITE,
+                               f"f is not finite at x ({prep.f0!r}): no entry can be screened")
+    per_call, deterministic, f1 = time_and_repeat(prep)
+    prep.evaluations += 1
+    allowed = parse_budget(budget, per_call)
+    n = prep.analytic.size
+    count, fitted = int(blocks or 0), ""
+    if blocks is None:  # asked-for blocks are kept even when the budget cannot pay for them
+        count, fitted = _fit_blocks(min(DEFAULT_BLOCKS, max(1, n // (2 * LEAF_SIZE))), int(draws), allowed)
+    eng, why = select(engine, prep.probe, executor=executor, seconds_per_call=per_call,
+                      batch=count * 2 * len(FACTORS), fork_safe=prep.backend.name == "numpy")
+    try:
+        state = _run(prep, eng, allowed, count, int(draws), complex_step, adjudicate, digits,
+                     prep.config.seed if seed is None else int(seed), per_call)
+    finally:
+        eng.close()
+    if not prep.probe.unchanged():
+        raise InputMutationError(f"{prep.label} wrote into the array it was given; gradcheck cannot "
+                                 "difference a function that mutates its input (copy inside the function)")
+    extra = ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
+    if not deterministic:
+        extra.append(f"f is nondeterministic: f(x) gave {prep.f0!r} then {f1!r}")
+    return assemble(prep, state, extra, deterministic, abs(f1 - prep.f0), started)
+
+
+def _validate(engine, draws, blocks, complex_step, adjudicate) -> None:
+    from ._engines import SCREEN_ENGINES
+
+    if engine not in SCREEN_ENGINES:
+        raise ValueError(f"engine={engine!r} is not one of {SCREEN_ENGINES} for screen")
+    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
+        raise ValueError(f"draws must be an int >= 1 (independent sign draws), got {draws!r}")
+    if blocks is not None and (isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or blocks < 1):
+        raise ValueError(f"blocks must be None (automatic) or an int >= 1, got {blocks!r}")
+    if complex_step not in ("auto", True, False):
+        raise ValueError(f"complex_step={complex_step!r} is not one of ('auto', True, False)")
+    if adjudicate not in ("auto", True, False):
+        raise ValueError(f"adjudicate={adjudicate!r} is not one of ('auto', True, False)")
+
+
+def _fit_blocks(count: int, draws: int, allowed: int) -> tuple[int, str]:
+    """Fewer blocks when the top level would take more than its share of the budget."""
+    per_block = 2 * len(FACTORS) * draws
+    room = int(TOP_SHARE * allowed) - 30  # the step search takes ~20
+    if count * per_block <= room:
+        return count, ""
+    fitted = max(1, room // per_block)
+    return fitted, (f"{fitted} blocks per draw instead of {count}: the budget of {allowed} evaluations "
+                    f"allows no more (a larger budget gives a lower detection limit)")
+
+
+def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, complex_step, adjudicate, digits,
+         seed: int, per_call: float) -> State:
+    m = Measurer(engine=eng, x_flat=prep.x_flat, analytic=prep.analytic, weights=prep.weights,
+                 unit=prep.unit, k=prep.config.noise_factor, budget=allowed)
+    m.evaluations = prep.evaluations
+    n = prep.analytic.size
+    all_draws = [draw(n, count, seed=seed, number=r) for r in range(draws)]
+    judge = EntryJudge(prep, m, adjudicate, digits, per_call)
+    bis = Bisection(m, all_draws, judge, relevance=RELEVANCE_SHARE * prep.floor * prep.weights)
+    first = (all_draws[0].blocks[0], all_draws[0].signs[all_draws[0].blocks[0]])
+    step_note, known = _calibrate(prep, m, first)
+    phases = {"step search": m.evaluations}
+    complex_note = ""
+    try:
+        bis.measure_tops([0], known={0: known})
+        complex_note = _try_complex(prep, m, bis, complex_step)
+        bis.measure_tops(list(range(1, draws)))
+    except BudgetExhausted:
+        bis.budget_hit = True  # unmeasured blocks clear nothing: their entries stay UNCHECKED
+    phases["top level"] = m.evaluations - phases["step search"]
+    if not bis.budget_hit:
+        bis.run()
+    bis.finish()
+    phases["bisection"] = m.evaluations - phases["top level"] - phases["step search"] - judge.evaluations
+    phases["entry-wise"] = judge.evaluations
+    return State(bis, m, judge, count, draws, step_note, complex_note, eng.name, phases,
+                 prep.shape, prep.config.rtol)
+
+
+def _calibrate(prep: Prepared, m: Measurer, block) -> tuple[str, tuple[float, float, float]]:
+    """Choose the step on the first block; return its note and that block's estimate."""
+    idx, signs = block
+    d = m.direction(idx, signs)
+
+    def sample(t: float) -> tuple[float, float, float]:
+        pts = points(prep.x_flat, idx, d, t)
+        fp, fm = m.run([(idx, pts.plus), (idx, pts.minus)])
+        return float(fp), float(fm), claimed_slope(prep.analytic, pts, t)
+
+    choice = choose_step(sample, prep.config.step, unit=m.unit, k=m.k)
+    m.t, m.rho = choice.t, choice.rho
+    trio = [choice.samples[m.t * f] for f in FACTORS]
+    steps = m.t * np.asarray(FACTORS)
+    fp = np.array([[v[0]] for v in trio])
+    fm = np.array([[v[1]] for v in trio])
+    claims = np.array([[v[2]] for v in trio])
+    deltas = claims - (fp - fm) / (2.0 * steps[:, None])
+    noises = roundoff_per_step(fp, fm, steps[:, None], unit=m.unit, k=m.k, rho=m.rho)
+    est = estimate(deltas, noises, np.zeros(1))
+    note = (f"step along a block {m.t:.3g} (searched over {len(choice.samples)} steps, "
+            f"{choice.evaluations} evaluations); f's measured round-off {m.rho:.3g}")
+    return note, (float(est.delta[0]), float(est.bound[0]), m.unit * float(np.max(np.abs(claims))))
+
+
+def _try_complex(prep: Prepared, m: Measurer, bis: Bisection, wanted) -> str:
+    """Accept the complex step for the rest of the screen if it applies, is wanted, and
+    agrees with the finite differences on every block of the first draw. Returns the note.
+
+    ``"auto"`` wants it only where finite differences cannot resolve the blocks well below
+    check's own tolerance (a deterministic rule: the same screen gives the same report)."""
+    if wanted is False:
+        return ""
+    why_not = _complex.unavailable(prep.probe.f, prep.backend.name)
+    if why_not:
+        return f"complex step not used: {why_not}" if wanted is True else ""
+    tops = [n for n in bis.tops if n.draw == 0]
+    if wanted == "auto":
+        ratio = _fd_to_floor(prep, bis)
+        if ratio <= FD_GOOD_ENOUGH:
+            return ""
+    cp, reason = _complex.probe_first(m, prep.probe, (tops[0].idx, bis.draws[0].signs[tops[0].idx]))
+    if cp is None:
+        return f"complex step not used: {reason}"
+    blocks = [(n.idx, bis.draws[0].signs[n.idx]) for n in tops]
+    if not m.afford(len(blocks)):
+        return "complex step not used: no budget left to verify it"
+    fd = Measured(np.array([n.delta for n in tops]), np.array([n.bound for n in tops]),
+                  np.array([n.claim for n in tops]), "fd")
+    cs = cp.measure(m, blocks)
+    ok, why = _complex.verify(fd, cs)
+    if not ok:
+        return f"complex step not used: {why}; finite differences throughout"
+    m.complex_probe = cp
+    for j, n in enumerate(tops):
+        if cs.bound[j] < n.bound:
+            n.delta, n.bound, n.claim = float(cs.delta[j]), float(cs.bound[j]), float(cs.claim[j])
+            bis.tau[n.draw, n.idx] = 2.0 * n.bound + n.claim
+    return (f"complex step used after it agreed with finite differences on all {len(tops)} blocks "
+            f"of the first draw (round-off factor {cp.kappa:.3g})")
+
+
+#: complex_step="auto" keeps finite differences when their per-entry limit is at most this
+#: share of check's own tolerance at the median entry.
+FD_GOOD_ENOUGH = 0.1
+
+
+def _fd_to_floor(prep: Prepared, bis: Bisection) -> float:
+    """Median over entries of (the first draw's finite-difference limit / check's floor)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = bis.tau[0] / prep.weights / prep.floor
+    return float(np.median(np.where(np.isfinite(ratio), ratio, np.inf)))
+
+
+def screen_param(loss, params, name: str, claim: np.ndarray, *, config: Config, budget: Any, engine: str,
+                 executor: Any, adjudicate, digits: int) -> Report:
+    """``check_params(..., screen=True)`` for one name: :func:`screen` of the loss as a
+    function of ``params[name]`` alone (the dict with that name replaced by the screen's
+    private copy), the other parameters held at their values."""
+    held = dict(params)
+
+    def of_name(v):
+        return loss({**held, name: v})
+
+    of_name.__name__ = name
+    return screen(of_name, params[name], claim, budget=budget, config=config, engine=engine,
+                  executor=executor, adjudicate=adjudicate, digits=digits, name=name)

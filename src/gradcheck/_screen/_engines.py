@@ -1,0 +1,279 @@
+"""Screening engines: how the evaluations along many directions run.
+
+Evaluations along different directions are independent, so they run like ``check``'s
+entries: ``serial`` (in process), ``processes`` (a fork pool: each worker inherits the
+probe, its own copy of ``x`` and ``f``; only indices and values travel) and ``executor``
+(any ``concurrent.futures.Executor``, e.g. dask's ``client.get_executor()``: the probe is
+cloudpickled once and cached on the workers, as the executor engine of ``check`` does) and
+``compiled`` (an ``@njit`` f: one parallel numba kernel, :mod:`._compiled`).
+Every engine runs :func:`._probe.run_jobs` on its share, so the values are the same bits
+whichever engine ran them (given an ``f`` that computes the same on every worker).
+
+An engine is ``run(jobs) -> values`` plus ``close()``; ``jobs`` are ``(idx, values)`` pairs.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import weakref
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from .._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
+from ..engines._chunks import picklable, rebuild_error
+from ._probe import Probe, run_jobs
+
+SCREEN_ENGINES = ("auto", "serial", "processes", "executor", "compiled")
+#: auto forks a pool when one batch of evaluations would take longer than this on one core.
+AUTO_MIN_SECONDS = 1.0
+#: auto runs an njit f in the compiled kernel from this batch time (compiling it takes ~1 s).
+COMPILED_MIN_SECONDS = 0.5
+
+
+class SerialEngine:
+    name = "serial"
+
+    def __init__(self, probe: Probe) -> None:
+        self.probe = probe
+
+    def run(self, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        return run_jobs(self.probe, jobs)
+
+    def close(self) -> None:
+        pass
+
+
+def select(name: str, probe: Probe, *, executor: Any, seconds_per_call: float, batch: int,
+           fork_safe: bool) -> tuple[Any, str]:
+    """The engine for ``name`` and why (said in the report's notes)."""
+    if name not in SCREEN_ENGINES:
+        raise ValueError(f"engine={name!r} is not one of {SCREEN_ENGINES} for screen")
+    if executor is not None and name not in ("auto", "executor"):
+        raise ValueError(f"an executor runs engine='executor'; got engine={name!r} as well (drop one)")
+    if name == "executor" or (name == "auto" and executor is not None):
+        if executor is None:
+            raise ValueError("engine='executor' needs screen(..., executor=...): a concurrent.futures.Executor")
+        return ExecutorEngine(probe, executor), f"executor: directions run on {type(executor).__name__}"
+    if name == "processes":
+        if not fork_safe:
+            raise ValueError("engine='processes' forks worker processes, and a child forked after a "
+                             "framework (torch, jax) has started its thread pools can deadlock: use "
+                             "engine='serial', or executor= with worker processes of their own")
+        hazard = fork_hazard()
+        return ProcessesEngine(probe), ("processes: asked for" if hazard is None else
+                                        f"processes: asked for, although {hazard}: f must not call into jax")
+    if name == "compiled":
+        from ._compiled import CompiledEngine
+
+        return CompiledEngine(probe), "compiled: asked for"
+    if name == "serial":
+        return SerialEngine(probe), "serial: asked for"
+    from ._compiled import applies
+
+    if name == "auto" and applies(probe.f) and fork_safe and batch * seconds_per_call > COMPILED_MIN_SECONDS:
+        from ._compiled import CompiledEngine
+
+        return CompiledEngine(probe), (f"compiled: f is a numba @njit function and a batch of {batch} "
+                                       f"evaluations takes ~{batch * seconds_per_call:.2g} s from Python")
+    cores = usable_cores()
+    # numpy code only: a child forked after torch (or jax) has started its thread pools can
+    # deadlock on its first parallel operation.
+    if cores >= 2 and fork_available() and fork_safe and fork_hazard() is None \
+            and batch * seconds_per_call > AUTO_MIN_SECONDS:
+        return ProcessesEngine(probe), (f"processes: a batch of {batch} evaluations at "
+                                        f"{seconds_per_call:.3g} s each, spread over {cores} processes")
+    return SerialEngine(probe), "serial: evaluations are quick or no process pool applies"
+
+
+# -- processes ---------------------------------------------------------------------------
+_PROBE: Probe | None = None
+
+
+def _install(probe: Probe, parent: int) -> None:
+    global _PROBE
+    die_with(parent)
+    _PROBE = probe
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+
+
+def _answer(probe: Probe, jobs: list) -> tuple:
+    """A worker's answer as data (FunctionError does not survive pickling)."""
+    from .._errors import FunctionError, InputMutationError
+
+    try:
+        values = run_jobs(probe, jobs)
+    except InputMutationError:
+        return ("mutated", str(probe.label))
+    except FunctionError as err:
+        cause = err.__cause__ if err.__cause__ is not None else err
+        return ("error", (err.index, err.side, picklable(cause), ""))
+    if not probe.unchanged():
+        return ("mutated", str(probe.label))
+    return ("ok", values)
+
+
+def _run_in_worker(jobs: list) -> tuple:
+    assert _PROBE is not None, "the probe is installed before the pool forks"
+    return _answer(_PROBE, jobs)
+
+
+def _unpack(answer: tuple, where: str) -> np.ndarray:
+    from .._errors import InputMutationError
+
+    if answer[0] == "ok":
+        return answer[1]
+    if answer[0] == "mutated":
+        raise InputMutationError(f"{answer[1]} wrote into the array it was given (seen {where}); "
+                                 "gradcheck cannot difference a function that mutates its input")
+    raise rebuild_error(answer[1], where)
+
+
+class ProcessesEngine:
+    """Chunks of jobs on a fork pool that lives as long as the screen."""
+
+    name = "processes"
+
+    def __init__(self, probe: Probe, workers: int | None = None) -> None:
+        if not fork_available():
+            raise RuntimeError("engine='processes' needs the 'fork' start method (Linux, macOS); "
+                               "use engine='serial' on this platform")
+        self.probe = probe
+        self.workers = max(1, workers or usable_cores())
+        self._pool: ProcessPoolExecutor | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    def run(self, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        if len(jobs) < 2:
+            return run_jobs(self.probe, jobs)
+        chunks = [c for c in np.array_split(np.arange(len(jobs)), min(len(jobs), 2 * self.workers)) if c.size]
+        pool = self._ensure_pool()
+        try:
+            futures = [pool.submit(_run_in_worker, [jobs[j] for j in c]) for c in chunks]
+            parts = [_unpack(fut.result(), "in a worker process") for fut in futures]
+        except BaseException:
+            self.close(terminate=True)
+            raise
+        return np.concatenate(parts)
+
+    def close(self, terminate: bool = False) -> None:
+        pool, self._pool = self._pool, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if pool is not None:
+            shutdown_pool(pool, terminate)
+
+    def _ensure_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
+                initializer=_install, initargs=(self.probe, os.getpid()),
+            )
+            self._finalizer = weakref.finalize(self, shutdown_pool, self._pool, False)
+        return self._pool
+
+
+# -- executor ----------------------------------------------------------------------------
+class ExecutorEngine:
+    """Chunks of jobs on any ``concurrent.futures.Executor``; the probe travels once per
+    worker process (cached under a token, as in ``check``'s executor engine)."""
+
+    name = "executor"
+
+    def __init__(self, probe: Probe, executor: Any) -> None:
+        import uuid
+
+        from ..engines import _executor as ex  # the payload cache and dask helpers
+
+        self._ex = ex
+        options = executor if isinstance(executor, ex.ExecutorOptions) else ex.ExecutorOptions(executor)
+        self.executor = options.executor
+        self.retries = int(options.retries)
+        self._client = ex._dask_client(self.executor)
+        self.slots = int(options.slots) if options.slots else ex._slots(self.executor, self._client)
+        self.token = uuid.uuid4().hex
+        self.payload = _serialize(probe)
+        self._primed = False
+        self._sent = 0
+
+    def run(self, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        self._prime()
+        chunks = [c for c in np.array_split(np.arange(len(jobs)), min(len(jobs), 2 * self.slots)) if c.size]
+        results: dict[int, np.ndarray] = {}
+        attempts = {k: 0 for k in range(len(chunks))}
+        pending = {self._submit([jobs[j] for j in c], self._carry()): k for k, c in enumerate(chunks)}
+        import concurrent.futures as cf
+
+        while pending:
+            done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+            for fut in done:
+                k = pending.pop(fut)
+                try:
+                    answer = fut.result()
+                except Exception:
+                    attempts[k] += 1
+                    if attempts[k] > self.retries:
+                        raise
+                    answer = ("missing",)
+                if answer[0] == "missing":
+                    pending[self._submit([jobs[j] for j in chunks[k]], self.payload)] = k
+                    continue
+                results[k] = _unpack(answer, "on a worker of the executor")
+        return np.concatenate([results[k] for k in range(len(chunks))])
+
+    def close(self) -> None:
+        if self._client is not None and self._primed:
+            try:
+                self._client.run(self._ex._forget, self.token, on_error="ignore")
+            except Exception:
+                pass
+
+    def _prime(self) -> None:
+        if not self._primed:
+            self._primed = True
+            if self._client is not None:
+                try:
+                    self._client.run(self._ex._store_payload, self.token, self.payload)
+                except Exception:  # a worker went away: misses cover it
+                    pass
+
+    def _carry(self) -> bytes | None:
+        """The payload rides along on the first ``slots`` tasks of an executor whose
+        workers cannot be primed (misses cover the rest)."""
+        if self._client is None and self._sent < self.slots:
+            self._sent += 1
+            return self.payload
+        return None
+
+    def _submit(self, jobs: list, payload: bytes | None):
+        if self._client is not None:
+            return self.executor.submit(_run_remote, self.token, payload, jobs, pure=False)
+        return self.executor.submit(_run_remote, self.token, payload, jobs)
+
+
+def _serialize(probe: Probe) -> bytes:
+    import pickle
+
+    try:
+        import cloudpickle
+    except ModuleNotFoundError as exc:  # pragma: no cover - dask brings it
+        raise ModuleNotFoundError("the executor engine needs cloudpickle (pip install cloudpickle)") from exc
+    try:
+        # (probe, work) as the executor engine's cache expects: one object graph.
+        return cloudpickle.dumps((probe, probe.work), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        raise TypeError(f"the executor engine ships f to other processes, but f cannot be pickled: "
+                        f"{type(exc).__name__}: {exc}; use engine='serial' or 'processes'") from exc
+
+
+def _run_remote(token: str, payload: bytes | None, jobs: list) -> tuple:
+    from ..engines._executor import _problem_for
+
+    cached = _problem_for(token, payload)
+    if cached is None:
+        return ("missing",)
+    probe = cached[0]
+    return _answer(probe, jobs)

@@ -1,0 +1,84 @@
+"""The detection limit per entry, the miss probability of the sign draws, and the words.
+
+Screening limit. In every draw each entry sits in a chain of blocks from its top block
+down to the block where it was cleared; a block with bound ``beta`` and claim rounding
+``gamma`` disagrees whenever a single error satisfies ``w_i |e_i| > tau = 2 beta + gamma``
+(see :mod:`._bisect`). Bisection follows such an error only if every block on its way
+down disagrees too, so the entry's limit in a draw is the largest ``tau`` on its chain,
+over ``w_i``; blocks below the last one measured are taken to be no worse than the worst
+ratio ``tau(half) / tau(block)`` seen in this screen. Over the draws, the largest.
+
+Entry-wise floor. A localized entry is judged by ``check``'s rule, which calls it
+MISMATCH only beyond ``atol + rtol max(|a|, |n|) + k noise``; an error below that is not a
+failure whatever the screen sees. The stated limit is the larger of the two.
+
+Miss probability. A single error above the limit disagrees in every draw (a bound, not a
+chance). Several errors can cancel inside one block: given the other signs, at most one
+of the two signs of ``s_i`` makes ``|s_i w_i e_i + rest| <= tau`` when ``w_i |e_i| > tau``,
+so one draw misses with probability at most 1/2, and only if another error shares the
+block (chance about ``1/B`` for each other error, the blocks being random). ``R``
+independent draws: at most ``2**-R`` whatever the other errors, ``(1/(2B))**R`` for two.
+(The argument holds the other errors fixed while ``s_i`` is drawn. Which entries bisection
+localizes, and so which errors are left to cancel, depends on the signs too; for two
+errors that does not matter and the tests measure the stated rate, for three or more
+sharing one block the bound is the natural reading rather than a proof.)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: The step (times h) at which check's quick look re-differences a noisy PASS
+#: (``gradcheck._refine.QUICK_FACTORS[0]``).
+QUICK_LOOK_FACTOR = 8.0
+
+
+def screening_limit(tau: np.ndarray, cleared: np.ndarray, weights: np.ndarray, depth_ratio: float) -> np.ndarray:
+    """Per entry (flat): the largest ``tau / w`` over the draws, inf unless cleared in all."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_draw = tau * max(1.0, depth_ratio) / weights[None, :]
+    limit = np.max(per_draw, axis=0)
+    return np.where(cleared.all(axis=0), limit, np.inf)
+
+
+def entrywise_floor(analytic: np.ndarray, *, rtol: float, atol: float, k: float, unit: float,
+                    f0: float, steps: np.ndarray) -> np.ndarray:
+    """The smallest error ``check``'s rule calls MISMATCH at each entry. Its round-off
+    term is the model ``u (|f+| + |f-|) / 2s ~ u |f0| / s`` at ``s = 8h``, the step at which
+    ``check``'s quick look certifies a PASS whose tolerance is mostly round-off (entries
+    whose tolerance is not round-off do not depend on it)."""
+    noise = unit * abs(f0) / (QUICK_LOOK_FACTOR * steps)
+    return (atol + rtol * np.abs(analytic) + k * noise) / max(1e-12, 1.0 - rtol)
+
+
+def miss_probability(draws: int, blocks: int) -> tuple[float, float]:
+    """(worst case whatever the other errors, two errors of equal size) for one error
+    above the limit to escape every draw."""
+    return 0.5 ** draws, (1.0 / (2.0 * max(1, blocks))) ** draws
+
+
+def describe(limit: np.ndarray, analytic: np.ndarray, *, draws: int, blocks: int, screened: int,
+             own: np.ndarray | None = None) -> str:
+    """The sentence on what the screen could see, e.g. "every entry screened with 2 sign
+    draws of 16 blocks; a single-entry error above 3e-07 rms(g) (2e-05 relative at the
+    median entry) would have been found ..."."""
+    finite = np.isfinite(limit)
+    worst, pair = miss_probability(draws, blocks)
+    odds = (f"an error above it escapes only if others cancel it in every draw: probability "
+            f"<= {worst:.3g} whatever the others, <= {pair:.2g} for two errors of equal size")
+    if not finite.any():
+        return f"no entry was cleared by the screen ({draws} sign draws of {blocks} blocks)"
+    rms = float(np.sqrt(np.mean(np.square(analytic)))) if analytic.size else 0.0
+    med = float(np.median(limit[finite]))
+    rel = np.abs(limit[finite]) / np.maximum(np.abs(analytic[finite]), np.finfo(float).tiny)
+    scale = f"{med / rms:.2g} rms(g)" if rms > 0 else f"{med:.2g}"
+    every = "every entry" if finite.all() else f"{int(finite.sum())} of {limit.size} entries"
+    blocks_alone = ""
+    if own is not None and np.isfinite(own[finite]).any():
+        alone = float(np.median(own[finite]))
+        if alone < 0.5 * med:
+            blocks_alone = (f"; the blocks alone resolve {alone / rms:.2g} rms(g), check's tolerance "
+                            "(config.rtol) sets the rest" if rms > 0 else "")
+    return (f"{every} screened with {draws} sign draw{'s' if draws != 1 else ''} of {blocks} blocks "
+            f"({screened} cleared without an entry-wise look): a single-entry error above {scale} "
+            f"({float(np.median(rel)):.2g} relative at the median entry, {med:.3g} absolute) would "
+            f"have been found{blocks_alone}; {odds}")

@@ -1,0 +1,90 @@
+"""Measure blocks: ``Delta`` (claimed minus numeric directional slope) and its bound.
+
+A :class:`Measurer` turns blocks (flat indices and their signs) into jobs for the engine,
+counts every evaluation of ``f`` against the budget, and returns per block ``Delta``, its
+bound ``beta`` (numeric error) and ``gamma`` (rounding of the claimed slope). By finite
+differences (:mod:`._directional`: 6 evaluations per block) or, once it has been accepted,
+by the complex step (:mod:`._complex`: 1 evaluation per block).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._directional import FACTORS, claimed_slope, estimate, points, roundoff_per_step
+
+
+class BudgetExhausted(Exception):
+    """The next batch would exceed the budget of evaluations."""
+
+
+@dataclass
+class Measured:
+    delta: np.ndarray   # claimed minus numeric slope, per block
+    bound: np.ndarray   # bound on the numeric side's error
+    claim: np.ndarray   # rounding of the claimed slope
+    method: str         # "fd" or "complex"
+
+
+@dataclass
+class Measurer:
+    engine: Any
+    x_flat: np.ndarray          # x (its dtype), never written
+    analytic: np.ndarray        # the claim, float64, flat
+    weights: np.ndarray         # w_i = max(1, |x_i|)
+    unit: float
+    k: float                    # noise factor
+    budget: int
+    t: float = 0.0              # the step, once chosen
+    rho: float = 0.0            # f's measured round-off
+    complex_probe: Any = None   # set when the complex step is accepted
+    evaluations: int = 0
+    by_method: dict[str, int] = field(default_factory=lambda: {"fd": 0, "complex": 0})
+
+    def afford(self, count: int) -> bool:
+        return self.evaluations + count <= self.budget
+
+    def run(self, jobs: list, method: str = "fd") -> np.ndarray:
+        """Evaluate ``jobs`` on the engine, counted (raises BudgetExhausted first)."""
+        if not self.afford(len(jobs)):
+            raise BudgetExhausted(len(jobs))
+        values = self.engine.run(jobs)
+        self.evaluations += len(jobs)
+        self.by_method[method] = self.by_method.get(method, 0) + len(jobs)
+        return values
+
+    def cost(self, blocks: int) -> int:
+        return blocks * (1 if self.complex_probe is not None else 2 * len(FACTORS))
+
+    def measure(self, blocks: list[tuple[np.ndarray, np.ndarray]], method: str | None = None) -> Measured:
+        """``blocks`` are ``(idx, signs)`` pairs; ``method`` forces "fd"."""
+        if not blocks:
+            empty = np.zeros(0)
+            return Measured(empty, empty.copy(), empty.copy(), "fd")
+        if method != "fd" and self.complex_probe is not None:
+            return self.complex_probe.measure(self, blocks)
+        return self.finite_differences(blocks)
+
+    def direction(self, idx: np.ndarray, signs: np.ndarray) -> np.ndarray:
+        return signs * self.weights[idx]
+
+    def finite_differences(self, blocks: list[tuple[np.ndarray, np.ndarray]]) -> Measured:
+        jobs, claims = [], np.empty((len(FACTORS), len(blocks)))
+        for b, (idx, signs) in enumerate(blocks):
+            d = self.direction(idx, signs)
+            for j, factor in enumerate(FACTORS):
+                s = self.t * factor
+                pts = points(self.x_flat, idx, d, s)
+                claims[j, b] = claimed_slope(self.analytic, pts, s)
+                jobs += [(idx, pts.plus), (idx, pts.minus)]
+        values = self.run(jobs, "fd").reshape(len(blocks), len(FACTORS), 2)
+        fp, fm = values[..., 0].T, values[..., 1].T          # (3, blocks)
+        steps = (self.t * np.asarray(FACTORS))[:, None]
+        with np.errstate(invalid="ignore", over="ignore"):
+            deltas = claims - (fp - fm) / (2.0 * steps)
+        noises = roundoff_per_step(fp, fm, steps, unit=self.unit, k=self.k, rho=self.rho)
+        claim_error = self.unit * np.max(np.abs(claims), axis=0)
+        est = estimate(deltas, noises, np.zeros(len(blocks)))
+        return Measured(est.delta, est.bound, claim_error, "fd")

@@ -1,0 +1,52 @@
+"""Sign draws and blocks: which entries are tested together, with which signs.
+
+A draw is a random permutation of the ``N`` entries cut into ``blocks`` equal parts, and
+a random sign for every entry. Both come from the screen's seed and the draw's number, so
+a screen is reproducible and its draws are independent of one another. A block's halves
+(for bisection) are the first and second half of its entries in permuted order: random
+halves, so the structure of ``x`` (a row, a column) never decides which entries meet.
+
+>>> d = draw(10, 3, seed=0, number=0)
+>>> sorted(np.concatenate(d.blocks).tolist()) == list(range(10))
+True
+>>> [b.size for b in d.blocks], set(np.unique(d.signs)) <= {-1.0, 1.0}
+([4, 3, 3], True)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One sign draw: ``signs`` (float64 +-1 for every entry) and ``blocks`` (flat
+    indices, in permuted order) that partition the entries."""
+
+    number: int
+    signs: np.ndarray
+    blocks: tuple[np.ndarray, ...]
+
+    def block_of(self) -> np.ndarray:
+        """For every entry, the number of the block that holds it (int32)."""
+        owner = np.empty(self.signs.size, dtype=np.int32)
+        for b, idx in enumerate(self.blocks):
+            owner[idx] = b
+        return owner
+
+
+def draw(size: int, blocks: int, *, seed: int, number: int) -> Draw:
+    """Draw ``number`` of a screen seeded with ``seed``: ``blocks`` random blocks (at most
+    one per entry) and random signs. Draws with different numbers are independent."""
+    rng = np.random.default_rng([int(seed), int(number), 0x5C4EE4])
+    perm = rng.permutation(size).astype(np.int64)
+    signs = np.where(rng.random(size) < 0.5, -1.0, 1.0)
+    parts = tuple(p for p in np.array_split(perm, max(1, min(int(blocks), size))) if p.size)
+    return Draw(number=int(number), signs=signs, blocks=parts)
+
+
+def halves(idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A block's two halves for bisection (the larger half first when the size is odd)."""
+    cut = (idx.size + 1) // 2
+    return idx[:cut], idx[cut:]

@@ -1,0 +1,110 @@
+"""Step 1 of a screen: ``f`` at ``x`` prepared once for every later step.
+
+The backend, the private working copy of ``x`` (the user's array is never written), ``f(x)``
+reduced to a scalar (a seeded random cotangent for array outputs, as ``check`` does), the
+claimed gradient, the unit round-off, the step scales ``w_i = max(1, |x_i|)``, and the
+smallest error ``check``'s rule would call MISMATCH at each entry (:attr:`Prepared.floor`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+# gradcheck internals this module builds on (one place, for the package layout to come):
+from .. import backends as _backends
+from .._check import make_cotangent, reducer
+from .._config import Config
+from .._differences import steps_for
+from .._errors import FunctionError, UnsupportedInputError
+from .._inputs import as_gradient, float_dtype_name, require_real_output, unit_roundoff_of
+from ._limit import entrywise_floor
+from ._probe import Probe
+
+
+@dataclass
+class Prepared:
+    """Everything about ``f`` at ``x`` that the steps share."""
+
+    label: str
+    backend: Any
+    dtype: str
+    config: Config
+    probe: Probe
+    analytic: np.ndarray         # the claim, float64, flat
+    f0: float
+    unit: float
+    cotangent: np.ndarray | None
+    weights: np.ndarray          # max(1, |x_i|), flat
+    evaluations: int             # of f so far (the base evaluation)
+    _floor: np.ndarray | None = None
+
+    @property
+    def x_flat(self) -> np.ndarray:
+        return self.probe.pristine.reshape(-1)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.probe.work.shape
+
+    @property
+    def floor(self) -> np.ndarray:
+        """Per entry (flat): the smallest error check's rule calls MISMATCH."""
+        if self._floor is None:
+            cfg = self.config
+            steps = steps_for(self.x_flat.astype(np.float64), cfg.step)
+            self._floor = entrywise_floor(self.analytic, rtol=cfg.rtol, atol=cfg.atol, k=cfg.noise_factor,
+                                          unit=self.unit, f0=self.f0, steps=steps)
+        return self._floor
+
+
+def prepare(f, x, grad, config, name, backend) -> Prepared:
+    be = _backends.resolve(backend, x)
+    x_np = be.to_numpy(x)
+    dtype = float_dtype_name(x_np)
+    if dtype not in ("float64", "float32"):
+        raise UnsupportedInputError(
+            f"screen works on float32 and float64 inputs; x is {dtype}, where a difference in its "
+            "own precision is mostly noise: use gradcheck.check, which differences the float64 upcast"
+        )
+    cfg = config if config is not None else Config.for_dtype(dtype)
+    if not isinstance(cfg, Config):
+        raise TypeError(f"config must be a gradcheck.Config, got {type(cfg).__name__}")
+    label = name or getattr(f, "__name__", None) or type(f).__name__
+    work = np.array(x_np, order="C", copy=True)
+    if not work.dtype.isnative:
+        work = work.astype(work.dtype.newbyteorder("="))
+    try:
+        y0 = be.evaluate(f, work)
+    except Exception as exc:
+        raise FunctionError(None, "base", None, exc) from exc
+    require_real_output(y0, f"f ({label})")
+    cotangent = None if y0.ndim == 0 else make_cotangent(y0.shape, cfg)
+    reduce = reducer(cotangent)
+    if cotangent is not None and grad is not None and not callable(grad) and cfg.reduce != "sum":
+        raise TypeError(f"f returns an array of shape {y0.shape}, so the claimed gradient must be a VJP "
+                        "function grad(x, cotangent) (or pass config=Config(reduce='sum'))")
+    claimed = be.claimed_gradient(f, work.copy(), cotangent, grad)
+    analytic = as_gradient(claimed, work.shape).reshape(-1)
+    if cotangent is None and isinstance(be, _backends.NumpyBackend):
+        evaluate = lambda: float(f(work))  # noqa: E731  the hot path
+    else:
+        evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
+    unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
+    probe = Probe(f, work, evaluate, cotangent, label)
+    weights = np.maximum(1.0, np.abs(work.reshape(-1).astype(np.float64)))
+    return Prepared(label, be, dtype, cfg, probe, analytic, reduce(y0), unit, cotangent, weights, 1)
+
+
+def time_and_repeat(prep: Prepared) -> tuple[float, bool, float]:
+    """Seconds per evaluation, and whether f gives the same value at x twice."""
+    start = time.perf_counter()
+    try:
+        f1 = prep.probe.evaluate()
+    except Exception as exc:
+        raise FunctionError(None, "base", None, exc) from exc
+    seconds = time.perf_counter() - start
+    same = f1 == prep.f0 or (np.isnan(f1) and np.isnan(prep.f0))
+    return seconds, bool(same), float(f1)
