@@ -325,15 +325,30 @@ def _numba():
     return numba
 
 
+def _njit_tanh_layer(A, B):
+    """``sum(tanh(A @ w) * B)`` and ``tanh(A @ w)`` as @njit functions, the product written
+    as loops: numba's own ``@`` needs scipy's BLAS, which a bare install does not have."""
+    numba = _numba()
+
+    @numba.njit
+    def matmul(a, b):
+        out = np.zeros((a.shape[0], b.shape[1]))
+        for i in range(a.shape[0]):
+            for k in range(a.shape[1]):
+                for j in range(b.shape[1]):
+                    out[i, j] += a[i, k] * b[k, j]
+        return out
+
+    return numba.njit(lambda w: (np.tanh(matmul(A, w)) * B).sum()), numba.njit(lambda w: np.tanh(matmul(A, w)))
+
+
 def test_compiled_engine_gives_serials_report():
     """engine='compiled' (an @njit f, scalar or array output): one parallel numba kernel
     per batch of directions, the same report as serial (verdicts, evaluations, limits)."""
-    numba = _numba()
     rng = np.random.default_rng(0)
     A, B = rng.standard_normal((64, 64)) / 8, rng.standard_normal((64, 64))
     W = rng.standard_normal((64, 64)) / 8
-    f = numba.njit(lambda w: (np.tanh(A @ w) * B).sum())
-    h = numba.njit(lambda w: np.tanh(A @ w))
+    f, h = _njit_tanh_layer(A, B)
     bad = planted(A.T @ ((1 - np.tanh(A @ W) ** 2) * B), [(2, 3)], 1e-4)
 
     def vjp(w, v):
@@ -352,11 +367,10 @@ def test_differences_far_below_checks_tolerance_are_not_chased():
     """An @njit f (numba's tanh and sum are not numpy's) against numpy's gradient differ by
     ~1e-9 relative, beyond f's noise but 1000x inside check's tolerance: the screen does not
     bisect those down to entries (it cost 1022 evaluations before), and names no entry."""
-    numba = _numba()
     rng = np.random.default_rng(0)
     A, B = rng.standard_normal((64, 64)) / 8, rng.standard_normal((64, 64))
     W = rng.standard_normal((64, 64)) / 8
-    f = numba.njit(lambda w: (np.tanh(A @ w) * B).sum())
+    f, _ = _njit_tanh_layer(A, B)
     r = gradcheck.screen(f, W, A.T @ ((1 - np.tanh(A @ W) ** 2) * B))
     assert r.passed and r.evaluations < 400
     assert "disagreement traced" not in str(r)

@@ -109,11 +109,15 @@ def _resting(a: MPFloat, other: Any) -> Any:
     return a._ctx or (other._ctx if type(other) is MPFloat else None) or GLOBAL
 
 
+# mpmath 1.3 has a negative zero (fnzero); 1.4 has only fzero.
+_ZEROS = tuple(z for z in (libmp.fzero, getattr(libmp, "fnzero", None)) if z is not None)
+
+
 def _to_real_tuple(z: Any) -> tuple:
     """numpy's real-valued semantics: outside a function's real domain the answer is NaN."""
     if isinstance(z, _MPC):
         re, im = z._mpc_
-        return re if im in (libmp.fzero, libmp.fnzero) else libmp.fnan
+        return re if im in _ZEROS else libmp.fnan
     return z._mpf_
 
 
