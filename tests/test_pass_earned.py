@@ -181,6 +181,42 @@ def test_the_referee_passes_only_within_the_share(a, e, bound, rtol, round_off, 
     assert _judge_exact(a, e, bound, round_off, rtol, 0.0, 0.01) == (int(code), int(cause))
 
 
+@pytest.mark.parametrize("a, negligible, round_off, code", [
+    (0.0, True, 0.0, Verdict.PASS),         # every claim exactly 0, the truth certified 0
+    (0.0, False, 0.0, Verdict.UNCHECKED),   # not certified zero on f's scale: nothing settled
+    (1e-300, True, 0.0, Verdict.UNCHECKED),  # a nonzero claim where the backward's round-off is 0
+    (3e-16, True, 1e-15, Verdict.PASS),     # within the backward's round-off of a certified 0
+])
+def test_a_certified_zero_passes_a_claim_within_round_off_of_zero(a, negligible, round_off, code):
+    """The exact value 0 with an error bound (2e-65 here) that is not below the backward's
+    round-off allowance -- which is 0 when every claimed entry is exactly 0 -- still settles
+    the entry when the derivative is certified zero on f's own scale (``negligible``) and the
+    claim is within the backward's round-off of zero."""
+    got = _judge_exact(a, 0.0, 2.3e-65, round_off, 1e-6, 0.0, 0.01, negligible)
+    assert got[0] == int(code)
+    assert got[1] == int(Cause.EXACT_ZERO if code == Verdict.PASS else Cause.EXACT)
+
+
+def test_a_constant_output_with_zero_claims_passes_by_the_referee():
+    """Softmax over a single class is the constant 1: its VJP is exactly 0 at every entry,
+    and finite differences see only round-off (UNCHECKED). The referee certifies the zero
+    and the zero claim PASSes (EXACT_ZERO); a nonzero claim there is still caught."""
+    def softmax(z):
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def vjp(z, v):
+        y = softmax(z)
+        return y * (v - (v * y).sum(axis=-1, keepdims=True))
+
+    z = np.random.default_rng(2).standard_normal((3, 1))
+    r = check(softmax, z, vjp)
+    assert r.status == "PASS" and r.counts[Verdict.PASS] == 3
+    assert {r.cause(ix) for ix in r.entries(Verdict.PASS)} == {Cause.EXACT_ZERO}
+    wrong = check(softmax, z, lambda z, v: vjp(z, v) + 1e-3)
+    assert wrong.counts[Verdict.MISMATCH] == 3
+
+
 def test_the_referee_never_passes_a_claim_off_by_more_than_the_share():
     """Claims off by 1.5% and 3% on the offset example (every entry adjudicated): MISMATCH
     at every entry; 0.5% off with rtol 1e-2 and a 2% share: PASS at every entry."""

@@ -90,7 +90,8 @@ class Referee:
         return self._reason  # type: ignore[return-value]
 
     def derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
-        """Per entry ``(value, error, digits, left, right, side_error, is_kink, evaluations)``
+        """Per entry ``(value, error, digits, left, right, side_error, is_kink, evaluations,
+        negligible)``
         as floats, or None where f could not be evaluated at high precision there."""
         from .mp import NotAdjudicable, mp_derivative
 
@@ -103,7 +104,7 @@ class Referee:
                 out.append(None)
                 continue
             out.append((float(d.value), float(d.error), int(d.digits), float(d.left), float(d.right),
-                        float(d.side_error), bool(d.is_kink), int(d.evaluations)))
+                        float(d.side_error), bool(d.is_kink), int(d.evaluations), bool(d.negligible)))
         return out
 
     def _all_derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
@@ -144,7 +145,7 @@ class Referee:
             if d is None:
                 codes[j], causes[j] = current[positions[j]], Cause.STEP_STUDY
                 continue
-            e, bound, digits[j], left[j], right[j], side_error, is_kink, used = d
+            e, bound, digits[j], left[j], right[j], side_error, is_kink, used, negligible = d
             evaluations += used
             exact[j], error[j] = e, bound
             if is_kink:
@@ -153,22 +154,25 @@ class Referee:
                 codes[j] = Verdict.KINK if lo - slack <= a <= hi + slack else Verdict.MISMATCH
                 causes[j] = Cause.KINK_EXACT
                 continue
-            codes[j], causes[j] = _judge_exact(a, e, bound, round_off, rtol, atol, resolution)
+            codes[j], causes[j] = _judge_exact(a, e, bound, round_off, rtol, atol, resolution, negligible)
         return Adjudication(positions, codes, causes, exact, digits, error, left, right, evaluations,
                             time.perf_counter() - started)
 
 
 def _judge_exact(a: float, e: float, bound: float, round_off: float, rtol: float, atol: float,
-                 resolution: float) -> tuple[int, int]:
+                 resolution: float, negligible: bool = False) -> tuple[int, int]:
     """Verdict and cause of claim ``a`` against the exact value ``e`` (error ``bound``)."""
     err, tol = abs(a - e), atol + rtol * abs(e) + round_off + bound
     one = lambda v: np.array([v], dtype=np.float64)  # noqa: E731
     code = int(verdicts(one(err), one(max(abs(a), abs(e))), one(atol + round_off + bound), one(tol),
                         np.array([np.isfinite(a) and np.isfinite(e)]), resolution=resolution)[0])
-    if code == Verdict.UNCHECKED and abs(e) + bound <= round_off:
+    zero_truth = abs(e) + bound <= round_off or (negligible and abs(a) <= round_off)
+    if code == Verdict.UNCHECKED and zero_truth:
         # The exact value is known to be within the backward's own round-off of zero, and
         # so is the claim (err <= tol): nothing finer can be asked of a backward pass. (An
-        # exact value whose own error bound exceeds that round-off settles nothing.)
+        # exact value whose own error bound exceeds that round-off settles nothing, unless the
+        # exact value is certified zero on f's own scale and the claim is within the
+        # backward's round-off of zero: every claim exactly 0 for a constant output.)
         return int(Verdict.PASS), int(Cause.EXACT_ZERO)
     return code, int(Cause.EXACT)
 

@@ -74,7 +74,9 @@ class MPDerivative:
     are the one-sided derivatives with their own error bounds; where they differ beyond those
     bounds the point is a kink (``is_kink``) and ``value`` is only the mean of the two slopes.
     A derivative that is zero has no significant digits (``digits == 0``): read ``error``,
-    an absolute bound, instead. ``evaluations`` counts calls of ``f``.
+    an absolute bound, instead; ``negligible`` says the derivative is zero to within
+    ``10**(-2 * min_digits)`` of ``|f| / max(1, |x_i|)`` (certified zero on f's own scale).
+    ``evaluations`` counts calls of ``f``.
     """
 
     value: Any
@@ -86,6 +88,7 @@ class MPDerivative:
     right_error: Any
     dps: tuple[int, int]
     evaluations: int
+    negligible: bool = False
 
     @property
     def is_kink(self) -> bool:
@@ -166,7 +169,8 @@ def _derive(g: _Contracted, dps: int, min_digits: int, max_dps: int) -> MPDeriva
         error = abs(low.central - high.central) + high.noise
         digits = min(_agreement(low.central, high.central, dps, ctx),
                      _digits(high.noise, high.central, dps, ctx))
-        settled = digits >= min_digits or error <= ctx.mpf(10) ** (-2 * min_digits) * high.scale
+        negligible = bool(error <= ctx.mpf(10) ** (-2 * min_digits) * high.scale)
+        settled = digits >= min_digits or negligible
         if settled or p + 2 * _PRECISION_GAP > max_dps:
             break
         # The low estimate lost this many digits to cancellation; give them back, with margin.
@@ -185,6 +189,7 @@ def _derive(g: _Contracted, dps: int, min_digits: int, max_dps: int) -> MPDeriva
         right_error=_make_mpf((abs(low.right - high.right) + high.noise)._mpf_),
         dps=(p, p + _PRECISION_GAP),
         evaluations=g.calls,
+        negligible=negligible,
     )
 
 
