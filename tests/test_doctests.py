@@ -8,10 +8,10 @@ import pytest
 
 MODULES = [
     "gradcheck", "gradcheck._check", "gradcheck._params", "gradcheck._control",
-    "gradcheck._config", "gradcheck._report", "gradcheck._sweep", "gradcheck.native",
-    "gradcheck.backends._dualbackend", "gradcheck.mp", "gradcheck._lowp", "gradcheck._dispute",
-    "gradcheck._fork", "gradcheck._inputs", "gradcheck._jit", "gradcheck.backends._contract",
-    "gradcheck._arguments",
+    "gradcheck._core.config", "gradcheck._report", "gradcheck._sweep", "gradcheck.native",
+    "gradcheck.backends._dualbackend", "gradcheck.mp", "gradcheck._core.formats", "gradcheck._dispute",
+    "gradcheck._fork", "gradcheck._core.inputs", "gradcheck._core.jit", "gradcheck.backends._contract",
+    "gradcheck._core.arguments",
     "gradcheck._html",
     "gradcheck._orders._jvp", "gradcheck._orders._adjoint", "gradcheck._orders._hvp",
     "gradcheck._orders._taylor",

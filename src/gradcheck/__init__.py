@@ -9,21 +9,21 @@ from ._checkpoint import Checkpoint as Checkpoint
 from ._checkpoint import CheckpointError as CheckpointError
 from ._checkpoint import CheckpointMismatchError as CheckpointMismatchError
 from ._check import check as check
-from ._causes import Cause as Cause
-from ._config import Config as Config
+from ._core.verdict import Cause as Cause
+from ._core.config import Config as Config
 from ._control import assert_detects_wrong_gradient as assert_detects_wrong_gradient
 from ._diagnosis import Diagnosis as Diagnosis
 from ._dispute import DisputeResult as DisputeResult
 from ._dispute import dispute as dispute
-from ._errors import AliasedParametersError as AliasedParametersError
-from ._errors import FunctionError as FunctionError
-from ._errors import GradcheckError as GradcheckError
-from ._errors import GradcheckWarning as GradcheckWarning
-from ._errors import GradientAssertionError as GradientAssertionError
-from ._errors import InputMutationError as InputMutationError
-from ._errors import OutputError as OutputError
-from ._errors import ShapeMismatchError as ShapeMismatchError
-from ._errors import UnsupportedInputError as UnsupportedInputError
+from ._core.errors import AliasedParametersError as AliasedParametersError
+from ._core.errors import FunctionError as FunctionError
+from ._core.errors import GradcheckError as GradcheckError
+from ._core.errors import GradcheckWarning as GradcheckWarning
+from ._core.errors import GradientAssertionError as GradientAssertionError
+from ._core.errors import InputMutationError as InputMutationError
+from ._core.errors import OutputError as OutputError
+from ._core.errors import ShapeMismatchError as ShapeMismatchError
+from ._core.errors import UnsupportedInputError as UnsupportedInputError
 from ._params import ParamsReport as ParamsReport
 from ._params import check_params as check_params
 from ._report import Report as Report
@@ -31,7 +31,7 @@ from ._screen import screen as screen
 from ._sweep import SweepReport as SweepReport
 from ._sweep import grid as grid
 from ._sweep import shape_sweep as shape_sweep
-from ._verdict import Verdict as Verdict
+from ._core.verdict import Verdict as Verdict
 from ._version import __version__ as __version__
 
 # Beyond first-order reverse mode (forward mode, adjoint test, second order, Taylor test):

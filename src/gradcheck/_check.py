@@ -7,21 +7,22 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _status
+from ._core import status as _status
 from . import backends as _backends
 from ._classify_kernel import classify, tolerance  # the fused kernel from 1e5 entries
-from ._config import Config, dtype_name
-from . import _arguments
+from ._core.config import Config, dtype_name
+from ._core import arguments as _arguments
 from ._differences import require_moving_steps, slope_and_noise, steps_for
-from ._errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
+from ._core.errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
 from ._html import HtmlViews
-from ._inputs import as_gradient, float_dtype_name, output_array, require_real_output, unit_roundoff_of
+from .backends._claimed import as_gradient
+from ._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from ._judge import Judged as Judged
 from ._judge import adjudication_notes, unchecked_notes
 from ._judge import judge_entries as judge_entries
 from ._referee import Referee
 from ._report import Report
-from ._verdict import Verdict
+from ._core.verdict import Verdict
 from .engines import ENGINE_NAMES, CheckProblem, select_engine
 from ._progress import Progress, differences_with_progress, screen_hint
 

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._verdict import Verdict
+from ._core.config import DEFAULT_RESOLUTION
+from ._core.verdict import Verdict
 
 EPS_REL = 1e-12  # the seed's guard in |a-n| / max(|a|, |n|, eps)
-#: The default resolution share (``Config.resolution``): a PASS needs ``tol <= 1% of scale``.
-DEFAULT_RESOLUTION = 0.01
 
 
 def tolerance(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor: float):

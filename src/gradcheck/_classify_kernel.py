@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import _classify
-from ._classify import DEFAULT_RESOLUTION
-from ._jit import PRANGE, kernel
-from ._verdict import Verdict
+from ._core.config import DEFAULT_RESOLUTION
+from ._core.jit import PRANGE, kernel
+from ._core.verdict import Verdict
 
 #: Entries from which :func:`classify` runs the kernel. Once compiled, the kernel wins
 #: at any size (``benchmarks/bench_classify.py``), but below 1e5 entries the gain is

@@ -12,9 +12,9 @@ from typing import Any, Callable
 import numpy as np
 
 from . import backends as _backends
-from ._config import Config
-from ._errors import GradientAssertionError
-from ._verdict import Verdict
+from ._core.config import Config
+from ._core.errors import GradientAssertionError
+from ._core.verdict import Verdict
 
 # (multi-index, multiplicative corruption): a relative error of 1e-3 on one entry and a
 # sign flip on another, so both a subtle and a gross defect must be seen.

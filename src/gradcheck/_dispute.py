@@ -5,7 +5,7 @@ with a float32 run and picking a tolerance by experience sometimes blames the wr
 in MLX's rotary embedding the fast kernel was about 60x more accurate than the reference.
 ``dispute`` evaluates the mathematical definition ``math_fn`` (plain numpy code) at
 arbitrary precision on the inputs taken exactly, and measures every candidate in ulps of
-the target format against that exact value (``gradcheck._lowp``: ulps of the exact value,
+the target format against that exact value (``gradcheck._core.formats``: ulps of the exact value,
 subnormal-aware; correct rounding decided from the exact value, never via float64).
 
 How the verdict is reached (each rule is also stated in the printed result):
@@ -43,9 +43,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ._dispute_result import CandidateStats, DisputeResult, _g
-from ._errors import ShapeMismatchError
-from ._lowp import (FLOAT64, FloatFormat, from_bits, is_correctly_rounded, resolve_format,
-                    round_to_format, ulp, ulp_error)
+from ._core.errors import ShapeMismatchError
+from ._core.formats import (
+    FLOAT64, FloatFormat, from_bits, is_correctly_rounded, resolve_format, round_to_format, ulp, ulp_error
+)
 
 __all__ = ["dispute", "DisputeResult", "CandidateStats", "TIE_RATIO", "BASE_BOUND_ULPS",
            "BOUND_FACTOR", "NEIGHBOURS", "FLOAT32_EVALUATION"]
@@ -64,7 +65,7 @@ FLOAT32_EVALUATION = "float32 evaluation"
 
 def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: Any) -> None:
     """The types of dispute's keywords, refused at the boundary with what they accept."""
-    from . import _arguments
+    from ._core import arguments as _arguments
 
     _arguments.integer("dps", dps, minimum=_arguments.MIN_DIGITS,
                        meaning=" (significant digits of the exact values)")

@@ -187,7 +187,7 @@ class DisputeResult(HtmlViews):
         return "\n".join(lines)
 
     def _value_at(self, name: str, ix: tuple[int, ...]) -> str:
-        from ._lowp import FLOAT64, round_to_format
+        from ._core.formats import FLOAT64, round_to_format
 
         exact = round_to_format(np.asarray(self.exact, dtype=object)[ix], FLOAT64, as_dtype=True)
         return f"it gives {float(self.values[name][ix]):.6g}, the exact value is {float(exact):.6g}"

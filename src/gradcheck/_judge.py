@@ -19,15 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from ._causes import Cause
+from ._core.verdict import Cause
 from ._classify import resolved_share
 from ._classify_kernel import classify  # the fused kernel from 1e5 entries, numpy below
-from ._config import UNIT_ROUNDOFF, Config
+from ._core.config import UNIT_ROUNDOFF, Config
 from ._differences import slope_and_noise
 from ._referee import MAX_ADJUDICATED, Referee
 from ._refine import quick_certify, step_study
 from ._roundoff import probe, representable
-from ._verdict import Verdict
+from ._core.verdict import Verdict
 
 ADJUDICATE_CHOICES = ("auto", True, False)
 #: Noisy PASS entries get the quick look (``_refine.quick_certify``) before the full step

@@ -8,20 +8,21 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import _status
+from ._core import status as _status
 from ._html import HtmlViews
 from ._judge import adjudication_notes, judge_entries, unchecked_notes
 from ._referee import Referee
 from ._classify import tolerance
-from ._config import Config, dtype_name
+from ._core.config import Config, dtype_name
 from ._diagnosis import Diagnosis, diagnose
-from . import _arguments
+from ._core import arguments as _arguments
 from ._differences import central_differences, require_moving_steps, steps_for
-from ._errors import AliasedParametersError, FunctionError, GradientAssertionError, OutputError
-from ._errors import UnsupportedInputError
-from ._inputs import as_gradient, float_dtype_name, output_array, require_real_output, unit_roundoff_of
+from ._core.errors import AliasedParametersError, FunctionError, GradientAssertionError, OutputError
+from ._core.errors import UnsupportedInputError
+from .backends._claimed import as_gradient
+from ._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from ._report import Report
-from ._verdict import Verdict
+from ._core.verdict import Verdict
 
 
 @dataclass(frozen=True, eq=False)
@@ -369,7 +370,7 @@ def _informative(report: Report) -> bool:
     """Whether a name says anything about the gradient flowing through it: some entry
     PASSed against a nonzero value. A key bias whose gradient is exactly 0 passes whatever
     flows into it, so it must not break a run of failing names."""
-    from ._causes import Cause
+    from ._core.verdict import Cause
 
     passed = np.isin(report.codes, [int(Verdict.PASS), int(Verdict.SCREENED)])  # SCREENED: screen=True
     if report.causes is not None:

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._verdict import Verdict
+from ._core.verdict import Verdict
 
 #: One colour per verdict code (PASS green, MISMATCH red, UNCHECKED grey, ...).
 VERDICT_COLOURS = {

@@ -32,10 +32,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._causes import Cause
-from ._classify import DEFAULT_RESOLUTION, verdicts
+from ._core.verdict import Cause
+from ._core.config import DEFAULT_RESOLUTION
+from ._classify import verdicts
 from ._fork import die_with, fork_hazard, shutdown_pool, usable_cores
-from ._verdict import Verdict
+from ._core.verdict import Verdict
 
 #: Entries beyond this many are left with their step-study verdicts (and the report says so).
 MAX_ADJUDICATED = 256

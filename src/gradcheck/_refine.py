@@ -30,9 +30,10 @@ from typing import Callable
 
 import numpy as np
 
-from ._classify import DEFAULT_RESOLUTION, classify
+from ._core.config import DEFAULT_RESOLUTION
+from ._classify import classify
 from ._differences import slope_and_noise
-from ._verdict import Verdict
+from ._core.verdict import Verdict
 
 Differencer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
 

@@ -7,11 +7,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from . import _status
+from ._core import status as _status
 from ._classify import relative_error, resolved_share
-from ._errors import GradientAssertionError
+from ._core.errors import GradientAssertionError
 from ._html import HtmlViews
-from ._verdict import FAILING, Verdict
+from ._core.verdict import FAILING, Verdict
 
 _VERDICT_BY_CODE = np.array(list(Verdict), dtype=object)
 # Cause codes (see _causes.Cause) -> the mark shown after a verdict in the table.
@@ -34,7 +34,7 @@ class Report(HtmlViews):
     ``status`` is ``"PASS"``, ``"FAIL"`` (a MISMATCH or NONFINITE entry, or a
     nondeterministic ``f``) or ``"INCONCLUSIVE"`` (no entry could be verified: not one
     PASS, e.g. all UNCHECKED because ``f`` returns bfloat16); ``passed`` is true for PASS
-    only. ``gradcheck._status`` states the rule and its edge cases.
+    only. ``gradcheck._core.status`` states the rule and its edge cases.
 
     >>> import numpy as np, gradcheck
     >>> r = gradcheck.check(lambda x: (x**3).sum(), np.array([1.0, 2.0]), grad=lambda x: 3*x**2)
@@ -137,13 +137,13 @@ class Report(HtmlViews):
 
     def cause(self, index: tuple[int, ...]) -> "Cause":
         """How the verdict of the entry at ``index`` was reached."""
-        from ._causes import Cause
+        from ._core.verdict import Cause
 
         return Cause(int(self.causes[index])) if self.causes is not None else Cause.FIRST_PASS
 
     def explain(self, index: tuple[int, ...]) -> str:
         """One line on one entry: verdict, values, and how it was settled."""
-        from ._causes import Cause
+        from ._core.verdict import Cause
 
         v = Verdict(int(self.codes[index]))
         cause = self.cause(index)

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._config import UNIT_ROUNDOFF
-from ._lowp import from_bits, round_to_format
+from ._core.config import UNIT_ROUNDOFF
+from ._core.formats import from_bits, round_to_format
 
 #: Entries probed (a seeded choice among the first pass's MISMATCH entries).
 PROBES = 8

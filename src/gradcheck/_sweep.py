@@ -36,13 +36,13 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from . import _status
+from ._core import status as _status
 from ._html import HtmlViews
 from ._check import check
-from ._errors import GradientAssertionError
+from ._core.errors import GradientAssertionError
 from ._layout import LayoutDescription, describe_layout
 from ._pattern import ShapeRule, find_shape_rule
-from ._verdict import Verdict
+from ._core.verdict import Verdict
 
 Shape = tuple[int, ...]
 Parts = Callable[[Shape], "Mapping[str, Sequence[int]] | Sequence[tuple[str, Sequence[int]]]"]
@@ -492,7 +492,7 @@ def shape_sweep(
     >>> str(sweep.rule)
     'n is even (exact: 4 of 8 shapes fail)'
     """
-    from . import _arguments
+    from ._core import arguments as _arguments
     from .engines import ENGINE_NAMES
 
     _arguments.choice("keep", keep, KEEP_CHOICES)

@@ -139,7 +139,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _blame_user_code(exc: Exception, f_spec: str, grad: Any, grad_spec: str | None) -> None:
     """Raise :class:`UserCodeError` if ``exc`` comes from f or the gradient (else return)."""
-    from ._errors import FunctionError, InputMutationError
+    from ._core.errors import FunctionError, InputMutationError
     from .engines._processes import WorkerDiedError
 
     if isinstance(grad, _Watched):
@@ -212,7 +212,7 @@ def _dispute_candidates(args: argparse.Namespace, fmt: Any) -> dict[str, Any]:
 
 def _cmd_dispute(args: argparse.Namespace) -> int:
     from ._dispute import dispute
-    from ._lowp import resolve_format
+    from ._core.formats import resolve_format
     from .mp import NotAdjudicable
 
     fmt = resolve_format(args.dtype)

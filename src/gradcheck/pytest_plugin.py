@@ -156,7 +156,7 @@ class GradcheckFixture(OrdersFixtureMixin):
 
     def _judge(self, report: Any, allow_unchecked: bool | None) -> Any:
         __tracebackhide__ = True
-        from ._errors import GradientAssertionError
+        from ._core.errors import GradientAssertionError
 
         self.reports.append(report)
         try:
@@ -223,7 +223,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     traceback of a GradientAssertionError (``--fulltrace`` keeps them)."""
     excinfo = call.excinfo
     if excinfo is not None and not item.config.getoption("fulltrace", False):
-        from ._errors import GradientAssertionError
+        from ._core.errors import GradientAssertionError
 
         if excinfo.errisinstance((GradientAssertionError, NegativeControlError)):
             _cut_internal_tail(excinfo)
@@ -244,7 +244,7 @@ def artifact_name(nodeid: str) -> str:
 def _write_artifacts(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], rep: Any) -> None:
     """``--gradcheck-html`` / ``--gradcheck-json``: the failing check's report, as files named
     after the test, their paths added to the failure. Writing never hides the failure."""
-    from ._errors import GradientAssertionError
+    from ._core.errors import GradientAssertionError
 
     dirs = [(item.config.getoption(opt), suffix) for opt, suffix in ((HTML_OPTION, "html"), (JSON_OPTION, "json"))]
     report = getattr(excinfo.value, "report", None)

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ._lowp import BFLOAT16, from_bits, round_to_format
+from ._core.formats import BFLOAT16, from_bits, round_to_format
 
 __all__ = ["rope_fast", "rope_reference", "rope_math", "rope_inputs",
            "matvec_fast", "matvec_reference", "matvec_math", "matvec_inputs", "bf16_round_c"]
@@ -168,7 +168,7 @@ def matvec_inputs(rows: int = 64, n: int = 1024, *, seed: int = 0) -> tuple[np.n
 
 def bf16_round_c(x: Any) -> np.ndarray:
     """float32 -> bfloat16 by the kernels' own C rounding (for testing it against
-    :func:`gradcheck._lowp.round_to_format`)."""
+    :func:`gradcheck._core.formats.round_to_format`)."""
     arr = np.ascontiguousarray(x, dtype=np.float32)
     out = np.empty(arr.shape, dtype=np.uint16)
     ffi, lib = _lib()

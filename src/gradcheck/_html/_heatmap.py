@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._plot import EMPTY_COLOUR, VERDICT_COLOURS, _as_2d
-from .._verdict import Verdict
+from .._core.verdict import Verdict
 from ._page import esc
 from ._png import png_data_uri
 

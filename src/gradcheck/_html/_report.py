@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from .._verdict import FAILING, Verdict
+from .._core.verdict import FAILING, Verdict
 from ._heatmap import heat_maps
 from ._page import badge, details, esc, notes_list, num, status_of
 from ._tables import counts_table, table, verdict_cell

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
-from .._verdict import Verdict
+from .._core.verdict import Verdict
 from ._heatmap import severity_order, verdict_colour
 from ._page import esc
 

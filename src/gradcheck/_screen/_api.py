@@ -19,10 +19,10 @@ from typing import Any, Callable
 import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
-from .._config import Config
-from .._errors import InputMutationError
+from .._core.config import Config
+from .._core.errors import InputMutationError
 from .._report import Report
-from .._verdict import Verdict
+from .._core.verdict import Verdict
 from . import _complex
 from ._assemble import State, assemble, trivial_report
 from ._bisect import LEAF_SIZE, Bisection

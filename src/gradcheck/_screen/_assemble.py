@@ -15,7 +15,7 @@ import numpy as np
 from .._classify import tolerance
 from .._judge import Judged, adjudication_notes
 from .._report import Report
-from .._verdict import Verdict
+from .._core.verdict import Verdict
 from ._bisect import Bisection
 from ._entrywise import EntryJudge
 from ._limit import describe, screening_limit

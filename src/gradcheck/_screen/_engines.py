@@ -101,7 +101,7 @@ def _install(probe: Probe, parent: int) -> None:
 
 def _answer(probe: Probe, jobs: list) -> tuple:
     """A worker's answer as data (FunctionError does not survive pickling)."""
-    from .._errors import FunctionError, InputMutationError
+    from .._core.errors import FunctionError, InputMutationError
 
     try:
         values = run_jobs(probe, jobs)
@@ -121,7 +121,7 @@ def _run_in_worker(jobs: list) -> tuple:
 
 
 def _unpack(answer: tuple, where: str) -> np.ndarray:
-    from .._errors import InputMutationError
+    from .._core.errors import InputMutationError
 
     if answer[0] == "ok":
         return answer[1]

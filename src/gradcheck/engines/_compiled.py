@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 
 from .._differences import central_differences
-from .._errors import FunctionError, InputMutationError
-from .._jit import PRANGE, kernel, late
+from .._core.errors import FunctionError, InputMutationError
+from .._core.jit import PRANGE, kernel, late
 
 prange = PRANGE
 

@@ -34,7 +34,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .._differences import central_differences
-from .._errors import GradcheckError
+from .._core.errors import GradcheckError
 from .._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
 from ._chunks import difference_chunk, mutation_error, rebuild_error
 

@@ -5,8 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from ._config import UNIT_ROUNDOFF, dtype_name
-from ._errors import OutputError, ShapeMismatchError, UnsupportedInputError
+from .config import UNIT_ROUNDOFF, dtype_name
+from .errors import OutputError, UnsupportedInputError
 
 FLOAT_NAMES = ("float64", "float32", "float16", "bfloat16")
 
@@ -38,40 +38,6 @@ def unit_roundoff_of(arr: np.ndarray) -> float:
     return UNIT_ROUNDOFF.get(dtype_name(arr.dtype), UNIT_ROUNDOFF["float64"])
 
 
-def as_gradient(value: Any, shape: tuple[int, ...], what: str = "claimed gradient") -> np.ndarray:
-    """The claimed gradient as float64 of exactly ``shape`` (naming both shapes if not).
-
-    Anything numpy reads as a real array is taken (a list, a Python float, a torch or jax
-    array on the CPU: their values are unambiguous); None, strings and other objects are
-    refused saying what they are.
-    """
-    arr = _as_array(value, what)
-    if arr.dtype.kind in "OSUV" and dtype_name(arr.dtype) not in FLOAT_NAMES:
-        inner = arr.item() if arr.ndim == 0 else value  # a backend may have wrapped it already
-        got = "None" if inner is None else f"a {type(inner).__name__}"
-        hint = " (is a `return` missing in grad?)" if inner is None else ""
-        raise UnsupportedInputError(f"{what} is {got}, not an array of real numbers of shape {tuple(shape)}{hint}")
-    if arr.shape != tuple(shape):
-        raise ShapeMismatchError(what, tuple(shape), arr.shape)
-    if arr.dtype.kind not in "fiu" and dtype_name(arr.dtype) not in FLOAT_NAMES:
-        raise UnsupportedInputError(f"{what} has dtype {arr.dtype}; expected a real floating array")
-    return np.array(arr, dtype=np.float64)
-
-
-def _as_array(value: Any, what: str) -> np.ndarray:
-    """``value`` as a numpy array: a framework tensor through its backend (detached, on
-    the CPU), anything else through ``np.asarray``."""
-    if type(value).__module__.split(".")[0] in ("torch", "jax", "jaxlib"):
-        from . import backends
-
-        return np.asarray(backends.resolve(None, value).to_numpy(value))
-    try:
-        return np.asarray(value)
-    except (ValueError, TypeError) as exc:  # a ragged list, say
-        raise UnsupportedInputError(
-            f"{what} is a {type(value).__name__} numpy cannot read as an array: {exc}") from None
-
-
 def output_array(y: Any, what: str = "f") -> np.ndarray:
     """``np.asarray(y)`` for a value ``what`` returned; a ragged list, which numpy cannot
     read, is an :class:`OutputError` (gradcheck's conversion failed; ``f`` raised nothing)."""
@@ -91,7 +57,7 @@ def require_real_output(y: np.ndarray, what: str = "f", index: tuple[int, ...] |
     >>> require_real_output(np.asarray(None))
     Traceback (most recent call last):
     ...
-    gradcheck._errors.OutputError: f returned None at the unperturbed input; it must return a real number or an array of real numbers (is a `return` missing?)
+    gradcheck._core.errors.OutputError: f returned None at the unperturbed input; it must return a real number or an array of real numbers (is a `return` missing?)
     """
     kind = y.dtype.kind
     if kind in "fiub" or dtype_name(y.dtype) in ("bfloat16",):

@@ -15,6 +15,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .config import Config
+
 #: The referee works at this many significant digits at least: it must out-resolve the
 #: float64 computation it referees (17 significant digits), with a margin.
 MIN_DIGITS = 20
@@ -94,8 +96,6 @@ def text(name: str, value: Any) -> str | None:
 
 def as_config(value: Any) -> Any:
     """``config``: a :class:`gradcheck.Config` or None (a dict says how to build one)."""
-    from ._config import Config
-
     if value is None or isinstance(value, Config):
         return value
     hint = ""

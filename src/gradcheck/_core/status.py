@@ -42,8 +42,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from ._config import UNIT_ROUNDOFF
-from ._verdict import FAILING, Verdict
+from .config import UNIT_ROUNDOFF
+from .verdict import FAILING, Verdict
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 STATUSES = (PASS, FAIL, INCONCLUSIVE)

@@ -7,10 +7,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._classify import DEFAULT_RESOLUTION
-
 Reduce = Literal["random", "sum"]
 _REDUCE_CHOICES = ("random", "sum")
+#: The default resolution share (``Config.resolution``): a PASS needs ``tol <= 1% of scale``.
+DEFAULT_RESOLUTION = 0.01
 
 # Unit round-off (half the machine epsilon) per format. Kept here, not read from numpy,
 # so bfloat16 needs no ml_dtypes import.

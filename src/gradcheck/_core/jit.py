@@ -19,7 +19,7 @@ types. The seconds spent compiling (or loading from the cache) are returned by
 :meth:`Kernel.compile_for` so that callers report them apart from the check's own time,
 and summed per kernel in :func:`compile_seconds`.
 
->>> from gradcheck._jit import kernel
+>>> from gradcheck._core.jit import kernel
 >>> @kernel()
 ... def _twice(x):
 ...     return 2.0 * x
