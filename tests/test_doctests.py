@@ -9,7 +9,8 @@ import pytest
 MODULES = [
     "gradcheck", "gradcheck._check", "gradcheck._params", "gradcheck._control",
     "gradcheck._core.config", "gradcheck._report", "gradcheck._sweep", "gradcheck.native",
-    "gradcheck.backends._dualbackend", "gradcheck.mp", "gradcheck._core.formats", "gradcheck._dispute",
+    "gradcheck.backends._dual", "gradcheck.dual", "gradcheck.dual.number", "gradcheck.dual.forward",
+    "gradcheck.mp", "gradcheck._core.formats", "gradcheck._dispute",
     "gradcheck._fork", "gradcheck._core.inputs", "gradcheck._core.jit", "gradcheck.backends._contract",
     "gradcheck._core.arguments",
     "gradcheck._html",
