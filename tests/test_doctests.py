@@ -11,13 +11,13 @@ MODULES = [
     "gradcheck._core.config", "gradcheck._report", "gradcheck._sweep", "gradcheck.native",
     "gradcheck.backends._dual", "gradcheck.dual", "gradcheck.dual.number", "gradcheck.dual.forward",
     "gradcheck.mp", "gradcheck._core.formats", "gradcheck._dispute",
-    "gradcheck._fork", "gradcheck._core.inputs", "gradcheck._core.jit", "gradcheck.backends._contract",
+    "gradcheck.engines._fork", "gradcheck._core.inputs", "gradcheck._core.jit", "gradcheck.backends._contract",
     "gradcheck._core.arguments",
     "gradcheck._html",
     "gradcheck._orders._jvp", "gradcheck._orders._adjoint", "gradcheck._orders._hvp",
     "gradcheck._orders._taylor",
     "gradcheck._screen._api", "gradcheck._screen._partition", "gradcheck._screen._directional",
-    "gradcheck._screen._budget", "gradcheck._progress",
+    "gradcheck._screen._budget", "gradcheck._runtime.progress",
 ]
 
 

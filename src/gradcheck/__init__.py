@@ -5,9 +5,9 @@
 True
 """
 from ._check import MultiReport as MultiReport
-from ._checkpoint import Checkpoint as Checkpoint
-from ._checkpoint import CheckpointError as CheckpointError
-from ._checkpoint import CheckpointMismatchError as CheckpointMismatchError
+from ._runtime.checkpoint import Checkpoint as Checkpoint
+from ._runtime.checkpoint import CheckpointError as CheckpointError
+from ._runtime.checkpoint import CheckpointMismatchError as CheckpointMismatchError
 from ._check import check as check
 from ._core.verdict import Cause as Cause
 from ._core.config import Config as Config

@@ -12,7 +12,7 @@ from . import backends as _backends
 from ._classify_kernel import classify, tolerance  # the fused kernel from 1e5 entries
 from ._core.config import Config, dtype_name
 from ._core import arguments as _arguments
-from ._differences import require_moving_steps, slope_and_noise, steps_for
+from .engines._differences import require_moving_steps, slope_and_noise, steps_for
 from ._core.errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
 from ._html import HtmlViews
 from .backends._claimed import as_gradient
@@ -24,7 +24,7 @@ from ._referee import Referee
 from ._report import Report
 from ._core.verdict import Verdict
 from .engines import ENGINE_NAMES, CheckProblem, select_engine
-from ._progress import Progress, differences_with_progress, screen_hint
+from ._runtime.progress import Progress, differences_with_progress, screen_hint
 
 
 
@@ -231,7 +231,7 @@ def check(
     differencer = eng.differences
     saved = None
     if checkpoint is not None:
-        from ._checkpoint import open_checkpoint
+        from ._runtime.checkpoint import open_checkpoint
 
         saved = open_checkpoint(checkpoint, eng, x=pristine, config=cfg, cotangent=cotangent, f=f,
                                 backend=be, vectorized=vectorized)
@@ -450,7 +450,7 @@ def _check_inputs(f, xs: tuple, grad: Any, *, name: str | None, backend: Any, **
     for k in range(count):
         opts = dict(options)
         if opts.get("checkpoint") is not None:
-            from ._checkpoint import for_input
+            from ._runtime.checkpoint import for_input
 
             opts["checkpoint"] = for_input(opts["checkpoint"], k)
         reports.append(check(_with_input(f, held, k), held[k], claims[k], name=f"{label}[input {k}]",

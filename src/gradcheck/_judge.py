@@ -23,7 +23,7 @@ from ._core.verdict import Cause
 from ._classify import resolved_share
 from ._classify_kernel import classify  # the fused kernel from 1e5 entries, numpy below
 from ._core.config import UNIT_ROUNDOFF, Config
-from ._differences import slope_and_noise
+from .engines._differences import slope_and_noise
 from ._referee import MAX_ADJUDICATED, Referee
 from ._refine import quick_certify, step_study
 from ._roundoff import probe, representable

@@ -16,7 +16,7 @@ from ._classify import tolerance
 from ._core.config import Config, dtype_name
 from ._diagnosis import Diagnosis, diagnose
 from ._core import arguments as _arguments
-from ._differences import central_differences, require_moving_steps, steps_for
+from .engines._differences import central_differences, require_moving_steps, steps_for
 from ._core.errors import AliasedParametersError, FunctionError, GradientAssertionError, OutputError
 from ._core.errors import UnsupportedInputError
 from .backends._claimed import as_gradient
@@ -430,7 +430,7 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str]:
         raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
     if engine != "auto":
         return engine, f"{engine}: asked for"
-    from ._fork import fork_hazard, usable_cores
+    from .engines._fork import fork_hazard, usable_cores
     from .engines import _processes
 
     if usable_cores() < 2:

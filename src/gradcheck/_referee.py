@@ -35,7 +35,7 @@ import numpy as np
 from ._core.verdict import Cause
 from ._core.config import DEFAULT_RESOLUTION
 from ._classify import verdicts
-from ._fork import die_with, fork_hazard, shutdown_pool, usable_cores
+from .engines._fork import die_with, fork_hazard, shutdown_pool, usable_cores
 from ._core.verdict import Verdict
 
 #: Entries beyond this many are left with their step-study verdicts (and the report says so).

@@ -32,7 +32,7 @@ import numpy as np
 
 from ._core.config import DEFAULT_RESOLUTION
 from ._classify import classify
-from ._differences import slope_and_noise
+from .engines._differences import slope_and_noise
 from ._core.verdict import Verdict
 
 Differencer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]

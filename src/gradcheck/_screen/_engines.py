@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
+from ..engines._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
 from ..engines._chunks import picklable, rebuild_error
 from ._probe import Probe, run_jobs
 

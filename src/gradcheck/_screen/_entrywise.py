@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
-from .._differences import steps_for
+from ..engines._differences import steps_for
 from .._judge import Judged, judge_entries
 from .._referee import Referee
 from ..engines import CheckProblem, select_engine

@@ -17,7 +17,7 @@ import numpy as np
 from .. import backends as _backends
 from .._check import make_cotangent, reducer
 from .._core.config import Config
-from .._differences import steps_for
+from ..engines._differences import steps_for
 from .._core.errors import FunctionError, UnsupportedInputError
 from ..backends._claimed import as_gradient
 from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._differences import central_differences
+from ._differences import central_differences
 from .._core.errors import FunctionError, InputMutationError, OutputError
 
 

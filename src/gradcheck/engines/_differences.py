@@ -11,7 +11,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ._core.errors import FunctionError, InputMutationError, OutputError
+from .._core.config import UNIT_ROUNDOFF, Config, dtype_name
+from .._core.errors import FunctionError, InputMutationError, OutputError
 
 
 def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
@@ -90,8 +91,6 @@ def require_moving_steps(values: np.ndarray, steps: np.ndarray, rel_step: float,
     still = finite & (denom == 0)
     if not still.any():
         return
-    from ._core.config import UNIT_ROUNDOFF, Config, dtype_name
-
     first = int(np.flatnonzero(still)[0])
     index = tuple(int(k) for k in np.unravel_index(first, np.shape(values)))
     name = dtype_name(flat.dtype)

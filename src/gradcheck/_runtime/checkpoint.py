@@ -60,7 +60,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._core.errors import GradcheckError
+from .._core.errors import GradcheckError
 
 FORMAT = "gradcheck-checkpoint"
 VERSION = 1
