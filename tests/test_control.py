@@ -19,7 +19,7 @@ def test_control_passes_for_numpy_backend():
 def test_control_fails_for_a_checker_that_passes_everything(monkeypatch):
     """A broken checker that calls everything PASS is caught by the control."""
     import gradcheck._check as chk
-    import gradcheck._judge as jdg
+    import gradcheck._pipeline.judge as jdg
 
     monkeypatch.setattr(jdg, "classify", lambda a, n, z, **kw: np.zeros(np.shape(a), np.uint8))
     monkeypatch.setattr(chk.Config, "refine", False, raising=False)
@@ -30,7 +30,7 @@ def test_control_fails_for_a_checker_that_passes_everything(monkeypatch):
 def test_control_fails_for_a_checker_that_cries_wolf(monkeypatch):
     """A broken checker that flags everything is caught too (the other direction)."""
     import gradcheck._check as chk
-    import gradcheck._judge as jdg
+    import gradcheck._pipeline.judge as jdg
 
     monkeypatch.setattr(jdg, "classify", lambda a, n, z, **kw: np.ones(np.shape(a), np.uint8))
     with pytest.raises(gradcheck.GradientAssertionError, match="CORRECT"):
@@ -40,7 +40,7 @@ def test_control_fails_for_a_checker_that_cries_wolf(monkeypatch):
 def test_control_fails_when_differences_are_not_computed(monkeypatch):
     """A harness that computes nothing (numeric side equal to the claim) is caught."""
     import gradcheck._check as chk
-    import gradcheck._judge as jdg
+    import gradcheck._pipeline.judge as jdg
 
     real = chk.judge_entries
 
@@ -58,7 +58,7 @@ def test_control_fails_when_differences_are_not_computed(monkeypatch):
 def test_referee_rescues_a_first_pass_that_cries_wolf(monkeypatch):
     """With the referee on, a first pass that flags everything is overruled entry by entry
     against exact derivatives, and the control still sees exactly the corrupted entries."""
-    import gradcheck._judge as jdg
+    import gradcheck._pipeline.judge as jdg
 
     monkeypatch.setattr(jdg, "classify", lambda a, n, z, **kw: np.ones(np.shape(a), np.uint8))
     assert_detects_wrong_gradient("numpy", config=gradcheck.Config(refine=False))

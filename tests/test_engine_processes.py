@@ -322,8 +322,8 @@ _WITH_JAX = textwrap.dedent(
     from gradcheck import check, check_params
     from gradcheck.engines._fork import fork_hazard
     from gradcheck.engines import _processes
-    from gradcheck._referee import Referee
-    import gradcheck._referee as referee_module
+    from gradcheck._adjudicate.referee import Referee
+    import gradcheck._adjudicate.referee as referee_module
 
     assert "jax" in fork_hazard()
     _processes.AUTO_MIN_SECONDS = 0.0          # any f is "costly" now

@@ -20,9 +20,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gradcheck import Config, Verdict
-from gradcheck._classify import EPS_REL, classify, relative_error, tolerance
+from gradcheck._classify.rule import EPS_REL, classify, relative_error, tolerance
 from gradcheck._core.config import dtype_name
-from gradcheck._refine import STUDY_FACTORS, step_study
+from gradcheck._refine.study import STUDY_FACTORS, step_study
 
 P, M, U, N, K = (int(v) for v in (Verdict.PASS, Verdict.MISMATCH, Verdict.UNCHECKED, Verdict.NONFINITE,
                                   Verdict.KINK))

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 import gradcheck
 from gradcheck import Cause, Config, Verdict, check
-from gradcheck._referee import _judge_exact
-from gradcheck._refine import quick_certify, step_study
+from gradcheck._adjudicate.referee import _judge_exact
+from gradcheck._refine.quick import quick_certify
+from gradcheck._refine.study import step_study
 
 X20 = np.random.default_rng(0).standard_normal(20)
 

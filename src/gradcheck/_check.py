@@ -9,7 +9,7 @@ import numpy as np
 
 from ._core import status as _status
 from . import backends as _backends
-from ._classify_kernel import classify, tolerance  # the fused kernel from 1e5 entries
+from ._classify.kernel import classify, tolerance  # the fused kernel from 1e5 entries
 from ._core.config import Config, dtype_name
 from ._core import arguments as _arguments
 from .engines._differences import require_moving_steps, slope_and_noise, steps_for
@@ -17,10 +17,10 @@ from ._core.errors import FunctionError, GradientAssertionError, InputMutationEr
 from ._html import HtmlViews
 from .backends._claimed import as_gradient
 from ._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
-from ._judge import Judged as Judged
-from ._judge import adjudication_notes, unchecked_notes
-from ._judge import judge_entries as judge_entries
-from ._referee import Referee
+from ._core.judged import Judged as Judged
+from ._adjudicate.notes import adjudication_notes, unchecked_notes
+from ._pipeline.judge import judge_entries as judge_entries
+from ._adjudicate.referee import Referee
 from ._report import Report
 from ._core.verdict import Verdict
 from .engines import ENGINE_NAMES, CheckProblem, select_engine

@@ -10,9 +10,10 @@ import numpy as np
 
 from ._core import status as _status
 from ._html import HtmlViews
-from ._judge import adjudication_notes, judge_entries, unchecked_notes
-from ._referee import Referee
-from ._classify import tolerance
+from ._adjudicate.notes import adjudication_notes, unchecked_notes
+from ._pipeline.judge import judge_entries
+from ._adjudicate.referee import Referee
+from ._classify.rule import tolerance
 from ._core.config import Config, dtype_name
 from ._diagnosis import Diagnosis, diagnose
 from ._core import arguments as _arguments

@@ -8,7 +8,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ._core import status as _status
-from ._classify import relative_error, resolved_share
+from ._classify.rule import relative_error, resolved_share
 from ._core.errors import GradientAssertionError
 from ._html import HtmlViews
 from ._core.verdict import FAILING, Verdict

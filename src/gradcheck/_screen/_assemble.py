@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
-from .._classify import tolerance
-from .._judge import Judged, adjudication_notes
+from .._classify.rule import tolerance
+from .._core.judged import Judged
+from .._adjudicate.notes import adjudication_notes
 from .._report import Report
 from .._core.verdict import Verdict
 from ._bisect import Bisection

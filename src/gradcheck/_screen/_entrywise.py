@@ -14,8 +14,9 @@ import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from ..engines._differences import steps_for
-from .._judge import Judged, judge_entries
-from .._referee import Referee
+from .._core.judged import Judged
+from .._pipeline.judge import judge_entries
+from .._adjudicate.referee import Referee
 from ..engines import CheckProblem, select_engine
 from . import _complex
 from ._measure import Measurer

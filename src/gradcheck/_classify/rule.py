@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core.config import DEFAULT_RESOLUTION
-from ._core.verdict import Verdict
+from .._core.config import DEFAULT_RESOLUTION, Config
+from .._core.verdict import Verdict
 
 EPS_REL = 1e-12  # the seed's guard in |a-n| / max(|a|, |n|, eps)
 
@@ -78,3 +78,8 @@ def relative_error(analytic, numeric, eps: float = EPS_REL) -> np.ndarray:
     n = np.asarray(numeric, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         return np.abs(a - n) / np.maximum(np.maximum(np.abs(a), np.abs(n)), eps)
+
+
+def rule_of(cfg: Config) -> dict[str, float]:
+    """The verdict rule's settings, as every call of ``classify`` takes them."""
+    return dict(rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor, resolution=cfg.resolution)

@@ -32,11 +32,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._core.verdict import Cause
-from ._core.config import DEFAULT_RESOLUTION
-from ._classify import verdicts
-from .engines._fork import die_with, fork_hazard, shutdown_pool, usable_cores
-from ._core.verdict import Verdict
+from .._core.verdict import Cause
+from .._core.config import DEFAULT_RESOLUTION
+from .._classify.rule import verdicts
+from ..engines._fork import die_with, fork_hazard, shutdown_pool, usable_cores
+from .._core.verdict import Verdict
 
 #: Entries beyond this many are left with their step-study verdicts (and the report says so).
 MAX_ADJUDICATED = 256
@@ -79,7 +79,7 @@ class Referee:
     def unavailable(self) -> str | None:
         """None if ``f`` runs at high precision, else why not (probed once, cheaply)."""
         if self._reason is False:
-            from .mp import NotAdjudicable, evaluate, to_mp
+            from ..mp import NotAdjudicable, evaluate, to_mp
 
             try:
                 evaluate(self.f_mp, to_mp(np.asarray(self.x, dtype=np.float64)), dps=20)
@@ -93,7 +93,7 @@ class Referee:
     def derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
         """Per entry ``(value, error, digits, left, right, side_error, is_kink, evaluations)``
         as floats, or None where f could not be evaluated at high precision there."""
-        from .mp import NotAdjudicable, mp_derivative
+        from ..mp import NotAdjudicable, mp_derivative
 
         x64 = np.asarray(self.x, dtype=np.float64)
         out: list[tuple | None] = []

@@ -1,7 +1,7 @@
 """The verdict rule as one fused numba pass (no full-size temporaries).
 
 Same rule, same floating-point operations in the same order as the numpy reference
-:func:`gradcheck._classify.classify` (its docstring states the rule), so the verdict
+:func:`gradcheck._classify.rule.classify` (its docstring states the rule), so the verdict
 codes (and tolerances) are equal bit for bit; the tests hold it to that on random and
 adversarial inputs. numpy needs about a dozen passes and 3.3 GiB of temporaries for
 1e8 entries; this pass reads the three inputs once and writes one byte per entry (plus
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _classify
-from ._core.config import DEFAULT_RESOLUTION
-from ._core.jit import PRANGE, kernel
-from ._core.verdict import Verdict
+from . import rule as _classify
+from .._core.config import DEFAULT_RESOLUTION
+from .._core.jit import PRANGE, kernel
+from .._core.verdict import Verdict
 
 #: Entries from which :func:`classify` runs the kernel. Once compiled, the kernel wins
 #: at any size (``benchmarks/bench_classify.py``), but below 1e5 entries the gain is
@@ -90,7 +90,7 @@ def classify_and_tolerance(analytic, numeric, noise, *, rtol: float, atol: float
                            resolution: float = DEFAULT_RESOLUTION) -> tuple[np.ndarray, np.ndarray]:
     """Verdict codes and tolerances in one kernel pass, whatever the size.
 
-    Equal to ``(classify(...), tolerance(...))`` of :mod:`gradcheck._classify` on float64
+    Equal to ``(classify(...), tolerance(...))`` of :mod:`gradcheck._classify.rule` on float64
     values (inputs of other dtypes are taken as float64, as ``classify`` takes them).
     """
     shape = np.shape(analytic)

@@ -35,8 +35,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._core.config import UNIT_ROUNDOFF
-from ._core.formats import from_bits, round_to_format
+from .._classify.kernel import classify  # the fused kernel from 1e5 entries, numpy below
+from .._classify.rule import rule_of
+from .._core.config import UNIT_ROUNDOFF
+from .._core.formats import from_bits, round_to_format
+from .._core.judged import Judged
+from .._core.verdict import Cause, Verdict
+from ..engines._differences import slope_and_noise
+from .second_look import second_look
 
 #: Entries probed (a seeded choice among the first pass's MISMATCH entries).
 PROBES = 8
@@ -129,3 +135,67 @@ def probe(differencer, suspects: np.ndarray, steps: np.ndarray, first, base_valu
     if noise_like and measured > FAR_ABOVE * unit:
         return RoundOff(float(2.0 ** np.ceil(np.log2(measured))), unit, measured, int(pick.size), evaluations)
     return RoundOff(unit, unit, measured, int(pick.size), evaluations)
+
+
+def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> float:
+    """f's round-off, looked at twice (``_roundoff``): are all its values float32 (or 16-bit)
+    numbers? (free) And, when the first pass finds a MISMATCH, what does the probe
+    measure? When either is far above the output dtype's unit round-off, every entry is
+    re-judged with it. Returns the unit round-off to use from here on."""
+    fp, fm, _ = diffs
+    model = unit
+    values = np.concatenate([fp, fm, [base_value]])
+    fmt = representable(values, unit)
+    if fmt is not None:
+        _note_format(judged, fmt, values, unit)
+        unit = UNIT_ROUNDOFF[fmt]
+    suspects = np.flatnonzero((judged.codes == Verdict.MISMATCH) & np.isfinite(fp) & np.isfinite(fm))
+    if fmt is not None:
+        suspects = np.flatnonzero((_reclassify(judged, analytic, diffs, unit, cfg) == Verdict.MISMATCH)
+                                  & np.isfinite(fp) & np.isfinite(fm))
+    found = probe(sub, suspects, steps, diffs, base_value, unit, cfg.seed) if suspects.size else None
+    if found is not None:
+        if found.lower_precision:
+            unit = found.unit
+            _reclassify(judged, analytic, diffs, unit, cfg)
+            judged.notes.append(found.note())
+    if unit != model and judged.model_unit is None:
+        judged.model_unit = model
+    return unit
+
+
+def _note_format(judged: Judged, fmt: str, values, unit: float) -> None:
+    judged.notes.append(
+        f"every value f returned ({int(np.isfinite(values).sum())} evaluations) is a {fmt} number: f computes "
+        f"in {fmt} whatever dtype it returns; {fmt}'s round-off ({UNIT_ROUNDOFF[fmt]:.2g}) is used as its noise")
+    if judged.model_unit is None:
+        judged.model_unit = unit
+
+
+def _reclassify(judged: Judged, analytic, diffs, unit, cfg) -> np.ndarray:
+    """Every entry's first-pass estimate and verdict again, with unit round-off ``unit``."""
+    fp, fm, denom = diffs
+    judged.numeric[:], judged.noise[:] = slope_and_noise(fp, fm, denom, unit)
+    judged.codes[:] = classify(analytic, judged.numeric, judged.noise, **rule_of(cfg))
+    return judged.codes
+
+
+def recheck_precision(judged: Judged, record, analytic, diffs, steps, base_value, unit, cfg) -> float:
+    """The step study evaluated f at larger steps: if all of f's values, those included,
+    are float32 (or 16-bit) numbers (an f too coarse to change across the first step looks
+    exact there), judge every entry again with that format's round-off; the evaluations
+    already made are reused. Returns the unit round-off in use."""
+    fp, fm, _ = diffs
+    values = np.concatenate([fp, fm, [np.nan if base_value is None else base_value], record.values()])
+    fmt = representable(values, unit)
+    if fmt is None:
+        return unit
+    _note_format(judged, fmt, values, unit)
+    unit = UNIT_ROUNDOFF[fmt]
+    retried = judged.causes == Cause.STEP_RETRY
+    _reclassify(judged, analytic, diffs, unit, cfg)
+    judged.refined[:] = False
+    judged.causes[~retried] = Cause.FIRST_PASS
+    judged.left[:], judged.right[:] = np.nan, np.nan
+    second_look(judged, record, analytic, diffs, steps, base_value, unit, cfg)
+    return unit
