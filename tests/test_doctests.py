@@ -8,12 +8,12 @@ import pytest
 
 MODULES = [
     "gradcheck", "gradcheck._check", "gradcheck._params", "gradcheck._control",
-    "gradcheck._core.config", "gradcheck._report", "gradcheck._sweep", "gradcheck.native",
+    "gradcheck._core.config", "gradcheck._report.report", "gradcheck._sweep", "gradcheck.native",
     "gradcheck.backends._dual", "gradcheck.dual", "gradcheck.dual.number", "gradcheck.dual.forward",
     "gradcheck.mp", "gradcheck._core.formats", "gradcheck._dispute",
     "gradcheck.engines._fork", "gradcheck._core.inputs", "gradcheck._core.jit", "gradcheck.backends._contract",
     "gradcheck._core.arguments",
-    "gradcheck._html",
+    "gradcheck._report.html",
     "gradcheck._orders._jvp", "gradcheck._orders._adjoint", "gradcheck._orders._hvp",
     "gradcheck._orders._taylor",
     "gradcheck._screen._api", "gradcheck._screen._partition", "gradcheck._screen._directional",

@@ -14,7 +14,7 @@ from optional_deps import need
 
 import gradcheck
 from gradcheck import GradientAssertionError, SweepReport, Verdict, grid, shape_sweep
-from gradcheck._layout import describe_layout
+from gradcheck._report.layout import describe_layout
 from gradcheck.native import native_function
 
 MKN = grid(m=range(1, 9), k=range(1, 9), n=range(1, 9))

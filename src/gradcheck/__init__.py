@@ -26,7 +26,7 @@ from ._core.errors import ShapeMismatchError as ShapeMismatchError
 from ._core.errors import UnsupportedInputError as UnsupportedInputError
 from ._params import ParamsReport as ParamsReport
 from ._params import check_params as check_params
-from ._report import Report as Report
+from ._report.report import Report as Report
 from ._screen import screen as screen
 from ._sweep import SweepReport as SweepReport
 from ._sweep import grid as grid

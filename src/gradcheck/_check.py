@@ -14,14 +14,14 @@ from ._core.config import Config, dtype_name
 from ._core import arguments as _arguments
 from .engines._differences import require_moving_steps, slope_and_noise, steps_for
 from ._core.errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
-from ._html import HtmlViews
+from ._report.html import HtmlViews
 from .backends._claimed import as_gradient
 from ._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from ._core.judged import Judged as Judged
 from ._adjudicate.notes import adjudication_notes, unchecked_notes
 from ._pipeline.judge import judge_entries as judge_entries
 from ._adjudicate.referee import Referee
-from ._report import Report
+from ._report.report import Report
 from ._core.verdict import Verdict
 from .engines import ENGINE_NAMES, CheckProblem, select_engine
 from ._runtime.progress import Progress, differences_with_progress, screen_hint

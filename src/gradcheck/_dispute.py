@@ -42,7 +42,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._dispute_result import CandidateStats, DisputeResult, _g
+from ._dispute_result import CandidateStats, DisputeResult
+from ._report.text import figure
 from ._core.errors import ShapeMismatchError
 from ._core.formats import (
     FLOAT64, FloatFormat, from_bits, is_correctly_rounded, resolve_format, round_to_format, ulp, ulp_error
@@ -408,11 +409,11 @@ def _bounds(bound_ulps: float | None, y32: np.ndarray | None, exact_hi: np.ndarr
     if bound_ulps is not None:
         if not (isinstance(bound_ulps, (int, float)) and bound_ulps > 0):
             raise ValueError(f"bound_ulps must be a positive number, got {bound_ulps!r}")
-        return np.full(size, float(bound_ulps)), float(bound_ulps), f"{_g(bound_ulps)} ulp (given)"
+        return np.full(size, float(bound_ulps)), float(bound_ulps), f"{figure(bound_ulps)} ulp (given)"
     base = BASE_BOUND_ULPS
     if fmt is FLOAT64 or y32 is None:
         why = "float64 target" if fmt is FLOAT64 else "no float32 evaluation to widen it"
-        return np.full(size, base), base, f"{_g(base)} ulp at every entry ({why})"
+        return np.full(size, base), base, f"{figure(base)} ulp at every entry ({why})"
     with np.errstate(invalid="ignore", over="ignore"):
         absolute = np.abs(y32 - exact_hi)
         # where float32 itself overflowed or gave NaN it measures nothing: no widening there
@@ -425,9 +426,9 @@ def _bounds(bound_ulps: float | None, y32: np.ndarray | None, exact_hi: np.ndarr
         bounds = base + BOUND_FACTOR * pooled / ulp(exact_hi, fmt)
     bounds = np.where(np.isnan(bounds), np.inf, bounds)
     low, mid, high = (float(np.min(bounds)), float(np.median(bounds)), float(np.max(bounds))) if size else (base,) * 3
-    spread = f"{_g(low)} ulp everywhere" if high <= low * 1.001 else (
-        f"{_g(low)} to {_g(high)} ulp here, median {_g(mid)}")
-    return bounds, base, (f"{_g(base)} ulp + {_g(BOUND_FACTOR)} x the float32 evaluation's absolute error "
+    spread = f"{figure(low)} ulp everywhere" if high <= low * 1.001 else (
+        f"{figure(low)} to {figure(high)} ulp here, median {figure(mid)}")
+    return bounds, base, (f"{figure(base)} ulp + {figure(BOUND_FACTOR)} x the float32 evaluation's absolute error "
                           f"(largest among the {2 * half + 1} entries nearest in magnitude), in ulps of "
                           f"each entry: {spread}")
 

@@ -10,7 +10,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ._html import HtmlViews
+from ._report.html import HtmlViews
+from ._report.text import figure, percent
 
 
 @dataclass(frozen=True)
@@ -60,31 +61,6 @@ class CandidateStats:
 
 def _json_float(v: float) -> float | str:
     return v if math.isfinite(v) else ("inf" if v > 0 else "-inf" if v < 0 else "nan")
-
-
-def _g(v: float) -> str:
-    """A figure for prose: 3 significant digits, no exponent below 1e5."""
-    if v is None:
-        return "-"
-    if not math.isfinite(v):
-        return "inf" if v > 0 else str(v)
-    if v == 0:
-        return "0"
-    if abs(v) >= 1e5:
-        return f"{v:.3g}"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    return f"{v:.3g}"
-
-
-def _pct(p: float | None) -> str:
-    if p is None:
-        return "-"
-    if 0.999 < p < 1.0:
-        return f"{100 * p:.3f}%"
-    if 0.0 < p < 0.001:
-        return f"{100 * p:.3f}%"
-    return f"{100 * p:.1f}%"
 
 
 @dataclass(frozen=True, eq=False)
@@ -174,15 +150,15 @@ class DisputeResult(HtmlViews):
             if k in self.broken:
                 size = int(np.prod(self.shape, dtype=np.int64))
                 lines.append(
-                    f"{k} is broken: {s.beyond_count} of {size} entries ({_pct(s.beyond_bound)}) "
-                    f"exceed their bound, furthest at {s.excess_index}: {_g(s.excess_ulp)} ulp against "
-                    f"a bound of {_g(s.excess_bound)} ulp ({self._value_at(k, s.excess_index)}); "
-                    f"{_pct(1 - s.within_1ulp)} of its entries are beyond 1 ulp, max error "
-                    f"{_g(s.max_ulp)} ulp.")
+                    f"{k} is broken: {s.beyond_count} of {size} entries ({percent(s.beyond_bound)}) "
+                    f"exceed their bound, furthest at {s.excess_index}: {figure(s.excess_ulp)} ulp against "
+                    f"a bound of {figure(s.excess_bound)} ulp ({self._value_at(k, s.excess_index)}); "
+                    f"{percent(1 - s.within_1ulp)} of its entries are beyond 1 ulp, max error "
+                    f"{figure(s.max_ulp)} ulp.")
             else:
                 lines.append(
-                    f"{k} is within its bound at every entry: max error {_g(s.max_ulp)} ulp, "
-                    f"{_pct(s.correctly_rounded)} correctly rounded."
+                    f"{k} is within its bound at every entry: max error {figure(s.max_ulp)} ulp, "
+                    f"{percent(s.correctly_rounded)} correctly rounded."
                 )
         return "\n".join(lines)
 
@@ -197,13 +173,13 @@ class DisputeResult(HtmlViews):
         best = ranked[0]
         b = self.stats[best]
         if len(ranked) == 1:
-            return f"{best}: mean error {_g(b.mean_ulp)} ulp, max {_g(b.max_ulp)} ulp."
+            return f"{best}: mean error {figure(b.mean_ulp)} ulp, max {figure(b.max_ulp)} ulp."
         tied = [k for k in ranked[1:] if self._tied(best, k)]
         if tied:
             group = " and ".join([best, *tied])
-            means = " vs ".join(_g(self.stats[k].mean_ulp) for k in [best, *tied])
+            means = " vs ".join(figure(self.stats[k].mean_ulp) for k in [best, *tied])
             head = (f"{group} are equally accurate (mean error {means} ulp, within the tie "
-                    f"tolerance of {_g(self.tie_ratio)}x)")
+                    f"tolerance of {figure(self.tie_ratio)}x)")
         else:
             head = ""
         clauses = []
@@ -214,15 +190,15 @@ class DisputeResult(HtmlViews):
             r = self.ratio(best, k)
             if math.isinf(r) and b.mean_ulp == 0:
                 clauses.append(f"{best} is exact at every entry, {k} is not (mean error "
-                               f"{_g(o.mean_ulp)} ulp, max {_g(o.max_ulp)} ulp)")
+                               f"{figure(o.mean_ulp)} ulp, max {figure(o.max_ulp)} ulp)")
             elif math.isinf(o.mean_ulp):
                 clauses.append(f"{best} is more accurate than {k}, which has {o.nonfinite} "
                                f"non-finite entries where the exact value is finite")
             else:
                 clauses.append(
-                    f"{best} is {_g(r)}x more accurate than {k} (mean error {_g(b.mean_ulp)} vs "
-                    f"{_g(o.mean_ulp)} ulp; p99 {_g(b.p99_ulp)} vs {_g(o.p99_ulp)}; max "
-                    f"{_g(b.max_ulp)} vs {_g(o.max_ulp)})")
+                    f"{best} is {figure(r)}x more accurate than {k} (mean error {figure(b.mean_ulp)} vs "
+                    f"{figure(o.mean_ulp)} ulp; p99 {figure(b.p99_ulp)} vs {figure(o.p99_ulp)}; max "
+                    f"{figure(b.max_ulp)} vs {figure(o.max_ulp)})")
         return "; ".join(([head] if head else []) + clauses) + "."
 
     # -- rendering ------------------------------------------------------------------------
@@ -236,9 +212,9 @@ class DisputeResult(HtmlViews):
         lines = [head]
         for k, s in rows:
             lines.append(
-                f"  {k:<{width}} {_g(s.max_ulp):>9} {_g(s.mean_ulp):>9} {_g(s.p99_ulp):>9} "
-                f"{_pct(s.correctly_rounded):>17} {_pct(s.within_1ulp):>9} "
-                f"{_pct(s.beyond_bound):>8} {_pct(s.closer):>8}")
+                f"  {k:<{width}} {figure(s.max_ulp):>9} {figure(s.mean_ulp):>9} {figure(s.p99_ulp):>9} "
+                f"{percent(s.correctly_rounded):>17} {percent(s.within_1ulp):>9} "
+                f"{percent(s.beyond_bound):>8} {percent(s.closer):>8}")
         return "\n".join(lines)
 
     def summary(self) -> str:

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ._core import status as _status
-from ._html import HtmlViews
+from ._report.html import HtmlViews
 from ._adjudicate.notes import adjudication_notes, unchecked_notes
 from ._pipeline.judge import judge_entries
 from ._adjudicate.referee import Referee
@@ -22,7 +22,7 @@ from ._core.errors import AliasedParametersError, FunctionError, GradientAsserti
 from ._core.errors import UnsupportedInputError
 from .backends._claimed import as_gradient
 from ._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
-from ._report import Report
+from ._report.report import Report
 from ._core.verdict import Verdict
 
 

@@ -37,10 +37,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import numpy as np
 
 from ._core import status as _status
-from ._html import HtmlViews
+from ._report.html import HtmlViews
 from ._check import check
 from ._core.errors import GradientAssertionError
-from ._layout import LayoutDescription, describe_layout
+from ._report.layout import LayoutDescription, describe_layout, split_parts
 from ._pattern import ShapeRule, find_shape_rule
 from ._core.verdict import Verdict
 
@@ -375,37 +375,14 @@ class SweepReport(HtmlViews):
         }
 
     def plot(self, path: str | Path, **options: Any) -> Path:
-        """Write a PNG grid of which shapes fail (see :func:`gradcheck._plot.plot_sweep`
+        """Write a PNG grid of which shapes fail (see :func:`gradcheck._report.plot.plot_sweep`
         for ``rows=``, ``cols=``, ``panels=``); needs matplotlib (``gradcheck[plot]``)."""
-        from ._plot import plot_sweep
+        from ._report.plot import plot_sweep
 
         return plot_sweep(self, path, **options)
 
 
 # -- parts of a flat input ---------------------------------------------------------
-def normalise_parts(parts: Any, size: int) -> list[tuple[str, Shape]]:
-    """``{"A": (k, m), "B": (k, n)}`` (or a list of pairs) as ``[(name, shape), ...]``,
-    checked to cover exactly ``size`` entries."""
-    pairs = list(parts.items()) if isinstance(parts, Mapping) else list(parts)
-    out = [(str(name), tuple(int(s) for s in shape)) for name, shape in pairs]
-    total = sum(int(np.prod(s)) for _, s in out)
-    if total != size:
-        listed = ", ".join(f"{n} {s}" for n, s in out)
-        raise ValueError(f"parts ({listed}) hold {total} entries, but the checked input has {size}")
-    return out
-
-
-def split_parts(array: np.ndarray, parts: Any) -> list[tuple[str, np.ndarray]]:
-    """Consecutive pieces of ``array.ravel()``, each reshaped to its part's shape."""
-    flat = np.asarray(array).reshape(-1)
-    out, start = [], 0
-    for name, shape in normalise_parts(parts, flat.size):
-        stop = start + int(np.prod(shape))
-        out.append((name, flat[start:stop].reshape(shape)))
-        start = stop
-    return out
-
-
 def _part_layouts(mask: np.ndarray, parts: Any) -> tuple[tuple[str, LayoutDescription], ...]:
     return tuple((name, describe_layout(piece)) for name, piece in split_parts(mask, parts)
                  if piece.any())

@@ -16,7 +16,7 @@ from .._core.errors import GradientAssertionError as GradientAssertionError
 from .._core.errors import ShapeMismatchError as ShapeMismatchError
 from .._core.status import refusal as refusal
 from .._core.errors import UnsupportedInputError as UnsupportedInputError
-from .._report import Report as Report
+from .._report.report import Report as Report
 from .._core.verdict import FAILING as FAILING
 from .._core.verdict import Verdict as Verdict
 from .._control import CORRUPTIONS as CORRUPTIONS

@@ -21,7 +21,7 @@ import numpy as np
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .._core.config import Config
 from .._core.errors import InputMutationError
-from .._report import Report
+from .._report.report import Report
 from .._core.verdict import Verdict
 from . import _complex
 from ._assemble import State, assemble, trivial_report

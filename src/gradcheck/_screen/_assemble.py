@@ -15,7 +15,7 @@ import numpy as np
 from .._classify.rule import tolerance
 from .._core.judged import Judged
 from .._adjudicate.notes import adjudication_notes
-from .._report import Report
+from .._report.report import Report
 from .._core.verdict import Verdict
 from ._bisect import Bisection
 from ._entrywise import EntryJudge

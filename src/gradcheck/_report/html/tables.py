@@ -4,9 +4,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
-from .._core.verdict import Verdict
-from ._heatmap import severity_order, verdict_colour
-from ._page import esc
+from ..._core.verdict import Verdict
+from .heatmap import severity_order, verdict_colour
+from .page import esc
 
 Cell = Union[str, tuple[str, str]]  # HTML, or (HTML, css class)
 

@@ -13,7 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._core.verdict import Verdict
+from .._core.verdict import Verdict
+from .layout import describe_layout, split_parts
 
 #: One colour per verdict code (PASS green, MISMATCH red, UNCHECKED grey, ...).
 VERDICT_COLOURS = {
@@ -112,8 +113,6 @@ def plot_report(report: Any, path: str | Path, *, parts: Any = None, title: str 
     with np.errstate(divide="ignore", invalid="ignore"):
         log_rel = np.log10(np.maximum(report.rel_error, 1e-17))
     if parts is not None:
-        from ._sweep import split_parts
-
         pieces = [(name, c, r) for (name, c), (_, r) in
                   zip(split_parts(codes, parts), split_parts(log_rel, parts))]
     else:
@@ -124,8 +123,6 @@ def plot_report(report: Any, path: str | Path, *, parts: Any = None, title: str 
     finite = log_rel[np.isfinite(log_rel)]
     vmin = min(-16.0, float(finite.min())) if finite.size else -16.0
     vmax = max(0.0, float(finite.max())) if finite.size else 0.0
-
-    from ._layout import describe_layout
 
     shapes2d = [_as_2d(c, -1)[0].shape for _, c, _ in pieces]
     ratios = [min(3.0, max(0.6, cols / rows)) for rows, cols in shapes2d]

@@ -6,6 +6,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from ..._version import __version__
+
 # Scoped under .gradcheck so a notebook's own styles are left alone. No web fonts, no
 # external sheet: the page must open offline, as a CI artifact.
 CSS = """
@@ -88,8 +90,6 @@ def fragment(body: str) -> str:
 
 def page(title: str, body: str) -> str:
     """A whole HTML document: no script, no external resource."""
-    from .._version import __version__
-
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'

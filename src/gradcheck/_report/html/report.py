@@ -5,10 +5,10 @@ from typing import Any
 
 import numpy as np
 
-from .._core.verdict import FAILING, Verdict
-from ._heatmap import heat_maps
-from ._page import badge, details, esc, notes_list, num, status_of
-from ._tables import counts_table, table, verdict_cell
+from ..._core.verdict import FAILING, Verdict
+from .heatmap import heat_maps
+from .page import badge, details, esc, notes_list, num, status_of
+from .tables import counts_table, table, verdict_cell
 
 #: Rows of the page's table of non-PASS entries; the rest are counted, not listed.
 PAGE_ROWS = 500

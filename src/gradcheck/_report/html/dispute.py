@@ -6,8 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from ._page import badge, esc, notes_list, status_of
-from ._tables import table
+from ..text import figure, percent
+from .page import badge, esc, notes_list, status_of
+from .tables import table
 
 #: Upper edges of the ulp-error bins (the first bin is "exactly 0").
 ULP_EDGES = (0.5, 1.0, 2.0, 4.0, 16.0, 256.0)
@@ -52,13 +53,11 @@ def histogram_table(result: Any) -> str:
 
 
 def _stats_table(result: Any) -> str:
-    from .._dispute_result import _g, _pct
-
     rows = [(k, result.stats[k]) for k in result.names]
     if result.float32 is not None:
         rows.append((f"({result.float32.name})", result.float32))
-    body = [[(esc(k), "gc-l"), _g(s.max_ulp), _g(s.mean_ulp), _g(s.p99_ulp), _pct(s.correctly_rounded),
-             _pct(s.within_1ulp), _pct(s.beyond_bound), _pct(s.closer),
+    body = [[(esc(k), "gc-l"), figure(s.max_ulp), figure(s.mean_ulp), figure(s.p99_ulp), percent(s.correctly_rounded),
+             percent(s.within_1ulp), percent(s.beyond_bound), percent(s.closer),
              (badge("broken") if k in result.broken else "", "gc-l")] for k, s in rows]
     return table(["candidate", "max ulp", "mean ulp", "p99 ulp", "correctly rounded", "≤ 1 ulp", "> bound",
                   "closer", ""], body)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._heatmap import severity_order
-from ._page import badge, details, esc, notes_list, num, status_of
-from ._report import report_body
-from ._tables import table
+from .heatmap import severity_order
+from .page import badge, details, esc, notes_list, num, status_of
+from .report import report_body
+from .tables import table
 
 #: Passing names whose own section (counts, maps, worst entries) the page shows, in backward order.
 MAX_PASSING_SECTIONS = 20

@@ -36,7 +36,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -235,3 +235,27 @@ def describe_layout(mask: Any) -> LayoutDescription:
     examples = tuple(tuple(int(i) for i in ix) for ix in np.argwhere(arr)[:_N_EXAMPLES])
     return done(LayoutDescription(f"scattered: {count} of {size} entries", "scattered",
                                   {"examples": examples}))
+
+
+# -- parts of a flat input (a check of several tensors flattened into one) -------------------
+def normalise_parts(parts: Any, size: int) -> list[tuple[str, tuple[int, ...]]]:
+    """``{"A": (k, m), "B": (k, n)}`` (or a list of pairs) as ``[(name, shape), ...]``,
+    checked to cover exactly ``size`` entries."""
+    pairs = list(parts.items()) if isinstance(parts, Mapping) else list(parts)
+    out = [(str(name), tuple(int(s) for s in shape)) for name, shape in pairs]
+    total = sum(int(np.prod(s)) for _, s in out)
+    if total != size:
+        listed = ", ".join(f"{n} {s}" for n, s in out)
+        raise ValueError(f"parts ({listed}) hold {total} entries, but the checked input has {size}")
+    return out
+
+
+def split_parts(array: np.ndarray, parts: Any) -> list[tuple[str, np.ndarray]]:
+    """Consecutive pieces of ``array.ravel()``, each reshaped to its part's shape."""
+    flat = np.asarray(array).reshape(-1)
+    out, start = [], 0
+    for name, shape in normalise_parts(parts, flat.size):
+        stop = start + int(np.prod(shape))
+        out.append((name, flat[start:stop].reshape(shape)))
+        start = stop
+    return out

@@ -7,32 +7,33 @@ drawn here by hand (inline SVG around a PNG written with zlib), so no optional d
 needed. Every string that comes from the user (names, notes, rules) is escaped.
 Must not import: the engines, the classify kernel, matplotlib, or any framework.
 
-Modules: ``_page`` (skeleton, CSS, escaping, numbers), ``_png`` (a PNG writer),
-``_heatmap`` (downsampled verdict and error maps), ``_tables`` (HTML tables),
-``_report`` (one check and several inputs), ``_models`` (check_params), ``_sweep``
-(shape sweeps), ``_dispute`` (low-precision disputes).
+Modules: ``page`` (skeleton, CSS, escaping, numbers), ``png`` (a PNG writer),
+``heatmap`` (downsampled verdict and error maps), ``tables`` (HTML tables),
+``report`` (one check and several inputs), ``models`` (check_params), ``sweep``
+(shape sweeps), ``dispute`` (low-precision disputes). A feature's result is rendered here
+from its fields alone: this package imports no feature (the renderer is looked up by the
+result's type name).
 """
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
-from ._page import fragment, page
+from .page import fragment, page
 
 # Result type name -> (module, renderer). By name, so this package imports none of them.
 _RENDERERS = {
-    "Report": ("_report", "render_report"),
-    "MultiReport": ("_report", "render_multi"),
-    "ParamsReport": ("_models", "render_params"),
-    "SweepReport": ("_sweep", "render_sweep"),
-    "DisputeResult": ("_dispute", "render_dispute"),
+    "Report": ("report", "render_report"),
+    "MultiReport": ("report", "render_multi"),
+    "ParamsReport": ("models", "render_params"),
+    "SweepReport": ("sweep", "render_sweep"),
+    "DisputeResult": ("dispute", "render_dispute"),
 }
 
 
 def _renderer(obj: Any):
     """The body renderer for ``obj``'s type (or its nearest base): ``render(obj, full) -> (title, body)``."""
-    import importlib
-
     for cls in type(obj).__mro__:
         if cls.__name__ in _RENDERERS:
             module, name = _RENDERERS[cls.__name__]

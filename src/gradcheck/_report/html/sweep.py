@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._plot import EMPTY_COLOUR, FAIL_COLOUR, PASS_COLOUR
-from ._page import badge, esc, status_of
-from ._report import report_body
-from ._tables import table
+from ..plot import EMPTY_COLOUR, FAIL_COLOUR, PASS_COLOUR
+from .page import badge, esc, status_of
+from .report import report_body
+from .tables import table
 
 MAX_PANELS = 24        # panels of the shape grid (one per value of the leading dimensions)
 MAX_SHAPES_LISTED = 200

@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .._plot import EMPTY_COLOUR, VERDICT_COLOURS, _as_2d
-from .._core.verdict import Verdict
-from ._page import esc
-from ._png import png_data_uri
+from ..plot import EMPTY_COLOUR, VERDICT_COLOURS, _as_2d
+from ..._core.verdict import Verdict
+from .page import esc
+from .png import png_data_uri
 
 #: Largest picture side in pixels (blocks of entries beyond that).
 MAX_CELLS = 256
