@@ -50,7 +50,7 @@ def _problems(quick: bool):
 
 
 def _phases(math_fn, inputs, dps: int = 40) -> tuple[float, float]:
-    from gradcheck._dispute import _exact_values, _float32_run
+    from gradcheck._lowp.dispute import _exact_values, _float32_run
     from gradcheck._core.formats import BFLOAT16
 
     t0 = time.perf_counter()

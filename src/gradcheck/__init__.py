@@ -13,8 +13,8 @@ from ._core.verdict import Cause as Cause
 from ._core.config import Config as Config
 from ._control import assert_detects_wrong_gradient as assert_detects_wrong_gradient
 from ._diagnosis import Diagnosis as Diagnosis
-from ._dispute import DisputeResult as DisputeResult
-from ._dispute import dispute as dispute
+from ._lowp.dispute import DisputeResult as DisputeResult
+from ._lowp.dispute import dispute as dispute
 from ._core.errors import AliasedParametersError as AliasedParametersError
 from ._core.errors import FunctionError as FunctionError
 from ._core.errors import GradcheckError as GradcheckError

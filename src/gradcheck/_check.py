@@ -128,7 +128,7 @@ def check(
     A float16/bfloat16 ``x`` with a precision-generic ``f`` (float64 in, float64 out) is
     differenced on its exact float64 upcast, and the claimed gradient is judged in ulps of
     its own dtype: ``bound_ulps`` (default 2) ulps plus an absolute floor, both stated in
-    ``report.notes`` (``gradcheck._lowp_check`` explains the rule).
+    ``report.notes`` (``gradcheck._lowp.plan`` explains the rule).
 
     A complex ``x`` (or a complex output) is checked on its real view, real and imaginary
     parts differenced separately, one verdict per complex entry. ``complex_convention``
@@ -172,7 +172,7 @@ def check(
     dtype = float_dtype_name(x_np)
     lowp = None
     if dtype in ("float16", "bfloat16"):  # difference the float64 upcast when f allows it
-        from ._lowp_check import plan as lowp_plan
+        from ._lowp.plan import plan as lowp_plan
 
         lowp = lowp_plan(f, x_np, be, bound_ulps)
         if lowp.upcast:

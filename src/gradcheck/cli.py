@@ -211,7 +211,7 @@ def _dispute_candidates(args: argparse.Namespace, fmt: Any) -> dict[str, Any]:
 
 
 def _cmd_dispute(args: argparse.Namespace) -> int:
-    from ._dispute import dispute
+    from ._lowp.dispute import dispute
     from ._core.formats import resolve_format
     from .mp import NotAdjudicable
 

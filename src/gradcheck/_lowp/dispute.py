@@ -42,10 +42,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._dispute_result import CandidateStats, DisputeResult
-from ._report.text import figure
-from ._core.errors import ShapeMismatchError
-from ._core.formats import (
+from .result import CandidateStats, DisputeResult
+from .._report.text import figure
+from .._core import arguments as _arguments
+from .._core.errors import ShapeMismatchError
+from .._core.formats import (
     FLOAT64, FloatFormat, from_bits, is_correctly_rounded, resolve_format, round_to_format, ulp, ulp_error
 )
 
@@ -66,8 +67,6 @@ FLOAT32_EVALUATION = "float32 evaluation"
 
 def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: Any) -> None:
     """The types of dispute's keywords, refused at the boundary with what they accept."""
-    from ._core import arguments as _arguments
-
     _arguments.integer("dps", dps, minimum=_arguments.MIN_DIGITS,
                        meaning=" (significant digits of the exact values)")
     _arguments.positive("bound_ulps", bound_ulps, none=True)
@@ -282,10 +281,10 @@ def _shaped(values: np.ndarray, key: str, shape: tuple) -> np.ndarray:
 
 
 def _exact_values(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], dps: int) -> Any:
-    from .mp import NotAdjudicable
-    from .mp._context import owned
-    from .mp._convert import to_mp_in
-    from .mp._evaluate import run_checked
+    from ..mp import NotAdjudicable
+    from ..mp._context import owned
+    from ..mp._convert import to_mp_in
+    from ..mp._evaluate import run_checked
 
     if dps < 1:
         raise ValueError(f"dps must be a positive number of digits; got {dps}")

@@ -10,8 +10,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ._report.html import HtmlViews
-from ._report.text import figure, percent
+from .._core.formats import FLOAT64, round_to_format
+from .._report.html import HtmlViews
+from .._report.text import figure, percent
 
 
 @dataclass(frozen=True)
@@ -163,8 +164,6 @@ class DisputeResult(HtmlViews):
         return "\n".join(lines)
 
     def _value_at(self, name: str, ix: tuple[int, ...]) -> str:
-        from ._core.formats import FLOAT64, round_to_format
-
         exact = round_to_format(np.asarray(self.exact, dtype=object)[ix], FLOAT64, as_dtype=True)
         return f"it gives {float(self.values[name][ix]):.6g}, the exact value is {float(exact):.6g}"
 
