@@ -119,7 +119,7 @@ def test_fulltrace_keeps_the_internal_frames(pytester, monkeypatch):
     pytester.makepyfile(test_inner_buggy=BUGGY_TESTS)
     result = run(pytester, monkeypatch, "--fulltrace", "-k", "direct")
     result.assert_outcomes(failed=1)
-    assert "_report.py" in result.stdout.str()
+    assert "_report/report.py" in result.stdout.str()
 
 
 def test_a_failed_control_fails_every_user_and_is_announced(pytester, monkeypatch):

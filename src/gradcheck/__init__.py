@@ -4,14 +4,14 @@
 >>> gradcheck.check(lambda x: (x**2).sum(), np.arange(3.0), grad=lambda x: 2*x).passed
 True
 """
-from ._check import MultiReport as MultiReport
+from ._pipeline.inputs import MultiReport as MultiReport
 from ._runtime.checkpoint import Checkpoint as Checkpoint
 from ._runtime.checkpoint import CheckpointError as CheckpointError
 from ._runtime.checkpoint import CheckpointMismatchError as CheckpointMismatchError
-from ._check import check as check
+from ._pipeline.check import check as check
 from ._core.verdict import Cause as Cause
 from ._core.config import Config as Config
-from ._control import assert_detects_wrong_gradient as assert_detects_wrong_gradient
+from ._controls.control import assert_detects_wrong_gradient as assert_detects_wrong_gradient
 from ._diagnosis import Diagnosis as Diagnosis
 from ._lowp.dispute import DisputeResult as DisputeResult
 from ._lowp.dispute import dispute as dispute
@@ -37,7 +37,7 @@ from ._version import __version__ as __version__
 # Beyond first-order reverse mode (forward mode, adjoint test, second order, Taylor test):
 from ._orders._adjoint import AdjointResult as AdjointResult
 from ._orders._adjoint import check_adjoint as check_adjoint
-from ._orders._complex import ComplexReport as ComplexReport
+from ._pipeline.complex import ComplexReport as ComplexReport
 from ._orders._hvp import check_hvp as check_hvp
 from ._orders._jvp import check_jvp as check_jvp
 from ._orders._taylor import TaylorResult as TaylorResult

@@ -38,7 +38,7 @@ import numpy as np
 
 from ._core import status as _status
 from ._report.html import HtmlViews
-from ._check import check
+from ._pipeline.check import check
 from ._core.errors import GradientAssertionError
 from ._report.layout import LayoutDescription, describe_layout, split_parts
 from ._pattern import ShapeRule, find_shape_rule

@@ -125,7 +125,7 @@ class GradcheckFixture(OrdersFixtureMixin):
         __tracebackhide__ = True
         from . import backends as _backends
         from . import check as _check
-        from ._check import is_multiple_inputs
+        from ._pipeline.inputs import is_multiple_inputs
 
         options, allow, control = self._options(kwargs)
         first = x[0] if is_multiple_inputs(x) else x

@@ -15,7 +15,7 @@ import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .. import backends as _backends
-from .._check import make_cotangent, reducer
+from .._pipeline.check import make_cotangent, reducer
 from .._core.config import Config
 from ..engines._differences import steps_for
 from .._core.errors import FunctionError, UnsupportedInputError

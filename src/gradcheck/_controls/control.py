@@ -1,5 +1,7 @@
 """The negative control: prove the instrument works before trusting its verdicts.
 
+(``kind="grad"`` here; the other kinds of claim in :mod:`.kinds`.)
+
 A checker that computes nothing and reports "pass" is worse than none, and one that
 complains about everything is just as useless. So both directions are checked: a
 corrupted gradient must be flagged at exactly the corrupted entries, and the correct
@@ -7,46 +9,15 @@ gradient must pass.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-import numpy as np
-
-from . import backends as _backends
-from ._core.config import Config
-from ._core.errors import GradientAssertionError
-from ._core.verdict import Verdict
-
-# (multi-index, multiplicative corruption): a relative error of 1e-3 on one entry and a
-# sign flip on another, so both a subtle and a gross defect must be seen.
-CORRUPTIONS: tuple[tuple[tuple[int, int], float], ...] = (((1, 2), 1.0 + 1e-3), ((2, 0), -1.0))
-
-
-class _Corrupting:
-    """Wraps a backend and corrupts the gradient it claims at known entries."""
-
-    def __init__(self, inner: Any, corruptions=CORRUPTIONS) -> None:
-        self.inner = inner
-        self.name = f"corrupted-{inner.name}"
-        self.mp_capable = getattr(inner, "mp_capable", False)
-        self.corruptions = corruptions
-
-    def accepts(self, x: Any) -> bool:
-        return self.inner.accepts(x)
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return self.inner.to_numpy(x)
-
-    def evaluate(self, f: Callable[..., Any], x: np.ndarray) -> np.ndarray:
-        return self.inner.evaluate(f, x)
-
-    def claimed_gradient(self, f, x, cotangent, grad) -> np.ndarray:
-        g = np.array(self.inner.claimed_gradient(f, x, cotangent, grad), dtype=np.float64)
-        for ix, factor in self.corruptions:
-            g[ix] = g[ix] * factor
-        return g
-
-    def control_problem(self):
-        return self.inner.control_problem()
+from .. import backends as _backends
+from .._core.config import Config
+from .._core.errors import GradientAssertionError
+from .._core.verdict import Verdict
+from .._pipeline.check import check
+from .corrupt import CORRUPTIONS, Corrupting
+from .kinds import run_control
 
 
 def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto", config: Config | None = None,
@@ -69,19 +40,15 @@ def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto
     symmetric-Hessian test), ``"adjoint"`` (:func:`gradcheck.check_adjoint`: a
     transposed-wrong VJP must fail and be named), ``"taylor"`` (:func:`gradcheck.taylor_test`
     with a gradient and a Hessian), ``"complex"`` (:func:`gradcheck.check` on complex
-    input); ``gradcheck._orders._controls`` holds them.
+    input); ``gradcheck._controls.kinds`` holds them.
 
     >>> import gradcheck
     >>> gradcheck.assert_detects_wrong_gradient("numpy")
     >>> gradcheck.assert_detects_wrong_gradient("numpy", kind="taylor")
     """
     if kind != "grad":  # the other kinds of claim: gradcheck._orders
-        from ._orders._controls import run_control
-
         options = dict(engine=engine, config=config, adjudicate=adjudicate, executor=executor)
         return run_control(kind, backend, **{k: v for k, v in options.items() if v is not None})
-    from ._check import check  # late: avoid an import cycle at package import
-
     be = _backends.resolve(backend, None)
     f, x, grad = be.control_problem()
     compiled_problem = getattr(be, "compiled_control_problem", None)
@@ -95,7 +62,7 @@ def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto
             f"negative control failed: the CORRECT gradient through backend {be.name!r} was not "
             f"passed at every entry, so the checker cries wolf\n{good}", good,
         )
-    bad = check(f, x, grad, backend=_Corrupting(be), name=f"control[{be.name}, corrupted]", **options)
+    bad = check(f, x, grad, backend=Corrupting(be), name=f"control[{be.name}, corrupted]", **options)
     _require_engine(bad, engine, executor)
     expected = sorted(ix for ix, _ in CORRUPTIONS)
     flagged = sorted(bad.entries(Verdict.MISMATCH))

@@ -2,30 +2,29 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from ._core import status as _status
-from . import backends as _backends
-from ._classify.kernel import classify, tolerance  # the fused kernel from 1e5 entries
-from ._core.config import Config, dtype_name
-from ._core import arguments as _arguments
-from .engines._differences import require_moving_steps, slope_and_noise, steps_for
-from ._core.errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
-from ._report.html import HtmlViews
-from .backends._claimed import as_gradient
-from ._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
-from ._core.judged import Judged as Judged
-from ._adjudicate.notes import adjudication_notes, unchecked_notes
-from ._pipeline.judge import judge_entries as judge_entries
-from ._adjudicate.referee import Referee
-from ._report.report import Report
-from ._core.verdict import Verdict
-from .engines import ENGINE_NAMES, CheckProblem, select_engine
-from ._runtime.progress import Progress, differences_with_progress, screen_hint
-
+from .. import backends as _backends
+from .._adjudicate.notes import adjudication_notes, unchecked_notes
+from .._adjudicate.referee import Referee
+from .._classify.kernel import tolerance  # the fused kernel from 1e5 entries
+from .._core import arguments as _arguments
+from .._core.config import Config, dtype_name
+from .._core.errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
+from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
+from .._core.judged import Judged as Judged
+from .._lowp.plan import plan as lowp_plan
+from .._report.report import Report
+from .._runtime.checkpoint import for_input, open_checkpoint
+from .._runtime.progress import Progress, differences_with_progress, screen_hint
+from ..backends._claimed import as_gradient
+from ..engines import ENGINE_NAMES, CheckProblem, select_engine
+from ..engines._differences import require_moving_steps, slope_and_noise, steps_for
+from . import complex as _complex
+from .inputs import MultiReport, is_multiple_inputs, private_copy, split_grad, with_input
+from .judge import judge_entries as judge_entries
 
 
 #: Extra evaluations of a nondeterministic f at x that measure its spread (counted as noise).
@@ -134,7 +133,7 @@ def check(
     parts differenced separately, one verdict per complex entry. ``complex_convention``
     says which complex number the claim is: ``"torch"`` (``dL/dRe z + i dL/dIm z``, so
     ``2z`` for ``L = |z|^2``; the default) or ``"jax"`` (its conjugate; the default for
-    jax input). ``gradcheck._orders._complex`` explains the rule.
+    jax input). ``gradcheck._pipeline.complex`` explains the rule.
 
     Returns a :class:`Report` (call ``.assert_pass()`` in a test).
 
@@ -152,7 +151,7 @@ def check(
     if executor is not None and engine not in ("auto", "executor"):
         raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
     if complex_convention is not None:
-        _complex_module().validate_convention(complex_convention)
+        _complex.validate_convention(complex_convention)
     if is_multiple_inputs(x):
         return _check_inputs(f, x, grad, config=config, name=name, backend=backend,
                              engine=engine, vectorized=vectorized, progress=progress,
@@ -163,7 +162,7 @@ def check(
     # A function may declare that it takes a leading batch axis (the control's does).
     vectorized = vectorized or bool(getattr(f, "gradcheck_vectorized", False))
     x_np = be.to_numpy(x)
-    # -- complex input or output: the real view (gradcheck._orders._complex) -------------
+    # -- complex input or output: the real view (gradcheck._pipeline.complex) -------------
     complex_options = dict(config=config, name=name, engine=engine, vectorized=vectorized, progress=progress,
                            refine=refine, adjudicate=adjudicate, digits=digits, executor=executor,
                            checkpoint=checkpoint)
@@ -172,8 +171,6 @@ def check(
     dtype = float_dtype_name(x_np)
     lowp = None
     if dtype in ("float16", "bfloat16"):  # difference the float64 upcast when f allows it
-        from ._lowp.plan import plan as lowp_plan
-
         lowp = lowp_plan(f, x_np, be, bound_ulps)
         if lowp.upcast:
             x_np, config, adjudicate = lowp.x64, lowp.config(config), lowp.adjudicate(adjudicate)
@@ -194,7 +191,7 @@ def check(
         raise  # the backend already said what failed (f's output, gradcheck's conversion)
     except Exception as exc:
         raise FunctionError(None, "base", None, exc) from exc
-    if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._orders._complex)
+    if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
         return _check_complex(f, x_np, grad, be, complex_convention, complex_options)
     require_real_output(output_array(y0), f"f ({label})")
     cotangent = None if y0.ndim == 0 else make_cotangent(y0.shape, cfg)
@@ -231,8 +228,6 @@ def check(
     differencer = eng.differences
     saved = None
     if checkpoint is not None:
-        from ._runtime.checkpoint import open_checkpoint
-
         saved = open_checkpoint(checkpoint, eng, x=pristine, config=cfg, cotangent=cotangent, f=f,
                                 backend=be, vectorized=vectorized)
         differencer = saved.differences
@@ -336,102 +331,16 @@ def check(
     return report
 
 
-# -- complex inputs and outputs (gradcheck._orders._complex) ------------------------------
-
-
-def _complex_module():
-    from ._orders import _complex  # late: the feature imports check from here
-
-    return _complex
+# -- complex inputs and outputs (gradcheck._pipeline.complex) ------------------------------
 
 
 def _check_complex(f, x_np, grad, be, convention, options) -> Report:
     """Check ``f`` on the real view of a complex input or output (one verdict per complex entry)."""
-    module = _complex_module()
-    module.validate_convention(convention)
-    return module.check_complex(check, f, x_np, grad, be, convention, options)
+    _complex.validate_convention(convention)
+    return _complex.check_complex(check, f, x_np, grad, be, convention, options)
 
 
 # -- several inputs: check(f, (x1, x2, ...)) ----------------------------------------------
-
-
-def is_multiple_inputs(x: Any) -> bool:
-    """A tuple whose items are all arrays (numpy, torch, jax...) means ``f(*x)``.
-
-    A tuple of numbers stays one 1-D input, as before; so does a list.
-    """
-    return (
-        isinstance(x, tuple) and len(x) > 0
-        and all(hasattr(e, "shape") and hasattr(e, "dtype") and not isinstance(e, np.generic) for e in x)
-    )
-
-
-@dataclass(frozen=True, eq=False)
-class MultiReport(HtmlViews):
-    """One :class:`Report` per positional input of ``f``, from ``check(f, (x1, x2, ...))``.
-
-    Input ``k`` is checked with the others held fixed; ``report[k]`` is its report.
-
-    >>> import numpy as np, gradcheck
-    >>> a, b = np.array([1.0, 2.0]), np.array([0.5, -1.0])
-    >>> r = gradcheck.check(lambda a, b: (a * b).sum(), (a, b), grad=(lambda a, b: b, lambda a, b: a))
-    >>> r.passed, len(r)
-    (True, 2)
-    """
-
-    name: str
-    reports: tuple[Report, ...]
-
-    @property
-    def status(self) -> str:
-        """``"FAIL"`` if any input fails, else ``"INCONCLUSIVE"`` if any input verified
-        nothing (its claim was never checked), else ``"PASS"``."""
-        return _status.combine(r.status for r in self.reports)
-
-    @property
-    def passed(self) -> bool:
-        return self.status == _status.PASS
-
-    def __getitem__(self, k: int) -> Report:
-        return self.reports[k]
-
-    def __len__(self) -> int:
-        return len(self.reports)
-
-    def __iter__(self):
-        return iter(self.reports)
-
-    def summary(self) -> str:
-        status = self.status
-        if status != _status.PASS:
-            which = [k for k, r in enumerate(self.reports) if r.status == status]
-            status += f" (inputs {which}{' verified nothing' if status == _status.INCONCLUSIVE else ''})"
-        return f"{self.name}: {status} -- {len(self.reports)} inputs"
-
-    def assert_pass(self, *, allow_unchecked: bool | None = None) -> "MultiReport":
-        """Raise :class:`GradientAssertionError` with every input's table unless every input
-        passes ``Report.assert_pass(allow_unchecked=...)`` (default None: an input that
-        verified nothing fails the whole; True accepts it; False refuses any UNCHECKED)."""
-        for r in self.reports:
-            refused = _status.refusal(r.status, r.counts[Verdict.UNCHECKED], allow_unchecked)
-            if refused:
-                raise GradientAssertionError(f"{refused}\n{self}", self)
-        return self
-
-    def __str__(self) -> str:
-        return "\n".join([self.summary()] + [str(r) for r in self.reports])
-
-    def __repr__(self) -> str:
-        return f"<MultiReport {self.summary()}>"
-
-    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status, "passed": self.passed,
-                "inputs": [r.to_dict(**kwargs) for r in self.reports]}
-
-    def to_json(self, **kwargs: Any) -> str:
-        import json
-
-        return json.dumps(self.to_dict(**kwargs))
 
 
 def _check_inputs(f, xs: tuple, grad: Any, *, name: str | None, backend: Any, **options: Any) -> MultiReport:
@@ -445,15 +354,13 @@ def _check_inputs(f, xs: tuple, grad: Any, *, name: str | None, backend: Any, **
     count = len(xs)
     held = tuple(private_copy(e) for e in xs)
     snapshots = [np.array(be.to_numpy(e), copy=True) for e in held]
-    claims = _split_grad(grad, held)
+    claims = split_grad(grad, held)
     reports = []
     for k in range(count):
         opts = dict(options)
         if opts.get("checkpoint") is not None:
-            from ._runtime.checkpoint import for_input
-
             opts["checkpoint"] = for_input(opts["checkpoint"], k)
-        reports.append(check(_with_input(f, held, k), held[k], claims[k], name=f"{label}[input {k}]",
+        reports.append(check(with_input(f, held, k), held[k], claims[k], name=f"{label}[input {k}]",
                              backend=be, **opts))
     for k, e in enumerate(held):
         now = be.to_numpy(e)
@@ -463,53 +370,3 @@ def _check_inputs(f, xs: tuple, grad: Any, *, name: str | None, backend: Any, **
                 "mutates its inputs (copy inside the function)"
             )
     return MultiReport(name=label, reports=tuple(reports))
-
-
-def private_copy(x: Any) -> Any:
-    """A copy of the array ``x`` that ``f`` may be handed in its place: same type, dtype,
-    device and values (a torch tensor keeps its ``requires_grad``; a jax array is
-    immutable, so it is its own copy)."""
-    if isinstance(x, np.ndarray):
-        return np.array(x, copy=True)
-    if type(x).__module__.split(".")[0] == "torch":
-        return x.detach().clone().requires_grad_(x.requires_grad)
-    return x
-
-
-def _with_input(fn, held: tuple, k: int):
-    """``fn`` as a function of input ``k`` alone (extra trailing args, e.g. a VJP's
-    cotangent, are passed through)."""
-
-    def of_k(xk, *rest):
-        return fn(*held[:k], xk, *held[k + 1:], *rest)
-
-    of_k.__name__ = getattr(fn, "__name__", "f")
-    return of_k
-
-
-def _split_grad(grad: Any, held: tuple) -> list[Any]:
-    """One claim per input from ``None``, a tuple of claims (arrays, or functions of all
-    inputs ``g_k(*xs)`` / ``g_k(*xs, v)``), or one function returning a tuple."""
-    count = len(held)
-    if grad is None:
-        return [None] * count
-    if isinstance(grad, (tuple, list)):
-        if len(grad) != count:
-            raise ValueError(f"grad has {len(grad)} claims for {count} inputs; give one per input")
-        return [_with_input(g, held, k) if callable(g) else g for k, g in enumerate(grad)]
-    if callable(grad):
-        def pick(k):
-            def claim_k(xk, *rest):
-                out = grad(*held[:k], xk, *held[k + 1:], *rest)
-                if not isinstance(out, (tuple, list)) or len(out) != count:
-                    raise TypeError(
-                        f"with {count} inputs, grad(*xs) must return a tuple of {count} gradients, "
-                        f"got {type(out).__name__}"
-                    )
-                return out[k]
-            return claim_k
-        return [pick(k) for k in range(count)]
-    raise TypeError(
-        "with several inputs, grad must be None (the backend differentiates), a tuple with one "
-        f"claim per input, or a function grad(*xs) returning a tuple; got {type(grad).__name__}"
-    )

@@ -27,8 +27,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._claims import ClaimBackend
-from ._links import Report, UnsupportedInputError, Verdict, backends
+from .. import backends
+from .._core.errors import ShapeMismatchError, UnsupportedInputError
+from .._core.verdict import Verdict
+from .._report.report import Report
+from .claims import ClaimBackend
 
 CONVENTIONS = ("torch", "jax")
 # Which verdict of the two parts speaks for the entry: the worst news wins.
@@ -112,8 +115,6 @@ def _claim(f, be, grad, convention: str, complex_in: bool, complex_out: bool, to
                     "complex output the VJP returns a real array")
             return g
         if g.shape != r.shape[:-1]:
-            from ._links import ShapeMismatchError
-
             raise ShapeMismatchError("claimed gradient", r.shape[:-1], g.shape)
         return np.stack([g.real, sign * g.imag], axis=-1)
 

@@ -1,4 +1,4 @@
-"""The negative control of every check in this feature: a planted error must be caught
+"""The negative control of every kind of claim of ``gradcheck._orders``: a planted error must be caught
 (at exactly its entries, where the check is entry-wise) and the correct claim must pass.
 
 ``assert_detects_wrong_gradient(backend, kind=...)`` runs these for ``kind`` in
@@ -7,7 +7,7 @@ control function (``sum(w tanh(x)) + |x|^2/2 + sum(x0 x2)`` on a fixed 3x4 input
 numpy the claims are hand-written here (JVP, HVP, the complex twin); with torch and jax
 they are the framework's own (forward mode, double backward, autograd on complex), and the
 planted errors are applied to what the framework returns. The corruptions are
-``_control.CORRUPTIONS``: a 1e-3 relative error at (1, 2) and a sign flip at (2, 0).
+``corrupt.CORRUPTIONS``: a 1e-3 relative error at (1, 2) and a sign flip at (2, 0).
 """
 from __future__ import annotations
 
@@ -15,13 +15,18 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._adjoint import check_adjoint
-from ._hvp import _claim as _hvp_claim
-from ._hvp import check_hvp, symmetric_hessian
-from ._jvp import check_jvp
-from ._links import (CONTROL_WEIGHTS, CORRUPTIONS, GradientAssertionError, Verdict, backends, check,
-                     control_gradient)
-from ._taylor import taylor_test
+from .._orders._adjoint import check_adjoint
+from .._orders._hvp import _claim as _hvp_claim
+from .._orders._hvp import check_hvp, symmetric_hessian
+from .._orders._jvp import check_jvp
+from .. import backends
+from .._core.errors import GradientAssertionError
+from .._core.verdict import Verdict
+from .._pipeline.check import check
+from ..backends._numpy import _W as CONTROL_WEIGHTS  # the control function's weights
+from ..backends._numpy import control_gradient, control_input
+from .._orders._taylor import taylor_test
+from .corrupt import CORRUPTIONS
 
 KINDS = ("grad", "jvp", "hvp", "adjoint", "taylor", "complex")
 EXPECTED = sorted(ix for ix, _ in CORRUPTIONS)
@@ -212,8 +217,6 @@ def _complex(be: Any, options: dict[str, Any]) -> None:
 def complex_control_problem(be: Any) -> tuple[Callable[..., Any], Any, Any]:
     """A complex control: ``sum(w |z|^2) + Re sum(z0 z2)`` at a fixed 3x4 complex input,
     with its PyTorch-convention gradient for numpy (the frameworks use their own)."""
-    from ._links import control_input
-
     z = control_input() + 1j * control_input()[::-1, ::-1]
     w = CONTROL_WEIGHTS
     if be.name == "torch":
