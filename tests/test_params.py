@@ -159,7 +159,7 @@ def test_missing_grad_and_bad_order_are_clear_errors():
 )
 def test_diagnosis_table(passed, informative, kind, suspects):
     """The diagnosis reads failing names in backward order (given left to right)."""
-    from gradcheck._diagnosis import diagnose
+    from gradcheck._models.diagnosis import diagnose
 
     order = list(passed)
     info = {n: True for n in order}

@@ -167,7 +167,7 @@ def test_demo_pictures_of_the_parity_sweep(tmp_path, parity_sweep):
     into the folder it is given; `gradcheck demo --out DIR` names that folder."""
     need("matplotlib")
     from gradcheck.cli import build_parser
-    from gradcheck.showcases import SHOWCASES
+    from gradcheck._demo.showcases import SHOWCASES
 
     showcase = next(sc for sc in SHOWCASES if sc.pictures is not None)
     paths = showcase.pictures(parity_sweep, tmp_path / "out")

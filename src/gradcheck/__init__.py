@@ -12,7 +12,7 @@ from ._pipeline.check import check as check
 from ._core.verdict import Cause as Cause
 from ._core.config import Config as Config
 from ._controls.control import assert_detects_wrong_gradient as assert_detects_wrong_gradient
-from ._diagnosis import Diagnosis as Diagnosis
+from ._models.diagnosis import Diagnosis as Diagnosis
 from ._lowp.dispute import DisputeResult as DisputeResult
 from ._lowp.dispute import dispute as dispute
 from ._core.errors import AliasedParametersError as AliasedParametersError
@@ -24,13 +24,13 @@ from ._core.errors import InputMutationError as InputMutationError
 from ._core.errors import OutputError as OutputError
 from ._core.errors import ShapeMismatchError as ShapeMismatchError
 from ._core.errors import UnsupportedInputError as UnsupportedInputError
-from ._params import ParamsReport as ParamsReport
-from ._params import check_params as check_params
+from ._models.params import ParamsReport as ParamsReport
+from ._models.params import check_params as check_params
 from ._report.report import Report as Report
 from ._screen import screen as screen
-from ._sweep import SweepReport as SweepReport
-from ._sweep import grid as grid
-from ._sweep import shape_sweep as shape_sweep
+from ._sweeps.sweep import SweepReport as SweepReport
+from ._sweeps.sweep import grid as grid
+from ._sweeps.sweep import shape_sweep as shape_sweep
 from ._core.verdict import Verdict as Verdict
 from ._version import __version__ as __version__
 

@@ -94,7 +94,7 @@ class _Watched:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .showcases import run_demo
+    from ._demo.showcases import run_demo
 
     out = args.out or None  # --out "" writes no pictures
     return EXIT_PASS if run_demo(json_out=args.json, out_dir=out) else EXIT_FAIL
@@ -235,7 +235,7 @@ def _cmd_dispute(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from ._bench import discover, find_directory, run_benchmarks
+    from ._demo.bench import discover, find_directory, run_benchmarks
 
     if args.list:
         for name, path in discover(find_directory(args.dir)).items():

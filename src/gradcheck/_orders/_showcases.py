@@ -1,7 +1,7 @@
 """Showcases of this feature for ``gradcheck demo``: a Taylor test and an adjoint test.
 
 Each returns ``(result, behaved, what was expected)`` like the other showcases
-(``gradcheck.showcases``), which lists them.
+(``gradcheck._demo.showcases``), which lists them.
 """
 from __future__ import annotations
 

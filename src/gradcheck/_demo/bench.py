@@ -36,7 +36,7 @@ def find_directory(directory: str | os.PathLike | None = None) -> Path:
         candidates.append(Path(os.environ[BENCH_DIR_ENV]))
     else:
         candidates.append(Path.cwd() / "benchmarks")
-        candidates.append(Path(__file__).resolve().parents[2] / "benchmarks")
+        candidates.append(Path(__file__).resolve().parents[3] / "benchmarks")
     for path in candidates:
         if path.is_dir() and any(path.glob(f"{PREFIX}*.py")):
             return path

@@ -13,6 +13,18 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._controls.control import assert_detects_wrong_gradient
+from .._core.verdict import Verdict
+from .._lowp.dispute import dispute
+from .._lowp.subjects import (matvec_fast, matvec_inputs, matvec_math, matvec_reference, rope_fast, rope_inputs,
+                              rope_math, rope_reference)
+from .._models.params import check_params
+from .._orders._showcases import adjoint_transposed, taylor_correct, taylor_pictures, taylor_wrong
+from .._pipeline.check import check
+from .._sweeps.sweep import grid, shape_sweep
+from ..examples.transformer import loss, loss_and_grads, make_problem
+from ..native import native_function
+
 
 @dataclass
 class Showcase:
@@ -23,8 +35,6 @@ class Showcase:
 
 
 def _numpy_planted() -> tuple[Any, bool, str]:
-    from .. import Verdict, check
-
     rng = np.random.default_rng(7)
     x = rng.standard_normal((6, 5))
 
@@ -41,8 +51,6 @@ def _numpy_planted() -> tuple[Any, bool, str]:
 
 
 def _softmax_trap() -> tuple[Any, bool, str]:
-    from .. import Verdict, check
-
     x = np.array([0.3, -1.2, 2.0, 0.7, 0.1])
 
     def softmax(x):
@@ -58,9 +66,6 @@ def _softmax_trap() -> tuple[Any, bool, str]:
 
 
 def _native_rosenbrock() -> tuple[Any, bool, str]:
-    from .. import Verdict, check
-    from ..native import native_function
-
     x = np.random.default_rng(3).uniform(-1.5, 1.5, 64)
     buggy = native_function("rosenbrock", grad="grad_lastbug")
     r = check(buggy, x, buggy.gradient, name="C rosenbrock, gradient drops a term at the last entry")
@@ -69,9 +74,6 @@ def _native_rosenbrock() -> tuple[Any, bool, str]:
 
 def _transformer(mutation: str | None) -> Callable[[], tuple[Any, bool, str]]:
     def run() -> tuple[Any, bool, str]:
-        from .. import check_params
-        from ..examples.transformer import loss, loss_and_grads, make_problem
-
         params, ids, targets, cfg = make_problem()
         _, grads = loss_and_grads(params, ids, targets, cfg, mutation=mutation)
         # The referee proves the key bias's zero gradient in the correct model; for the
@@ -91,8 +93,6 @@ def _transformer(mutation: str | None) -> Callable[[], tuple[Any, bool, str]]:
 
 # -- the C transposed matmul with a shape-parity defect (kernels/matmul_tn.c) ---------
 def _matmul_subject(grad: str) -> Callable[[tuple[int, ...]], Any]:
-    from ..native import native_function
-
     def factory(shape):
         nf = native_function("matmul_tn", grad=grad, iparams=shape)
         return nf, nf.gradient
@@ -114,8 +114,6 @@ def _matmul_parts(shape: tuple[int, ...]) -> dict[str, tuple[int, int]]:
 
 
 def _parity_sweep() -> tuple[Any, bool, str]:
-    from .. import grid, shape_sweep
-
     shapes = grid(m=range(1, 9), k=range(1, 9), n=range(1, 9))
     sweep = shape_sweep(_matmul_subject("grad_parity"), shapes, _matmul_input, factory=True,
                         parts=_matmul_parts, name="C A^T B, backward with a parity defect")
@@ -132,9 +130,6 @@ def _parity_pictures(sweep: Any, folder: Path) -> list[Path]:
 
 
 def _rope_dispute() -> tuple[Any, bool, str]:
-    from .. import dispute
-    from ..subjects import rope_fast, rope_inputs, rope_math, rope_reference
-
     x, pos = rope_inputs(rows=128, dim=64, start=4000, stop=8000, seed=1)
     r = dispute(rope_math, (x, pos), {"fast": rope_fast(x, pos), "reference": rope_reference(x, pos)},
                 "bfloat16", name="C rotary embedding at positions 4000..8000")
@@ -143,9 +138,6 @@ def _rope_dispute() -> tuple[Any, bool, str]:
 
 
 def _matvec_dispute() -> tuple[Any, bool, str]:
-    from .. import dispute
-    from ..subjects import matvec_fast, matvec_inputs, matvec_math, matvec_reference
-
     a, v = matvec_inputs(rows=32, n=512, seed=1)
     r = dispute(matvec_math, (a, v), {"fast": matvec_fast(a, v), "reference": matvec_reference(a, v)},
                 "bfloat16", name="C matrix-vector product, n=512")
@@ -154,13 +146,9 @@ def _matvec_dispute() -> tuple[Any, bool, str]:
 
 
 def _control() -> tuple[Any, bool, str]:
-    from .. import assert_detects_wrong_gradient
-
     assert_detects_wrong_gradient("numpy")
     return "negative control (numpy backend): corrupted gradient flagged, correct one passed", True, "both directions"
 
-
-from .._orders._showcases import adjoint_transposed, taylor_correct, taylor_pictures, taylor_wrong  # noqa: E402
 
 SHOWCASES = (
     Showcase("negative control", _control),

@@ -36,13 +36,16 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ._core import status as _status
-from ._report.html import HtmlViews
-from ._pipeline.check import check
-from ._core.errors import GradientAssertionError
-from ._report.layout import LayoutDescription, describe_layout, split_parts
-from ._pattern import ShapeRule, find_shape_rule
-from ._core.verdict import Verdict
+from .._core import status as _status
+from .._report.html import HtmlViews
+from .._pipeline.check import check
+from .._core.errors import GradientAssertionError
+from .._report.layout import LayoutDescription, describe_layout, split_parts
+from .pattern import ShapeRule, find_shape_rule
+from .._core.verdict import Verdict
+from .._core import arguments as _arguments
+from .._report.plot import plot_sweep
+from ..engines import ENGINE_NAMES
 
 Shape = tuple[int, ...]
 Parts = Callable[[Shape], "Mapping[str, Sequence[int]] | Sequence[tuple[str, Sequence[int]]]"]
@@ -200,7 +203,7 @@ class SweepReport(HtmlViews):
     """The checks of a shape sweep: which shapes fail, the rule, and where they fail.
 
     ``results`` holds one :class:`ShapeResult` per shape, in sweep order. ``rule`` is the
-    :class:`~gradcheck._pattern.ShapeRule` that separates failing from passing shapes
+    :class:`~gradcheck._sweeps.pattern.ShapeRule` that separates failing from passing shapes
     (``rule.found`` is False for "no simple rule"); it is ``None`` only when the shapes do
     not all have the same number of dimensions.
     """
@@ -377,8 +380,6 @@ class SweepReport(HtmlViews):
     def plot(self, path: str | Path, **options: Any) -> Path:
         """Write a PNG grid of which shapes fail (see :func:`gradcheck._report.plot.plot_sweep`
         for ``rows=``, ``cols=``, ``panels=``); needs matplotlib (``gradcheck[plot]``)."""
-        from ._report.plot import plot_sweep
-
         return plot_sweep(self, path, **options)
 
 
@@ -469,9 +470,6 @@ def shape_sweep(
     >>> str(sweep.rule)
     'n is even (exact: 4 of 8 shapes fail)'
     """
-    from ._core import arguments as _arguments
-    from .engines import ENGINE_NAMES
-
     _arguments.choice("keep", keep, KEEP_CHOICES)
     config, adjudicate = _arguments.as_config(config), _arguments.as_adjudicate(adjudicate)
     factory, vectorized = _arguments.flag("factory", factory), _arguments.flag("vectorized", vectorized)

@@ -8,22 +8,26 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ._core import status as _status
-from ._report.html import HtmlViews
-from ._adjudicate.notes import adjudication_notes, unchecked_notes
-from ._pipeline.judge import judge_entries
-from ._adjudicate.referee import Referee
-from ._classify.rule import tolerance
-from ._core.config import Config, dtype_name
-from ._diagnosis import Diagnosis, diagnose
-from ._core import arguments as _arguments
-from .engines._differences import central_differences, require_moving_steps, steps_for
-from ._core.errors import AliasedParametersError, FunctionError, GradientAssertionError, OutputError
-from ._core.errors import UnsupportedInputError
-from .backends._claimed import as_gradient
-from ._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
-from ._report.report import Report
-from ._core.verdict import Verdict
+from .._core import status as _status
+from .._report.html import HtmlViews
+from .._adjudicate.notes import adjudication_notes, unchecked_notes
+from .._pipeline.judge import judge_entries
+from .._adjudicate.referee import Referee
+from .._classify.rule import tolerance
+from .._core.config import Config, dtype_name
+from .diagnosis import Diagnosis, diagnose
+from .._core import arguments as _arguments
+from ..engines._differences import central_differences, require_moving_steps, steps_for
+from .._core.errors import AliasedParametersError, FunctionError, GradientAssertionError, OutputError
+from .._core.errors import UnsupportedInputError
+from ..backends._claimed import as_gradient
+from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
+from .._report.report import Report
+from .._core.verdict import Cause, Verdict
+from .._screen._api import screen_param
+from ..backends import NumpyBackend
+from ..engines import CheckProblem, _processes, select_engine
+from ..engines._fork import fork_hazard, usable_cores
 
 
 @dataclass(frozen=True, eq=False)
@@ -264,8 +268,6 @@ def check_params(
         for n in names:
             cfg = config if config is not None else Config.for_dtype(dtypes[n])
             if screen:  # gradcheck._screen: each name screened, not checked entry by entry
-                from ._screen._api import screen_param
-
                 reports[n] = screen_param(loss, params, n, claimed[n], config=cfg, budget=budget,
                                           engine=engine, executor=executor, adjudicate=adjudicate, digits=digits)
                 continue
@@ -371,8 +373,6 @@ def _informative(report: Report) -> bool:
     """Whether a name says anything about the gradient flowing through it: some entry
     PASSed against a nonzero value. A key bias whose gradient is exactly 0 passes whatever
     flows into it, so it must not break a run of failing names."""
-    from ._core.verdict import Cause
-
     passed = np.isin(report.codes, [int(Verdict.PASS), int(Verdict.SCREENED)])  # SCREENED: screen=True
     if report.causes is not None:
         passed &= report.causes != Cause.EXACT_ZERO
@@ -431,9 +431,6 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str]:
         raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
     if engine != "auto":
         return engine, f"{engine}: asked for"
-    from .engines._fork import fork_hazard, usable_cores
-    from .engines import _processes
-
     if usable_cores() < 2:
         return "serial", "serial: one core to run on"
     per_call = _processes._time_call(lambda: loss(params))
@@ -465,9 +462,6 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
 
     pool = None
     if engine in ("processes", "executor") and flat_idx.size >= 2:
-        from .backends import NumpyBackend
-        from .engines import CheckProblem, select_engine
-
         # Workers perturb their own copy of `arr` (the dict's object, in their memory: forked,
         # or shipped together with the loss's closure over the dict, so one object there too).
         problem = CheckProblem(f=loss, work=arr, evaluate=evaluate, backend=NumpyBackend(), cotangent=None,
