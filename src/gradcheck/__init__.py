@@ -4,17 +4,8 @@
 >>> gradcheck.check(lambda x: (x**2).sum(), np.arange(3.0), grad=lambda x: 2*x).passed
 True
 """
-from ._pipeline.inputs import MultiReport as MultiReport
-from ._runtime.checkpoint import Checkpoint as Checkpoint
-from ._runtime.checkpoint import CheckpointError as CheckpointError
-from ._runtime.checkpoint import CheckpointMismatchError as CheckpointMismatchError
-from ._pipeline.check import check as check
-from ._core.verdict import Cause as Cause
-from ._core.config import Config as Config
 from ._controls.control import assert_detects_wrong_gradient as assert_detects_wrong_gradient
-from ._models.diagnosis import Diagnosis as Diagnosis
-from ._lowp.dispute import DisputeResult as DisputeResult
-from ._lowp.dispute import dispute as dispute
+from ._core.config import Config as Config
 from ._core.errors import AliasedParametersError as AliasedParametersError
 from ._core.errors import FunctionError as FunctionError
 from ._core.errors import GradcheckError as GradcheckError
@@ -24,21 +15,30 @@ from ._core.errors import InputMutationError as InputMutationError
 from ._core.errors import OutputError as OutputError
 from ._core.errors import ShapeMismatchError as ShapeMismatchError
 from ._core.errors import UnsupportedInputError as UnsupportedInputError
+from ._core.verdict import Cause as Cause
+from ._core.verdict import Verdict as Verdict
+from ._lowp.dispute import DisputeResult as DisputeResult
+from ._lowp.dispute import dispute as dispute
+from ._models.diagnosis import Diagnosis as Diagnosis
 from ._models.params import ParamsReport as ParamsReport
 from ._models.params import check_params as check_params
-from ._report.report import Report as Report
-from ._screen import screen as screen
-from ._sweeps.sweep import SweepReport as SweepReport
-from ._sweeps.sweep import grid as grid
-from ._sweeps.sweep import shape_sweep as shape_sweep
-from ._core.verdict import Verdict as Verdict
-from ._version import __version__ as __version__
 
 # Beyond first-order reverse mode (forward mode, adjoint test, second order, Taylor test):
 from ._orders._adjoint import AdjointResult as AdjointResult
 from ._orders._adjoint import check_adjoint as check_adjoint
-from ._pipeline.complex import ComplexReport as ComplexReport
 from ._orders._hvp import check_hvp as check_hvp
 from ._orders._jvp import check_jvp as check_jvp
 from ._orders._taylor import TaylorResult as TaylorResult
 from ._orders._taylor import taylor_test as taylor_test
+from ._pipeline.check import check as check
+from ._pipeline.complex import ComplexReport as ComplexReport
+from ._pipeline.inputs import MultiReport as MultiReport
+from ._report.report import Report as Report
+from ._runtime.checkpoint import Checkpoint as Checkpoint
+from ._runtime.checkpoint import CheckpointError as CheckpointError
+from ._runtime.checkpoint import CheckpointMismatchError as CheckpointMismatchError
+from ._screen import screen as screen
+from ._sweeps.sweep import SweepReport as SweepReport
+from ._sweeps.sweep import grid as grid
+from ._sweeps.sweep import shape_sweep as shape_sweep
+from ._version import __version__ as __version__

@@ -14,7 +14,6 @@ from .._core.judged import Judged
 from .._core.verdict import Cause, Verdict
 from .referee import MAX_ADJUDICATED, Referee
 
-
 #: A MISMATCH this far outside its tolerance after the step study (which found it stable
 #: across steps) is not in doubt; the referee confirms only the worst few of those, so the
 #: report shows exact values without paying for every entry of a wholesale bug.

@@ -32,11 +32,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._core.verdict import Cause
-from .._core.config import DEFAULT_RESOLUTION
 from .._classify.rule import verdicts
+from .._core.config import DEFAULT_RESOLUTION
+from .._core.verdict import Cause, Verdict
 from ..engines._fork import die_with, fork_hazard, shutdown_pool, usable_cores
-from .._core.verdict import Verdict
 
 #: Entries beyond this many are left with their step-study verdicts (and the report says so).
 MAX_ADJUDICATED = 256

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rule as _classify
 from .._core.config import DEFAULT_RESOLUTION
 from .._core.jit import PRANGE, kernel
 from .._core.verdict import Verdict
+from . import rule as _classify
 
 #: Entries from which :func:`classify` runs the kernel. Once compiled, the kernel wins
 #: at any size (``benchmarks/bench_classify.py``), but below 1e5 entries the gain is

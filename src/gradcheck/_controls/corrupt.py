@@ -6,7 +6,6 @@ from typing import Any, Callable
 
 import numpy as np
 
-
 # (multi-index, multiplicative corruption): a relative error of 1e-3 on one entry and a
 # sign flip on another, so both a subtle and a gross defect must be seen.
 CORRUPTIONS: tuple[tuple[tuple[int, int], float], ...] = (((1, 2), 1.0 + 1e-3), ((2, 0), -1.0))

@@ -15,17 +15,17 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import backends
+from .._core.errors import GradientAssertionError
+from .._core.verdict import Verdict
 from .._orders._adjoint import check_adjoint
 from .._orders._hvp import _claim as _hvp_claim
 from .._orders._hvp import check_hvp, symmetric_hessian
 from .._orders._jvp import check_jvp
-from .. import backends
-from .._core.errors import GradientAssertionError
-from .._core.verdict import Verdict
+from .._orders._taylor import taylor_test
 from .._pipeline.check import check
 from ..backends._numpy import _W as CONTROL_WEIGHTS  # the control function's weights
 from ..backends._numpy import control_gradient, control_input
-from .._orders._taylor import taylor_test
 from .corrupt import CORRUPTIONS
 
 KINDS = ("grad", "jvp", "hvp", "adjoint", "taylor", "complex")

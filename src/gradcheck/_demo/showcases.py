@@ -16,8 +16,16 @@ import numpy as np
 from .._controls.control import assert_detects_wrong_gradient
 from .._core.verdict import Verdict
 from .._lowp.dispute import dispute
-from .._lowp.subjects import (matvec_fast, matvec_inputs, matvec_math, matvec_reference, rope_fast, rope_inputs,
-                              rope_math, rope_reference)
+from .._lowp.subjects import (
+    matvec_fast,
+    matvec_inputs,
+    matvec_math,
+    matvec_reference,
+    rope_fast,
+    rope_inputs,
+    rope_math,
+    rope_reference,
+)
 from .._models.params import check_params
 from .._orders._showcases import adjoint_transposed, taylor_correct, taylor_pictures, taylor_wrong
 from .._pipeline.check import check

@@ -42,13 +42,20 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .result import CandidateStats, DisputeResult
-from .._report.text import figure
 from .._core import arguments as _arguments
 from .._core.errors import ShapeMismatchError
 from .._core.formats import (
-    FLOAT64, FloatFormat, from_bits, is_correctly_rounded, resolve_format, round_to_format, ulp, ulp_error
+    FLOAT64,
+    FloatFormat,
+    from_bits,
+    is_correctly_rounded,
+    resolve_format,
+    round_to_format,
+    ulp,
+    ulp_error,
 )
+from .._report.text import figure
+from .result import CandidateStats, DisputeResult
 
 __all__ = ["dispute", "DisputeResult", "CandidateStats", "TIE_RATIO", "BASE_BOUND_ULPS",
            "BOUND_FACTOR", "NEIGHBOURS", "FLOAT32_EVALUATION"]

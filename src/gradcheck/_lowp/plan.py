@@ -50,8 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from .._core.config import Config
 from .._classify.rule import verdicts
+from .._core.config import Config
 from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_format, ulp
 from .._core.verdict import Verdict
 

@@ -8,26 +8,36 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .._core import status as _status
-from .._report.html import HtmlViews
 from .._adjudicate.notes import adjudication_notes, unchecked_notes
-from .._pipeline.judge import judge_entries
 from .._adjudicate.referee import Referee
 from .._classify.rule import tolerance
-from .._core.config import Config, dtype_name
-from .diagnosis import Diagnosis, diagnose
 from .._core import arguments as _arguments
-from ..engines._differences import central_differences, require_moving_steps, steps_for
-from .._core.errors import AliasedParametersError, FunctionError, GradientAssertionError, OutputError
-from .._core.errors import UnsupportedInputError
-from ..backends._claimed import as_gradient
+from .._core import status as _status
+from .._core.config import Config, dtype_name
+from .._core.errors import (
+    AliasedParametersError,
+    FunctionError,
+    GradientAssertionError,
+    OutputError,
+    UnsupportedInputError,
+)
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
-from .._report.report import Report
 from .._core.verdict import Cause, Verdict
+from .._pipeline.judge import judge_entries
+from .._report.html import HtmlViews
+from .._report.report import Report
 from .._screen._api import screen_param
 from ..backends import NumpyBackend
+from ..backends._claimed import as_gradient
 from ..engines import CheckProblem, _processes, select_engine
+from ..engines._differences import central_differences, require_moving_steps, steps_for
 from ..engines._fork import fork_hazard, usable_cores
+from .diagnosis import Diagnosis, diagnose
+
+try:
+    from numpy.lib.array_utils import byte_bounds as _np_byte_bounds  # numpy >= 2
+except ImportError:  # pragma: no cover - numpy 1.x
+    _np_byte_bounds = np.byte_bounds
 
 
 @dataclass(frozen=True, eq=False)
@@ -362,11 +372,7 @@ def shared_memory_groups(arrays: Mapping[str, np.ndarray]) -> list[list[str]]:
 
 
 def _byte_bounds():
-    try:
-        from numpy.lib.array_utils import byte_bounds  # numpy >= 2
-    except ImportError:  # pragma: no cover - numpy 1.x
-        byte_bounds = np.byte_bounds
-    return byte_bounds
+    return _np_byte_bounds
 
 
 def _informative(report: Report) -> bool:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._links import ClaimBackend, with_notes, Report, backends, check
+from ._links import ClaimBackend, Report, backends, check, with_notes
 
 #: Basis tangents per batch: at most this many output values per chunk (~32 MB in float64).
 CHUNK_VALUES = 1 << 22

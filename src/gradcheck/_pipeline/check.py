@@ -26,7 +26,6 @@ from . import complex as _complex
 from .inputs import MultiReport, is_multiple_inputs, private_copy, split_grad, with_input
 from .judge import judge_entries as judge_entries
 
-
 #: Extra evaluations of a nondeterministic f at x that measure its spread (counted as noise).
 DRIFT_SAMPLES = 6
 

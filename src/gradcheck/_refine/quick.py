@@ -12,7 +12,6 @@ from .._core.verdict import Verdict
 from ..engines._differences import slope_and_noise
 from .study import Differencer
 
-
 #: The quick look at a noisy PASS: these steps only (part of STUDY_FACTORS, reused by it).
 QUICK_FACTORS = (8.0, 16.0)
 

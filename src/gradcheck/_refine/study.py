@@ -30,10 +30,10 @@ from typing import Callable
 
 import numpy as np
 
-from .._core.config import DEFAULT_RESOLUTION
 from .._classify.rule import classify
-from ..engines._differences import slope_and_noise
+from .._core.config import DEFAULT_RESOLUTION
 from .._core.verdict import Verdict
+from ..engines._differences import slope_and_noise
 from .kink import kink_test
 
 Differencer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]

@@ -36,16 +36,16 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from .._core import status as _status
-from .._report.html import HtmlViews
-from .._pipeline.check import check
-from .._core.errors import GradientAssertionError
-from .._report.layout import LayoutDescription, describe_layout, split_parts
-from .pattern import ShapeRule, find_shape_rule
-from .._core.verdict import Verdict
 from .._core import arguments as _arguments
+from .._core import status as _status
+from .._core.errors import GradientAssertionError
+from .._core.verdict import Verdict
+from .._pipeline.check import check
+from .._report.html import HtmlViews
+from .._report.layout import LayoutDescription, describe_layout, split_parts
 from .._report.plot import plot_sweep
 from ..engines import ENGINE_NAMES
+from .pattern import ShapeRule, find_shape_rule
 
 Shape = tuple[int, ...]
 Parts = Callable[[Shape], "Mapping[str, Sequence[int]] | Sequence[tuple[str, Sequence[int]]]"]

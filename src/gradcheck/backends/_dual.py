@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import register
 from ..dual import dual_gradient
+from . import register
 from ._numpy import control_function, control_input
 
 

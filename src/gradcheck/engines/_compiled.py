@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from ._differences import central_differences
-from ..native import NativeFunction
-from ._base import Declined
 from .._core.errors import FunctionError, InputMutationError
 from .._core.jit import PRANGE, kernel, late
+from ..native import NativeFunction
+from ._base import Declined
+from ._differences import central_differences
 
 prange = PRANGE
 

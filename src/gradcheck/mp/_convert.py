@@ -7,6 +7,7 @@ import numpy as np
 from mpmath import libmp
 from numpy.typing import ArrayLike, DTypeLike
 
+from .._core.formats import resolve_format, round_to_format
 from ._array import MPArray
 from ._scalar import _exact_tuple, _wrap
 
@@ -86,8 +87,6 @@ def from_mp(y: Any, dtype: DTypeLike = np.float64) -> Any:
     >>> from_mp(v, np.float32), np.float32(np.float64(v))
     (np.float32(1.0000001), np.float32(1.0))
     """
-    from .._core.formats import resolve_format, round_to_format
-
     fmt = resolve_format(np.dtype(dtype))
     values = y.view(np.ndarray) if isinstance(y, np.ndarray) else y
     rounded = round_to_format(np.asarray(values, dtype=object), fmt, as_dtype=True)

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..plot import EMPTY_COLOUR, VERDICT_COLOURS, _as_2d
 from ..._core.verdict import Verdict
+from ..plot import EMPTY_COLOUR, VERDICT_COLOURS, _as_2d
 from .page import esc
 from .png import png_data_uri
 
