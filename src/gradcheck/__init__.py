@@ -1,5 +1,10 @@
 """gradcheck: check every entry of a claimed gradient against central differences.
 
+The public names are below (``__all__``); the public modules are ``gradcheck.backends``,
+``gradcheck.engines``, ``gradcheck.mp``, ``gradcheck.native``, ``gradcheck.subjects``,
+``gradcheck.examples.transformer``, ``gradcheck.cli`` and ``gradcheck.pytest_plugin``. Every
+module whose name starts with ``_`` is private (the README's "How the code is laid out" maps them).
+
 >>> import numpy as np, gradcheck
 >>> gradcheck.check(lambda x: (x**2).sum(), np.arange(3.0), grad=lambda x: 2*x).passed
 True
@@ -22,8 +27,6 @@ from ._lowp.dispute import dispute as dispute
 from ._models.diagnosis import Diagnosis as Diagnosis
 from ._models.params import ParamsReport as ParamsReport
 from ._models.params import check_params as check_params
-
-# Beyond first-order reverse mode (forward mode, adjoint test, second order, Taylor test):
 from ._orders._adjoint import AdjointResult as AdjointResult
 from ._orders._adjoint import check_adjoint as check_adjoint
 from ._orders._hvp import check_hvp as check_hvp
@@ -42,3 +45,44 @@ from ._sweeps.sweep import SweepReport as SweepReport
 from ._sweeps.sweep import grid as grid
 from ._sweeps.sweep import shape_sweep as shape_sweep
 from ._version import __version__ as __version__
+from .engines import ExecutorOptions as ExecutorOptions
+
+__all__ = [
+    "__version__",
+    "AdjointResult",
+    "AliasedParametersError",
+    "assert_detects_wrong_gradient",
+    "Cause",
+    "check",
+    "check_adjoint",
+    "check_hvp",
+    "check_jvp",
+    "check_params",
+    "Checkpoint",
+    "CheckpointError",
+    "CheckpointMismatchError",
+    "ComplexReport",
+    "Config",
+    "Diagnosis",
+    "dispute",
+    "DisputeResult",
+    "ExecutorOptions",
+    "FunctionError",
+    "GradcheckError",
+    "GradcheckWarning",
+    "GradientAssertionError",
+    "grid",
+    "InputMutationError",
+    "MultiReport",
+    "OutputError",
+    "ParamsReport",
+    "Report",
+    "screen",
+    "shape_sweep",
+    "ShapeMismatchError",
+    "SweepReport",
+    "taylor_test",
+    "TaylorResult",
+    "UnsupportedInputError",
+    "Verdict",
+]
