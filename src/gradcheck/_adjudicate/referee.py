@@ -4,7 +4,7 @@ After the step study, an entry can still be MISMATCH (a bug, or an artifact the 
 could not explain), UNCHECKED (below finite-difference noise) or KINK. When ``f`` runs on
 :mod:`gradcheck.mp` object arrays, each such entry's derivative is computed at two working
 precisions; the digits on which they agree are certified. The claim is then judged against
-that exact value by the verdict rule (``_classify.verdicts``), with
+that exact value by the verdict rule (``gradcheck._classify.rule.verdicts``), with
 
     tol = atol + rtol*|exact| + k*u*max|a| + bound(exact)
 

@@ -138,7 +138,7 @@ def probe(differencer, suspects: np.ndarray, steps: np.ndarray, first, base_valu
 
 
 def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> float:
-    """f's round-off, looked at twice (``_roundoff``): are all its values float32 (or 16-bit)
+    """f's round-off, looked at twice (:func:`representable`, :func:`probe`): are all its values float32 (or 16-bit)
     numbers? (free) And, when the first pass finds a MISMATCH, what does the probe
     measure? When either is far above the output dtype's unit round-off, every entry is
     re-judged with it. Returns the unit round-off to use from here on."""

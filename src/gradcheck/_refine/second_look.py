@@ -14,7 +14,7 @@ from .._core.verdict import Cause, Verdict
 from .quick import quick_certify
 from .study import step_study
 
-#: Noisy PASS entries get the quick look (``_refine.quick_certify``) before the full step
+#: Noisy PASS entries get the quick look (``.quick.quick_certify``) before the full step
 #: study. False gives the full study to every suspect (the tests compare the two).
 QUICK_LOOK = True
 
