@@ -1,8 +1,8 @@
 """Fused classify kernel vs the equivalent numpy expression chain (time and peak memory).
 
-The numpy chain is gradcheck's reference rule (``gradcheck._classify.classify`` and
+The numpy chain is gradcheck's reference rule (``gradcheck._classify.rule.classify`` and
 ``tolerance``, what a check computed before the kernel); the kernel is
-``gradcheck._classify_kernel``: one fused pass, no full-size temporaries. Both are
+``gradcheck._classify.kernel``: one fused pass, no full-size temporaries. Both are
 measured in this run on the same inputs, with the verdict codes compared bit for bit.
 
 Peak memory: tracemalloc (numpy reports its allocations to it) around each call, so the
@@ -47,31 +47,31 @@ def make_inputs(size: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def numpy_chain(a, n, z):
-    from gradcheck import _classify
+    from gradcheck._classify import rule as _classify
 
     return (_classify.classify(a, n, z, **RULE), _classify.tolerance(a, n, z, **RULE))
 
 
 def numpy_codes(a, n, z):
-    from gradcheck import _classify
+    from gradcheck._classify import rule as _classify
 
     return _classify.classify(a, n, z, **RULE)
 
 
 def kernel_both(a, n, z):
-    from gradcheck import _classify_kernel
+    from gradcheck._classify import kernel as _classify_kernel
 
     return _classify_kernel.classify_and_tolerance(a, n, z, **RULE)
 
 
 def kernel_codes(a, n, z):
-    from gradcheck import _classify_kernel
+    from gradcheck._classify import kernel as _classify_kernel
 
     return _classify_kernel.classify_codes(a, n, z, **RULE)
 
 
 def kernel_codes_one_thread(a, n, z):
-    from gradcheck import _classify_kernel
+    from gradcheck._classify import kernel as _classify_kernel
 
     codes = np.empty(a.size, dtype=np.uint8)
     _classify_kernel._classify_one_thread(a, n, z, RULE["rtol"], RULE["atol"], RULE["noise_factor"],
@@ -80,7 +80,7 @@ def kernel_codes_one_thread(a, n, z):
 
 
 def kernel_codes_threads(a, n, z):
-    from gradcheck import _classify_kernel
+    from gradcheck._classify import kernel as _classify_kernel
 
     codes = np.empty(a.size, dtype=np.uint8)
     _classify_kernel._classify_threads(a, n, z, RULE["rtol"], RULE["atol"], RULE["noise_factor"],
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     import numba
 
-    from gradcheck import _classify_kernel
+    from gradcheck._classify import kernel as _classify_kernel
 
     cores = len(os.sched_getaffinity(0))
     a, n, z = make_inputs(size)

@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 import gradcheck
-from gradcheck._differences import steps_for
+from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem, select_engine
 from gradcheck.native import native_function

@@ -16,7 +16,7 @@ import numpy as np
 from _common import compare, cores, header, run, seconds, table, wall
 
 import gradcheck
-from gradcheck._differences import steps_for
+from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem
 from gradcheck.engines._processes import ProcessesEngine

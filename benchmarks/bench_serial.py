@@ -19,7 +19,7 @@ import numpy as np
 from _common import compare, header, naive_loop, run, seconds, table
 
 import gradcheck
-from gradcheck._differences import steps_for
+from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem
 from gradcheck.engines._serial import SerialEngine

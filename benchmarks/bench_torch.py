@@ -103,7 +103,7 @@ def main(quick: bool = False) -> dict:
         "gradcheck compiled": lambda: run_ours("compiled"),
     }, repeat=repeat, warmup=True)
     times["torch.autograd.gradcheck"] = torch_time
-    from gradcheck._jit import compile_seconds
+    from gradcheck._core.jit import compile_seconds
     compiled_s = sum(compile_seconds().values())
     ours = {k.split()[-1]: v for k, v in times.items() if k.startswith("gradcheck")}
     best_engine = min(ours, key=ours.get)

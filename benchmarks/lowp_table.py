@@ -112,7 +112,7 @@ def ops():
 
 
 def _inputs(kind, rows: int, cols: int, seed: int):
-    from gradcheck._lowp import round_to_format
+    from gradcheck._core.formats import round_to_format
 
     rng = np.random.default_rng(seed)
     if kind[0] == "uniform":

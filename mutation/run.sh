@@ -3,7 +3,8 @@
 #
 # mutmut 3 reads its settings only from [tool.mutmut] in pyproject.toml or [mutmut] in
 # setup.cfg. To leave the repository's config alone, this runs in a scratch copy of the
-# working tree with a [mutmut] section appended to the copy's setup.cfg.
+# working tree with a [mutmut] section written to a setup.cfg in the copy (the repository
+# has none: its metadata is in pyproject.toml).
 #
 #   mutation/run.sh                 # all mutants, results in $WORKDIR (printed)
 #   WORKDIR=/tmp/gc-mut mutation/run.sh   # reuse a copy (mutmut resumes where it stopped)
@@ -18,9 +19,11 @@ JOBS="${JOBS:-2}"
 
 # The code under test: the verdict rule, the tolerance/noise configuration, the step study.
 ONLY_MUTATE=(
-  "src/gradcheck/_classify.py"
-  "src/gradcheck/_config.py"
-  "src/gradcheck/_refine.py"
+  "src/gradcheck/_classify/rule.py"
+  "src/gradcheck/_core/config.py"
+  "src/gradcheck/_refine/study.py"
+  "src/gradcheck/_refine/quick.py"
+  "src/gradcheck/_refine/kink.py"
 )
 # The tests that judge it (a whole-suite run per mutant would take hours on 2 cores).
 TESTS=(

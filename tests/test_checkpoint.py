@@ -17,14 +17,11 @@ import pytest
 from optional_deps import needs
 
 from gradcheck import Config, FunctionError, check
-from gradcheck import _checkpoint
-from gradcheck._checkpoint import (
-    Checkpoint,
-    CheckpointError,
-    CheckpointMismatchError,
-    open_checkpoint,
+from gradcheck._runtime import checkpoint as _checkpoint
+from gradcheck._runtime.checkpoint import (
+    Checkpoint, CheckpointError, CheckpointMismatchError, open_checkpoint
 )
-from gradcheck._differences import steps_for
+from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem
 from gradcheck.engines._executor import ExecutorEngine, ExecutorOptions
@@ -77,7 +74,7 @@ _SCRIPT = textwrap.dedent(
     import concurrent.futures as cf, json, sys, time
     import numpy as np
     from gradcheck import check
-    from gradcheck._checkpoint import Checkpoint
+    from gradcheck._runtime.checkpoint import Checkpoint
 
     CALLS = [0]
 

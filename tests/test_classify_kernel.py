@@ -10,8 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from gradcheck import _classify, _classify_kernel, _jit
-from gradcheck._verdict import Verdict
+from gradcheck._classify import kernel as _classify_kernel
+from gradcheck._classify import rule as _classify
+from gradcheck._core import jit as _jit
+from gradcheck._core.verdict import Verdict
 
 TINY = 5e-324  # the smallest subnormal
 BIG = 1.7e308
@@ -250,7 +252,7 @@ def test_importing_gradcheck_and_kernel_modules_does_not_import_numba():
     """Lazy: numba is imported when a kernel first runs, not by any import or auto check."""
     code = (
         "import sys, numpy as np, gradcheck\n"
-        "import gradcheck._jit, gradcheck._classify_kernel, gradcheck.engines._compiled as c\n"
+        "import gradcheck._core.jit, gradcheck._classify.kernel, gradcheck.engines._compiled as c\n"
         "from gradcheck.engines import CheckProblem\n"
         "from gradcheck.backends import NumpyBackend\n"
         "w = np.ones(3)\n"

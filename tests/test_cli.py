@@ -146,7 +146,7 @@ def test_bench_command_lists_and_runs_a_quick_benchmark():
 def test_bench_summary_words():
     """The summary line says met/MISSED from a benchmark's result, or its own summary when
     its target reads differently per case (batched: over B and over W)."""
-    from gradcheck._bench import _target_word
+    from gradcheck._demo.bench import _target_word
 
     assert _target_word({"meets_target": True}) == "target met"
     assert _target_word({"meets_targets": False}) == "target MISSED"

@@ -18,8 +18,8 @@ def test_control_passes_for_numpy_backend():
 
 def test_control_fails_for_a_checker_that_passes_everything(monkeypatch):
     """A broken checker that calls everything PASS is caught by the control."""
-    import gradcheck._check as chk
-    import gradcheck._judge as jdg
+    import gradcheck._pipeline.check as chk
+    import gradcheck._pipeline.judge as jdg
 
     monkeypatch.setattr(jdg, "classify", lambda a, n, z, **kw: np.zeros(np.shape(a), np.uint8))
     monkeypatch.setattr(chk.Config, "refine", False, raising=False)
@@ -29,8 +29,8 @@ def test_control_fails_for_a_checker_that_passes_everything(monkeypatch):
 
 def test_control_fails_for_a_checker_that_cries_wolf(monkeypatch):
     """A broken checker that flags everything is caught too (the other direction)."""
-    import gradcheck._check as chk
-    import gradcheck._judge as jdg
+    import gradcheck._pipeline.check as chk
+    import gradcheck._pipeline.judge as jdg
 
     monkeypatch.setattr(jdg, "classify", lambda a, n, z, **kw: np.ones(np.shape(a), np.uint8))
     with pytest.raises(gradcheck.GradientAssertionError, match="CORRECT"):
@@ -39,8 +39,8 @@ def test_control_fails_for_a_checker_that_cries_wolf(monkeypatch):
 
 def test_control_fails_when_differences_are_not_computed(monkeypatch):
     """A harness that computes nothing (numeric side equal to the claim) is caught."""
-    import gradcheck._check as chk
-    import gradcheck._judge as jdg
+    import gradcheck._pipeline.check as chk
+    import gradcheck._pipeline.judge as jdg
 
     real = chk.judge_entries
 
@@ -58,7 +58,7 @@ def test_control_fails_when_differences_are_not_computed(monkeypatch):
 def test_referee_rescues_a_first_pass_that_cries_wolf(monkeypatch):
     """With the referee on, a first pass that flags everything is overruled entry by entry
     against exact derivatives, and the control still sees exactly the corrupted entries."""
-    import gradcheck._judge as jdg
+    import gradcheck._pipeline.judge as jdg
 
     monkeypatch.setattr(jdg, "classify", lambda a, n, z, **kw: np.ones(np.shape(a), np.uint8))
     assert_detects_wrong_gradient("numpy", config=gradcheck.Config(refine=False))
@@ -91,7 +91,7 @@ def test_the_compiled_control_is_the_control_and_is_not_vacuous():
     """engine="compiled": the twin is the control function (same values, as numba compiles
     it), and a check of the corrupted claim through the compiled engine flags exactly the
     corrupted entries, while the correct claim passes everywhere."""
-    from gradcheck._control import CORRUPTIONS, _Corrupting
+    from gradcheck._controls.corrupt import CORRUPTIONS, Corrupting as _Corrupting
     from gradcheck.backends import NumpyBackend
     from gradcheck.backends._numpy import control_function, control_gradient, control_input
 
@@ -113,7 +113,7 @@ def test_the_compiled_control_is_the_control_and_is_not_vacuous():
 def test_control_fails_when_another_engine_ran(monkeypatch):
     """A control asked of one engine that ran on another says nothing about the one asked
     for: it fails, naming both."""
-    import gradcheck._check as chk
+    import gradcheck._pipeline.check as chk
     from gradcheck.engines._serial import SerialEngine
 
     monkeypatch.setattr(chk, "select_engine", lambda name, problem: (SerialEngine(problem), "serial: forced"))

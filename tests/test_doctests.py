@@ -7,16 +7,17 @@ import importlib
 import pytest
 
 MODULES = [
-    "gradcheck", "gradcheck._check", "gradcheck._params", "gradcheck._control",
-    "gradcheck._config", "gradcheck._report", "gradcheck._sweep", "gradcheck.native",
-    "gradcheck.backends._dualbackend", "gradcheck.mp", "gradcheck._lowp", "gradcheck._dispute",
-    "gradcheck._fork", "gradcheck._inputs", "gradcheck._jit", "gradcheck.backends._contract",
-    "gradcheck._arguments",
-    "gradcheck._html",
+    "gradcheck", "gradcheck._pipeline.check", "gradcheck._pipeline.inputs", "gradcheck._models.params", "gradcheck._controls.control",
+    "gradcheck._core.config", "gradcheck._report.report", "gradcheck._sweeps.sweep", "gradcheck.native",
+    "gradcheck.backends._dual", "gradcheck.dual", "gradcheck.dual.number", "gradcheck.dual.forward",
+    "gradcheck.mp", "gradcheck._core.formats", "gradcheck._lowp.dispute", "gradcheck._lowp.subjects",
+    "gradcheck.engines._fork", "gradcheck._core.inputs", "gradcheck._core.jit", "gradcheck.backends._contract",
+    "gradcheck._core.arguments",
+    "gradcheck._report.html",
     "gradcheck._orders._jvp", "gradcheck._orders._adjoint", "gradcheck._orders._hvp",
     "gradcheck._orders._taylor",
     "gradcheck._screen._api", "gradcheck._screen._partition", "gradcheck._screen._directional",
-    "gradcheck._screen._budget", "gradcheck._progress",
+    "gradcheck._screen._budget", "gradcheck._runtime.progress",
 ]
 
 

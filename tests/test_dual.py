@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from gradcheck.backends._dual import DualArray, dual_gradient, dual_jvp
+from gradcheck.dual import DualArray, dual_gradient, dual_jvp
 
 RNG = np.random.default_rng(20240611)
 

@@ -13,7 +13,7 @@ import pytest
 
 import gradcheck
 from gradcheck import Config, FunctionError, Verdict
-from gradcheck._differences import steps_for
+from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem, Declined, select_engine
 from gradcheck.engines import _compiled

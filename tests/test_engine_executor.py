@@ -23,7 +23,7 @@ cloudpickle = need("cloudpickle")
 
 import gradcheck  # noqa: E402
 from gradcheck import FunctionError, InputMutationError, check  # noqa: E402
-from gradcheck._differences import steps_for  # noqa: E402
+from gradcheck.engines._differences import steps_for  # noqa: E402
 from gradcheck.backends import NumpyBackend  # noqa: E402
 from gradcheck.engines import CheckProblem  # noqa: E402
 from gradcheck.engines import _executor  # noqa: E402

@@ -16,7 +16,7 @@ from optional_deps import need
 
 import gradcheck
 from gradcheck import FunctionError, check
-from gradcheck._differences import steps_for
+from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem
 from gradcheck.engines import _processes
@@ -320,10 +320,10 @@ _WITH_JAX = textwrap.dedent(
     import jax.numpy as jnp
     jnp.ones(3).block_until_ready()  # jax's runtime is now running in this process
     from gradcheck import check, check_params
-    from gradcheck._fork import fork_hazard
+    from gradcheck.engines._fork import fork_hazard
     from gradcheck.engines import _processes
-    from gradcheck._referee import Referee
-    import gradcheck._referee as referee_module
+    from gradcheck._adjudicate.referee import Referee
+    import gradcheck._adjudicate.referee as referee_module
 
     assert "jax" in fork_hazard()
     _processes.AUTO_MIN_SECONDS = 0.0          # any f is "costly" now

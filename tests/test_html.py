@@ -23,10 +23,10 @@ from html_subjects import PLANTED, big_report, f, planted_grad
 
 import gradcheck as gc
 from gradcheck import Report, Verdict
-from gradcheck._html import _heatmap
-from gradcheck._html._page import status_of
-from gradcheck._html._report import PAGE_ROWS
-from gradcheck._plot import VERDICT_COLOURS
+from gradcheck._report.html import heatmap as _heatmap
+from gradcheck._report.html.page import status_of
+from gradcheck._report.html.report import PAGE_ROWS
+from gradcheck._report.plot import VERDICT_COLOURS
 
 import html5lib  # the test extra installs both
 from PIL import Image

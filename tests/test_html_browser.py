@@ -18,7 +18,7 @@ from html_subjects import PLANTED, big_report, f, planted_grad
 import gradcheck as gc
 import optional_deps
 from gradcheck import Verdict
-from gradcheck._plot import VERDICT_COLOURS
+from gradcheck._report.plot import VERDICT_COLOURS
 
 import html5lib  # the test extra installs both
 from PIL import Image

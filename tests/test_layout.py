@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gradcheck._layout import describe_layout
+from gradcheck._report.layout import describe_layout
 
 
 def mask(shape, *where) -> np.ndarray:

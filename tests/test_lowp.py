@@ -13,9 +13,9 @@ import mpmath
 import numpy as np
 import pytest
 
-from gradcheck._lowp import (
-    BFLOAT16, FLOAT16, FLOAT32, FLOAT64, FloatFormat, from_bits, is_correctly_rounded,
-    resolve_format, round_to_format, ulp, ulp_error,
+from gradcheck._core.formats import (
+    BFLOAT16, FLOAT16, FLOAT32, FLOAT64, FloatFormat, from_bits, is_correctly_rounded, resolve_format,
+    round_to_format, ulp, ulp_error
 )
 
 HALVES = [pytest.param(FLOAT16, id="float16"), pytest.param(BFLOAT16, id="bfloat16")]
@@ -453,7 +453,7 @@ def test_is_correctly_rounded(cand, cdtype, exact, kwargs, expected, exact_kind)
 
 def test_importing_lowp_pulls_in_neither_mpmath_nor_ml_dtypes():
     """The module must stay cheap to import: heavy dependencies load only when used."""
-    code = ("import sys, gradcheck._lowp as m; m.round_to_format([1.0], 'float16'); "
+    code = ("import sys, gradcheck._core.formats as m; m.round_to_format([1.0], 'float16'); "
             "print(sorted({'mpmath', 'ml_dtypes'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

@@ -8,9 +8,9 @@ from optional_deps import need
 
 import gradcheck
 from gradcheck import Verdict
-from gradcheck._lowp import round_to_format
-from gradcheck._lowp import BFLOAT16
-from gradcheck._lowp_check import FLOOR_UNITS, GRAD_BOUND_ULPS, share
+from gradcheck._core.formats import round_to_format
+from gradcheck._core.formats import BFLOAT16
+from gradcheck._lowp.plan import FLOOR_UNITS, GRAD_BOUND_ULPS, share
 
 BF16 = ml_dtypes.bfloat16
 RNG = np.random.default_rng(0)

@@ -1,6 +1,7 @@
 """Specifications of the verdict / tolerance code that mutation testing showed unpinned.
 
-Each test was written against mutants of ``_classify``, ``_config`` and ``_refine`` that
+Each test was written against mutants of ``_classify``, ``_config`` and ``_refine`` (now
+``_classify/rule.py``, ``_core/config.py`` and ``_refine/study.py``, ``quick.py``, ``kink.py``) that
 survived the rest of the suite (``mutation/README.md``: command, score, and the mutants
 that are equivalent and why). They state behaviour, not implementation: boundaries of
 the rule (``>`` vs ``>=``), what each documented formula computes, that the step study
@@ -20,9 +21,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gradcheck import Config, Verdict
-from gradcheck._classify import EPS_REL, classify, relative_error, tolerance
-from gradcheck._config import dtype_name
-from gradcheck._refine import STUDY_FACTORS, step_study
+from gradcheck._classify.rule import EPS_REL, classify, relative_error, tolerance
+from gradcheck._core.config import dtype_name
+from gradcheck._refine.study import STUDY_FACTORS, step_study
 
 P, M, U, N, K = (int(v) for v in (Verdict.PASS, Verdict.MISMATCH, Verdict.UNCHECKED, Verdict.NONFINITE,
                                   Verdict.KINK))
@@ -388,7 +389,7 @@ def _min(a, b):
 
 def _study_model(raw, analytic, base_value, unit, rtol, atol, k, res):
     """The step study re-derived entry by entry from the module docstring and comments of
-    ``_refine`` (float64 scalars, the same operation order)."""
+    ``gradcheck._refine.study`` (float64 scalars, the same operation order)."""
     f64 = np.float64
     count = len(analytic)
     out = {key: [] for key in ("numeric", "bound", "codes", "left", "right", "kink")}

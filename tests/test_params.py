@@ -159,7 +159,7 @@ def test_missing_grad_and_bad_order_are_clear_errors():
 )
 def test_diagnosis_table(passed, informative, kind, suspects):
     """The diagnosis reads failing names in backward order (given left to right)."""
-    from gradcheck._diagnosis import diagnose
+    from gradcheck._models.diagnosis import diagnose
 
     order = list(passed)
     info = {n: True for n in order}
@@ -217,7 +217,7 @@ def test_processes_engine_names_the_parameter_and_entry_of_an_error():
 def test_engine_auto_says_what_it_picked(monkeypatch):
     """auto: serial for a cheap loss, processes when the estimate is long (threshold
     patched, not timed); a name the check_params engines do not have is a clear error."""
-    from gradcheck._fork import fork_hazard, usable_cores
+    from gradcheck.engines._fork import fork_hazard, usable_cores
     from gradcheck.engines import _processes
 
     params = {"w": np.linspace(0.1, 1.0, 8)}

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 import gradcheck
 from gradcheck import Cause, Config, Verdict, check
-from gradcheck._referee import _judge_exact
-from gradcheck._refine import quick_certify, step_study
+from gradcheck._adjudicate.referee import _judge_exact
+from gradcheck._refine.quick import quick_certify
+from gradcheck._refine.study import step_study
 
 X20 = np.random.default_rng(0).standard_normal(20)
 
@@ -313,7 +314,7 @@ def test_a_bfloat16_claim_off_by_more_than_its_share_never_passes():
     within 3.1% of the value."""
     import ml_dtypes
 
-    from gradcheck._lowp import round_to_format
+    from gradcheck._core.formats import round_to_format
 
     x = round_to_format(np.random.default_rng(0).standard_normal(64), "bfloat16", as_dtype=True)
     assert x.dtype == ml_dtypes.bfloat16
@@ -331,7 +332,7 @@ def test_one_gross_bfloat16_claim_does_not_hide_the_others():
     smaller of its claimed and numeric size: a claimed entry 1000x too large no longer
     raises the floor over every other entry (before, a 10% error at another entry was
     UNCHECKED, like every entry but the gross one)."""
-    from gradcheck._lowp import round_to_format
+    from gradcheck._core.formats import round_to_format
 
     x = round_to_format(np.random.default_rng(0).standard_normal(16), "bfloat16", as_dtype=True)
     c = np.linspace(0.5, 2.0, 16)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gradcheck._pattern import ShapeRule, find_shape_rule
+from gradcheck._sweeps.pattern import ShapeRule, find_shape_rule
 
 MKN = ("m", "k", "n")
 SHAPES = list(itertools.product(range(1, 9), repeat=3))  # all 512 (m, k, n) in 1..8

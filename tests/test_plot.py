@@ -20,7 +20,7 @@ from gradcheck.native import native_function
 
 mpimg = need("matplotlib.image")
 
-from gradcheck._plot import FAIL_COLOUR, PASS_COLOUR  # noqa: E402
+from gradcheck._report.plot import FAIL_COLOUR, PASS_COLOUR  # noqa: E402
 
 
 def rgb(hex_colour: str) -> np.ndarray:

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from gradcheck import check
-from gradcheck._differences import steps_for
-from gradcheck._progress import MIN_SECONDS, Progress, differences_with_progress
+from gradcheck.engines._differences import steps_for
+from gradcheck._runtime.progress import MIN_SECONDS, Progress, differences_with_progress
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem
 from gradcheck.engines._serial import SerialEngine
@@ -138,7 +138,7 @@ def test_min_seconds_is_a_couple_of_seconds():
 def test_a_long_pass_points_to_screen_in_the_line():
     """A pass projected past SCREEN_HINT_SECONDS says on its progress line that
     gradcheck.screen covers every entry in far fewer evaluations; a short one does not."""
-    from gradcheck._progress import SCREEN_HINT_SECONDS
+    from gradcheck._runtime.progress import SCREEN_HINT_SECONDS
 
     clock = Clock()
     bar = Progress(1000, enabled=True, stream=io.StringIO(), label="f", clock=clock)
@@ -153,7 +153,7 @@ def test_a_long_pass_points_to_screen_in_the_line():
 def test_a_long_check_gets_a_note_about_screen(monkeypatch):
     """check's report mentions screen when its entry-wise pass took long (the threshold is
     lowered here, the rule is the same), and not otherwise."""
-    import gradcheck._progress as progress
+    import gradcheck._runtime.progress as progress
 
     x = np.random.default_rng(0).standard_normal(5000)
     quick = check(lambda v: float(np.sum(np.sin(v))), x, np.cos, progress=False, engine="serial")

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from gradcheck import Verdict, check, check_params
-from gradcheck._classify import classify
+from gradcheck._classify.rule import classify
 
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=True)
 anyfloat = st.floats(allow_nan=True, allow_infinity=True)

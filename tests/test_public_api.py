@@ -1,8 +1,11 @@
 """The public API imports, and importing gradcheck stays light."""
 from __future__ import annotations
 
+import importlib
+import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -20,10 +23,53 @@ PUBLIC = [
 ]
 
 
+PUBLIC_MODULES = [
+    "gradcheck.backends", "gradcheck.engines", "gradcheck.mp", "gradcheck.native", "gradcheck.subjects",
+    "gradcheck.examples.transformer", "gradcheck.cli", "gradcheck.pytest_plugin",
+]
+
+
 @pytest.mark.parametrize("name", PUBLIC)
 def test_public_name_imports(name):
     """Every public name is importable from the package root."""
     assert getattr(gradcheck, name) is not None
+
+
+@pytest.mark.parametrize("name", gradcheck.__all__)
+def test_every_exported_name_imports_and_is_documented(name):
+    """Every name in ``gradcheck.__all__`` imports from the root (``from gradcheck import
+    name``) and documents itself: a docstring of its own (not one inherited from a base
+    class), or for ``__version__`` a version string."""
+    obj = getattr(importlib.import_module("gradcheck"), name)
+    if name == "__version__":
+        assert isinstance(obj, str) and obj[:1].isdigit()
+        return
+    doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else obj.__doc__
+    assert doc and doc.strip(), f"gradcheck.{name} has no docstring"
+
+
+def test_all_lists_every_public_name_once():
+    """``__all__`` is sorted, has no duplicate, and holds every public object of the root
+    (so a new re-export cannot be forgotten there); ``ExecutorOptions`` is one of them."""
+    public = {n for n, v in vars(gradcheck).items() if not n.startswith("_") and not inspect.ismodule(v)}
+    assert sorted(gradcheck.__all__, key=lambda n: (n.lower(), n)) == gradcheck.__all__
+    assert len(set(gradcheck.__all__)) == len(gradcheck.__all__)
+    assert public | {"__version__"} == set(gradcheck.__all__)
+    assert set(PUBLIC) <= set(gradcheck.__all__) and "ExecutorOptions" in gradcheck.__all__
+    assert gradcheck.ExecutorOptions is importlib.import_module("gradcheck.engines._executor").ExecutorOptions
+
+
+@pytest.mark.parametrize("module", PUBLIC_MODULES)
+def test_public_modules_import_at_their_paths(module):
+    """The public module paths keep working after the layout moved the code behind them,
+    each with a docstring (``gradcheck.subjects`` is a re-export of ``gradcheck._lowp.subjects``)."""
+    mod = importlib.import_module(module)
+    assert mod.__doc__ and mod.__doc__.strip()
+
+
+def test_the_package_is_marked_typed():
+    """``py.typed`` (PEP 561) sits in the package, so type checkers read its annotations."""
+    assert (Path(gradcheck.__file__).parent / "py.typed").is_file()
 
 
 def test_import_does_not_drag_in_heavy_dependencies():

@@ -109,7 +109,7 @@ def test_failures_show_the_verdict_table_not_gradcheck_internals(pytester, monke
     out = result.stdout.str()
     assert out.count("MISMATCH") >= 4, out  # the summary and the table row, twice
     assert out.count("(1, 2)") >= 2, out
-    for internal in ("_report.py", "_check.py", "pytest_plugin.py"):
+    for internal in ("_report/report.py", "_pipeline/check.py", "pytest_plugin.py"):
         assert internal not in out, out
     result.stdout.fnmatch_lines(["*gradcheck.check(f, X, wrong)*", "*gc.check(f, X, wrong).assert_pass()*"])
 
@@ -119,7 +119,7 @@ def test_fulltrace_keeps_the_internal_frames(pytester, monkeypatch):
     pytester.makepyfile(test_inner_buggy=BUGGY_TESTS)
     result = run(pytester, monkeypatch, "--fulltrace", "-k", "direct")
     result.assert_outcomes(failed=1)
-    assert "_report.py" in result.stdout.str()
+    assert "_report/report.py" in result.stdout.str()
 
 
 def test_a_failed_control_fails_every_user_and_is_announced(pytester, monkeypatch):

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 import gradcheck
-import gradcheck._judge as judge
+import gradcheck._refine.second_look as judge  # QUICK_LOOK
 from gradcheck import Verdict
-from gradcheck._refine import QUICK_FACTORS, STUDY_FACTORS, quick_certify, step_study
+from gradcheck._refine.quick import QUICK_FACTORS, quick_certify
+from gradcheck._refine.study import STUDY_FACTORS, step_study
 
 from zoo import CASES
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gradcheck
-from gradcheck._lowp import BFLOAT16, from_bits, round_to_format
+from gradcheck._core.formats import BFLOAT16, from_bits, round_to_format
 from gradcheck.subjects import (bf16_round_c, matvec_fast, matvec_inputs, matvec_math,
                                 matvec_reference, rope_fast, rope_inputs, rope_math,
                                 rope_reference)
@@ -24,7 +24,7 @@ def _bits_to_f32(bits: np.ndarray) -> np.ndarray:
 def test_c_rounding_matches_round_to_format_on_edge_patterns():
     """Ties (low half exactly 0x8000) both ways, just off ties, the carry into the exponent,
     overflow to inf, subnormals, zeros, infinities: bit for bit equal to the bit-level RNE of
-    gradcheck._lowp (NaN only as NaN)."""
+    gradcheck._core.formats (NaN only as NaN)."""
     highs = np.array([0x0000, 0x0001, 0x007F, 0x0080, 0x3F80, 0x3F81, 0x3FFF, 0x7F7F, 0x7F7E,
                       0x8000, 0x8001, 0xBF80, 0xFF7F], dtype=np.uint32)
     lows = np.array([0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF], dtype=np.uint32)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from gradcheck import GradientAssertionError, Verdict, check, check_params, shape_sweep
-from gradcheck._status import FAIL, INCONCLUSIVE, PASS, combine, status_of
+from gradcheck._core.status import FAIL, INCONCLUSIVE, PASS, combine, status_of
 
 BF16 = ml_dtypes.bfloat16
 X = np.random.default_rng(0).standard_normal(20)

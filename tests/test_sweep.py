@@ -14,7 +14,7 @@ from optional_deps import need
 
 import gradcheck
 from gradcheck import GradientAssertionError, SweepReport, Verdict, grid, shape_sweep
-from gradcheck._layout import describe_layout
+from gradcheck._report.layout import describe_layout
 from gradcheck.native import native_function
 
 MKN = grid(m=range(1, 9), k=range(1, 9), n=range(1, 9))
@@ -167,7 +167,7 @@ def test_demo_pictures_of_the_parity_sweep(tmp_path, parity_sweep):
     into the folder it is given; `gradcheck demo --out DIR` names that folder."""
     need("matplotlib")
     from gradcheck.cli import build_parser
-    from gradcheck.showcases import SHOWCASES
+    from gradcheck._demo.showcases import SHOWCASES
 
     showcase = next(sc for sc in SHOWCASES if sc.pictures is not None)
     paths = showcase.pictures(parity_sweep, tmp_path / "out")

@@ -18,6 +18,18 @@ import os
 import sys
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
+from ._core.config import Config
+from ._core.errors import FunctionError, InputMutationError
+from ._core.formats import resolve_format
+from ._demo.bench import discover, find_directory, run_benchmarks
+from ._demo.showcases import run_demo
+from ._lowp.dispute import dispute
+from ._orders._cli import add_check_options, add_taylor_parser, check_orders  # --jvp/--hvp, taylor
+from ._pipeline.check import check
+from .engines._processes import WorkerDiedError
+
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_RAISED = 0, 1, 2, 3, 4
 EXIT_CODES = (
     f"Exit codes: {EXIT_PASS} every check passed, {EXIT_FAIL} a mismatch was found (FAIL), "
@@ -94,16 +106,11 @@ class _Watched:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from .showcases import run_demo
-
     out = args.out or None  # --out "" writes no pictures
     return EXIT_PASS if run_demo(json_out=args.json, out_dir=out) else EXIT_FAIL
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from . import Config, check
 
     f = _load(args.function)
     grad = _load(args.grad) if args.grad else None
@@ -121,7 +128,6 @@ def _cmd_check(args: argparse.Namespace) -> int:
                    adjudicate=False if args.no_referee else "auto")
     try:
         if args.jvp or args.hvp:  # forward mode / second order: gradcheck._orders._cli
-            from ._orders._cli import check_orders
 
             report = check_orders(args, f, x, grad, _load, **options)
         else:
@@ -139,9 +145,6 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 def _blame_user_code(exc: Exception, f_spec: str, grad: Any, grad_spec: str | None) -> None:
     """Raise :class:`UserCodeError` if ``exc`` comes from f or the gradient (else return)."""
-    from ._errors import FunctionError, InputMutationError
-    from .engines._processes import WorkerDiedError
-
     if isinstance(grad, _Watched):
         mine = grad.raised_in_chain(exc)
         if mine is not None:
@@ -159,8 +162,6 @@ def _write_html(result: Any, path: str | None) -> None:
 
 
 def _load_array(path: str, what: str) -> Any:
-    import numpy as np
-
     try:
         return np.load(path, allow_pickle=False)
     except ValueError as exc:  # object arrays need pickle: refused
@@ -169,8 +170,6 @@ def _load_array(path: str, what: str) -> Any:
 
 def _dispute_inputs(args: argparse.Namespace, fmt: Any) -> tuple[Any, ...]:
     """The --inputs arrays in the order they were saved, --bits arrays read as ``fmt``."""
-    import numpy as np
-
     loaded = _load_array(args.inputs, "--inputs")
     if isinstance(loaded, np.lib.npyio.NpzFile):
         with loaded:
@@ -194,8 +193,6 @@ def _dispute_inputs(args: argparse.Namespace, fmt: Any) -> tuple[Any, ...]:
 
 
 def _dispute_candidates(args: argparse.Namespace, fmt: Any) -> dict[str, Any]:
-    import numpy as np
-
     candidates = {}
     for spec in args.candidate:
         name, sep, path = spec.partition("=")
@@ -211,8 +208,6 @@ def _dispute_candidates(args: argparse.Namespace, fmt: Any) -> dict[str, Any]:
 
 
 def _cmd_dispute(args: argparse.Namespace) -> int:
-    from ._dispute import dispute
-    from ._lowp import resolve_format
     from .mp import NotAdjudicable
 
     fmt = resolve_format(args.dtype)
@@ -235,8 +230,6 @@ def _cmd_dispute(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from ._bench import discover, find_directory, run_benchmarks
-
     if args.list:
         for name, path in discover(find_directory(args.dir)).items():
             print(f"{name:<12} {path}")
@@ -270,7 +263,6 @@ def build_parser() -> argparse.ArgumentParser:
     chk.add_argument("--json", action="store_true")
     chk.add_argument("--html", metavar="FILE.html", help="also write the report as a self-contained HTML page")
     chk.set_defaults(run=_cmd_check)
-    from ._orders._cli import add_check_options, add_taylor_parser  # --jvp/--hvp, taylor
 
     add_check_options(chk)
     add_taylor_parser(sub, _load)

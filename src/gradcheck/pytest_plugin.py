@@ -28,7 +28,12 @@ from typing import Any
 
 import pytest
 
+import gradcheck as _gradcheck  # the public functions, looked up when called (a test may replace one)
+
+from . import backends as _backends
+from ._core.errors import GradientAssertionError
 from ._orders._plugin import OrdersFixtureMixin
+from ._pipeline.inputs import is_multiple_inputs
 
 #: Name of the marker and of the fixture.
 MARKER = "gradcheck"
@@ -72,10 +77,8 @@ class _SessionState:
         name = backend if isinstance(backend, str) else getattr(backend, "name", repr(backend))
         key = (name, engine if kind == "grad" else f"{engine}; kind {kind}")
         if key not in self.controls:
-            from . import assert_detects_wrong_gradient
-
             try:
-                assert_detects_wrong_gradient(backend, engine=engine, kind=kind)
+                _gradcheck.assert_detects_wrong_gradient(backend, engine=engine, kind=kind)
             except AssertionError as exc:  # GradientAssertionError: the control's verdict
                 self.controls[key] = exc
             else:
@@ -97,6 +100,7 @@ class GradcheckFixture(OrdersFixtureMixin):
     def __init__(self, state: _SessionState, defaults: dict[str, Any]) -> None:
         self._state = state
         self._defaults = defaults
+        self._api = _gradcheck
         self.reports: list[Any] = []
         self.backends: list[str] = []
 
@@ -123,17 +127,13 @@ class GradcheckFixture(OrdersFixtureMixin):
         check that verified nothing, ``True`` accepts it, ``False`` also fails on any
         UNCHECKED entry."""
         __tracebackhide__ = True
-        from . import backends as _backends
-        from . import check as _check
-        from ._check import is_multiple_inputs
-
         options, allow, control = self._options(kwargs)
         first = x[0] if is_multiple_inputs(x) else x
         backend = _backends.resolve(options.get("backend"), first)
         if control:
             self._state.require_control(backend, options.get("engine", "auto"))
         self._note(backend.name)
-        report = _check(f, x, grad, **options)
+        report = _gradcheck.check(f, x, grad, **options)
         return self._judge(report, allow)
 
     def check_params(self, loss: Any, params: Any, grads: Any, **kwargs: Any) -> Any:
@@ -141,8 +141,6 @@ class GradcheckFixture(OrdersFixtureMixin):
         name passed (``allow_unchecked`` as for :meth:`check`: by default a name that
         verified nothing fails the test); returns the :class:`~gradcheck.ParamsReport`."""
         __tracebackhide__ = True
-        from . import check_params as _check_params
-
         merged = dict(kwargs)
         if "config" in self._defaults:
             merged.setdefault("config", self._defaults["config"])
@@ -151,13 +149,11 @@ class GradcheckFixture(OrdersFixtureMixin):
         if control:
             self._state.require_control("numpy")
         self._note("numpy")
-        report = _check_params(loss, params, grads, **merged)
+        report = _gradcheck.check_params(loss, params, grads, **merged)
         return self._judge(report, allow)
 
     def _judge(self, report: Any, allow_unchecked: bool | None) -> Any:
         __tracebackhide__ = True
-        from ._errors import GradientAssertionError
-
         self.reports.append(report)
         try:
             report.assert_pass(allow_unchecked=allow_unchecked)
@@ -223,8 +219,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     traceback of a GradientAssertionError (``--fulltrace`` keeps them)."""
     excinfo = call.excinfo
     if excinfo is not None and not item.config.getoption("fulltrace", False):
-        from ._errors import GradientAssertionError
-
         if excinfo.errisinstance((GradientAssertionError, NegativeControlError)):
             _cut_internal_tail(excinfo)
     rep = yield
@@ -244,8 +238,6 @@ def artifact_name(nodeid: str) -> str:
 def _write_artifacts(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], rep: Any) -> None:
     """``--gradcheck-html`` / ``--gradcheck-json``: the failing check's report, as files named
     after the test, their paths added to the failure. Writing never hides the failure."""
-    from ._errors import GradientAssertionError
-
     dirs = [(item.config.getoption(opt), suffix) for opt, suffix in ((HTML_OPTION, "html"), (JSON_OPTION, "json"))]
     report = getattr(excinfo.value, "report", None)
     if not any(d for d, _ in dirs) or not excinfo.errisinstance(GradientAssertionError) or report is None:

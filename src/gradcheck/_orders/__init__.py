@@ -9,25 +9,23 @@ or a small result with the same answers (``.passed``, ``.assert_pass()``, ``str(
 ``.to_dict()``) where the question is global (``check_adjoint``, ``taylor_test``).
 
 Every entry-wise check here is the ordinary ``check`` pipeline with the claim built
-differently (``_claims.ClaimBackend``), so verdicts, tolerance, step study and referee
-are the ones ``check`` uses. The only module that imports gradcheck's internals is
-``_links``; the modules:
+differently (``gradcheck._pipeline.claims.ClaimBackend``), so verdicts, tolerance, step
+study and referee are the ones ``check`` uses. The only module that imports gradcheck's
+internals is ``_links``; the modules:
 
-* ``_claims``   a backend wrapper whose claimed gradient is built from another derivative
 * ``_jvp``      ``check_jvp``: the claim ``v . J e_i`` from N (batched) JVPs
 * ``_adjoint``  ``check_adjoint``: ``<J t, v> = <t, J^T v>`` with a stated round-off bound
 * ``_hvp``      ``check_hvp``: the gradient map's VJP, plus the symmetric-Hessian test
 * ``_taylor``   ``taylor_test``: remainders at halving steps, observed orders
   (``_taylor_plot``: its log-log picture, the only matplotlib importer here)
-* ``_complex``  complex inputs/outputs in ``check``: two real problems, per-entry verdicts
-* ``_controls`` the negative control for each of these kinds
 * ``_result``   what the small results share (``passed``, ``assert_pass``, JSON)
 * ``_cli``, ``_plugin``, ``_showcases``: the command line, the pytest fixture's methods
   and the ``gradcheck demo`` showcases of this feature
 
-Hooks elsewhere (kept small, each marked "gradcheck._orders"): ``check`` sends complex
-inputs and outputs to ``_complex`` (``_check.py``); ``assert_detects_wrong_gradient`` sends
-``kind != "grad"`` to ``_controls``; the torch and jax adapters have ``jvp`` and ``hvp``;
+Elsewhere: complex inputs and outputs are part of ``check`` itself
+(``gradcheck._pipeline.complex``, with ``ClaimBackend`` in ``gradcheck._pipeline.claims``);
+the negative controls of these kinds are ``gradcheck._controls.kinds``
+(``assert_detects_wrong_gradient(kind=...)``); the torch and jax adapters have ``jvp`` and ``hvp``;
 ``cli.py``, ``pytest_plugin.py`` and ``showcases`` call into ``_cli``, ``_plugin`` and
 ``_showcases``; the public names are re-exported by ``gradcheck/__init__.py``.
 """

@@ -31,7 +31,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ._jvp import call_user
-from ._links import UNIT_ROUNDOFF, backends, dtype_name
+from ._links import UNIT_ROUNDOFF, ShapeMismatchError, backends, dtype_name
 from ._result import FAIL, PASS, ResultMixin
 
 #: Draws of (t, v): two independent ones and their sum (which also measures linearity).
@@ -189,8 +189,6 @@ def _operators(jvp, vjp, x, f, in_shape, backend, name):
 
 
 def _require_shapes(jt, jtv, in_shape, out_shape) -> None:
-    from ._links import ShapeMismatchError
-
     if jtv[0].shape != tuple(in_shape):
         raise ShapeMismatchError("vjp(v) (it must be shaped like the input)", tuple(in_shape), jtv[0].shape)
     for a in jt[1:]:

@@ -10,6 +10,12 @@ import argparse
 import sys
 from typing import Any, Callable
 
+import numpy as np
+
+from ._hvp import check_hvp
+from ._jvp import check_jvp
+from ._taylor import taylor_test
+
 #: Exit codes, as in ``cli.py``; 3 is "inconclusive" (nothing could be verified).
 EXIT_PASS, EXIT_FAIL, EXIT_INCONCLUSIVE = 0, 1, 3
 
@@ -26,9 +32,6 @@ def add_check_options(parser: argparse.ArgumentParser) -> None:
 def check_orders(args: argparse.Namespace, f: Any, x: Any, grad: Any, load: Callable[[str], Any],
                  **options: Any) -> Any:
     """The report of ``gradcheck check --jvp`` / ``--hvp``."""
-    from ._hvp import check_hvp
-    from ._jvp import check_jvp
-
     if args.jvp and args.hvp:
         raise ValueError("give --jvp or --hvp, not both")
     if args.jvp:
@@ -57,10 +60,6 @@ def add_taylor_parser(sub: Any, load: Callable[[str], Any]) -> None:
 
 
 def _cmd_taylor(args: argparse.Namespace, load: Callable[[str], Any]) -> int:
-    import numpy as np
-
-    from ._taylor import taylor_test
-
     if args.input:
         x = np.load(args.input, allow_pickle=False)
     elif args.shape:

@@ -33,9 +33,18 @@ from typing import Any, Callable
 import numpy as np
 
 from ._adjoint import check_adjoint
-from ._claims import ClaimBackend, with_notes
 from ._jvp import call_user
-from ._links import UNIT_ROUNDOFF, Config, GradientAssertionError, Report, backends, check, dtype_name
+from ._links import (
+    UNIT_ROUNDOFF,
+    ClaimBackend,
+    Config,
+    GradientAssertionError,
+    Report,
+    backends,
+    check,
+    dtype_name,
+    with_notes,
+)
 
 
 def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = None, *,

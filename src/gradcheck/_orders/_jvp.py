@@ -16,8 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._claims import ClaimBackend, with_notes
-from ._links import Report, backends, check
+from ._links import ClaimBackend, Report, backends, check, with_notes
 
 #: Basis tangents per batch: at most this many output values per chunk (~32 MB in float64).
 CHUNK_VALUES = 1 << 22

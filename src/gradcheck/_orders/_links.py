@@ -6,20 +6,21 @@ package layout changes these lines and nothing else in the folder.
 from __future__ import annotations
 
 from .. import backends as backends
-from .._check import check as check
-from .._check import make_cotangent as make_cotangent
-from .._config import UNIT_ROUNDOFF as UNIT_ROUNDOFF
-from .._config import Config as Config
-from .._config import dtype_name as dtype_name
-from .._errors import FunctionError as FunctionError
-from .._errors import GradientAssertionError as GradientAssertionError
-from .._errors import ShapeMismatchError as ShapeMismatchError
-from .._status import refusal as refusal
-from .._errors import UnsupportedInputError as UnsupportedInputError
-from .._report import Report as Report
-from .._verdict import FAILING as FAILING
-from .._verdict import Verdict as Verdict
-from .._control import CORRUPTIONS as CORRUPTIONS
+from .._core.config import UNIT_ROUNDOFF as UNIT_ROUNDOFF
+from .._core.config import Config as Config
+from .._core.config import dtype_name as dtype_name
+from .._core.errors import FunctionError as FunctionError
+from .._core.errors import GradientAssertionError as GradientAssertionError
+from .._core.errors import ShapeMismatchError as ShapeMismatchError
+from .._core.errors import UnsupportedInputError as UnsupportedInputError
+from .._core.status import refusal as refusal
+from .._core.verdict import FAILING as FAILING
+from .._core.verdict import Verdict as Verdict
+from .._pipeline.check import check as check
+from .._pipeline.check import make_cotangent as make_cotangent
+from .._pipeline.claims import ClaimBackend as ClaimBackend
+from .._pipeline.claims import with_notes as with_notes
+from .._report.report import Report as Report
 from ..backends._numpy import _W
 from ..backends._numpy import control_function as control_function
 from ..backends._numpy import control_gradient as control_gradient

@@ -1,7 +1,7 @@
 """Showcases of this feature for ``gradcheck demo``: a Taylor test and an adjoint test.
 
 Each returns ``(result, behaved, what was expected)`` like the other showcases
-(``gradcheck.showcases``), which lists them.
+(``gradcheck._demo.showcases``), which lists them.
 """
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ._adjoint import check_adjoint
+from ._taylor import taylor_test
 
 _X = np.random.default_rng(4).standard_normal(8)
 _M = np.random.default_rng(5).standard_normal((8, 8)) / 3
@@ -29,16 +32,12 @@ def _hvp(x, v):
 
 
 def taylor_correct() -> tuple[Any, bool, str]:
-    from ._taylor import taylor_test
-
     r = taylor_test(_loss, _X, _grad, _hvp, name="Taylor test: log cosh(Mx) + |x|^4/4, gradient and Hessian by hand")
     ok = r.passed and abs(r.observed[0] - 2) < 0.1 and abs(r.observed[1] - 3) < 0.1
     return r, ok, "orders 2 (gradient) and 3 (with the Hessian): both claims right"
 
 
 def taylor_wrong() -> tuple[Any, bool, str]:
-    from ._taylor import taylor_test
-
     def wrong(x):  # planted: the |x|^4 term's gradient is off by 1e-4 relative
         return _M.T @ np.tanh(_M @ x) + (1 + 1e-4) * np.sum(x * x) * x
 
@@ -51,8 +50,6 @@ def taylor_pictures(result: Any, folder: Path) -> list[Path]:
 
 
 def adjoint_transposed() -> tuple[Any, bool, str]:
-    from ._adjoint import check_adjoint
-
     kernel = np.random.default_rng(6).standard_normal(9)
     x = np.random.default_rng(7).standard_normal(100_000) * 0.1
 

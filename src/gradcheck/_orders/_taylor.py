@@ -37,8 +37,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ._hvp import _claim as hvp_claim
-from ._links import UNIT_ROUNDOFF, backends, dtype_name
+from ._links import UNIT_ROUNDOFF, ShapeMismatchError, backends, dtype_name
 from ._result import FAIL, INCONCLUSIVE, PASS, ResultMixin
+from ._taylor_plot import plot_taylor
 
 MARGIN = 100.0
 STEPS = 20
@@ -132,8 +133,6 @@ class TaylorResult(ResultMixin):
     def plot(self, path: Any) -> Path:
         """Write the log-log picture (remainders against the step, reference slopes 1, 2,
         3, the threshold) to ``path`` as PNG; returns it. Needs matplotlib."""
-        from ._taylor_plot import plot_taylor
-
         return plot_taylor(self, path)
 
 
@@ -162,8 +161,6 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     f0 = value(x_np)
     g = np.asarray(inner.claimed_gradient(f, x_np.copy(), None, grad), dtype=np.float64)
     if g.shape != x_np.shape:
-        from ._links import ShapeMismatchError
-
         raise ShapeMismatchError("claimed gradient", x_np.shape, g.shape)
     d = _direction(direction, x_np, seed)
     scale = max(1.0, float(np.abs(x_np).max(initial=0))) / max(float(np.abs(d).max(initial=0)), 1e-300)
@@ -204,8 +201,6 @@ def _direction(direction, x_np: np.ndarray, seed: int) -> np.ndarray:
         return np.random.default_rng(seed).standard_normal(x_np.shape)
     d = np.asarray(direction, dtype=np.float64)
     if d.shape != x_np.shape:
-        from ._links import ShapeMismatchError
-
         raise ShapeMismatchError("direction", x_np.shape, d.shape)
     if not np.any(d):
         raise ValueError("direction is zero: the Taylor test needs a direction to move along")

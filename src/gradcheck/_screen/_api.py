@@ -19,16 +19,16 @@ from typing import Any, Callable
 import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
-from .._config import Config
-from .._errors import InputMutationError
-from .._report import Report
-from .._verdict import Verdict
+from .._core.config import Config
+from .._core.errors import InputMutationError
+from .._core.verdict import Verdict
+from .._report.report import Report
 from . import _complex
 from ._assemble import State, assemble, trivial_report
 from ._bisect import LEAF_SIZE, Bisection
 from ._budget import parse_budget
 from ._directional import FACTORS, choose_step, claimed_slope, estimate, points, roundoff_per_step
-from ._engines import select
+from ._engines import SCREEN_ENGINES, select
 from ._entrywise import EntryJudge
 from ._measure import BudgetExhausted, Measured, Measurer
 from ._partition import draw
@@ -129,8 +129,6 @@ def screen(
 
 
 def _validate(engine, draws, blocks, complex_step, adjudicate) -> None:
-    from ._engines import SCREEN_ENGINES
-
     if engine not in SCREEN_ENGINES:
         raise ValueError(f"engine={engine!r} is not one of {SCREEN_ENGINES} for screen")
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:

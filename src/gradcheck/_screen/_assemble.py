@@ -11,11 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._adjudicate.notes import adjudication_notes
+
 # gradcheck internals this module builds on (one place, for the package layout to come):
-from .._classify import tolerance
-from .._judge import Judged, adjudication_notes
-from .._report import Report
-from .._verdict import Verdict
+from .._classify.rule import tolerance
+from .._core.judged import Judged
+from .._core.verdict import Verdict
+from .._report.report import Report
 from ._bisect import Bisection
 from ._entrywise import EntryJudge
 from ._limit import describe, screening_limit

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import PRANGE, kernel
+from .._core.jit import PRANGE, kernel
 from ..engines._compiled import _eval_reduced, _eval_scalar, _first_changed, _same
 from ._probe import Probe, run_jobs
 

@@ -10,7 +10,7 @@ difference ``Delta(t) = C(t) - D(t)`` estimates ``sum_i s_i w_i e_i`` (``e`` the
 error) up to truncation and round-off. Steps are powers of two, so ``/ 2t`` is exact.
 
 Each direction is measured at ``t, 2t, 4t``. The estimate and its bound follow the step
-study's rule (``gradcheck._refine``): the candidates ``Delta(t)``, ``Delta(2t)`` (bound:
+study's rule (``gradcheck._refine.study``): the candidates ``Delta(t)``, ``Delta(2t)`` (bound:
 round-off plus ``|Delta(2s) - Delta(s)| / 3``, the measured O(s^2) truncation) and the
 Richardson value ``R(t) = (4 Delta(t) - Delta(2t)) / 3`` (bound: its round-off plus
 ``|R(t) - R(2t)|``); the candidate with the smallest bound is kept. Round-off is the

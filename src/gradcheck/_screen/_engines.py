@@ -22,8 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from .._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
+from .._core.errors import FunctionError, InputMutationError
+from ..engines import _executor  # the payload cache and dask helpers
 from ..engines._chunks import picklable, rebuild_error
+from ..engines._executor import _problem_for
+from ..engines._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
+from ._compiled import CompiledEngine, applies
 from ._probe import Probe, run_jobs
 
 SCREEN_ENGINES = ("auto", "serial", "processes", "executor", "compiled")
@@ -66,16 +70,10 @@ def select(name: str, probe: Probe, *, executor: Any, seconds_per_call: float, b
         return ProcessesEngine(probe), ("processes: asked for" if hazard is None else
                                         f"processes: asked for, although {hazard}: f must not call into jax")
     if name == "compiled":
-        from ._compiled import CompiledEngine
-
         return CompiledEngine(probe), "compiled: asked for"
     if name == "serial":
         return SerialEngine(probe), "serial: asked for"
-    from ._compiled import applies
-
     if name == "auto" and applies(probe.f) and fork_safe and batch * seconds_per_call > COMPILED_MIN_SECONDS:
-        from ._compiled import CompiledEngine
-
         return CompiledEngine(probe), (f"compiled: f is a numba @njit function and a batch of {batch} "
                                        f"evaluations takes ~{batch * seconds_per_call:.2g} s from Python")
     cores = usable_cores()
@@ -101,8 +99,6 @@ def _install(probe: Probe, parent: int) -> None:
 
 def _answer(probe: Probe, jobs: list) -> tuple:
     """A worker's answer as data (FunctionError does not survive pickling)."""
-    from .._errors import FunctionError, InputMutationError
-
     try:
         values = run_jobs(probe, jobs)
     except InputMutationError:
@@ -121,8 +117,6 @@ def _run_in_worker(jobs: list) -> tuple:
 
 
 def _unpack(answer: tuple, where: str) -> np.ndarray:
-    from .._errors import InputMutationError
-
     if answer[0] == "ok":
         return answer[1]
     if answer[0] == "mutated":
@@ -186,8 +180,7 @@ class ExecutorEngine:
     def __init__(self, probe: Probe, executor: Any) -> None:
         import uuid
 
-        from ..engines import _executor as ex  # the payload cache and dask helpers
-
+        ex = _executor
         self._ex = ex
         options = executor if isinstance(executor, ex.ExecutorOptions) else ex.ExecutorOptions(executor)
         self.executor = options.executor
@@ -270,8 +263,6 @@ def _serialize(probe: Probe) -> bytes:
 
 
 def _run_remote(token: str, payload: bytes | None, jobs: list) -> tuple:
-    from ..engines._executor import _problem_for
-
     cached = _problem_for(token, payload)
     if cached is None:
         return ("missing",)

@@ -12,11 +12,13 @@ import time
 
 import numpy as np
 
-# gradcheck internals this module builds on (one place, for the package layout to come):
-from .._differences import steps_for
-from .._judge import Judged, judge_entries
-from .._referee import Referee
+from .._adjudicate.referee import Referee
+from .._core.judged import Judged
+from .._pipeline.judge import judge_entries
 from ..engines import CheckProblem, select_engine
+
+# gradcheck internals this module builds on (one place, for the package layout to come):
+from ..engines._differences import steps_for
 from . import _complex
 from ._measure import Measurer
 from ._prepare import Prepared

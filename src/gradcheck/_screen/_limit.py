@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 #: The step (times h) at which check's quick look re-differences a noisy PASS
-#: (``gradcheck._refine.QUICK_FACTORS[0]``).
+#: (``gradcheck._refine.quick.QUICK_FACTORS[0]``).
 QUICK_LOOK_FACTOR = 8.0
 
 

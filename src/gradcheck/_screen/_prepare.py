@@ -15,11 +15,12 @@ import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .. import backends as _backends
-from .._check import make_cotangent, reducer
-from .._config import Config
-from .._differences import steps_for
-from .._errors import FunctionError, UnsupportedInputError
-from .._inputs import as_gradient, float_dtype_name, require_real_output, unit_roundoff_of
+from .._core.config import Config
+from .._core.errors import FunctionError, UnsupportedInputError
+from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
+from .._pipeline.check import make_cotangent, reducer
+from ..backends._claimed import as_gradient
+from ..engines._differences import steps_for
 from ._limit import entrywise_floor
 from ._probe import Probe
 

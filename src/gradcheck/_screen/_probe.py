@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._errors import FunctionError, InputMutationError  # internals used here: errors only
+from .._core.errors import FunctionError, InputMutationError  # internals used here: errors only
 
 
 class Probe:

@@ -8,7 +8,7 @@ from ._protocol import Backend as Backend
 
 _NAMED = {"numpy": NumpyBackend}
 #: Built-in backends imported on first use (they pull in heavy modules): name -> module.
-_BUILTIN = {"dual": "._dualbackend", "torch": "._torch", "jax": "._jax"}
+_BUILTIN = {"dual": "._dual", "torch": "._torch", "jax": "._jax"}
 
 
 def register(name: str, factory: Any) -> None:

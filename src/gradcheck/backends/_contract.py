@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .._errors import OutputError
+from .._core.errors import OutputError
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import FunctionError
+from .._core.errors import FunctionError
 from . import register
 from ._contract import JAX_VJP, contract_violations, one_output
 from ._numpy import _W, control_input

@@ -5,8 +5,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._inputs import output_array
-from .._jit import kernel
+from .._core.inputs import output_array
+from .._core.jit import kernel
 
 
 class NumpyBackend:
@@ -91,7 +91,7 @@ def compiled_control_function():
     """The numba ``@njit`` twin of :func:`control_function` (same math, one ``(3, 4)``
     input, a float), for the negative control on the compiled engine.
 
-    Built on the first call, with gradcheck's kernel options (:mod:`gradcheck._jit`):
+    Built on the first call, with gradcheck's kernel options (:mod:`gradcheck._core.jit`):
     importing gradcheck does not import numba.
     """
     return _control_kernel.dispatcher

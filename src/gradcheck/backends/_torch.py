@@ -29,8 +29,8 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .._errors import FunctionError, UnsupportedInputError
-from .._inputs import output_array
+from .._core.errors import FunctionError, UnsupportedInputError
+from .._core.inputs import output_array
 from . import register
 from ._contract import AUTOGRAD, contract_violations, one_output
 from ._numpy import _W, control_input

@@ -1,86 +1,26 @@
-"""Engines: how the 2N evaluations of a check run.
+"""Engines: how the 2N evaluations of a check run (stage 2, after the backend adapts ``f``).
 
 An engine is built for one check (one function, one private working array) and answers
 one question: ``differences(flat_indices, steps) -> (f_plus, f_minus, denominator)``,
 the reduced function values at ``x +- h e_i`` and the realized ``(x+h) - (x-h)``.
 Everything else (verdicts, refinement, reports) is shared and knows nothing of engines.
+
+In: a :class:`CheckProblem` (f, the private working array, the reduced evaluation, the
+backend). Out: differences. Modules: ``_base`` (the problem, the protocol, the choice of
+engine), ``_differences`` (central differences, steps, slope and noise: the arithmetic every
+engine shares), ``_serial``, ``_batched``, ``_compiled``, ``_processes``, ``_executor``
+(one per engine, loaded by name when chosen), ``_chunks`` (work units of the parallel
+engines), ``_fork`` (fork helpers).
+Must not import: the stages after it (classify, refine, adjudicate, report, pipeline), nor
+any feature.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from ._base import ENGINE_NAMES as ENGINE_NAMES
+from ._base import CheckProblem as CheckProblem
+from ._base import Declined as Declined
+from ._base import Engine as Engine
+from ._base import select_engine as select_engine
+from ._executor import ExecutorOptions as ExecutorOptions
 
-import numpy as np
-
-from ._serial import SerialEngine
-
-ENGINE_NAMES = ("auto", "serial", "batched", "compiled", "processes", "executor")
-
-
-class Engine(Protocol):
-    name: str
-
-    def differences(
-        self, flat_indices: np.ndarray, steps: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``f(x+h e_i)``, ``f(x-h e_i)`` (reduced to scalars) and the realized denominator."""
-
-
-@dataclass(frozen=True)
-class CheckProblem:
-    """What an engine needs to know about a check."""
-
-    f: Callable[..., Any]
-    work: np.ndarray                       # private, C-contiguous, perturbed in place
-    evaluate: Callable[[], float]          # reduced f at the current contents of ``work``
-    backend: Any
-    cotangent: np.ndarray | None
-    vectorized: bool = False
-    executor: Any = None                   # check(executor=...): a concurrent.futures.Executor
-
-
-def select_engine(name: str, problem: CheckProblem) -> tuple[Engine, str]:
-    """The engine for ``name`` and the reason it was picked (said in the report).
-
-    ``auto``: ``executor`` when ``check`` was given one; ``compiled`` for a numba
-    ``@njit`` function or a native (cffi) function with the numpy backend, when the
-    check is big enough to repay compiling (or launching) its kernel; ``batched``
-    when ``vectorized=True``; ``processes`` when the estimated serial time is long and
-    there is more than one core; else ``serial``.
-    """
-    if name not in ENGINE_NAMES:
-        raise ValueError(f"engine={name!r} is not one of {ENGINE_NAMES}")
-    if name == "serial":
-        return SerialEngine(problem), "serial: asked for"
-    if name == "auto":
-        name, reason = _auto(problem)
-    else:
-        reason = f"{name}: asked for"
-    if name == "serial":
-        return SerialEngine(problem), reason
-    import importlib
-
-    module = importlib.import_module(f"._{name}", __name__)
-    return module.make_engine(problem), reason
-
-
-class Declined(str):
-    """What an engine's ``auto_reason`` returns when it applies to ``f`` but does not pay
-    off for this check: the reason ``auto`` gives if serial ends up running it."""
-
-
-def _auto(problem: CheckProblem) -> tuple[str, str]:
-    import importlib
-
-    serial_reason = "serial: a general Python callable (no faster engine applies)"
-    for candidate in ("executor", "compiled", "batched", "processes"):
-        try:
-            module = importlib.import_module(f"._{candidate}", __name__)
-        except ModuleNotFoundError:
-            continue
-        why = module.auto_reason(problem)
-        if isinstance(why, Declined):
-            serial_reason = f"serial: {why}"
-        elif why:
-            return candidate, f"{candidate}: {why}"
-    return "serial", serial_reason
+__all__ = ["ENGINE_NAMES", "CheckProblem", "Declined", "Engine", "ExecutorOptions", "select_engine"]

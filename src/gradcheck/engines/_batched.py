@@ -29,9 +29,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._config import dtype_name
-from .._errors import FunctionError, InputMutationError, OutputError
-from .._inputs import require_real_output
+from .._core.config import dtype_name
+from .._core.errors import FunctionError, InputMutationError, OutputError
+from .._core.inputs import require_real_output
 
 #: Default byte budget of the batch buffer (``B`` copies of ``x``).
 BUDGET_BYTES = 2 * 2**20

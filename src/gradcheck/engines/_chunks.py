@@ -18,8 +18,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._differences import central_differences
-from .._errors import FunctionError, InputMutationError, OutputError
+from .._core.errors import FunctionError, InputMutationError, OutputError
+from ._differences import central_differences
 
 
 def unchanged(work: np.ndarray, pristine: np.ndarray) -> bool:

@@ -36,9 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from .._differences import central_differences
-from .._errors import FunctionError, InputMutationError
-from .._jit import PRANGE, kernel, late
+from .._core.errors import FunctionError, InputMutationError
+from .._core.jit import PRANGE, kernel, late
+from ..native import NativeFunction
+from ._base import Declined
+from ._differences import central_differences
 
 prange = PRANGE
 
@@ -77,8 +79,6 @@ _RAISED_PLUS, _RAISED_MINUS, _SHAPE_PLUS, _SHAPE_MINUS, _MUTATED = 1, 2, 3, 4, 5
 # -- what applies ------------------------------------------------------------------------
 def _kind(f: Any) -> str | None:
     """"njit", "native" or None, without importing numba for anything else."""
-    from ..native import NativeFunction
-
     if isinstance(f, NativeFunction):
         return "native"
     cls = type(f)
@@ -140,8 +140,6 @@ def auto_reason(problem: Any) -> str | None:
         per_call = min(per_call, _time_call(problem.evaluate))
     estimate = 2 * size * per_call
     if estimate < minimum:  # too small to repay compiling (or, warm, launching) the kernel
-        from . import Declined
-
         cost = "launching the compiled kernel" if warm else "compiling a kernel for it (seconds)"
         return Declined(f"f is {what}, but its {2 * size} evaluations from Python take about "
                         f"{_seconds(estimate)}, too little to repay {cost}; engine='compiled' forces it")

@@ -77,7 +77,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._errors import FunctionError, GradcheckError
+from .._core.errors import FunctionError, GradcheckError
 from ._chunks import difference_chunk, mutation_error, rebuild_error
 
 #: Resubmissions of a chunk whose task failed (not counting the first attempt).

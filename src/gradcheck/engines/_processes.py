@@ -33,10 +33,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._differences import central_differences
-from .._errors import GradcheckError
-from .._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
+from .._core.errors import GradcheckError
+from ._base import Declined
 from ._chunks import difference_chunk, mutation_error, rebuild_error
+from ._differences import central_differences
+from ._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
 
 #: auto picks this engine when 2N evaluations are estimated to take longer than this.
 AUTO_MIN_SECONDS = 2.0
@@ -89,8 +90,6 @@ def auto_reason(problem: Any) -> str | None:
         return None
     hazard = fork_hazard()
     if hazard is not None:
-        from . import Declined
-
         return Declined(f"2N = {2 * n} evaluations would take ~{_format_seconds(estimate)} on one core, "
                         f"but {hazard}, so no process pool is forked")
     return (

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from .._differences import central_differences
+from ._differences import central_differences
 
 
 class SerialEngine:

@@ -192,6 +192,18 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         return _as_mparray(getattr(ufunc, method)(*normalized, **kwargs))
 
 
+def _scalar_array_ufunc(self: MPFloat, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """``MPFloat.__array_ufunc__``."""
+    # np.float64(2) * v and float_array * v land here: run numpy's object loop on exact
+    # object operands instead of letting numpy convert v with float().
+    return apply_ufunc(ufunc, method, inputs, kwargs)
+
+
+# MPFloat's numpy hook lives here, beside apply_ufunc, so that _scalar need not import this
+# module (which imports it): installed when gradcheck.mp is imported, before any MPFloat exists.
+MPFloat.__array_ufunc__ = _scalar_array_ufunc  # type: ignore[method-assign]
+
+
 def _object_operand(a: Any) -> Any:
     """An operand numpy puts through its object loop without ever calling ``float()`` on it."""
     if isinstance(a, MPFloat):

@@ -7,6 +7,7 @@ import numpy as np
 from mpmath import libmp
 from numpy.typing import ArrayLike, DTypeLike
 
+from .._core.formats import resolve_format, round_to_format
 from ._array import MPArray
 from ._scalar import _exact_tuple, _wrap
 
@@ -76,7 +77,7 @@ def from_mp(y: Any, dtype: DTypeLike = np.float64) -> Any:
 
     The rounding is to nearest, ties to even, straight from the arbitrary-precision value to
     ``dtype`` (float64, float32, float16 or bfloat16), with subnormals and overflow to inf as
-    in IEEE 754 (``gradcheck._lowp.round_to_format``). Going through float64 first would round
+    in IEEE 754 (``gradcheck._core.formats.round_to_format``). Going through float64 first would round
     twice and sometimes land one ulp off. mpmath has no negative zero, so zeros come out
     positive. An array in gives an array out; a scalar in gives a numpy scalar out.
 
@@ -86,8 +87,6 @@ def from_mp(y: Any, dtype: DTypeLike = np.float64) -> Any:
     >>> from_mp(v, np.float32), np.float32(np.float64(v))
     (np.float32(1.0000001), np.float32(1.0))
     """
-    from .._lowp import resolve_format, round_to_format
-
     fmt = resolve_format(np.dtype(dtype))
     values = y.view(np.ndarray) if isinstance(y, np.ndarray) else y
     rounded = round_to_format(np.asarray(values, dtype=object), fmt, as_dtype=True)

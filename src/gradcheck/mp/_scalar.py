@@ -370,13 +370,8 @@ class MPFloat:
         q, r = _divmod(o, self._t, ctx)
         return _wrap(q, ctx), _wrap(r, ctx)
 
-    # -- numpy
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        # np.float64(2) * v and float_array * v land here: run numpy's object loop on exact
-        # object operands instead of letting numpy convert v with float().
-        from ._array import apply_ufunc
-
-        return apply_ufunc(ufunc, method, inputs, kwargs)
+    # -- numpy: ``__array_ufunc__`` is installed by ``_array`` (see ``_scalar_array_ufunc``
+    # there), beside the object loop it runs: that module imports this one, not the reverse.
 
     # The methods numpy's object loops look up by the ufunc's name.
     exp = _unary("exp")

@@ -1,0 +1,189 @@
+"""The arbitrary-precision referee: the exact derivative of entries still in doubt.
+
+After the step study, an entry can still be MISMATCH (a bug, or an artifact the steps
+could not explain), UNCHECKED (below finite-difference noise) or KINK. When ``f`` runs on
+:mod:`gradcheck.mp` object arrays, each such entry's derivative is computed at two working
+precisions; the digits on which they agree are certified. The claim is then judged against
+that exact value by the verdict rule (``gradcheck._classify.rule.verdicts``), with
+
+    tol = atol + rtol*|exact| + k*u*max|a| + bound(exact)
+
+    MISMATCH  |a - exact| > tol -- now confirmed against the exact value
+    PASS      |a - exact| <= tol and tol <= resolution * max(|a|, |exact|), as everywhere;
+              or (EXACT_ZERO) the exact value, with its error bound, is within the
+              backward's round-off k*u*max|a| of zero: a claim of 1e-17 for a true 0
+              passes, the seed's key-bias case
+    UNCHECKED otherwise: the claim agrees only to a large share of a value that is barely
+              above the backward's round-off
+    KINK      the one-sided derivatives differ and the claim lies between them
+
+A function that drops to float on the way (``math.tanh``, ``astype(np.float32)``, a C call)
+is reported as not adjudicable, with the reason; its entries keep their earlier verdicts.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .._classify.rule import verdicts
+from .._core.config import DEFAULT_RESOLUTION
+from .._core.verdict import Cause, Verdict
+from ..engines._fork import die_with, fork_hazard, shutdown_pool, usable_cores
+
+#: Entries beyond this many are left with their step-study verdicts (and the report says so).
+MAX_ADJUDICATED = 256
+#: From this many entries on, adjudication is spread over a fork process pool.
+PARALLEL_MIN = 12
+
+# In a forked worker: the referee it works for. The parent hands it over as the pool's
+# initializer argument, which a forked process inherits without pickling (the user's function
+# need not be picklable), so concurrent adjudications in threads each fork their own.
+_ACTIVE: "Referee | None" = None
+
+
+@dataclass
+class Adjudication:
+    """What the referee found for the entries it looked at (aligned with ``positions``)."""
+
+    positions: np.ndarray        # indices into the judged arrays
+    codes: np.ndarray
+    causes: np.ndarray
+    exact: np.ndarray
+    digits: np.ndarray
+    error: np.ndarray            # bound on |exact - f'| (NaN where not computed)
+    left: np.ndarray
+    right: np.ndarray
+    evaluations: int
+    seconds: float
+
+
+class Referee:
+    """Exact derivatives of ``f_mp`` (a function of one array, mp-runnable) at ``x``.
+
+    ``x`` is the float array in its own shape; ``cotangent`` reduces an array output.
+    """
+
+    def __init__(self, f_mp: Callable[[Any], Any], x: np.ndarray, cotangent: np.ndarray | None,
+                 *, digits: int = 30) -> None:
+        self.f_mp, self.x, self.cotangent, self.digits = f_mp, x, cotangent, digits
+        self._reason: str | None | bool = False  # False: not probed yet
+
+    def unavailable(self) -> str | None:
+        """None if ``f`` runs at high precision, else why not (probed once, cheaply)."""
+        if self._reason is False:
+            from ..mp import NotAdjudicable, evaluate, to_mp
+
+            try:
+                evaluate(self.f_mp, to_mp(np.asarray(self.x, dtype=np.float64)), dps=20)
+                self._reason = None
+            except NotAdjudicable as exc:
+                self._reason = f"{exc.reason.value}: {exc.detail}"
+            except Exception as exc:  # f failed on object arrays: say how
+                self._reason = f"f raised {type(exc).__name__} on arbitrary-precision input: {exc}"
+        return self._reason  # type: ignore[return-value]
+
+    def derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
+        """Per entry ``(value, error, digits, left, right, side_error, is_kink, evaluations,
+        negligible)``
+        as floats, or None where f could not be evaluated at high precision there."""
+        from ..mp import NotAdjudicable, mp_derivative
+
+        x64 = np.asarray(self.x, dtype=np.float64)
+        out: list[tuple | None] = []
+        for i in flat_indices:
+            try:
+                d = mp_derivative(self.f_mp, x64, int(i), dps=self.digits, cotangent=self.cotangent)
+            except (NotAdjudicable, ArithmeticError, ValueError):
+                out.append(None)
+                continue
+            out.append((float(d.value), float(d.error), int(d.digits), float(d.left), float(d.right),
+                        float(d.side_error), bool(d.is_kink), int(d.evaluations), bool(d.negligible)))
+        return out
+
+    def _all_derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
+        workers = min(usable_cores(), flat_indices.size // (PARALLEL_MIN // 2))
+        if workers < 2 or flat_indices.size < PARALLEL_MIN or fork_hazard() is not None:
+            return self.derivatives(flat_indices)
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_worker_init,
+                                   initargs=(os.getpid(), self))
+        try:
+            chunks = np.array_split(flat_indices, workers * 2)
+            parts = list(pool.map(_derivatives_in_worker, chunks))
+        except BaseException:
+            shutdown_pool(pool, terminate=True)  # Ctrl-C or an error: no waiting for the rest
+            raise
+        else:
+            shutdown_pool(pool, terminate=False)
+        return [d for part in parts for d in part]
+
+    def adjudicate(self, positions: np.ndarray, flat_indices: np.ndarray, analytic: np.ndarray,
+                   current: np.ndarray, *, rtol: float, atol: float, noise_factor: float, unit: float,
+                   claim_scale: float, resolution: float = DEFAULT_RESOLUTION) -> Adjudication:
+        """Judge ``analytic[positions]`` against the exact derivatives at ``flat_indices``;
+        entries f cannot be evaluated at keep their ``current`` codes."""
+        started = time.perf_counter()
+        n = positions.size
+        codes = np.empty(n, dtype=np.uint8)
+        causes = np.empty(n, dtype=np.uint8)
+        exact = np.full(n, np.nan)
+        error = np.full(n, np.nan)
+        digits = np.full(n, -1, dtype=np.int16)
+        left = np.full(n, np.nan)
+        right = np.full(n, np.nan)
+        evaluations = 0
+        round_off = noise_factor * unit * claim_scale
+        found = self._all_derivatives(np.asarray(flat_indices))
+        for j, d in enumerate(found):
+            a = float(analytic[positions[j]])
+            if d is None:
+                codes[j], causes[j] = current[positions[j]], Cause.STEP_STUDY
+                continue
+            e, bound, digits[j], left[j], right[j], side_error, is_kink, used, negligible = d
+            evaluations += used
+            exact[j], error[j] = e, bound
+            if is_kink:
+                lo, hi = min(left[j], right[j]), max(left[j], right[j])
+                slack = atol + rtol * max(abs(lo), abs(hi)) + round_off + side_error
+                codes[j] = Verdict.KINK if lo - slack <= a <= hi + slack else Verdict.MISMATCH
+                causes[j] = Cause.KINK_EXACT
+                continue
+            codes[j], causes[j] = _judge_exact(a, e, bound, round_off, rtol, atol, resolution, negligible)
+        return Adjudication(positions, codes, causes, exact, digits, error, left, right, evaluations,
+                            time.perf_counter() - started)
+
+
+def _judge_exact(a: float, e: float, bound: float, round_off: float, rtol: float, atol: float,
+                 resolution: float, negligible: bool = False) -> tuple[int, int]:
+    """Verdict and cause of claim ``a`` against the exact value ``e`` (error ``bound``)."""
+    err, tol = abs(a - e), atol + rtol * abs(e) + round_off + bound
+    one = lambda v: np.array([v], dtype=np.float64)  # noqa: E731
+    code = int(verdicts(one(err), one(max(abs(a), abs(e))), one(atol + round_off + bound), one(tol),
+                        np.array([np.isfinite(a) and np.isfinite(e)]), resolution=resolution)[0])
+    zero_truth = abs(e) + bound <= round_off or (negligible and abs(a) <= round_off)
+    if code == Verdict.UNCHECKED and zero_truth:
+        # The exact value is known to be within the backward's own round-off of zero, and
+        # so is the claim (err <= tol): nothing finer can be asked of a backward pass. (An
+        # exact value whose own error bound exceeds that round-off settles nothing, unless the
+        # exact value is certified zero on f's own scale and the claim is within the
+        # backward's round-off of zero: every claim exactly 0 for a constant output.)
+        return int(Verdict.PASS), int(Cause.EXACT_ZERO)
+    return code, int(Cause.EXACT)
+
+
+def _worker_init(parent: int, referee: Referee) -> None:
+    global _ACTIVE
+    _ACTIVE = referee
+    die_with(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+
+
+def _derivatives_in_worker(flat_indices: np.ndarray) -> list[tuple | None]:
+    assert _ACTIVE is not None, "the pool's initializer sets the referee"
+    return _ACTIVE.derivatives(flat_indices)

@@ -1,0 +1,127 @@
+"""Immutable check configuration, with presets per dtype."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+Reduce = Literal["random", "sum"]
+_REDUCE_CHOICES = ("random", "sum")
+#: The default resolution share (``Config.resolution``): a PASS needs ``tol <= 1% of scale``.
+DEFAULT_RESOLUTION = 0.01
+
+# Unit round-off (half the machine epsilon) per format. Kept here, not read from numpy,
+# so bfloat16 needs no ml_dtypes import.
+UNIT_ROUNDOFF = {
+    "float64": 2.0**-53,
+    "float32": 2.0**-24,
+    "float16": 2.0**-11,
+    "bfloat16": 2.0**-8,
+}
+
+
+def dtype_name(dtype: Any) -> str:
+    """Canonical name of a floating dtype ('float64', 'float32', 'float16', 'bfloat16')."""
+    name = str(getattr(dtype, "name", dtype))
+    name = name.replace("torch.", "")
+    aliases = {"double": "float64", "float": "float32", "half": "float16", "f8": "float64", "f4": "float32", "f2": "float16"}
+    return aliases.get(name, name)
+
+
+@dataclass(frozen=True)
+class Config:
+    """How a check decides. Immutable: derive variants with :meth:`replace`.
+
+    ``step``          relative step: ``h_i = step * max(1, |x_i|)``.
+    ``rtol``/``atol`` tolerance ``atol + rtol * max(|a_i|, |n_i|) + noise_factor * noise_i``.
+    ``noise_factor``  how many estimated round-off units of the difference to forgive.
+    ``resolution``    the largest tolerance, as a share of ``max(|a_i|, |n_i|)``, at which
+                      an entry may PASS (default 0.01): **a PASS claim is within 1% of the
+                      numeric value, and in the float64 preset usually within rtol**. An
+                      entry that agrees only within a larger tolerance (round-off swamping
+                      its slope) is UNCHECKED, with the resolution reached in the notes.
+                      A number in (0, 1), larger than ``rtol`` (or nothing could pass).
+    ``reduce``        how an array output becomes a scalar: ``"random"`` (a seeded random
+                      cotangent ``v . f(x)``, the default) or ``"sum"``. A plain sum hides
+                      bugs: ``sum(softmax(x))`` is constant, so every entry would be checked
+                      against a true gradient of zero.
+    ``seed``          seed of the random cotangent.
+    ``refine``        give every MISMATCH a step study before it is reported.
+    ``refine_noisy``  also study PASS entries whose tolerance is dominated by round-off
+                      (``k*noise > rtol*scale``): larger steps resolve them to ``rtol``.
+                      Off in the float32 preset, where that is nearly every entry.
+    ``dtype``         the preset this came from (informational).
+
+    >>> Config.for_dtype("float32").step
+    0.001
+    >>> Config().replace(rtol=1e-5).rtol
+    1e-05
+    """
+
+    step: float = 6.0e-6
+    rtol: float = 1e-6
+    atol: float = 0.0
+    noise_factor: float = 8.0
+    resolution: float = DEFAULT_RESOLUTION
+    reduce: Reduce = "random"
+    seed: int = 0
+    refine: bool = True
+    refine_noisy: bool = True
+    dtype: str = "float64"
+
+    def __post_init__(self) -> None:
+        if self.reduce not in _REDUCE_CHOICES:
+            raise ValueError(f"reduce={self.reduce!r} is not one of {_REDUCE_CHOICES}")
+        for field in ("step", "rtol", "atol", "noise_factor"):
+            value = getattr(self, field)
+            if not (isinstance(value, (int, float)) and np.isfinite(value) and value >= 0):
+                raise ValueError(f"{field} must be a finite number >= 0, got {value!r}")
+        if self.step <= 0:
+            raise ValueError(f"step must be > 0, got {self.step!r}")
+        res = self.resolution
+        if not (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 < res < 1):
+            raise ValueError(f"resolution must be a number in (0, 1) (the largest tolerance, as a share of "
+                             f"the value, at which an entry may PASS), got {res!r}")
+        if not self.rtol < res:
+            raise ValueError(
+                f"rtol={self.rtol!r} is not below resolution={res!r}: a PASS needs its whole tolerance "
+                f"(rtol * value + noise) within resolution * value, so nothing could pass; raise "
+                f"resolution (e.g. resolution={min(0.5, 2 * self.rtol):g}) or lower rtol")
+
+    @classmethod
+    def for_dtype(cls, dtype: Any, **overrides: Any) -> "Config":
+        """The preset for inputs of ``dtype`` ('float64', 'float32', np.float32, ...).
+
+        The presets and the measurements behind them are in the README ("Choosing
+        tolerances"). Keyword arguments override single fields.
+        """
+        name = dtype_name(np.dtype(dtype) if not isinstance(dtype, str) and not hasattr(dtype, "name") else dtype)
+        if name not in _PRESETS:
+            raise ValueError(f"no preset for dtype {name!r}; presets exist for {sorted(_PRESETS)}")
+        return dataclasses.replace(_PRESETS[name], **overrides)
+
+    def replace(self, **changes: Any) -> "Config":
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def unit_roundoff(self) -> float:
+        return UNIT_ROUNDOFF.get(self.dtype, UNIT_ROUNDOFF["float64"])
+
+
+_PRESETS = {
+    # step ~ cbrt(eps): balances O(h^2) truncation against O(u/h) cancellation.
+    "float64": Config(step=6.0e-6, rtol=1e-6, atol=0.0, noise_factor=8.0, dtype="float64"),
+    "float32": Config(step=1e-3, rtol=1e-3, atol=0.0, noise_factor=8.0, refine_noisy=False, dtype="float32"),
+    # Same-precision differences in 16-bit formats are mostly noise; these presets are
+    # coarse on purpose and the noise term will mark most entries UNCHECKED. Their rtol is
+    # already as coarse as the format's claims need; a PASS may add round-off as large as
+    # rtol, no more (resolution = 2 rtol): a float16 PASS is within 6%, a bfloat16 one
+    # within 20% (it catches signs, missing factors, transposes; nothing finer).
+    "float16": Config(step=3e-2, rtol=3e-2, atol=0.0, noise_factor=8.0, resolution=6e-2, refine_noisy=False,
+                      dtype="float16"),
+    "bfloat16": Config(step=1e-1, rtol=1e-1, atol=0.0, noise_factor=8.0, resolution=2e-1, refine_noisy=False,
+                       dtype="bfloat16"),
+}

@@ -1,0 +1,63 @@
+"""Per-entry verdicts."""
+from __future__ import annotations
+
+import enum
+
+
+class Verdict(enum.IntEnum):
+    """What a check concluded about one entry of a gradient.
+
+    ``PASS``       the claimed and numeric values agree within tolerance, and that
+                   tolerance is at most ``Config.resolution`` (1%) of the value: the claim
+                   is within 1% of the numeric value.
+    ``MISMATCH``   they disagree by more than tolerance plus noise, at any magnitude.
+    ``UNCHECKED``  they agree only within a tolerance that is a large share of the value,
+                   or both are indistinguishable from finite-difference noise: absence of
+                   evidence, said out loud (e.g. a true gradient of exactly 0).
+    ``NONFINITE``  an input, an evaluation or the claimed value was NaN or infinite.
+    ``KINK``       the one-sided derivatives differ: a non-differentiable point, where the
+                   claimed value is a subgradient choice rather than a bug.
+    ``SKIPPED``    not examined, because sampling was asked for.
+    ``SCREENED``   cleared by :func:`gradcheck.screen` as part of blocks whose directional
+                   derivatives agree, never looked at alone: not a PASS (that is an
+                   entry-wise result); ``report.detection_limit`` says what could escape.
+    """
+
+    PASS = 0
+    MISMATCH = 1
+    UNCHECKED = 2
+    NONFINITE = 3
+    KINK = 4
+    SKIPPED = 5
+    SCREENED = 6  # screening (gradcheck._screen)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+#: Verdicts that make a check fail.
+FAILING = (Verdict.MISMATCH, Verdict.NONFINITE)
+
+
+class Cause(enum.IntEnum):
+    """How an entry's verdict was reached.
+
+    ``FIRST_PASS``   the first central difference settled it.
+    ``STEP_RETRY``   the default step left f's domain (NaN/inf); a smaller step was used.
+    ``STEP_STUDY``   re-differenced at h/2 ... 16h with Richardson extrapolation.
+    ``KINK_STEPS``   one-sided slopes differ by a gap that does not shrink with the step.
+    ``EXACT``        judged against the exact derivative (arbitrary precision).
+    ``EXACT_ZERO``   the exact derivative is 0 and the claim is within round-off of it.
+    ``KINK_EXACT``   one-sided derivatives at arbitrary precision differ: a certified kink.
+    """
+
+    FIRST_PASS = 0
+    STEP_RETRY = 1
+    STEP_STUDY = 2
+    KINK_STEPS = 3
+    EXACT = 4
+    EXACT_ZERO = 5
+    KINK_EXACT = 6
+
+    def __str__(self) -> str:
+        return self.name.lower().replace("_", " ")

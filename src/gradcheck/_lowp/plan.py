@@ -1,0 +1,210 @@
+"""Gradient checks on float16 / bfloat16 inputs: difference in float64, judge in ulps.
+
+A central difference in the input's own 16-bit format is noise (``x + h == x`` for small
+``h``, and each evaluation rounds to 8 or 11 bits). When ``f`` is precision-generic, i.e. it
+takes a float64 array and returns float64, :func:`gradcheck.check` instead differences ``f``
+on the exactly-upcast input in float64 (relative error of the numeric side ~1e-10, about
+1e-7 of a bfloat16 ulp) and judges the claimed gradient, computed wherever the user
+computed it (usually in bfloat16), in ulps of the claim's own format:
+
+    tol_i = bound_ulps * ulp(max(|a_i|, |n_i|)) + FLOOR_UNITS * u * max_j min(|a_j|, |n_j|) + k * noise_i
+
+``bound_ulps`` (default :data:`GRAD_BOUND_ULPS` = 2): a gradient entry computed in bfloat16
+passes through a few roundings, each at most half an ulp of an intermediate; measured on
+tanh/sin backward passes in bfloat16 (64x64 inputs), the entries that are not cancellations
+stay within 2 ulps, and with the floor below there was no false alarm. The
+second term is an absolute floor (``u`` the unit round-off of the claim's format, 2**-8 for
+bfloat16): a backward pass in low precision adds and subtracts terms the size of the
+gradient's large entries, so an entry that is a small difference of large terms carries
+an absolute error of about ``u`` times those terms whatever its own size (``1 - tanh(x)**2``
+at x = 2.3 in bfloat16 is 10% off). The size of an entry is the smaller of its claimed and
+numeric magnitudes (whichever is finite, if one is not): one grossly wrong claimed entry
+must not raise the floor until every other error hides under it, and neither a NaN claim
+nor a NaN evaluation of f moves it. Entries whose claimed and numeric values are both below the floor are
+UNCHECKED (absence of evidence), as in the float64 check.
+
+The resolution share applies here as everywhere (``_classify``): an entry PASSes only if
+its whole tolerance is within ``share * max(|a_i|, |n_i|)``, with the share set by the
+claim's format and the bound, :func:`share` = ``2 * bound_ulps * 2**-m`` (``m`` explicit
+mantissa bits): twice the largest relative size of the ulp bound (an ulp is up to
+``2**-m`` of a value, at the bottom of a binade), so the floor and the noise may add as
+much again as the bound, no more. For a bfloat16 claim and 2 ulps that is 2**-5 = 3.1%
+(the bound alone is up to 1.6%), for float16 0.39%; ``bound_ulps=16`` on bfloat16 gives
+25%. Entries small against the largest claimed entry, where the floor is a large share of
+the value, are therefore UNCHECKED: a bfloat16 backward may legitimately be 10% off there,
+so agreement there cannot show that the claim is close.
+
+What the floor does not cover: a backward that cancels terms much larger than the largest
+gradient entry (``1 - tanh(x)**2`` with tanh rounded to bfloat16 first: 4% off at x = 1.8),
+or long sums in bfloat16 (a softmax VJP computed entirely in bfloat16 has a few entries
+beyond it). Those are reported as MISMATCH, with the worst error in ulps in the notes: the
+claim really is that far from the derivative; ``bound_ulps=`` widens the bound.
+
+When ``f`` forces its own dtype (returns float16/bfloat16 for a float64 input, or raises),
+the check falls back to a same-precision difference and says so in ``report.notes``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._classify.rule import verdicts
+from .._core.config import Config
+from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_format, ulp
+from .._core.verdict import Verdict
+
+__all__ = ["GRAD_BOUND_ULPS", "FLOOR_UNITS", "LowPrecisionPlan", "plan", "share"]
+
+#: Default bound, in ulps of the claim's format, on a claimed low-precision gradient entry.
+GRAD_BOUND_ULPS = 2.0
+#: The absolute floor: this many unit round-offs of the claim's format times max |claim|.
+FLOOR_UNITS = 2.0
+
+_LOW = ("float16", "bfloat16")
+
+
+@dataclass
+class LowPrecisionPlan:
+    """How :func:`gradcheck.check` handles one float16/bfloat16 input."""
+
+    fmt: FloatFormat          # the input's format
+    upcast: bool              # True: difference the float64 upcast, judge in ulps
+    original: np.ndarray      # the user's low-precision values (the claim is computed here)
+    bound_ulps: float
+    notes: list[str]
+    claim_fmt: FloatFormat | None = None
+    floor: float = 0.0
+
+    @property
+    def x64(self) -> np.ndarray:
+        return self.original.astype(np.float64)  # exact: every 16-bit value is a float64
+
+    def claim_input(self, work: np.ndarray) -> np.ndarray:
+        """The array the claimed gradient is computed at: the user's own dtype."""
+        return self.original.copy() if self.upcast else work.copy()
+
+    def config(self, user: Config | None) -> Config:
+        """float64 steps; first-pass tolerance ``bound * u * scale`` (never looser than the
+        final ulp rule, so every entry the rule may reject gets the step study)."""
+        base = Config.for_dtype("float64")
+        if user is not None:
+            base = base.replace(reduce=user.reduce, seed=user.seed, refine=user.refine,
+                                noise_factor=user.noise_factor)
+        return base.replace(rtol=self.bound_ulps * _unit(self.fmt), atol=0.0,
+                            resolution=share(self.fmt, self.bound_ulps))
+
+    def adjudicate(self, adjudicate: Any) -> Any:
+        """``"auto"`` becomes False on the upcast path: a float64 difference is about 1e6 times
+        finer than a bfloat16 ulp, so the arbitrary-precision referee would only add time."""
+        if self.upcast and adjudicate == "auto":
+            self.notes.append("no arbitrary-precision referee: the float64 difference is far finer "
+                              f"than a {self.fmt.name} ulp (adjudicate=True forces it)")
+            return False
+        return adjudicate
+
+    def cotangent(self, v: np.ndarray | None) -> np.ndarray | None:
+        """The random cotangent rounded to the input's format, so that a framework casting
+        it to the output's dtype (torch does) differentiates the same scalar."""
+        if v is None or not self.upcast:
+            return v
+        return from_bits(round_to_format(v, self.fmt), self.fmt).astype(np.float64)
+
+    def with_claim(self, cfg: Config, claimed: Any) -> Config:
+        """Fix the claim's format (its ulps, its share) once the claim is known."""
+        dt = np.asarray(claimed).dtype
+        name = str(dt.name)
+        self.claim_fmt = resolve_format(name) if name in ("float16", "bfloat16", "float32") else self.fmt
+        return cfg.replace(rtol=self.bound_ulps * _unit(self.claim_fmt),
+                           resolution=share(self.claim_fmt, self.bound_ulps))
+
+    def with_floor(self, cfg: Config, analytic: np.ndarray, numeric: np.ndarray) -> Config:
+        """The absolute floor ``FLOOR_UNITS * u * max_j min(|a_j|, |n_j|)`` (the first
+        differences, float64, are far finer than the claim's format), as ``atol``."""
+        a, n = np.abs(analytic.reshape(-1)), np.abs(numeric.reshape(-1))
+        size = np.where(np.isfinite(a), np.where(np.isfinite(n), np.minimum(a, n), a), n)
+        finite = size[np.isfinite(size)]
+        scale = float(finite.max()) if finite.size else 0.0
+        self.floor = FLOOR_UNITS * _unit(self.claim_fmt or self.fmt) * scale
+        return cfg.replace(atol=self.floor)
+
+    def judge(self, analytic: np.ndarray, judged: Any, cfg: Config) -> tuple[np.ndarray, np.ndarray]:
+        """Final codes and tolerances by the ulp rule (NONFINITE and KINK verdicts kept)."""
+        fmt = self.claim_fmt or self.fmt
+        a = analytic.reshape(-1)
+        n = judged.numeric.copy()
+        exact = judged.exact
+        if exact is not None:
+            use = np.isfinite(exact)
+            n[use] = exact[use]
+        with np.errstate(invalid="ignore", over="ignore"):
+            scale = np.maximum(np.abs(a), np.abs(n))
+            floor = self.floor + cfg.noise_factor * judged.noise
+            tol = self.bound_ulps * ulp(np.where(np.isfinite(scale), scale, 0.0), fmt) + floor
+            err = np.abs(a - n)
+        codes = judged.codes.copy()
+        open_ = np.isin(codes, [int(Verdict.PASS), int(Verdict.MISMATCH), int(Verdict.UNCHECKED)])
+        fresh = verdicts(err, scale, floor, tol, np.isfinite(a) & np.isfinite(n), resolution=cfg.resolution)
+        codes[open_] = fresh[open_]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            in_ulps = err / ulp(np.where(np.isfinite(n), n, 0.0), fmt)
+        checked = open_ & (scale > floor) & np.isfinite(in_ulps)
+        worst = ""
+        if checked.any():
+            j = int(np.argmax(np.where(checked, in_ulps, -1.0)))
+            where = tuple(int(i) for i in np.unravel_index(j, self.original.shape))
+            worst = (f"; of the entries above the floor, the largest error is {in_ulps[j]:.3g} ulp"
+                     f" at {where} (claimed {a[j]:.6g}, numeric {n[j]:.6g})")
+        self.notes.append(
+            f"claimed gradient ({fmt.name}) judged in {fmt.name} ulps: tolerance "
+            f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {FLOOR_UNITS:g}u*max min(|claimed|, |numeric|) "
+            f"(u = 2**-{fmt.mantissa_bits + 1}; floor {self.floor:.3g}) + {cfg.noise_factor:g}*noise; "
+            f"a PASS needs that within {100 * cfg.resolution:.2g}% of the value" + worst)
+        return codes, tol
+
+
+def _unit(fmt: FloatFormat) -> float:
+    return 2.0 ** -(fmt.mantissa_bits + 1)
+
+
+def share(fmt: FloatFormat, bound_ulps: float) -> float:
+    """The resolution share of a claim in ``fmt`` judged to ``bound_ulps``: twice the
+    bound's largest relative size, ``2 * bound_ulps * 2**-m`` (see the module docstring)."""
+    value = 2.0 * bound_ulps * 2.0 ** -fmt.mantissa_bits
+    if not value < 1.0:
+        raise ValueError(
+            f"bound_ulps={bound_ulps:g} allows errors up to {100 * value / 2:.3g}% of the value in {fmt.name}: "
+            f"a PASS would prove nothing; use bound_ulps below {2.0 ** (fmt.mantissa_bits - 1):g}")
+    return value
+
+
+def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> LowPrecisionPlan:
+    """Decide how to check ``f`` at the float16/bfloat16 array ``x_np``: try ``f`` on the
+    float64 upcast; if it returns a float64 value, ``f`` is precision-generic."""
+    fmt = resolve_format(x_np.dtype)
+    bound = GRAD_BOUND_ULPS if bound_ulps is None else float(bound_ulps)
+    if not bound > 0:
+        raise ValueError(f"bound_ulps must be a positive number, got {bound_ulps!r}")
+    share(fmt, bound)  # refuses a bound too wide to prove anything
+    p = LowPrecisionPlan(fmt=fmt, upcast=False, original=np.array(x_np, copy=True),
+                         bound_ulps=bound, notes=[])
+    try:
+        y = np.asarray(backend.evaluate(f, p.x64))
+    except Exception as exc:  # noqa: BLE001 - a function that cannot take float64: fall back
+        p.notes.append(_fallback(fmt, f"f raised {type(exc).__name__} on a float64 input ({exc})"))
+        return p
+    if y.dtype != np.float64:
+        p.notes.append(_fallback(fmt, f"f returned {y.dtype} for a float64 input (it forces its own dtype)"))
+        return p
+    p.upcast = True
+    p.notes.append(
+        f"{fmt.name} input, precision-generic f: the numeric side is a float64 central difference "
+        f"of the exactly-upcast input")
+    return p
+
+
+def _fallback(fmt: FloatFormat, why: str) -> str:
+    return (f"{why}: the numeric side is a same-precision {fmt.name} difference, which is coarse "
+            f"(most entries come out UNCHECKED); make f precision-generic to judge the claim in ulps")
+

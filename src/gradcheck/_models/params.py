@@ -1,0 +1,528 @@
+"""``check_params``: every entry of every named parameter of a model, with a diagnosis."""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from .._adjudicate.notes import adjudication_notes, unchecked_notes
+from .._adjudicate.referee import Referee
+from .._classify.rule import tolerance
+from .._core import arguments as _arguments
+from .._core import status as _status
+from .._core.config import Config, dtype_name
+from .._core.errors import (
+    AliasedParametersError,
+    FunctionError,
+    GradientAssertionError,
+    OutputError,
+    UnsupportedInputError,
+)
+from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
+from .._core.verdict import Cause, Verdict
+from .._pipeline.judge import judge_entries
+from .._report.html import HtmlViews
+from .._report.report import Report
+from .._screen._api import screen_param
+from ..backends import NumpyBackend
+from ..backends._claimed import as_gradient
+from ..engines import CheckProblem, _processes, select_engine
+from ..engines._differences import central_differences, require_moving_steps, steps_for
+from ..engines._fork import fork_hazard, usable_cores
+from .diagnosis import Diagnosis, diagnose
+
+try:
+    from numpy.lib.array_utils import byte_bounds as _np_byte_bounds  # numpy >= 2
+except ImportError:  # pragma: no cover - numpy 1.x
+    _np_byte_bounds = np.byte_bounds
+
+
+@dataclass(frozen=True, eq=False)
+class ParamsReport(HtmlViews):
+    """One :class:`Report` per parameter name, a table of all names, and a diagnosis
+    that reads the names in backward order.
+
+    ``status``: ``"FAIL"`` when a name fails, else ``"INCONCLUSIVE"`` when any name
+    verified nothing (e.g. every entry of a key bias UNCHECKED with the referee off), else
+    ``"PASS"``; ``passed`` is true for PASS only."""
+
+    reports: dict[str, Report]
+    order: tuple[str, ...]          # backward order used by the diagnosis
+    diagnosis: Diagnosis
+    deterministic: bool = True
+    drift: float = 0.0
+    seconds: float = 0.0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def status(self) -> str:
+        """``"FAIL"`` if a name fails or the loss is nondeterministic, else
+        ``"INCONCLUSIVE"`` if any name verified nothing (its gradient was never checked: a
+        model check must not say a plain PASS then), else ``"PASS"``."""
+        if not self.deterministic:
+            return _status.FAIL
+        return _status.combine(r.status for r in self.reports.values())
+
+    @property
+    def passed(self) -> bool:
+        return self.status == _status.PASS
+
+    @property
+    def failing(self) -> list[str]:
+        """Names with a MISMATCH or NONFINITE entry, in backward order."""
+        return [n for n in self.order if self.reports[n].status == _status.FAIL]
+
+    @property
+    def inconclusive(self) -> list[str]:
+        """Names that verified nothing (no entry PASSed, none failed), in backward order."""
+        return [n for n in self.order if self.reports[n].status == _status.INCONCLUSIVE]
+
+    @property
+    def worst(self) -> dict[str, float]:
+        """Per name, the largest relative error over entries that were judged against a
+        value above the noise (PASS or MISMATCH): the seed's ``worst`` dict, minus the
+        meaningless ratios of two round-off values."""
+        out = {}
+        for n, r in self.reports.items():
+            judged = np.isin(r.codes, [int(Verdict.PASS), int(Verdict.MISMATCH)])
+            out[n] = float(r.rel_error[judged].max()) if judged.any() else 0.0
+        return out
+
+    def __getitem__(self, name: str) -> Report:
+        return self.reports[name]
+
+    def table(self) -> str:
+        screened = any(r.counts[Verdict.SCREENED] for r in self.reports.values())  # screen=True
+        extra = f" {'SCREENED':>9}" if screened else ""
+        head = (f"  {'name':<16} {'shape':<12} {'status':<12} {'PASS':>6} {'MISMATCH':>8} {'UNCHECKED':>9}"
+                f"{extra} {'other':>6} {'worst rel':>10}")
+        rows = [head]
+        worst = self.worst
+        for n in self.order:
+            r = self.reports[n]
+            c = r.counts
+            other = c[Verdict.NONFINITE] + c[Verdict.KINK] + c[Verdict.SKIPPED]
+            status = "ok" if r.passed else r.status
+            cell = f" {c[Verdict.SCREENED]:>9}" if screened else ""
+            rows.append(
+                f"  {n:<16} {str(r.shape):<12} {status:<12} {c[Verdict.PASS]:>6} {c[Verdict.MISMATCH]:>8}"
+                f" {c[Verdict.UNCHECKED]:>9}{cell} {other:>6} {worst[n]:>10.2e}"
+            )
+        return "\n".join(rows)
+
+    def summary(self) -> str:
+        total = sum(r.size for r in self.reports.values())
+        unverified = self.inconclusive
+        head = f"check_params: {self.status} -- {len(self.reports)} tensors, {total} entries, {self.seconds:.3g} s"
+        if unverified:
+            head += f"; {len(unverified)} verified nothing: {', '.join(unverified)}"
+        return head
+
+    def __repr__(self) -> str:
+        # Short (one line, as Report's): a notebook shows _repr_html_, a console this line.
+        failing = f", failing {self.failing}" if self.failing else ""
+        return f"<ParamsReport {self.summary()}{failing}>"
+
+    def __str__(self) -> str:
+        unverified = self.inconclusive
+        lines = [self.summary()]
+        if not self.deterministic:
+            lines.append(f"  NONDETERMINISTIC: the loss changed by {self.drift:.3g} between two evaluations")
+        lines.extend(f"  note: {n}" for n in self.notes)
+        lines.append("  (names in backward order)")
+        lines.append(self.table())
+        lines.append(f"diagnosis: {self.diagnosis.text}")
+        for n in self.failing[:3]:
+            lines.append(f"-- {n}")
+            lines.append(self.reports[n].table(5))
+        if unverified:
+            way_out = ""
+            for n in unverified[:3]:
+                why, way_out = _status.why_nothing_verified(self.reports[n])
+                lines.append(f"-- {n}: {_status.NOTHING_VERIFIED}: {why}")
+            lines.append(f"   way out: {way_out}")
+        return "\n".join(lines)
+
+    def assert_pass(self, *, allow_unchecked: bool | None = None) -> "ParamsReport":
+        """Raise :class:`GradientAssertionError` with the whole table unless every name
+        passed. ``allow_unchecked``: as for :meth:`Report.assert_pass` -- ``None``
+        (default) fails when any name verified nothing, ``True`` accepts that, ``False``
+        fails on any UNCHECKED entry of any name. A failing name always raises."""
+        unchecked = sum(r.counts[Verdict.UNCHECKED] for r in self.reports.values())
+        refused = _status.refusal(self.status, unchecked, allow_unchecked)
+        if refused:
+            raise GradientAssertionError(f"{refused}\n{self}", self)
+        return self
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "passed": self.passed,
+            "inconclusive": self.inconclusive,
+            "order": list(self.order),
+            "deterministic": self.deterministic,
+            "drift": self.drift,
+            "seconds": self.seconds,
+            "diagnosis": self.diagnosis.to_dict(),
+            "notes": list(self.notes),
+            "params": {n: self.reports[n].to_dict(**kwargs) for n in self.order},
+        }
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(**kwargs))
+
+
+def check_params(
+    loss: Callable[[Mapping[str, np.ndarray]], Any],
+    params: dict[str, np.ndarray],
+    grads: Mapping[str, Any],
+    *,
+    order: Sequence[str] | None = None,
+    sample: int | None = None,
+    config: Config | None = None,
+    seed: int = 0,
+    adjudicate: bool | str = "auto",
+    digits: int = 30,
+    engine: str = "auto",
+    executor: Any = None,
+    screen: bool = False,
+    budget: Any = None,
+) -> ParamsReport:
+    """Check ``grads[name]`` against ``loss(params)`` at every entry of every name.
+
+    Entries of ``params`` are perturbed in place (the usual convention for models that
+    read their parameters from the dict) and restored bit for bit afterwards, also when
+    ``loss`` raises or the run is interrupted. Every name is checked; nothing stops at the
+    first failure. Values must be numpy arrays (a list, a float or a tensor is refused
+    saying what to pass); names whose arrays share memory (a tied weight under two names,
+    overlapping views of one buffer) are refused with :class:`AliasedParametersError`,
+    which says how to pass a tied weight once or untied copies; claimed gradients are read
+    by value (lists, other float dtypes, CPU tensors). ``order`` is the backward order of the names (default: the reverse of
+    the dict's order, which is the forward creation order in most models); the diagnosis
+    reads the failing names in that order. ``sample=k`` checks only ``k`` seeded random
+    entries per name (the rest are SKIPPED); the default checks them all. Entries still
+    in doubt after the step study are judged against exact derivatives (``adjudicate``,
+    ``digits``: as in :func:`check`), with the other parameters held at their values.
+    ``engine``: ``"serial"``, ``"processes"`` (each name's entries in chunks on a fork
+    pool: the workers perturb their own copies of the parameters, so the dict is never
+    touched; results identical to serial), or ``"auto"`` (processes when the whole check
+    is estimated to take more than a couple of seconds and there is more than one core;
+    each report says which ran and, for auto, why in its notes). ``executor`` (any
+    ``concurrent.futures.Executor``, e.g. a dask cluster's ``client.get_executor()``, or
+    ``ExecutorOptions``) runs each name's entries there, as :func:`check` does: the loss
+    and the parameters are shipped once per worker, results identical to serial.
+    ``screen=True`` screens each name with :func:`gradcheck.screen` instead (``budget``
+    per name): every entry covered in O(log N) evaluations, disagreeing entries localized
+    and judged entry by entry, the rest SCREENED with a stated detection limit; the loss
+    then gets the dict with that one name replaced by a private copy.
+
+    >>> import numpy as np, gradcheck
+    >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
+    >>> loss = lambda p: float((p["w"] ** 2).sum() + 3 * p["b"][0])
+    >>> gradcheck.check_params(loss, p, {"w": 2 * p["w"], "b": np.array([3.0])}).passed
+    True
+    """
+    started = time.perf_counter()
+    config, adjudicate, digits = (_arguments.as_config(config), _arguments.as_adjudicate(adjudicate),
+                                  _arguments.as_digits(digits))
+    seed, executor = _arguments.integer("seed", seed, minimum=0), _arguments.as_executor(executor)
+    engine = _arguments.choice("engine", engine, PARAMS_ENGINES + ("executor",))
+    names = list(params)
+    missing = [n for n in names if n not in grads]
+    if missing:
+        raise KeyError(f"grads has no entry for {missing}; it must have one per parameter name {names}")
+    _require_arrays(params)
+    _require_unaliased(params)
+    order_t = tuple(order) if order is not None else tuple(reversed(names))
+    if sorted(order_t) != sorted(names):
+        raise ValueError(f"order must list each parameter name once: got {list(order_t)}, names are {names}")
+    if sample is not None and (not isinstance(sample, int) or sample < 1):
+        raise ValueError(f"sample must be a positive int (entries per name) or None, got {sample!r}")
+
+    dtypes = {n: float_dtype_name(np.asarray(params[n]), f"params[{n!r}]") for n in names}
+    claimed = {n: as_gradient(grads[n], np.shape(params[n]), f"grads[{n!r}]") for n in names}
+    for n in names:
+        step = (config if config is not None else Config.for_dtype(dtypes[n])).step
+        require_moving_steps(params[n], steps_for(params[n].reshape(-1), step), step, f"params[{n!r}]")
+    originals = dict(params)                      # the user's objects, for identity restore
+    snapshots = {n: np.array(params[n], copy=True) for n in names}
+    rng = np.random.default_rng(seed)
+    # The backward's round-off scales with its largest values anywhere in the model, not
+    # with one tensor's (a key bias's claimed ~1e-17 is round-off of O(1) quantities).
+    finite = [np.abs(g[np.isfinite(g)]).max() for g in claimed.values() if np.isfinite(g).any()]
+    claim_scale = float(max(finite)) if finite else 0.0
+    reports: dict[str, Report] = {}
+    swapped: list[str] = []
+    try:
+        for n in names:
+            if not params[n].flags.writeable:
+                # Can't perturb a read-only array in place: swap in a private copy.
+                params[n] = snapshots[n].copy()
+                swapped.append(n)
+        f0 = _scalar_loss(loss, params, None, "base", None)
+        total = sum(int(np.size(params[n])) if sample is None else min(sample, int(np.size(params[n])))
+                    for n in names)
+        if screen and sample is not None:
+            raise ValueError("check_params: screen=True covers every entry; it cannot be combined with sample=")
+        if screen:
+            chosen, why = engine, ""
+        elif executor is not None:
+            if engine not in ("auto", "executor"):
+                raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
+            chosen, why = "executor", "executor: asked for"
+        else:
+            chosen, why = _choose_engine(engine, loss, params, total)
+        for n in names:
+            cfg = config if config is not None else Config.for_dtype(dtypes[n])
+            if screen:  # gradcheck._screen: each name screened, not checked entry by entry
+                reports[n] = screen_param(loss, params, n, claimed[n], config=cfg, budget=budget,
+                                          engine=engine, executor=executor, adjudicate=adjudicate, digits=digits)
+                continue
+            reports[n] = _check_one(loss, params, n, claimed[n], cfg, sample, rng, adjudicate, digits, claim_scale,
+                                    chosen, why, executor)
+        f1 = _scalar_loss(loss, params, None, "base", None)
+    finally:
+        for n in names:
+            params[n] = originals[n]
+            if params[n].flags.writeable and _bits_differ(params[n], snapshots[n]):
+                params[n][...] = snapshots[n]
+    deterministic = bool(f1 == f0 or (np.isnan(f0) and np.isnan(f1)))
+    notes = []
+    if swapped:
+        notes.append(f"read-only parameters checked through a temporary copy in the dict: {swapped}")
+    if not deterministic:
+        notes.append(f"the loss is nondeterministic: {f0!r} then {f1!r}")
+    return ParamsReport(
+        reports=reports,
+        order=order_t,
+        diagnosis=diagnose(order_t, {n: r.status != _status.FAIL for n, r in reports.items()},
+                           {n: _informative(r) for n, r in reports.items()},
+                           [n for n in order_t if reports[n].status == _status.INCONCLUSIVE]),
+        deterministic=deterministic,
+        drift=0.0 if deterministic else float(abs(f1 - f0)),
+        seconds=time.perf_counter() - started,
+        notes=tuple(notes),
+    )
+
+
+def _require_arrays(params: Mapping[str, Any]) -> None:
+    """Every value a numpy array: check_params perturbs them in place, where the loss reads
+    them. Nothing is converted: the loss would see another type than it was written for
+    (a list, a float, a tensor); the error says what to pass instead."""
+    for n, v in params.items():
+        if isinstance(v, np.ndarray):
+            continue
+        kind = type(v).__module__.split(".")[0]
+        what = f"a {type(v).__module__}.{type(v).__qualname__}" if kind in ("torch", "jax", "jaxlib") \
+            else f"a {type(v).__name__}"
+        if kind == "torch":
+            hint = (f"pass params[{n!r}].detach().numpy() (a numpy view of the same memory) to a loss "
+                    "written for numpy, or check a torch function of several tensors with "
+                    "gradcheck.check(f, (t1, t2, ...))")
+        else:
+            hint = f"pass np.asarray(params[{n!r}], dtype=np.float64) and let the loss read that array"
+        raise UnsupportedInputError(
+            f"params[{n!r}] is {what}; check_params perturbs numpy arrays in place in the dict, "
+            f"where the loss reads them: {hint}")
+
+
+def _require_unaliased(params: Mapping[str, np.ndarray]) -> None:
+    """Refuse names whose arrays share memory (see :class:`AliasedParametersError`).
+
+    Perturbing one such name in place also moves the others, so the finite difference sees
+    the tied function while the referee, which replaces one name, sees the untied one: a
+    claim can pass either way, silently. Which one the user means (one tied weight with its
+    total gradient, or separate weights) cannot be told from the values, so nothing is
+    guessed."""
+    groups = shared_memory_groups(params)
+    if groups:
+        raise AliasedParametersError(groups)
+
+
+def shared_memory_groups(arrays: Mapping[str, np.ndarray]) -> list[list[str]]:
+    """The sets of names (two or more) whose arrays share memory: the same array, views of
+    it, or overlapping parts of one buffer (``np.shares_memory``, exact). Arrays whose byte
+    ranges do not overlap are never compared, so a model with many tensors costs a sort."""
+    bounds = _byte_bounds()
+    names = [n for n, a in arrays.items() if a.size > 0]
+    spans = sorted((bounds(arrays[n]) + (n,) for n in names))
+    parent = {n: n for n in names}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    active: list[tuple[int, int, str]] = []
+    for lo, hi, n in spans:
+        active = [span for span in active if span[1] > lo]
+        for _, _, other in active:
+            if root(other) != root(n) and np.shares_memory(arrays[n], arrays[other]):
+                parent[root(n)] = root(other)
+        active.append((lo, hi, n))
+    groups: dict[str, list[str]] = {}
+    for n in arrays:  # in the dict's order
+        if n in parent:
+            groups.setdefault(root(n), []).append(n)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _byte_bounds():
+    return _np_byte_bounds
+
+
+def _informative(report: Report) -> bool:
+    """Whether a name says anything about the gradient flowing through it: some entry
+    PASSed against a nonzero value. A key bias whose gradient is exactly 0 passes whatever
+    flows into it, so it must not break a run of failing names."""
+    passed = np.isin(report.codes, [int(Verdict.PASS), int(Verdict.SCREENED)])  # SCREENED: screen=True
+    if report.causes is not None:
+        passed &= report.causes != Cause.EXACT_ZERO
+    return bool(passed.any())
+
+
+def _bits_differ(a: np.ndarray, b: np.ndarray) -> bool:
+    return np.ascontiguousarray(a).tobytes() != np.ascontiguousarray(b).tobytes()
+
+
+def _scalar_loss(loss, params, index, side, name) -> float:
+    return float(_loss_output(loss, params, index, side, name))
+
+
+def _loss_output(loss, params, index, side, name) -> np.ndarray:
+    """``loss(params)`` as a 0-d array of its own dtype; its exception as a FunctionError,
+    an output that is no real scalar as an OutputError, both saying where."""
+    try:
+        value = loss(params)
+    except Exception as exc:
+        raise FunctionError(index, side, name, exc) from exc
+    try:
+        arr = output_array(value, "loss(params)")
+    except OutputError as err:
+        raise err.at(index, side, name) from None
+    require_real_output(arr, "loss(params)", index, side, name)
+    if arr.ndim != 0:
+        raise OutputError(f"an array of shape {arr.shape}", index, side, name, "loss(params)",
+                          "; it must return a scalar")
+    return arr
+
+
+PARAMS_ENGINES = ("auto", "serial", "processes")  # and "executor", with executor=
+
+
+def _named(differences, name: str):
+    """``differences`` whose FunctionError names the parameter (a worker's does not)."""
+    def run(idx: np.ndarray, h: np.ndarray):
+        try:
+            return differences(idx, h)
+        except FunctionError as err:
+            if err.param is not None:
+                raise
+            if isinstance(err, OutputError):
+                raise err.at(err.index, err.side, name) from None
+            cause = err.__cause__ if err.__cause__ is not None else err
+            raise FunctionError(err.index, err.side, name, cause) from cause
+    return run
+
+
+def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str]:
+    """``(engine, why)`` for check_params; auto times one loss evaluation."""
+    if engine == "executor":
+        raise ValueError("check_params: engine='executor' needs executor= (a concurrent.futures.Executor)")
+    if engine not in PARAMS_ENGINES:
+        raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
+    if engine != "auto":
+        return engine, f"{engine}: asked for"
+    if usable_cores() < 2:
+        return "serial", "serial: one core to run on"
+    per_call = _processes._time_call(lambda: loss(params))
+    estimate = 2 * total * per_call
+    if estimate <= _processes.AUTO_MIN_SECONDS:
+        return "serial", f"serial: 2N = {2 * total} evaluations estimated at {estimate:.2g} s"
+    hazard = fork_hazard()
+    if hazard is not None:
+        return "serial", f"serial: 2N = {2 * total} evaluations estimated at {estimate:.2g} s, but {hazard}"
+    return "processes", (f"processes: 2N = {2 * total} evaluations estimated at {estimate:.2g} s on one "
+                         f"core; spread over {usable_cores()} processes")
+
+
+def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adjudicate, digits, claim_scale,
+               engine: str = "serial", why: str = "serial: asked for", executor: Any = None) -> Report:
+    started = time.perf_counter()
+    arr = params[name]
+    size = arr.size
+    if sample is None or sample >= size:
+        flat_idx = np.arange(size)
+    else:
+        flat_idx = np.sort(rng.choice(size, size=sample, replace=False))
+    values = np.asarray(arr, dtype=np.float64).reshape(-1)[flat_idx] if size else np.zeros(0)
+    steps = steps_for(values, cfg.step)
+    evaluate = lambda: _scalar_loss(loss, params, None, "base", name)  # noqa: E731
+
+    def differencer(idx: np.ndarray, h: np.ndarray):
+        return central_differences(evaluate, arr, idx, h, param=name)
+
+    pool = None
+    if engine in ("processes", "executor") and flat_idx.size >= 2:
+        # Workers perturb their own copy of `arr` (the dict's object, in their memory: forked,
+        # or shipped together with the loss's closure over the dict, so one object there too).
+        problem = CheckProblem(f=loss, work=arr, evaluate=evaluate, backend=NumpyBackend(), cotangent=None,
+                               executor=executor)
+        pool = select_engine(engine, problem)[0]
+        differencer = _named(pool.differences, name)  # noqa: F811
+
+    probe = _loss_output(loss, params, None, "base", name)
+    unit = max(cfg.unit_roundoff, unit_roundoff_of(arr), unit_roundoff_of(probe))
+    a = analytic_full.reshape(-1)[flat_idx]
+    # The referee evaluates the loss with this one tensor replaced by an arbitrary-precision copy.
+    snapshot = np.array(arr, dtype=np.float64, copy=True)
+    referee = None
+    if adjudicate is not False:
+        referee = Referee(lambda v: loss({**params, name: v}), snapshot, None, digits=digits)
+    try:
+        diffs = differencer(flat_idx, steps)
+        judged = judge_entries(
+            differencer, values, a, diffs, steps, unit=unit, config=cfg, drift=None,
+            base_finite=bool(np.isfinite(probe)), flat_indices=flat_idx,
+            base_value=float(probe), referee=referee, adjudicate=adjudicate,
+            claim_scale=claim_scale,
+        )
+    finally:
+        if pool is not None:
+            pool.close()
+    shape = arr.shape
+    numeric = np.full(size, np.nan)
+    noise = np.full(size, np.nan)
+    codes = np.full(size, Verdict.SKIPPED, dtype=np.uint8)
+    refined = np.zeros(size, dtype=bool)
+    numeric[flat_idx], noise[flat_idx] = judged.numeric, judged.noise
+    codes[flat_idx], refined[flat_idx] = judged.codes, judged.refined
+    tol = tolerance(analytic_full.reshape(-1), numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
+    return Report(
+        name=name,
+        analytic=analytic_full,
+        numeric=numeric.reshape(shape),
+        noise=noise.reshape(shape),
+        tolerance=tol.reshape(shape),
+        codes=codes.reshape(shape),
+        refined=refined.reshape(shape),
+        dtype=float_dtype_name(arr),
+        engine=engine if pool is not None else "serial",
+        config=cfg,
+        evaluations=2 * flat_idx.size + judged.evaluations + 1,
+        seconds=time.perf_counter() - started,
+        notes=((f"sampled {flat_idx.size} of {size} entries",) if flat_idx.size < size else ())
+        + (() if why.endswith("asked for") else (why,))
+        + (tuple(getattr(pool, "notes", ())) if pool is not None else ())
+        + tuple(judged.notes)
+        + tuple(adjudication_notes(judged.adjudication, adjudicate, shape))
+        + tuple(unchecked_notes(analytic_full.reshape(-1), numeric, tol, codes, cfg.resolution,
+                                float(abs(probe)) if probe.ndim == 0 and np.isfinite(probe) else None,
+                                atol=cfg.atol)),
+        output_dtype=dtype_name(probe.dtype),
+        **judged.second_look(shape, flat_idx),
+    )

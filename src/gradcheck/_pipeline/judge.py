@@ -1,0 +1,95 @@
+"""From differences to verdicts: classify, then a second look at the suspects.
+
+Shared by ``check``, ``check_params`` and ``screen``; knows nothing of engines or reports.
+
+1. classify every entry (the rule in ``gradcheck._classify.rule``);
+2. retry entries whose step left f's domain with smaller steps (``_refine.retry``);
+   if there is a MISMATCH, measure f's own round-off on a few of them (``_refine.roundoff``)
+   and use it when it is far above the output dtype's (f computes in lower precision);
+3. step study (``_refine.second_look``) of every MISMATCH, and in float64 of PASS entries
+   whose tolerance is mostly round-off (after a quick look at 8h and 16h, which certifies
+   most of those) and of UNCHECKED entries: confirms, explains away, or finds a kink;
+4. the referee (``gradcheck._adjudicate``) settles what is still in doubt against the exact
+   derivative, when f runs at arbitrary precision.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._adjudicate.doubt import adjudicate_doubts
+from .._adjudicate.referee import Referee
+from .._classify.kernel import classify  # the fused kernel from 1e5 entries, numpy below
+from .._classify.rule import rule_of
+from .._core.config import Config
+from .._core.judged import Judged
+from .._core.verdict import Cause
+from .._refine.retry import retry_nonfinite_steps
+from .._refine.roundoff import probe_roundoff, recheck_precision
+from .._refine.second_look import Recorded, second_look
+from ..engines._differences import slope_and_noise
+
+ADJUDICATE_CHOICES = ("auto", True, False)
+
+
+def judge_entries(
+    differencer, values: np.ndarray, analytic: np.ndarray, diffs, steps: np.ndarray, *,
+    unit: float, config: Config, drift: float | None, base_finite: bool,
+    flat_indices: np.ndarray | None = None, base_value: float | None = None,
+    referee: Referee | None = None, adjudicate: Any = "auto", claim_scale: float | None = None,
+) -> Judged:
+    """Verdicts for entries already differenced once.
+
+    ``values``, ``analytic``, ``diffs`` and ``steps`` are aligned 1-D arrays; the
+    differencer takes indices into the perturbed array (``flat_indices`` maps to them).
+    ``base_value`` (f at x) enables the kink test and the round-off probe; ``referee``
+    the exact derivatives. ``claim_scale`` is the magnitude of the backward's values
+    (default: the largest claimed entry here); a claim within ``k*u*claim_scale`` of an
+    exact value is within round-off.
+    """
+    cfg = config
+    fp, fm, denom = (np.array(d, dtype=np.float64) for d in diffs)
+    count = values.size
+    idx_map = np.arange(count) if flat_indices is None else np.asarray(flat_indices)
+    numeric, noise = _first_estimates(fp, fm, denom, unit, drift)
+    codes = classify(analytic, numeric, noise, **rule_of(cfg))
+    causes = np.zeros(count, dtype=np.uint8)
+    judged = Judged(numeric, noise, codes, np.zeros(count, dtype=bool), 0, causes,
+                    np.full(count, np.nan), np.full(count, -1, dtype=np.int16),
+                    np.full(count, np.nan), np.full(count, np.nan))
+    sub = lambda j, h: differencer(idx_map[j], h)  # noqa: E731  positions -> perturbed indices
+    if base_finite:
+        retried, spent = retry_nonfinite_steps(sub, values, analytic, (fp, fm, denom), steps,
+                                                codes, numeric, noise, unit, cfg)
+        judged.evaluations += spent
+        causes[retried] = Cause.STEP_RETRY
+    # Every later difference goes through one record: the step study reuses the probe's,
+    # a re-study reuses the study's, and the evaluations are counted once, where they happen.
+    record = Recorded(sub)
+    if drift is None and base_value is not None:
+        unit = probe_roundoff(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
+    if cfg.refine and drift is None:
+        second_look(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
+        unit = recheck_precision(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
+    judged.evaluations += record.evaluations
+    if judged.model_unit is not None:
+        judged.measured_unit = unit
+    if referee is not None and adjudicate is not False and drift is None:
+        adjudicate_doubts(judged, referee, analytic, idx_map, unit_claim(unit, judged), cfg, claim_scale)
+    return judged
+
+
+def _first_estimates(fp, fm, denom, unit, drift):
+    numeric, noise = slope_and_noise(fp, fm, denom, unit)
+    if drift is not None:
+        # Run-to-run drift is noise the difference cannot see through.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            noise = noise + drift / np.abs(denom)
+    return numeric, noise
+
+
+def unit_claim(unit: float, judged: Judged) -> float:
+    """The unit round-off of the backward's values (for the referee's round-off allowance):
+    the output dtype's, even when f's own round-off was measured larger."""
+    return judged.model_unit if judged.model_unit is not None else unit

@@ -1,0 +1,201 @@
+"""f's own round-off, measured: an f that computes in lower precision than its output.
+
+The noise model of a central difference, ``u*(|f(x+h)| + |f(x-h)|)/|denom|``, takes ``u``
+from the output's dtype. A function that returns float64 but computes in float32 inside
+(``np.sin(x.astype(np.float32)).sum()``) carries round-off ~1e8 times larger: a correct
+claim then looks like a MISMATCH, and only a measured tolerance (too wide to PASS) keeps
+a wrong one from passing. Two looks, both only ever raising the ``u`` used:
+
+1. :func:`representable` (free): when every value f returned is exactly a float32 (or
+   float16/bfloat16) number, f rounds its result to that format whatever dtype it hands
+   back (a float64 result of float64 arithmetic is a float32 number with probability
+   2**-29). That format's ``u`` is used. This also covers an f whose float32 result is so
+   coarse that it does not change at all across the step, where differences of equal
+   values would measure no round-off at all.
+2. :func:`probe` (``6 * PROBES`` evaluations, only when the first pass has a MISMATCH): a
+   seeded choice of up to :data:`PROBES` MISMATCH entries, each differenced as
+
+       K(s) = f(x+2s) + f(x-2s) - 6 (f(x+s) + f(x-s)) + 8 (f(x+s/2) + f(x-s/2)) - 6 f(x)
+
+   which is zero for every polynomial of degree 3 and for ``|t - x|`` (an entry sitting on
+   a kink, where a plain fourth difference grows like ``s``), leaving ``(21/24) f4 s**4``
+   (``f4`` the fourth derivative: below 1e-20 of f at the float64 step) plus round-off:
+   seven evaluations with standard deviation ``sigma`` give ``sqrt(238) sigma``. It is
+   taken at ``s = h`` and ``s = h/2`` (f(x±h) and f(x) are known; the nodes ±h/4, ±h/2 and
+   ±2h cost 6 evaluations). Round-off is the same at both; truncation shrinks 16-fold from
+   h to h/2, so when ``|K(h)|`` is not within :data:`TRUNCATION_RATIO` of ``|K(h/2)|`` (an f
+   that oscillates at the step's scale) the measurement is truncation, not round-off, and
+   is not used. The measured relative round-off ``sigma/|f|`` (the median over the probes,
+   as a Gaussian scale: ``median|K(h/2)| / 0.6745 / sqrt(238) / |f|``, rounded up to a
+   power of two) replaces ``u`` when it is more than :data:`FAR_ABOVE` times ``u``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._classify.kernel import classify  # the fused kernel from 1e5 entries, numpy below
+from .._classify.rule import rule_of
+from .._core.config import UNIT_ROUNDOFF
+from .._core.formats import from_bits, round_to_format
+from .._core.judged import Judged
+from .._core.verdict import Cause, Verdict
+from ..engines._differences import slope_and_noise
+from .second_look import second_look
+
+#: Entries probed (a seeded choice among the first pass's MISMATCH entries).
+PROBES = 8
+#: Measured round-off this many times the output dtype's model: f computes in lower precision.
+FAR_ABOVE = 100.0
+#: |K(h)| / |K(h/2)| above this (median over probes) is truncation (16 for pure truncation),
+#: not round-off (1 on average): the measurement is not used.
+TRUNCATION_RATIO = 4.0
+_GAUSS_MEDIAN = 0.6745  # median of |N(0, 1)|
+#: Fewest finite values from which representability is taken as evidence.
+MIN_VALUES = 8
+_LOWER = ("float32", "float16", "bfloat16")
+
+
+def representable(values: np.ndarray, unit: float) -> str | None:
+    """The coarsest format (float32, float16, bfloat16) with a unit round-off above ``unit``
+    that holds every finite value exactly; None if there is none, if there are fewer than
+    :data:`MIN_VALUES` finite values, or if they are all integers below 2**24 (every one of
+    those is a float32 number, so their being float32 says nothing about f's arithmetic;
+    larger integers are float32 numbers only as multiples of float32's spacing)."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    v = v[np.isfinite(v)]
+    if v.size < MIN_VALUES or np.all((v == np.round(v)) & (np.abs(v) < 2.0**24)):
+        return None
+    found = None
+    for name in sorted(_LOWER, key=lambda n: UNIT_ROUNDOFF[n]):
+        if UNIT_ROUNDOFF[name] <= unit:
+            continue
+        with np.errstate(all="ignore"):
+            same = from_bits(round_to_format(v, name), name) == v
+        if same.all():
+            found = name
+    return found
+
+
+@dataclass(frozen=True)
+class RoundOff:
+    """What the probe found: the measured relative round-off of f (``measured``), the unit
+    round-off to use from now on (``unit``: the model's, or the measured one rounded up)."""
+
+    unit: float
+    model: float
+    measured: float
+    probes: int
+    evaluations: int
+
+    @property
+    def lower_precision(self) -> bool:
+        return self.unit > self.model
+
+    def note(self) -> str:
+        near = min(UNIT_ROUNDOFF, key=lambda name: abs(np.log2(UNIT_ROUNDOFF[name] / self.measured)))
+        model_name = min(UNIT_ROUNDOFF, key=lambda name: abs(np.log2(UNIT_ROUNDOFF[name] / self.model)))
+        return (f"f's measured round-off is {self.measured:.2g}*|f| (about {near}'s), far above "
+                f"{model_name}'s {self.model:.2g}: f computes in lower precision than its {model_name} output "
+                f"suggests (or cancels large intermediate values); the measured round-off, rounded up to "
+                f"{self.unit:.2g}, is used as its noise ({self.evaluations} evaluations on {self.probes} "
+                f"entries measured it)")
+
+
+def probe(differencer, suspects: np.ndarray, steps: np.ndarray, first, base_value: float,
+          unit: float, seed: int) -> RoundOff | None:
+    """Measure f's round-off on up to :data:`PROBES` of ``suspects`` (positions into the
+    aligned arrays ``steps`` and ``first = (f_plus, f_minus, denom)``). None when nothing
+    can be measured (f(x) not finite, fewer than 3 usable probes)."""
+    if not suspects.size or not np.isfinite(base_value):
+        return None
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(suspects, size=min(PROBES, suspects.size), replace=False))
+    h = steps[pick]
+    at = {1.0: (first[0][pick], first[1][pick])}
+    for factor in (0.25, 0.5, 2.0):
+        fp, fm, _ = differencer(pick, h * factor)
+        at[factor] = (fp, fm)
+    f0 = base_value
+    pair = lambda t: at[t][0] + at[t][1]  # noqa: E731  f(x+th) + f(x-th)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        coarse = np.abs(pair(2.0) - 6.0 * pair(1.0) + 8.0 * pair(0.5) - 6.0 * f0)   # K(h)
+        fine = np.abs(pair(1.0) - 6.0 * pair(0.5) + 8.0 * pair(0.25) - 6.0 * f0)    # K(h/2)
+        size = np.max(np.abs([*at[0.25], *at[0.5], *at[1.0], *at[2.0], np.full(pick.size, f0)]), axis=0)
+        relative = fine / np.sqrt(238.0) / size
+    usable = np.isfinite(relative) & np.isfinite(coarse) & (size > 0)
+    evaluations = 6 * int(pick.size)
+    if usable.sum() < min(3, pick.size):
+        return None
+    measured = float(np.median(relative[usable])) / _GAUSS_MEDIAN
+    with np.errstate(divide="ignore", invalid="ignore"):
+        growth = float(np.float64(np.median(coarse[usable])) / np.median(fine[usable]))
+    noise_like = not growth > TRUNCATION_RATIO  # NaN (0/0: no round-off at all) counts as noise
+    if noise_like and measured > FAR_ABOVE * unit:
+        return RoundOff(float(2.0 ** np.ceil(np.log2(measured))), unit, measured, int(pick.size), evaluations)
+    return RoundOff(unit, unit, measured, int(pick.size), evaluations)
+
+
+def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> float:
+    """f's round-off, looked at twice (:func:`representable`, :func:`probe`): are all its values float32 (or 16-bit)
+    numbers? (free) And, when the first pass finds a MISMATCH, what does the probe
+    measure? When either is far above the output dtype's unit round-off, every entry is
+    re-judged with it. Returns the unit round-off to use from here on."""
+    fp, fm, _ = diffs
+    model = unit
+    values = np.concatenate([fp, fm, [base_value]])
+    fmt = representable(values, unit)
+    if fmt is not None:
+        _note_format(judged, fmt, values, unit)
+        unit = UNIT_ROUNDOFF[fmt]
+    suspects = np.flatnonzero((judged.codes == Verdict.MISMATCH) & np.isfinite(fp) & np.isfinite(fm))
+    if fmt is not None:
+        suspects = np.flatnonzero((_reclassify(judged, analytic, diffs, unit, cfg) == Verdict.MISMATCH)
+                                  & np.isfinite(fp) & np.isfinite(fm))
+    found = probe(sub, suspects, steps, diffs, base_value, unit, cfg.seed) if suspects.size else None
+    if found is not None:
+        if found.lower_precision:
+            unit = found.unit
+            _reclassify(judged, analytic, diffs, unit, cfg)
+            judged.notes.append(found.note())
+    if unit != model and judged.model_unit is None:
+        judged.model_unit = model
+    return unit
+
+
+def _note_format(judged: Judged, fmt: str, values, unit: float) -> None:
+    judged.notes.append(
+        f"every value f returned ({int(np.isfinite(values).sum())} evaluations) is a {fmt} number: f computes "
+        f"in {fmt} whatever dtype it returns; {fmt}'s round-off ({UNIT_ROUNDOFF[fmt]:.2g}) is used as its noise")
+    if judged.model_unit is None:
+        judged.model_unit = unit
+
+
+def _reclassify(judged: Judged, analytic, diffs, unit, cfg) -> np.ndarray:
+    """Every entry's first-pass estimate and verdict again, with unit round-off ``unit``."""
+    fp, fm, denom = diffs
+    judged.numeric[:], judged.noise[:] = slope_and_noise(fp, fm, denom, unit)
+    judged.codes[:] = classify(analytic, judged.numeric, judged.noise, **rule_of(cfg))
+    return judged.codes
+
+
+def recheck_precision(judged: Judged, record, analytic, diffs, steps, base_value, unit, cfg) -> float:
+    """The step study evaluated f at larger steps: if all of f's values, those included,
+    are float32 (or 16-bit) numbers (an f too coarse to change across the first step looks
+    exact there), judge every entry again with that format's round-off; the evaluations
+    already made are reused. Returns the unit round-off in use."""
+    fp, fm, _ = diffs
+    values = np.concatenate([fp, fm, [np.nan if base_value is None else base_value], record.values()])
+    fmt = representable(values, unit)
+    if fmt is None:
+        return unit
+    _note_format(judged, fmt, values, unit)
+    unit = UNIT_ROUNDOFF[fmt]
+    retried = judged.causes == Cause.STEP_RETRY
+    _reclassify(judged, analytic, diffs, unit, cfg)
+    judged.refined[:] = False
+    judged.causes[~retried] = Cause.FIRST_PASS
+    judged.left[:], judged.right[:] = np.nan, np.nan
+    second_look(judged, record, analytic, diffs, steps, base_value, unit, cfg)
+    return unit

@@ -1,0 +1,91 @@
+"""The step study of the suspects, and the record of every difference it takes.
+
+The suspects are every MISMATCH and, with ``refine_noisy``, the PASS entries whose tolerance
+is mostly round-off (the quick look first, :mod:`.quick`) and the UNCHECKED ones; each is
+studied over several steps (:mod:`.study`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._classify.rule import rule_of
+from .._core.judged import Judged
+from .._core.verdict import Cause, Verdict
+from .quick import quick_certify
+from .study import step_study
+
+#: Noisy PASS entries get the quick look (``.quick.quick_certify``) before the full step
+#: study. False gives the full study to every suspect (the tests compare the two).
+QUICK_LOOK = True
+
+
+def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> None:
+    """Step study of the suspects: every MISMATCH, and with ``refine_noisy`` the noisy PASS
+    entries (the quick look first) and the UNCHECKED ones. ``sub`` counts the evaluations."""
+    fp, fm, denom = diffs
+    numeric, noise, codes = judged.numeric, judged.noise, judged.codes
+    suspect = codes == Verdict.MISMATCH
+    if cfg.refine_noisy:
+        # PASS entries whose tolerance is mostly round-off certify less than rtol;
+        # UNCHECKED entries may sit on a kink, or resolve with larger steps.
+        scale = np.maximum(np.abs(analytic), np.abs(numeric))
+        suspect |= (codes == Verdict.PASS) & (cfg.noise_factor * noise > cfg.rtol * scale)
+        suspect |= codes == Verdict.UNCHECKED
+    suspects = np.flatnonzero(suspect & np.isfinite(fp) & np.isfinite(fm))
+    options = dict(base_value=base_value, unit_roundoff=unit, **rule_of(cfg))
+    per_bound = lambda b: b / cfg.noise_factor if cfg.noise_factor else b  # noqa: E731
+    # Noisy PASS entries get the quick look first; what it certifies skips the study.
+    quick = (codes[suspects] == Verdict.PASS) & QUICK_LOOK
+    noisy = suspects[quick]
+    batches = [(suspects[~quick], None)]
+    if noisy.size:
+        q = quick_certify(sub, noisy, steps[noisy], analytic[noisy], (fp[noisy], fm[noisy], denom[noisy]),
+                          **options)
+        ok = noisy[q.certified]
+        numeric[ok], noise[ok] = q.numeric[q.certified], per_bound(q.bound[q.certified])
+        judged.refined[ok] = True
+        judged.causes[ok] = Cause.STEP_STUDY
+        rest = ~q.certified
+        batches.append((noisy[rest], {f: tuple(d[rest] for d in q.raw[f]) for f in q.raw}))
+    for group, measured in batches:
+        if not group.size:
+            continue
+        study = step_study(sub, group, steps[group], analytic[group], (fp[group], fm[group], denom[group]),
+                           measured=measured, **options)
+        numeric[group] = study.numeric
+        noise[group] = per_bound(study.bound)
+        codes[group] = study.codes
+        judged.refined[group] = True
+        judged.causes[group] = np.where(study.kink, Cause.KINK_STEPS, Cause.STEP_STUDY)
+        judged.left[group], judged.right[group] = study.left, study.right
+
+
+class Recorded:
+    """A differencer that keeps every difference it takes (as arrays, one block per call),
+    answers a repeated ``(position, step)`` from them, and counts the evaluations it makes."""
+
+    def __init__(self, differencer) -> None:
+        self._differencer, self.evaluations = differencer, 0
+        self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # sorted positions, steps, values
+
+    def __call__(self, positions, steps):
+        pos = np.asarray(positions, dtype=np.int64).reshape(-1)
+        h = np.asarray(steps, dtype=np.float64).reshape(-1)
+        out = np.full((3, pos.size), np.nan)
+        found = np.zeros(pos.size, dtype=bool)
+        for known, known_h, values in self._blocks:
+            j = np.minimum(np.searchsorted(known, pos), known.size - 1)
+            hit = ~found & (known[j] == pos) & (known_h[j] == h)
+            out[:, hit], found = values[:, j[hit]], found | hit
+        miss = np.flatnonzero(~found)
+        if miss.size:
+            fresh = np.vstack(self._differencer(pos[miss], h[miss])).astype(np.float64)
+            self.evaluations += 2 * int(miss.size)
+            out[:, miss] = fresh
+            order = np.argsort(pos[miss], kind="stable")
+            self._blocks.append((pos[miss][order], h[miss][order], fresh[:, order]))
+        return out[0].copy(), out[1].copy(), out[2].copy()
+
+    def values(self) -> np.ndarray:
+        """Every f(x ± s) taken so far."""
+        return np.concatenate([v[:2].reshape(-1) for _, _, v in self._blocks] or [np.zeros(0)])

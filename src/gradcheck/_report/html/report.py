@@ -1,0 +1,158 @@
+"""One check (:class:`~gradcheck.Report`) and several inputs (:class:`~gradcheck.MultiReport`)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..._core.verdict import FAILING, Verdict
+from .heatmap import heat_maps
+from .page import badge, details, esc, notes_list, num, status_of
+from .tables import counts_table, table, verdict_cell
+
+#: Rows of the page's table of non-PASS entries; the rest are counted, not listed.
+PAGE_ROWS = 500
+#: Rows of the refereed-entries table.
+REFEREED_ROWS = 100
+NOTEBOOK_ROWS = 10
+
+
+def _order(report: Any, flat: np.ndarray, excess: np.ndarray) -> np.ndarray:
+    """``flat`` (flat indices) sorted: failing verdicts first, then furthest outside tolerance."""
+    codes = report.codes.reshape(-1)[flat]
+    ex = np.nan_to_num(excess.reshape(-1)[flat], nan=np.inf, posinf=np.inf)
+    failing = np.isin(codes, [int(v) for v in FAILING])
+    return flat[np.lexsort((-ex, ~failing))]
+
+
+def _columns(report: Any, flat: np.ndarray) -> tuple[bool, bool]:
+    """Whether the rows at ``flat`` need the exact-value and the one-sided-slope columns."""
+    exact = report.exact is not None and bool(np.isfinite(report.exact.reshape(-1)[flat]).any())
+    slopes = report.left is not None and bool(np.isfinite(report.left.reshape(-1)[flat]).any())
+    return exact, slopes
+
+
+def entry_table(report: Any, flat: np.ndarray, *, caption: str = "") -> str:
+    """One row per entry (flat indices, in the order given): values, errors, how it was settled."""
+    if flat.size == 0:
+        return ""
+    with_exact, with_slopes = _columns(report, flat)
+    head = ["entry", "verdict", "claimed", "numeric"]
+    head += ["exact", "certified digits"] if with_exact else []
+    head += ["left slope", "right slope"] if with_slopes else []
+    head += ["rel. error", "err / tol", "settled by"]
+    a, n = report.analytic.reshape(-1), report.numeric.reshape(-1)
+    rel, ex = report.rel_error.reshape(-1), report.excess().reshape(-1)
+    rows = []
+    for j in flat:
+        ix = tuple(int(i) for i in np.unravel_index(int(j), report.shape))
+        row = [(esc(ix), "gc-ix"), verdict_cell(Verdict(int(report.codes.reshape(-1)[j]))), num(a[j]), num(n[j])]
+        if with_exact:
+            d = int(report.digits.reshape(-1)[j]) if report.digits is not None else -1
+            row += [_measured(report.exact, j, ".17g"), str(d) if d >= 0 else ""]
+        if with_slopes:
+            row += [_measured(report.left, j, ".10g"), _measured(report.right, j, ".10g")]
+        row += [num(rel[j], ".2e"), num(ex[j], ".2e"), (esc(report.cause(ix)), "gc-l")]
+        rows.append(row)
+    return table(head, rows, caption=caption, cls="gc-entries")
+
+
+def _measured(values: np.ndarray, j: int, spec: str) -> str:
+    """A second-look value, blank where it was not measured (stored as NaN)."""
+    v = values.reshape(-1)[j]
+    return "" if np.isnan(v) else num(v, spec)
+
+
+def _meta(report: Any) -> str:
+    lines = [(f"shape {esc(report.shape)}, dtype {esc(report.dtype)}, engine {esc(report.engine)}, "
+              f"{report.evaluations} evaluations in {report.seconds:.3g} s")]
+    if not report.deterministic:
+        lines.append(f'<span class="gc-warn">NONDETERMINISTIC: f(x) changed by {report.drift:.3g} '
+                     "between two evaluations</span>")
+    limit = getattr(report, "detection_limit", None)
+    if limit is not None:
+        lines.append(f"detection limit: {_limit_words(limit)}")
+    if report.counts[Verdict.MISMATCH]:
+        lines.append(f"MISMATCH at: <b>{esc(report.layout.text)}</b>")
+    return "".join(f'<p class="gc-meta">{line}</p>' for line in lines)
+
+
+def _limit_words(limit: Any) -> str:
+    arr = np.asarray(limit, dtype=np.float64) if not isinstance(limit, str) else None
+    if arr is None or arr.dtype == object:
+        return esc(limit)
+    if arr.ndim == 0:
+        return num(arr, ".3g")
+    finite = arr[np.isfinite(arr)]
+    if finite.size == 0:
+        return "none stated"
+    return f"per entry, median {num(np.median(finite), '.3g')}, largest {num(finite.max(), '.3g')}"
+
+
+def _non_pass(report: Any, excess: np.ndarray) -> str:
+    flat = np.flatnonzero(report.codes.reshape(-1) != int(Verdict.PASS))
+    if flat.size == 0:
+        return "<p>Every entry is PASS.</p>"
+    shown = _order(report, flat, excess)[:PAGE_ROWS]
+    caption = (f"the {shown.size} most severe of {flat.size} entries that are not PASS; the rest are "
+               f"counted above, not listed (report.to_json() lists up to 1000, "
+               f"report.entries(verdict) all)" if shown.size < flat.size else
+               f"all {flat.size} entries that are not PASS")
+    return details(f"Entries that are not PASS ({flat.size})", entry_table(report, shown, caption=esc(caption)),
+                   open_=True)
+
+
+def _refereed(report: Any, excess: np.ndarray) -> str:
+    if report.exact is None:
+        return ""
+    flat = np.flatnonzero(np.isfinite(report.exact.reshape(-1)))
+    if flat.size == 0:
+        return ""
+    shown = _order(report, flat, excess)[:REFEREED_ROWS]
+    more = f" (the {shown.size} most severe shown)" if shown.size < flat.size else ""
+    body = entry_table(report, shown, caption=esc(
+        "exact: the derivative at arbitrary precision; certified digits: those on which two working "
+        "precisions agree"))
+    return details(f"Entries judged against the exact derivative ({flat.size}){esc(more)}", body)
+
+
+def _settings(report: Any) -> str:
+    cfg = report.config
+    fields = getattr(cfg, "__dataclass_fields__", {})
+    rows = [[(esc(k), "gc-l"), (esc(getattr(cfg, k)), "gc-l")] for k in fields]
+    return details("Settings", table(["setting", "value"], rows)) if rows else ""
+
+
+def report_body(report: Any, full: bool, heading: str = "h2") -> str:
+    """The section for one report: heading, facts, counts, maps, worst entries (and on a page,
+    every non-PASS entry, the refereed ones and the settings)."""
+    label = esc(report.name)
+    parts = [f"<{heading}>{badge(status_of(report))} {label}</{heading}>",
+             f'<p class="gc-summary"><code>{esc(report.summary())}</code></p>', _meta(report)]
+    if report.notes:
+        parts.append(notes_list(report.notes))
+    parts.append(counts_table(report.counts))
+    parts.append(heat_maps(report, report.name))
+    if report.size:
+        worst = np.array([np.ravel_multi_index(ix, report.shape) for ix in report.worst(NOTEBOOK_ROWS)],
+                         dtype=np.int64)
+        parts.append(f"<h3>Worst entries</h3>{entry_table(report, worst)}")
+    if full and report.size:
+        excess = report.excess()
+        parts += [_non_pass(report, excess), _refereed(report, excess), _settings(report)]
+    return "".join(parts)
+
+
+def render_report(report: Any, full: bool) -> tuple[str, str]:
+    title = f"gradcheck: {report.name}: {status_of(report)}"
+    return title, report_body(report, full, "h1" if full else "h3")
+
+
+def render_multi(multi: Any, full: bool) -> tuple[str, str]:
+    rows = [[(esc(r.name), "gc-l"), badge(status_of(r)), esc(r.shape), str(r.size)] for r in multi.reports]
+    parts = [f"<{'h1' if full else 'h3'}>{badge(status_of(multi))} {esc(multi.name)}</{'h1' if full else 'h3'}>",
+             f'<p class="gc-summary"><code>{esc(multi.summary())}</code></p>',
+             table(["input", "status", "shape", "entries"], rows)]
+    for r in multi.reports:
+        parts.append(report_body(r, full, "h2" if full else "h4"))
+    return f"gradcheck: {multi.name}: {status_of(multi)}", "".join(parts)

@@ -1,0 +1,181 @@
+"""The result of one check: always returned, never a flag that changes its type.
+
+:class:`Report` holds the data and answers questions about it (counts, status, entries,
+worst, layout); its renderings are mixed in: text (``ReportText``, :mod:`.text`), JSON
+(``ReportSerialize``, :mod:`.serialize`), HTML (``HtmlViews``, :mod:`.html`) and the PNG
+heat map (``plot``, :mod:`.plot`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from .._classify.rule import relative_error
+from .._core import status as _status
+from .._core.errors import GradientAssertionError
+from .._core.verdict import FAILING, Cause, Verdict
+from .html import HtmlViews
+from .layout import describe_layout
+from .plot import plot_report
+from .serialize import ReportSerialize
+from .text import ReportText
+
+_VERDICT_BY_CODE = np.array(list(Verdict), dtype=object)
+
+
+@dataclass(frozen=True, eq=False)
+class Report(ReportText, ReportSerialize, HtmlViews):
+    """Per-entry verdicts of one check, with everything needed to judge them.
+
+    Arrays are shaped like the checked input: ``analytic`` (the claimed gradient),
+    ``numeric`` (central difference, refined where a step study ran), ``noise``
+    (estimated round-off of the numeric value), ``tolerance`` and ``codes`` (verdict
+    codes; ``verdicts`` gives :class:`Verdict` members).
+
+    ``status`` is ``"PASS"``, ``"FAIL"`` (a MISMATCH or NONFINITE entry, or a
+    nondeterministic ``f``) or ``"INCONCLUSIVE"`` (no entry could be verified: not one
+    PASS, e.g. all UNCHECKED because ``f`` returns bfloat16); ``passed`` is true for PASS
+    only. ``gradcheck._core.status`` states the rule and its edge cases.
+
+    >>> import numpy as np, gradcheck
+    >>> r = gradcheck.check(lambda x: (x**3).sum(), np.array([1.0, 2.0]), grad=lambda x: 3*x**2)
+    >>> r.passed, r.counts[gradcheck.Verdict.PASS]
+    (True, 2)
+    """
+
+    name: str
+    analytic: np.ndarray
+    numeric: np.ndarray
+    noise: np.ndarray
+    tolerance: np.ndarray
+    codes: np.ndarray
+    refined: np.ndarray
+    dtype: str
+    engine: str
+    config: Any
+    deterministic: bool = True
+    drift: float = 0.0
+    evaluations: int = 0
+    seconds: float = 0.0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    # Second look (None when not recorded): how each verdict was reached (Cause codes), the
+    # exact derivative and its certified digits where the referee ran (NaN / -1 elsewhere),
+    # and one-sided slopes where a kink test ran.
+    causes: np.ndarray | None = None
+    exact: np.ndarray | None = None
+    digits: np.ndarray | None = None
+    left: np.ndarray | None = None
+    right: np.ndarray | None = None
+    adjudication: dict[str, Any] = field(default_factory=dict)
+    # The dtype of f's output ("" when not recorded): says when low precision is why
+    # nothing could be verified.
+    output_dtype: str = ""
+    # f's own unit round-off as measured, when it was far above its output dtype's (f computes
+    # in lower precision inside, e.g. float32 in a float64 function); None otherwise.
+    measured_roundoff: float | None = None
+    # Screening (gradcheck.screen) only: per entry, the smallest error that would have been
+    # found (inf where nothing was concluded); None for an entry-wise check.
+    detection_limit: np.ndarray | None = None
+
+    # -- views ---------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.codes.shape)
+
+    @property
+    def size(self) -> int:
+        return int(self.codes.size)
+
+    @property
+    def verdicts(self) -> np.ndarray:
+        """Object array shaped like ``x`` holding :class:`Verdict` members."""
+        return _VERDICT_BY_CODE[self.codes]
+
+    @property
+    def rel_error(self) -> np.ndarray:
+        """The seed's relative error ``|a-n| / max(|a|, |n|, 1e-12)``."""
+        return relative_error(self.analytic, self.numeric)
+
+    @property
+    def counts(self) -> dict[Verdict, int]:
+        """Number of entries per verdict (every member present, zeros included)."""
+        found = np.bincount(self.codes.reshape(-1), minlength=len(Verdict))
+        return {v: int(found[v]) for v in Verdict}
+
+    @property
+    def status(self) -> str:
+        """``"PASS"``, ``"FAIL"`` or ``"INCONCLUSIVE"`` (no entry could be verified)."""
+        return _status.status_of(self.counts, self.size, self.deterministic)
+
+    @property
+    def passed(self) -> bool:
+        """No MISMATCH, no NONFINITE, a deterministic function, and at least one entry
+        verified (``status == "PASS"``)."""
+        return self.status == _status.PASS
+
+    @property
+    def reason(self) -> str:
+        """Why nothing could be verified, and the ways out ("" unless INCONCLUSIVE)."""
+        if self.status != _status.INCONCLUSIVE:
+            return ""
+        why, way_out = _status.why_nothing_verified(self)
+        return f"{why}. Way out: {way_out}"
+
+    def entries(self, verdict: Verdict | Iterable[Verdict]) -> list[tuple[int, ...]]:
+        """Multi-indices (row-major order) of the entries with this verdict (or these)."""
+        wanted = [verdict] if isinstance(verdict, Verdict) else list(verdict)
+        mask = np.isin(self.codes, np.array([int(v) for v in wanted], dtype=np.uint8))
+        return [tuple(int(i) for i in ix) for ix in np.argwhere(mask)]
+
+    @property
+    def layout(self) -> Any:
+        """Where the MISMATCH entries sit, in words: a
+        :class:`~gradcheck._report.layout.LayoutDescription` such as "the last column (column 4)"
+        (its text is ``"none"`` when nothing mismatches)."""
+        return describe_layout(self.codes == Verdict.MISMATCH)
+
+    def cause(self, index: tuple[int, ...]) -> Cause:
+        """How the verdict of the entry at ``index`` was reached."""
+        return Cause(int(self.causes[index])) if self.causes is not None else Cause.FIRST_PASS
+
+    def excess(self) -> np.ndarray:
+        """``|a - n| / tolerance``: above 1 means outside tolerance."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.abs(self.analytic - self.numeric) / self.tolerance
+
+    def worst(self, count: int = 10) -> list[tuple[int, ...]]:
+        """Multi-indices of the entries furthest outside (or closest to) tolerance;
+        failing verdicts first."""
+        flat_codes = self.codes.reshape(-1)
+        ex = np.nan_to_num(self.excess().reshape(-1), nan=np.inf, posinf=np.inf)
+        ex[flat_codes == Verdict.SCREENED] = -np.inf  # screening: never looked at alone, listed last
+        failing = np.isin(flat_codes, [int(v) for v in FAILING])
+        order = np.lexsort((-ex, ~failing))[:count]
+        return [tuple(int(i) for i in np.unravel_index(j, self.shape)) for j in order]
+
+    # -- judging -------------------------------------------------------------------
+    def assert_pass(self, *, allow_unchecked: bool | None = None) -> "Report":
+        """Raise :class:`GradientAssertionError` (an AssertionError) unless the check passed.
+
+        ``allow_unchecked``: ``None`` (the default) accepts UNCHECKED entries beside
+        verified ones but fails an INCONCLUSIVE check (no entry verified), saying why and
+        the way out; ``True`` also accepts an INCONCLUSIVE check; ``False`` fails on any
+        UNCHECKED entry (nothing proven there). A FAIL always raises.
+        Returns the report, so it can be chained.
+        """
+        refused = _status.refusal(self.status, self.counts[Verdict.UNCHECKED], allow_unchecked)
+        if refused:
+            raise GradientAssertionError(f"{refused}\n{self}", self)
+        return self
+
+    # -- rendering: text (summary, table, str) in .text, JSON in .serialize, HTML in .html ------
+    def __repr__(self) -> str:
+        return f"<Report {self.summary()}>"
+
+    def plot(self, path: Any, **options: Any) -> Any:
+        """Write a PNG heat map of the verdicts and relative errors to ``path`` (returned as
+        a ``Path``); ``parts=`` and ``title=`` as in :func:`gradcheck._report.plot.plot_report`.
+        Needs matplotlib: ``pip install "gradcheck[plot]"``."""
+        return plot_report(self, path, **options)

@@ -1,0 +1,78 @@
+"""What every engine shares: the problem it is given, the protocol it answers, and the
+choice of engine for a check (``select_engine``: by name, or ``auto``)."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from ._serial import SerialEngine
+
+ENGINE_NAMES = ("auto", "serial", "batched", "compiled", "processes", "executor")
+
+
+class Engine(Protocol):
+    name: str
+
+    def differences(
+        self, flat_indices: np.ndarray, steps: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``f(x+h e_i)``, ``f(x-h e_i)`` (reduced to scalars) and the realized denominator."""
+
+
+@dataclass(frozen=True)
+class CheckProblem:
+    """What an engine needs to know about a check."""
+
+    f: Callable[..., Any]
+    work: np.ndarray                       # private, C-contiguous, perturbed in place
+    evaluate: Callable[[], float]          # reduced f at the current contents of ``work``
+    backend: Any
+    cotangent: np.ndarray | None
+    vectorized: bool = False
+    executor: Any = None                   # check(executor=...): a concurrent.futures.Executor
+
+
+def select_engine(name: str, problem: CheckProblem) -> tuple[Engine, str]:
+    """The engine for ``name`` and the reason it was picked (said in the report).
+
+    ``auto``: ``executor`` when ``check`` was given one; ``compiled`` for a numba
+    ``@njit`` function or a native (cffi) function with the numpy backend, when the
+    check is big enough to repay compiling (or launching) its kernel; ``batched``
+    when ``vectorized=True``; ``processes`` when the estimated serial time is long and
+    there is more than one core; else ``serial``.
+    """
+    if name not in ENGINE_NAMES:
+        raise ValueError(f"engine={name!r} is not one of {ENGINE_NAMES}")
+    if name == "serial":
+        return SerialEngine(problem), "serial: asked for"
+    if name == "auto":
+        name, reason = _auto(problem)
+    else:
+        reason = f"{name}: asked for"
+    if name == "serial":
+        return SerialEngine(problem), reason
+    module = importlib.import_module(f"._{name}", __package__)
+    return module.make_engine(problem), reason
+
+
+class Declined(str):
+    """What an engine's ``auto_reason`` returns when it applies to ``f`` but does not pay
+    off for this check: the reason ``auto`` gives if serial ends up running it."""
+
+
+def _auto(problem: CheckProblem) -> tuple[str, str]:
+    serial_reason = "serial: a general Python callable (no faster engine applies)"
+    for candidate in ("executor", "compiled", "batched", "processes"):
+        try:
+            module = importlib.import_module(f"._{candidate}", __package__)
+        except ModuleNotFoundError:
+            continue
+        why = module.auto_reason(problem)
+        if isinstance(why, Declined):
+            serial_reason = f"serial: {why}"
+        elif why:
+            return candidate, f"{candidate}: {why}"
+    return "serial", serial_reason
