@@ -97,13 +97,31 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
+def extensions(root: Path) -> set[str]:
+    """The compiled extension modules of the package: those its cffi build scripts name
+    (``set_source("gradcheck._kernels", ...)``) and any built ``*.so`` beside the sources.
+    A clean checkout installed with ``pip install .`` has no ``.so`` under ``src``: the
+    build script is what says the module exists."""
+    pkg = root.name
+    found = {f"{pkg}.{p.name.split('.')[0]}" for p in root.glob("*.so")}
+    scripts = root.parents[1] / "kernels"
+    for script in sorted(scripts.glob("*.py")) if scripts.is_dir() else []:
+        for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "set_source" and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and str(node.args[0].value).startswith(pkg + ".")):
+                found.add(str(node.args[0].value))
+    return found
+
+
 def walk(root: Path) -> tuple[set[str], list[Edge], list[tuple[str, int]]]:
     """Every module of the package at ``root``, every import edge, and every call of
     ``importlib.import_module`` (module, line)."""
     pkg = root.name
     files = sorted(root.rglob("*.py"))
     modules = {module_name(p, root) for p in files}
-    modules |= {f"{pkg}.{p.name.split('.')[0]}" for p in root.glob("*.so")}  # compiled extensions
+    modules |= extensions(root)
     edges, dynamic = [], []
     for path in files:
         name = module_name(path, root)
