@@ -218,7 +218,8 @@ def test_help_states_the_exit_codes():
         assert out.returncode == 0
         text = " ".join(out.stdout.split())
         for phrase in ("0 every check passed", "1 a mismatch was found", "2 usage error",
-                       "3 inconclusive", "4 the function or the gradient raised"):
+                       "3 inconclusive", "4 the function or the gradient raised",
+                       "5 gradcheck itself failed"):
             assert phrase in text, (args, phrase)
 
 
@@ -241,3 +242,22 @@ def test_a_worker_killed_by_the_function_exits_four(user_module):
     assert out.returncode == 4, out.stdout + out.stderr
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert "killer:f" in out.stderr and "died" in out.stderr and "killed by SIGKILL" in out.stderr
+
+
+def test_an_internal_failure_exits_five_not_one(user_module, monkeypatch, capsys):
+    """A failure inside gradcheck itself (here: the check stage raising a RuntimeError that
+    no user code raised) is neither a mismatch (1) nor the user's code failing (4): exit 5,
+    with the traceback and a line saying it is gradcheck's bug."""
+    from gradcheck import cli
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("planted internal failure")
+
+    monkeypatch.chdir(user_module)
+    monkeypatch.syspath_prepend(str(user_module))
+    monkeypatch.setattr(cli, "check", broken)
+    code = cli.main(["check", "usermod:f", "--grad", "usermod:good", "--input", "x.npy"])
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_INTERNAL == 5
+    assert "Traceback" in err and "planted internal failure" in err
+    assert "internal error" in err and "bug in gradcheck" in err

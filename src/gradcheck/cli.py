@@ -7,7 +7,8 @@ Exit codes (:data:`EXIT_CODES`; the same for every command):
 (``dispute``: a candidate is broken), 2 usage error (including a --fn that cannot be
 evaluated at arbitrary precision), 3 inconclusive (nothing could be verified),
 4 the user's code failed: the function or the gradient raised (or killed its worker),
-or its module could not be imported; one line names it, the exception and the entry.
+or its module could not be imported; one line names it, the exception and the entry;
+5 gradcheck itself failed (a bug in gradcheck: the traceback is printed, please report it).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import functools
 import importlib
 import os
 import sys
+import traceback
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -30,12 +32,13 @@ from ._orders._cli import add_check_options, add_taylor_parser, check_orders  # 
 from ._pipeline.check import check
 from .engines._processes import WorkerDiedError
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_RAISED = 0, 1, 2, 3, 4
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_RAISED, EXIT_INTERNAL = 0, 1, 2, 3, 4, 5
 EXIT_CODES = (
     f"Exit codes: {EXIT_PASS} every check passed, {EXIT_FAIL} a mismatch was found (FAIL), "
     f"{EXIT_USAGE} usage error, {EXIT_INCONCLUSIVE} inconclusive (nothing could be verified), "
     f"{EXIT_RAISED} the function or the gradient raised (a one-line error names it, the "
-    "exception and the entry)."
+    f"exception and the entry), {EXIT_INTERNAL} gradcheck itself failed (a bug: the traceback "
+    "is printed; please report it)."
 )
 
 
@@ -313,6 +316,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, ImportError, AttributeError, OSError) as exc:
         print(f"gradcheck: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception:  # noqa: BLE001 -- gradcheck's own failure: never mistaken for a FAIL (1)
+        traceback.print_exc()
+        print(f"gradcheck: internal error (a bug in gradcheck, not in your code; please report "
+              f"it with the traceback above): exit {EXIT_INTERNAL}", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover
