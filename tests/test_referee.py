@@ -168,3 +168,38 @@ def test_report_says_what_was_adjudicated_and_at_what_cost():
     assert any("adjudicated 1 entries" in n for n in r.notes)
     assert r.cause((1,)) is Cause.EXACT_ZERO and r.verdicts[1] is Verdict.PASS
     assert r.to_dict()["adjudication"]["digits"] == 30
+
+
+_PARENT = None
+
+
+def _dies_in_a_worker(x):
+    """sum(x**2), except that a worker process (not the test's own) exits abruptly at
+    arbitrary precision: a crash in the referee's pool, not in the float check."""
+    import os
+    if x.dtype == object and os.getpid() != _PARENT:
+        os._exit(7)
+    return (x * x).sum()
+
+
+def test_a_dead_referee_worker_is_a_worker_died_error_naming_the_entries():
+    """The referee's own fork pool breaking (a worker exits) raises WorkerDiedError with the
+    entries and how the worker ended, not a raw BrokenProcessPool."""
+    import os
+
+    from gradcheck._adjudicate.referee import PARALLEL_MIN, Referee
+    from gradcheck.engines._fork import fork_hazard, usable_cores
+
+    if usable_cores() < 2 or fork_hazard() is not None:
+        pytest.skip("the referee forks a pool only with two cores and no fork hazard")
+    global _PARENT
+    _PARENT = os.getpid()
+    x = np.linspace(0.5, 2.0, 2 * PARALLEL_MIN).reshape(2, PARALLEL_MIN)
+    ref = Referee(_dies_in_a_worker, x, None, digits=20)
+    with pytest.raises(gradcheck.WorkerDiedError) as info:
+        ref._all_derivatives(np.arange(x.size))
+    err = info.value
+    assert err.count == x.size and err.first == (0, 0) and err.last == (1, PARALLEL_MIN - 1)
+    assert "exited with status 7" in str(err) and "referee" in str(err)
+    assert "adjudicate=False" in str(err)
+    assert type(err.__cause__).__name__ == "BrokenProcessPool"

@@ -20,6 +20,7 @@ from ._core.errors import InputMutationError as InputMutationError
 from ._core.errors import OutputError as OutputError
 from ._core.errors import ShapeMismatchError as ShapeMismatchError
 from ._core.errors import UnsupportedInputError as UnsupportedInputError
+from ._core.errors import WorkerDiedError as WorkerDiedError
 from ._core.verdict import Cause as Cause
 from ._core.verdict import Verdict as Verdict
 from ._lowp.dispute import DisputeResult as DisputeResult
@@ -85,4 +86,5 @@ __all__ = [
     "TaylorResult",
     "UnsupportedInputError",
     "Verdict",
+    "WorkerDiedError",
 ]

@@ -27,6 +27,7 @@ import os
 import signal
 import time
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -34,8 +35,10 @@ import numpy as np
 
 from .._classify.rule import verdicts
 from .._core.config import DEFAULT_RESOLUTION
+from .._core.errors import WorkerDiedError
 from .._core.verdict import Cause, Verdict
 from ..engines._fork import die_with, fork_hazard, shutdown_pool, usable_cores
+from ..engines._processes import how_it_died
 
 #: Entries beyond this many are left with their step-study verdicts (and the report says so).
 MAX_ADJUDICATED = 256
@@ -116,12 +119,27 @@ class Referee:
         try:
             chunks = np.array_split(flat_indices, workers * 2)
             parts = list(pool.map(_derivatives_in_worker, chunks))
+        except BrokenProcessPool as exc:
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+            shutdown_pool(pool, terminate=True)
+            raise self._died(flat_indices, how_it_died(processes)) from exc
         except BaseException:
             shutdown_pool(pool, terminate=True)  # Ctrl-C or an error: no waiting for the rest
             raise
         else:
             shutdown_pool(pool, terminate=False)
         return [d for part in parts for d in part]
+
+    def _died(self, flat_indices: np.ndarray, how: str) -> WorkerDiedError:
+        """The error for a referee pool broken by a dead worker (f at arbitrary precision,
+        or native code it reached, crashed or exited in one of ``flat_indices``' entries)."""
+        entry = lambda i: tuple(int(k) for k in np.unravel_index(int(i), np.shape(self.x)))  # noqa: E731
+        return WorkerDiedError(
+            entry(flat_indices.min()), entry(flat_indices.max()), flat_indices.size, how,
+            task="a worker process of the referee died ({how}) while computing the exact "
+                 "derivative (arbitrary precision) of",
+            remedy="adjudicate=False skips the referee; gradcheck.mp.mp_derivative(f, x, index) "
+                   "computes one entry's exact derivative in this process, where the crash shows.")
 
     def adjudicate(self, positions: np.ndarray, flat_indices: np.ndarray, analytic: np.ndarray,
                    current: np.ndarray, *, rtol: float, atol: float, noise_factor: float, unit: float,

@@ -88,6 +88,30 @@ class InputMutationError(GradcheckError, RuntimeError):
     """The user's function wrote into the array it was given."""
 
 
+class WorkerDiedError(GradcheckError, RuntimeError):
+    """A worker process died (killed by a signal, out of memory, a crash in native code,
+    ``os._exit``), which breaks the whole pool.
+
+    ``first`` and ``last`` are the multi-indices bounding the entries it may have been working
+    on (``count`` entries: those of the chunks unfinished when the pool broke that the workers
+    could have picked up); ``how`` says how the dead process ended, as far as it is known;
+    ``task`` what the workers were doing. The pool's ``BrokenProcessPool`` is chained as
+    ``__cause__``.
+    """
+
+    def __init__(self, first: tuple[int, ...], last: tuple[int, ...], count: int, how: str,
+                 *, task: str = "a worker process of engine='processes' died ({how}) while differencing",
+                 remedy: str = "engine='serial' evaluates in this process, where the crash shows "
+                               "where it happens.") -> None:
+        self.first, self.last, self.count, self.how = tuple(first), tuple(last), int(count), how
+        where = f"entry {self.first}" if count == 1 else (
+            f"one of the {count} entries from {self.first} to {self.last}")
+        super().__init__(
+            f"{task.format(how=how)} {where}. Probable cause: f, or native code it calls, crashed "
+            f"or exited there, or the system killed the worker (out of memory). {remedy}"
+        )
+
+
 class GradientAssertionError(AssertionError):
     """Raised by ``Report.assert_pass``; ``.report`` holds the report it judged."""
 

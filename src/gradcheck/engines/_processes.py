@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._core.errors import GradcheckError
+from .._core.errors import WorkerDiedError as WorkerDiedError  # re-exported: its old home
 from ._base import Declined
 from ._chunks import difference_chunk, mutation_error, rebuild_error
 from ._differences import central_differences
@@ -43,28 +43,6 @@ from ._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_
 AUTO_MIN_SECONDS = 2.0
 #: Chunks per worker: enough for load balance and progress, few enough to stay cheap.
 CHUNKS_PER_WORKER = 8
-
-
-class WorkerDiedError(GradcheckError, RuntimeError):
-    """A worker process died while differencing (killed by a signal, out of memory, a crash
-    in native code, ``os._exit``), which breaks the whole pool.
-
-    ``first`` and ``last`` are the multi-indices bounding the entries it may have been
-    differencing (``count`` entries: those of the chunks unfinished when the pool broke
-    that the workers could have picked up); ``how`` says how the dead process ended, as
-    far as it is known. The pool's ``BrokenProcessPool`` is chained as ``__cause__``.
-    """
-
-    def __init__(self, first: tuple[int, ...], last: tuple[int, ...], count: int, how: str) -> None:
-        self.first, self.last, self.count, self.how = tuple(first), tuple(last), int(count), how
-        where = f"entry {self.first}" if count == 1 else (
-            f"one of the {count} entries from {self.first} to {self.last}")
-        super().__init__(
-            f"a worker process of engine='processes' died ({how}) while differencing {where}. "
-            "Probable cause: f, or native code it calls, crashed or exited there, or the system "
-            "killed the worker (out of memory). engine='serial' evaluates in this process, "
-            "where the crash shows where it happens."
-        )
 
 
 def auto_reason(problem: Any) -> str | None:
@@ -249,10 +227,10 @@ def _worker_died(futures: dict[Future, tuple[int, int]], idx: np.ndarray, work: 
     suspects = broken[:workers + 1] or sorted(futures.values())
     flat = np.concatenate([idx[lo:hi] for lo, hi in suspects])
     return WorkerDiedError(_entry(work, int(flat.min())), _entry(work, int(flat.max())), flat.size,
-                           _how_it_died(processes))
+                           how_it_died(processes))
 
 
-def _how_it_died(processes: list[Any]) -> str:
+def how_it_died(processes: list[Any]) -> str:
     """How the dead worker ended: the exit of a process the pool did not terminate itself
     (its survivors get SIGTERM), as far as the pool still knows its processes."""
     codes = [p.exitcode for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
