@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from abc import ABC, abstractmethod
 from typing import Any
 
 from ._links import GradientAssertionError, refusal
@@ -17,28 +18,32 @@ from ._links import GradientAssertionError, refusal
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 
 
-class ResultMixin:
+class ResultMixin(ABC):
     """``passed``/``assert_pass``/``__str__``/``to_dict``/``to_json`` from a few hooks."""
 
     name: str
 
     @property
-    def status(self) -> str:  # pragma: no cover - every subclass overrides it
-        raise NotImplementedError
+    @abstractmethod
+    def status(self) -> str:
+        """``"PASS"``, ``"FAIL"`` or ``"INCONCLUSIVE"``."""
 
     @property
     def passed(self) -> bool:
         """True only for ``PASS``: a test that proved nothing is not a pass."""
         return self.status == PASS
 
-    def summary(self) -> str:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def summary(self) -> str:
+        """One line: the status and why."""
 
-    def lines(self) -> list[str]:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def lines(self) -> list[str]:
+        """The body of ``str(result)``, line by line."""
 
-    def _fields(self) -> dict[str, Any]:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def _fields(self) -> dict[str, Any]:
+        """The result's own fields for ``to_dict``."""
 
     def assert_pass(self, *, allow_unchecked: bool | None = None) -> Any:
         """Raise :class:`~gradcheck.GradientAssertionError` unless the test passed;
