@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 MODULES = [
-    "gradcheck", "gradcheck._pipeline.check", "gradcheck._pipeline.inputs", "gradcheck._models.params", "gradcheck._controls.control",
+    "gradcheck", "gradcheck._pipeline.check", "gradcheck._pipeline.inputs", "gradcheck._adjudicate.referee", "gradcheck._models.params", "gradcheck._controls.control",
     "gradcheck._core.config", "gradcheck._report.report", "gradcheck._sweeps.sweep", "gradcheck.native",
     "gradcheck.backends._dual", "gradcheck.dual", "gradcheck.dual.number", "gradcheck.dual.forward",
     "gradcheck.mp", "gradcheck._core.formats", "gradcheck._lowp.dispute", "gradcheck._lowp.subjects",

@@ -136,7 +136,8 @@ class LowPrecisionPlan(OrdinaryPlan):
         """The floor scales with the gradient's size, measured by the first differences."""
         if not self.upcast:
             return cfg
-        return self.with_floor(cfg, analytic, slope_and_noise(*diffs, 2.0**-53)[0])
+        fp, fm, denom = diffs
+        return self.with_floor(cfg, analytic, slope_and_noise(fp, fm, denom, 2.0**-53)[0])
 
     def final(self, analytic: np.ndarray, judged: Any, cfg: Config, codes: np.ndarray,
               tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
