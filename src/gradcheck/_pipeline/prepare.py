@@ -45,7 +45,6 @@ class Subject:
     cotangent: np.ndarray | None
     evaluate: Callable[[], float]
     analytic: np.ndarray         # the claimed gradient, shaped like x
-    claimed: Any                 # the claim as the backend returned it
     audit_notes: tuple[str, ...]
     violations: tuple[str, ...]
     unit: float                  # the unit round-off of f's evaluation
@@ -95,7 +94,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     return Subject(f=f, backend=be, label=label, dtype=dtype, lowp=lowp, config=cfg,
                    adjudicate=adjudicate, vectorized=vectorized, work=work, pristine=pristine, y0=y0, f0=f0,
                    cotangent=cotangent, evaluate=evaluate, analytic=analytic,
-                   claimed=claimed, audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit)
+                   audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit)
 
 
 def _evaluate_at_x(be: Any, f: Callable[..., Any], work: np.ndarray) -> np.ndarray:
