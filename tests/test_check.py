@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from zoo import CASES, softmax, softmax_vjp, softmax_vjp_bug
 
 import gradcheck
 from gradcheck import Config, Verdict, check
-
-from zoo import CASES, softmax, softmax_vjp, softmax_vjp_bug
 
 IDS = [c.name for c in CASES]
 

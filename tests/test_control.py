@@ -29,7 +29,6 @@ def test_control_fails_for_a_checker_that_passes_everything(monkeypatch):
 
 def test_control_fails_for_a_checker_that_cries_wolf(monkeypatch):
     """A broken checker that flags everything is caught too (the other direction)."""
-    import gradcheck._pipeline.check as chk
     import gradcheck._pipeline.judge as jdg
 
     monkeypatch.setattr(jdg, "classify", lambda a, n, z, **kw: np.ones(np.shape(a), np.uint8))
@@ -40,7 +39,6 @@ def test_control_fails_for_a_checker_that_cries_wolf(monkeypatch):
 def test_control_fails_when_differences_are_not_computed(monkeypatch):
     """A harness that computes nothing (numeric side equal to the claim) is caught."""
     import gradcheck._pipeline.check as chk
-    import gradcheck._pipeline.judge as jdg
 
     real = chk.judge_entries
 
@@ -91,7 +89,8 @@ def test_the_compiled_control_is_the_control_and_is_not_vacuous():
     """engine="compiled": the twin is the control function (same values, as numba compiles
     it), and a check of the corrupted claim through the compiled engine flags exactly the
     corrupted entries, while the correct claim passes everywhere."""
-    from gradcheck._controls.corrupt import CORRUPTIONS, Corrupting as _Corrupting
+    from gradcheck._controls.corrupt import CORRUPTIONS
+    from gradcheck._controls.corrupt import Corrupting as _Corrupting
     from gradcheck.backends import NumpyBackend
     from gradcheck.backends._numpy import control_function, control_gradient, control_input
 

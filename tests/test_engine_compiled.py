@@ -13,10 +13,9 @@ import pytest
 
 import gradcheck
 from gradcheck import Config, FunctionError, Verdict
-from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem, Declined, select_engine
-from gradcheck.engines import _compiled
+from gradcheck.engines import CheckProblem, Declined, _compiled, select_engine
+from gradcheck.engines._differences import steps_for
 from gradcheck.engines._serial import SerialEngine
 from gradcheck.native import native_function
 

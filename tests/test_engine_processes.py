@@ -13,17 +13,15 @@ import time
 import numpy as np
 import pytest
 from optional_deps import need
+from zoo import CASES
 
 import gradcheck
 from gradcheck import FunctionError, check
-from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem
-from gradcheck.engines import _processes
+from gradcheck.engines import CheckProblem, _processes
+from gradcheck.engines._differences import steps_for
 from gradcheck.engines._processes import ProcessesEngine, auto_reason
 from gradcheck.engines._serial import SerialEngine
-
-from zoo import CASES
 
 pytestmark = pytest.mark.skipif(not _processes.fork_available(), reason="needs the fork start method")
 

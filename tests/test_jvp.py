@@ -3,11 +3,9 @@ verdicts; planted errors are caught at exactly their entries, correct claims pas
 hand-written numpy JVP and for torch's and jax's own forward mode through custom rules."""
 from __future__ import annotations
 
-
 import numpy as np
-import pytest
-
 import optional_deps
+import pytest
 
 import gradcheck
 from gradcheck import Verdict, check_jvp

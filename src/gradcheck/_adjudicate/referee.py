@@ -26,10 +26,11 @@ import multiprocessing as mp
 import os
 import signal
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -48,7 +49,7 @@ PARALLEL_MIN = 12
 # In a forked worker: the referee it works for. The parent hands it over as the pool's
 # initializer argument, which a forked process inherits without pickling (the user's function
 # need not be picklable), so concurrent adjudications in threads each fork their own.
-_ACTIVE: "Referee | None" = None
+_ACTIVE: Referee | None = None
 
 
 @dataclass

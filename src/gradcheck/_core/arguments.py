@@ -11,7 +11,8 @@ TypeError: refine must be True, False or None, got 'no' (a str)
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

@@ -56,7 +56,7 @@ class OutputError(FunctionError, TypeError):
         self.index, self.side, self.param = index, side, param
         GradcheckError.__init__(self, f"{what} returned {returned} {where_evaluated(index, side, param)}{tail}")
 
-    def at(self, index: tuple[int, ...] | None, side: str, param: str | None = None) -> "OutputError":
+    def at(self, index: tuple[int, ...] | None, side: str, param: str | None = None) -> OutputError:
         """The same error, located at entry ``index`` (``side``) of ``param``."""
         return OutputError(self.returned, index, side, param if param is not None else self.param,
                            self.what, self.tail)

@@ -37,8 +37,8 @@ from __future__ import annotations
 import inspect
 import math
 import time
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 

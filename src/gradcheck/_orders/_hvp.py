@@ -28,7 +28,8 @@ the report, as ``check`` does for a broken autodiff contract.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -100,13 +101,13 @@ def _claim(f, inner, hvp) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """``(x, v) -> H v`` from the user's ``hvp`` (in the backend's array type) or from the
     framework's double backward."""
     if hvp is None:
-        def claim(z, v):
+        def claim(z: Any, v: Any) -> Any:
             return np.asarray(inner.hvp(f, np.array(z, copy=True), np.asarray(v)))
-        claim.source = f"{inner.name}'s double backward"
+        claim.source = f"{inner.name}'s double backward"  # type: ignore[attr-defined]
     else:
-        def claim(z, v):
+        def claim(z: Any, v: Any) -> Any:
             return call_user(inner, hvp, z, np.asarray(v, dtype=z.dtype))
-        claim.source = "the given hvp"
+        claim.source = "the given hvp"  # type: ignore[attr-defined]
     return claim
 
 

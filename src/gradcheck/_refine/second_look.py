@@ -6,6 +6,8 @@ studied over several steps (:mod:`.study`).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._classify.rule import rule_of
@@ -37,7 +39,7 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
     # Noisy PASS entries get the quick look first; what it certifies skips the study.
     quick = (codes[suspects] == Verdict.PASS) & QUICK_LOOK
     noisy = suspects[quick]
-    batches = [(suspects[~quick], None)]
+    batches: list[tuple[np.ndarray, Any]] = [(suspects[~quick], None)]
     if noisy.size:
         q = quick_certify(sub, noisy, steps[noisy], analytic[noisy], (fp[noisy], fm[noisy], denom[noisy]),
                           **options)

@@ -14,7 +14,8 @@ with the same cotangent (see :mod:`._complex` for when the complex step is trust
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

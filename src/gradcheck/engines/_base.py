@@ -3,8 +3,9 @@ choice of engine for a check (``select_engine``: by name, or ``auto``)."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 

@@ -12,8 +12,9 @@ purpose: the rows are re-read by ``f`` on every call, and a buffer that stays in
 CPU's cache is faster than a big one streamed from memory (see benchmarks/README.md).
 
 Agreement with ``serial``: the perturbed values, the realized denominators and the
-reduction of each row (``float(cotangent . row)`` per row, the same ``np.dot`` as the
-serial reducer) are computed exactly as ``serial`` computes them. What can differ is
+reduction of each array output (``np.add.reduce(v * y)`` with the cotangent ``v``, row by
+row: the reduction every engine uses; ``np.dot`` or ``y @ v`` would go through BLAS and may
+sum in another order) are computed exactly as ``serial`` computes them. What can differ is
 ``f`` itself: numpy may round ``A @ X`` on a batch differently than on a single
 matrix (a different BLAS kernel or summation order). For an ``f`` that is elementwise,
 the results are bit-identical to ``serial``; for other ``f`` they agree to ``f``'s own
@@ -25,7 +26,8 @@ the end of each ``differences``) and raised as :class:`InputMutationError`.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +48,7 @@ def auto_reason(problem: Any) -> str | None:
     return None
 
 
-def make_engine(problem: Any, **options: Any) -> "BatchedEngine":
+def make_engine(problem: Any, **options: Any) -> BatchedEngine:
     return BatchedEngine(problem, **options)
 
 

@@ -129,6 +129,7 @@ def auto_reason(problem: Any) -> str | None:
     if _unsupported(problem) is not None:
         return None
     kind = _kind(problem.f)
+    assert kind is not None  # _unsupported answered None
     what = "a numba @njit function" if kind == "njit" else "a native (cffi) C function"
     if kind == "njit" and problem.f.targetoptions.get("parallel"):
         return None  # f runs its own threads; nesting them in the kernel's gains nothing
@@ -163,7 +164,7 @@ def _time_call(evaluate: Any) -> float:
     return time.perf_counter() - started
 
 
-def make_engine(problem: Any) -> "CompiledEngine":
+def make_engine(problem: Any) -> CompiledEngine:
     """The compiled engine for ``problem`` (a clear TypeError when it does not apply)."""
     why = _unsupported(problem)
     if why is not None:

@@ -7,7 +7,7 @@ bit for bit afterwards (``check_params``); either way each entry is put back in 
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -127,7 +127,7 @@ def _difference_loop(evaluate, target, flat, idx, old, xp, xm, finite, f_plus, f
             flat[i] = xm[j]
             f_minus[j] = evaluate()
         except Exception as exc:  # re-raised with the entry it happened at
-            raise _located(exc, tuple(int(k) for k in np.unravel_index(i, target.shape)), side, param)
+            raise _located(exc, tuple(int(k) for k in np.unravel_index(i, target.shape)), side, param)  # noqa: B904
         finally:
             flat[i] = old[j]
         if progress is not None:

@@ -27,9 +27,10 @@ import os
 import signal
 import time
 import weakref
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +77,7 @@ def auto_reason(problem: Any) -> str | None:
     )
 
 
-def make_engine(problem: Any, **options: Any) -> "ProcessesEngine":
+def make_engine(problem: Any, **options: Any) -> ProcessesEngine:
     return ProcessesEngine(problem, **options)
 
 
@@ -214,6 +215,7 @@ def _install(problem: Any, parent: int) -> None:
 def _difference_chunk(idx: np.ndarray, steps: np.ndarray) -> tuple:
     """Serial differences of one chunk on this worker's own copy of the array; the answer
     is data (see :mod:`._chunks`)."""
+    assert _PRISTINE is not None  # set by the pool's initializer
     return difference_chunk(_PROBLEM.evaluate, _PROBLEM.work, _PRISTINE, idx, steps)
 
 
