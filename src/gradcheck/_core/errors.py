@@ -88,6 +88,20 @@ class InputMutationError(GradcheckError, RuntimeError):
     """The user's function wrote into the array it was given."""
 
 
+def mutation_error(who: str = "the function", seen: str = "",
+                   into: str = "the array it was given") -> InputMutationError:
+    """The one message for an ``f`` that wrote into its input: ``who`` wrote into ``into``,
+    where it was ``seen`` (a parenthesis, or ""), and the way out.
+
+    >>> str(mutation_error("f", " (seen at entry (0,))"))
+    'f wrote into the array it was given (seen at entry (0,)); gradcheck cannot difference a function that mutates its input (copy inside the function)'
+    """
+    return InputMutationError(
+        f"{who} wrote into {into}{seen}; gradcheck cannot difference a function that mutates "
+        "its input (copy inside the function)"
+    )
+
+
 class WorkerDiedError(GradcheckError, RuntimeError):
     """A worker process died (killed by a signal, out of memory, a crash in native code,
     ``os._exit``), which breaks the whole pool.

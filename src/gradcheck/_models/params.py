@@ -13,6 +13,7 @@ from .._adjudicate.referee import Referee
 from .._classify.rule import tolerance
 from .._core import arguments as _arguments
 from .._core import status as _status
+from .._core.arrays import same_bits
 from .._core.config import Config, dtype_name
 from .._core.errors import (
     AliasedParametersError,
@@ -386,7 +387,7 @@ def _informative(report: Report) -> bool:
 
 
 def _bits_differ(a: np.ndarray, b: np.ndarray) -> bool:
-    return np.ascontiguousarray(a).tobytes() != np.ascontiguousarray(b).tobytes()
+    return not same_bits(a, b)
 
 
 def _scalar_loss(loss, params, index, side, name) -> float:

@@ -11,8 +11,9 @@ from .._adjudicate.notes import adjudication_notes, unchecked_notes
 from .._adjudicate.referee import Referee
 from .._classify.kernel import tolerance  # the fused kernel from 1e5 entries
 from .._core import arguments as _arguments
+from .._core.arrays import same_bits
 from .._core.config import Config, dtype_name
-from .._core.errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
+from .._core.errors import FunctionError, GradientAssertionError, OutputError, mutation_error
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from .._core.judged import Judged as Judged
 from .._lowp.plan import plan as lowp_plan
@@ -245,11 +246,8 @@ def check(
     # Determinism and input mutation, checked once at the end (cheap).
     f1 = evaluate()
     evaluations += 1
-    if not np.array_equal(work, pristine, equal_nan=True):
-        raise InputMutationError(
-            f"{label} wrote into the array it was given; gradcheck cannot difference a "
-            "function that mutates its input (copy inside the function)"
-        )
+    if not same_bits(work, pristine):
+        raise mutation_error(label)
     deterministic = bool(f1 == f0 or (np.isnan(f1) and np.isnan(f0)))
     drift = 0.0
     if not deterministic:
@@ -363,9 +361,6 @@ def _check_inputs(f, xs: tuple, grad: Any, *, name: str | None, backend: Any, **
                              backend=be, **opts))
     for k, e in enumerate(held):
         now = be.to_numpy(e)
-        if now.shape != snapshots[k].shape or now.tobytes() != snapshots[k].tobytes():
-            raise InputMutationError(
-                f"{label} wrote into input {k}; gradcheck cannot difference a function that "
-                "mutates its inputs (copy inside the function)"
-            )
+        if not same_bits(now, snapshots[k]):
+            raise mutation_error(label, into=f"input {k}")
     return MultiReport(name=label, reports=tuple(reports))

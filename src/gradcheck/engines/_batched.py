@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from .._core.arrays import same_bits
 from .._core.config import dtype_name
-from .._core.errors import FunctionError, InputMutationError, OutputError
+from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
 from .._core.inputs import require_real_output
 
 #: Default byte budget of the batch buffer (``B`` copies of ``x``).
@@ -126,7 +127,7 @@ class BatchedEngine:
             stop = min(start + per, live.size)
             span = slice(2 * start, 2 * stop)
             at, v, batch = where[span], values[span], 2 * (stop - start)
-            if bflat[at].tobytes() != restore[span].tobytes():
+            if not same_bits(bflat[at], restore[span]):
                 raise _mutation_error()  # an earlier call wrote where this batch perturbs
             bflat[at] = v
             failure = None
@@ -135,7 +136,7 @@ class BatchedEngine:
             except Exception as exc:
                 failure = exc
             finally:
-                mutated = bflat[at].tobytes() != v.tobytes()
+                mutated = not same_bits(bflat[at], v)
                 bflat[at] = restore[span]
             if mutated:
                 raise _mutation_error()
@@ -221,12 +222,8 @@ def _entry(flat_index: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _bitwise_equal(batch: np.ndarray, x: np.ndarray) -> bool:
     """Every row of ``batch`` holds the same bits as ``x`` (NaNs and signed zeros too)."""
-    as_bits = np.dtype(f"u{x.dtype.itemsize}")
-    return bool((batch.view(as_bits) == x.view(as_bits)).all())
+    return same_bits(batch, np.broadcast_to(x, batch.shape))
 
 
 def _mutation_error() -> InputMutationError:
-    return InputMutationError(
-        "the vectorized f wrote into the batch it was given; gradcheck cannot difference a "
-        "function that mutates its input (copy inside the function)"
-    )
+    return mutation_error("the vectorized f", into="the batch it was given")

@@ -31,12 +31,13 @@ touched: every thread works on its own copy).
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, InputMutationError
+from .._core.errors import FunctionError, mutation_error
 from .._core.jit import PRANGE, kernel, late
 from ..native import NativeFunction
 from ._base import Declined
@@ -271,11 +272,7 @@ class CompiledEngine:
         p = self.problem
         index = tuple(int(k) for k in np.unravel_index(int(idx[j]), p.work.shape))
         if code == _MUTATED:
-            raise InputMutationError(
-                f"the function wrote into the array it was given (seen in the compiled engine "
-                f"at entry {index}); gradcheck cannot difference a function that mutates its "
-                "input (copy inside the function)"
-            )
+            raise mutation_error(seen=f" (seen in the compiled engine at entry {index})")
         central_differences(p.evaluate, p.work, idx[j:j + 1], steps[j:j + 1])
         side = "+h" if code in (_RAISED_PLUS, _SHAPE_PLUS) else "-h"
         raise FunctionError(index, side, None, RuntimeError(
@@ -292,7 +289,11 @@ class CompiledEngine:
 
 @kernel()
 def _same(a, b):
-    return a == b or (a != a and b != b)  # NaN where there was NaN is unchanged
+    """Unchanged: the same value and sign (-0.0 over 0.0 is a write), or NaN where there was NaN
+    (a scalar compare cannot see NaN payloads; check() compares the whole array with same_bits)."""
+    if a == b:
+        return a != 0 or math.copysign(1.0, a) == math.copysign(1.0, b)
+    return a != a and b != b
 
 
 @kernel()

@@ -79,7 +79,7 @@ from typing import Any
 import numpy as np
 
 from .._core.errors import FunctionError, GradcheckError
-from ._chunks import difference_chunk, mutation_error, rebuild_error
+from ._chunks import difference_chunk, rebuild_error, worker_mutation_error
 
 #: Resubmissions of a chunk whose task failed (not counting the first attempt).
 RETRIES = 2
@@ -388,7 +388,7 @@ class _Pass:
                     other_fut.cancel()
                     del self.in_flight[other_fut]
         elif status == "mutated":
-            raise mutation_error(self.engine._entries(self.idx[chunk.lo:chunk.lo + 1])[0])
+            raise worker_mutation_error(self.engine._entries(self.idx[chunk.lo:chunk.lo + 1])[0])
         else:  # pragma: no cover - a worker running another gradcheck version
             raise RuntimeError(f"unexpected answer {status!r} from a worker")
 

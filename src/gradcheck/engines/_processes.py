@@ -36,7 +36,7 @@ import numpy as np
 
 from .._core.errors import WorkerDiedError as WorkerDiedError  # re-exported: its old home
 from ._base import Declined
-from ._chunks import difference_chunk, mutation_error, rebuild_error
+from ._chunks import difference_chunk, rebuild_error, worker_mutation_error
 from ._differences import central_differences
 from ._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
 
@@ -145,7 +145,7 @@ class ProcessesEngine:
                     lo, hi = futures[fut]
                     answer = fut.result()
                     if answer[0] == "mutated":
-                        raise mutation_error(_entry(self.problem.work, int(idx[lo])))
+                        raise worker_mutation_error(_entry(self.problem.work, int(idx[lo])))
                     if answer[0] == "error":
                         failures.append((lo, answer[1]))
                         continue
