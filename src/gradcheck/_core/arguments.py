@@ -88,6 +88,16 @@ def positive(name: str, value: Any, *, none: bool = False) -> float | None:
     return float(value)
 
 
+def label_of(f: Any, name: str | None = None) -> str:
+    """What reports call ``f``: ``name`` when given, else ``f.__name__``, else ``f.name`` (a
+    native function, a subject), else the name of ``f``'s type. The one label rule.
+
+    >>> label_of(len), label_of(len, "mine"), label_of(object())
+    ('len', 'mine', 'object')
+    """
+    return name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
+
+
 def text(name: str, value: Any) -> str | None:
     """``value`` if it is a str or None (a label)."""
     if value is None or isinstance(value, str):

@@ -32,7 +32,6 @@ from ..backends import NumpyBackend
 from ..backends._claimed import as_gradient
 from ..engines import CheckProblem, _processes, select_engine
 from ..engines._differences import central_differences, require_moving_steps, steps_for
-from ..engines._fork import fork_hazard, usable_cores
 from .diagnosis import Diagnosis, diagnose
 
 try:
@@ -438,17 +437,8 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str]:
         raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
     if engine != "auto":
         return engine, f"{engine}: asked for"
-    if usable_cores() < 2:
-        return "serial", "serial: one core to run on"
-    per_call = _processes._time_call(lambda: loss(params))
-    estimate = 2 * total * per_call
-    if estimate <= _processes.AUTO_MIN_SECONDS:
-        return "serial", f"serial: 2N = {2 * total} evaluations estimated at {estimate:.2g} s"
-    hazard = fork_hazard()
-    if hazard is not None:
-        return "serial", f"serial: 2N = {2 * total} evaluations estimated at {estimate:.2g} s, but {hazard}"
-    return "processes", (f"processes: 2N = {2 * total} evaluations estimated at {estimate:.2g} s on one "
-                         f"core; spread over {usable_cores()} processes")
+    choice, why = _processes.auto_decision(lambda: loss(params), total)  # check's own auto rule
+    return ("processes", f"processes: {why}") if choice == "processes" else ("serial", f"serial: {why}")
 
 
 def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adjudicate, digits, claim_scale,

@@ -44,6 +44,7 @@ from ._links import (
     backends,
     check,
     dtype_name,
+    label_of,
     with_notes,
 )
 
@@ -72,7 +73,7 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     """
     inner = backends.resolve(backend, x)
     x_np = np.array(inner.to_numpy(x), copy=True)
-    label = name or f"hvp of {getattr(f, '__name__', type(f).__name__)}"
+    label = name or f"hvp of {label_of(f)}"
     if hvp is None and not hasattr(inner, "hvp"):
         raise TypeError(f"the {inner.name} backend has no double backward of its own: pass hvp=, a "
                         "function hvp(x, v) returning the Hessian times v")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._links import ClaimBackend, Report, backends, check, with_notes
+from ._links import ClaimBackend, Report, backends, check, label_of, with_notes
 
 #: Basis tangents per batch: at most this many output values per chunk (~32 MB in float64).
 CHUNK_VALUES = 1 << 22
@@ -52,7 +52,7 @@ def check_jvp(f: Callable[..., Any], x: Any, jvp: Callable[..., Any] | None = No
                         "function jvp(x, t) returning J t")
     claim = ClaimBackend(inner, lambda z, v: z, name=f"jvp-{inner.name}")  # replaced on the next line
     claim.claim = _claim_builder(f, inner, jvp, batched, claim.notes)
-    label = name or f"jvp of {getattr(f, '__name__', type(f).__name__)}"
+    label = name or f"jvp of {label_of(f)}"
     report = check(f, x, None, backend=claim, name=label, **options)
     return with_notes(report, claim.notes)
 

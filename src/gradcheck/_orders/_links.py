@@ -6,6 +6,7 @@ package layout changes these lines and nothing else in the folder.
 from __future__ import annotations
 
 from .. import backends as backends
+from .._core.arguments import label_of as label_of
 from .._core.config import UNIT_ROUNDOFF as UNIT_ROUNDOFF
 from .._core.config import Config as Config
 from .._core.config import dtype_name as dtype_name

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import backends as _backends
+from .._core import arguments as _arguments
 from .._core.arrays import same_bits
 from .._core.config import Config
 from .._core.errors import mutation_error
@@ -140,7 +141,7 @@ def _check_inputs(f, xs: tuple, grad: Any, backend: Any, opts: CheckOptions) -> 
     if opts.vectorized:
         raise ValueError("vectorized=True is for a single input; with several inputs check each one separately")
     be = _backends.resolve(backend, xs[0])
-    label = opts.name or getattr(f, "__name__", None) or type(f).__name__
+    label = _arguments.label_of(f, opts.name)
     held = tuple(private_copy(e) for e in xs)
     snapshots = [np.array(be.to_numpy(e), copy=True) for e in held]
     claims = split_grad(grad, held)

@@ -485,7 +485,7 @@ def shape_sweep(
     ndims = {len(s) for s in shape_list}
     ndim = ndims.pop() if len(ndims) == 1 else None
     names = _dim_names(dim_names, shapes, ndim)
-    label = name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
+    label = _arguments.label_of(f, name)
 
     started = time.perf_counter()
     results = []

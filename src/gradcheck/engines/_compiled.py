@@ -40,7 +40,7 @@ import numpy as np
 from .._core.errors import FunctionError, mutation_error
 from .._core.jit import PRANGE, kernel, late
 from ..native import NativeFunction
-from ._base import Declined
+from ._base import Declined, time_call
 from ._differences import central_differences
 
 prange = PRANGE
@@ -137,9 +137,9 @@ def auto_reason(problem: Any) -> str | None:
     size = problem.work.size
     warm = _warm_key(problem) in _WARM
     minimum = AUTO_WARM_MIN_SECONDS if warm else AUTO_MIN_SECONDS[kind]
-    per_call = _time_call(problem.evaluate)
+    per_call = time_call(problem.evaluate)
     if 2 * size * per_call >= minimum:  # confirm: one call may have been descheduled
-        per_call = min(per_call, _time_call(problem.evaluate))
+        per_call = min(per_call, time_call(problem.evaluate))
     estimate = 2 * size * per_call
     if estimate < minimum:  # too small to repay compiling (or, warm, launching) the kernel
         cost = "launching the compiled kernel" if warm else "compiling a kernel for it (seconds)"
@@ -156,13 +156,6 @@ def _seconds(value: float) -> str:
     if value < 0.01:
         return f"{value * 1e3:.1f} ms"
     return f"{value * 1e3:.0f} ms" if value < 1.0 else f"{value:.1f} s"
-
-
-def _time_call(evaluate: Any) -> float:
-    """Seconds one evaluation of ``f`` from Python takes."""
-    started = time.perf_counter()
-    evaluate()
-    return time.perf_counter() - started
 
 
 def make_engine(problem: Any) -> CompiledEngine:
