@@ -12,6 +12,7 @@ import numpy as np
 
 from .._classify.rule import rule_of
 from .._core.judged import Judged
+from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from .quick import quick_certify
 from .study import step_study
@@ -31,7 +32,8 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
         # PASS entries whose tolerance is mostly round-off certify less than rtol;
         # UNCHECKED entries may sit on a kink, or resolve with larger steps.
         scale = np.maximum(np.abs(analytic), np.abs(numeric))
-        suspect |= (codes == Verdict.PASS) & (cfg.noise_factor * noise > cfg.rtol * scale)
+        rule = Tolerance.of(cfg)
+        suspect |= (codes == Verdict.PASS) & (rule.noise_term(noise) > rule.value_term(scale))
         suspect |= codes == Verdict.UNCHECKED
     suspects = np.flatnonzero(suspect & np.isfinite(fp) & np.isfinite(fm))
     options = dict(base_value=base_value, unit_roundoff=unit, **rule_of(cfg))
