@@ -197,29 +197,62 @@ def check_params(
     Entries of ``params`` are perturbed in place (the usual convention for models that
     read their parameters from the dict) and restored bit for bit afterwards, also when
     ``loss`` raises or the run is interrupted. Every name is checked; nothing stops at the
-    first failure. Values must be numpy arrays (a list, a float or a tensor is refused
-    saying what to pass); names whose arrays share memory (a tied weight under two names,
-    overlapping views of one buffer) are refused with :class:`AliasedParametersError`,
-    which says how to pass a tied weight once or untied copies; claimed gradients are read
-    by value (lists, other float dtypes, CPU tensors). ``order`` is the backward order of the names (default: the reverse of
-    the dict's order, which is the forward creation order in most models); the diagnosis
-    reads the failing names in that order. ``sample=k`` checks only ``k`` seeded random
-    entries per name (the rest are SKIPPED); the default checks them all. Entries still
-    in doubt after the step study are judged against exact derivatives (``adjudicate``,
-    ``digits``: as in :func:`check`), with the other parameters held at their values.
-    ``engine``: ``"serial"``, ``"processes"`` (each name's entries in chunks on a fork
-    pool: the workers perturb their own copies of the parameters, so the dict is never
-    touched; results identical to serial), or ``"auto"`` (processes when the whole check
-    is estimated to take more than a couple of seconds and there is more than one core;
-    each report says which ran and, for auto, why in its notes). ``executor`` (any
-    ``concurrent.futures.Executor``, e.g. a dask cluster's ``client.get_executor()``, or
-    ``ExecutorOptions``) runs each name's entries there, as :func:`check` does: the loss
-    and the parameters are shipped once per worker, results identical to serial.
-    ``screen=True`` screens each name with :func:`gradcheck.screen` instead (``budget``
-    per name): every entry covered in O(log N) evaluations, disagreeing entries localized
-    and judged entry by entry, the rest SCREENED with a stated detection limit; the loss
-    then gets the dict with that one name replaced by a private copy.
+    first failure, and the diagnosis reads the failing names in backward order.
 
+    Parameters
+    ----------
+    loss : callable
+        ``loss(params) -> float``, reading its parameters from the dict.
+    params : dict of str to numpy.ndarray
+        The parameters by name. Values must be numpy arrays (a list, a float or a tensor is
+        refused saying what to pass); names whose arrays share memory (a tied weight under
+        two names, overlapping views of one buffer) are refused with
+        :class:`AliasedParametersError`, which says how to pass a tied weight once or
+        untied copies.
+    grads : mapping of str to array_like
+        The claimed gradient of each name, read by value (lists, other float dtypes, CPU
+        tensors).
+    order : sequence of str, optional
+        The backward order of the names (default: the reverse of the dict's order, which
+        is the forward creation order in most models).
+    sample : int, optional
+        Check only ``sample`` seeded random entries per name (the rest are SKIPPED);
+        default: all of them.
+    config : Config, optional
+        Steps and tolerances; default: the preset for each name's dtype.
+    seed : int, default 0
+        Seeds the sampled entries.
+    adjudicate : {"auto", True, False}, default "auto"
+        Entries still in doubt after the step study are judged against exact derivatives,
+        with the other parameters held at their values (as in :func:`check`).
+    digits : int, default 30
+        Significant digits of those exact derivatives.
+    engine : {"auto", "serial", "processes", "executor"}, default "auto"
+        ``"processes"`` runs each name's entries in chunks on a fork pool (the workers
+        perturb their own copies, so the dict is never touched; results identical to
+        serial); ``"auto"`` picks processes when the whole check is estimated to take more
+        than a couple of seconds and there is more than one core. Each report says which
+        ran and, for auto, why in its notes.
+    executor : concurrent.futures.Executor or ExecutorOptions, optional
+        Runs each name's entries there, as :func:`check` does (e.g. a dask cluster's
+        ``client.get_executor()``): the loss and the parameters are shipped once per
+        worker, results identical to serial.
+    screen : bool, default False
+        Screen each name with :func:`gradcheck.screen` instead: every entry covered in
+        O(log N) evaluations, disagreeing entries localized and judged entry by entry, the
+        rest SCREENED with a stated detection limit; the loss then gets the dict with that
+        one name replaced by a private copy.
+    budget : optional
+        The screen's budget per name (``screen=True`` only).
+
+    Returns
+    -------
+    ParamsReport
+        One :class:`Report` per name, a table of all names and a diagnosis
+        (``.assert_pass()`` in a test).
+
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
     >>> loss = lambda p: float((p["w"] ** 2).sum() + 3 * p["b"][0])
