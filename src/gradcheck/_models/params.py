@@ -23,7 +23,6 @@ from .._core.errors import (
     UnsupportedInputError,
 )
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
-from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from .._pipeline.judge import judge_entries
 from .._report.html import HtmlViews
@@ -526,7 +525,7 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
     refined = np.zeros(size, dtype=bool)
     numeric[flat_idx], noise[flat_idx] = judged.numeric, judged.noise
     codes[flat_idx], refined[flat_idx] = judged.codes, judged.refined
-    tol = tolerance(analytic_full.reshape(-1), numeric, noise, **Tolerance.of(cfg).keywords())
+    tol = tolerance(analytic_full.reshape(-1), numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
     return Report(
         name=name,
         analytic=analytic_full,
