@@ -134,12 +134,12 @@ class LowPrecisionPlan(OrdinaryPlan):
     def after_claim(self, cfg: Config, claimed: Any) -> Config:
         return self.with_claim(cfg, claimed) if self.upcast else cfg
 
-    def after_differences(self, cfg: Config, analytic: np.ndarray,
-                          diffs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Config:
+    def after_differences(self, cfg: Config, analytic: np.ndarray, diffs: tuple[np.ndarray, ...]) -> Config:
         """The floor scales with the gradient's size, measured by the first differences."""
         if not self.upcast:
             return cfg
-        return self.with_floor(cfg, analytic, slope_and_noise(*diffs, 2.0**-53)[0])
+        fp, fm, denom = diffs
+        return self.with_floor(cfg, analytic, slope_and_noise(fp, fm, denom, 2.0**-53)[0])
 
     def final(self, analytic: np.ndarray, judged: Any, cfg: Config, codes: np.ndarray,
               tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

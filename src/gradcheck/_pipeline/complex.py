@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from .. import backends
-from .._core import arguments as _arguments
 from .._core.errors import ShapeMismatchError, UnsupportedInputError
 from .._core.verdict import Verdict
 from .._report.report import Report
@@ -74,7 +73,7 @@ def check_complex(check: Callable[..., Any], f: Callable[..., Any], x_np: np.nda
         y = np.asarray(be.evaluate(f, to_input(r)))
         return real_view(y) if complex_out else y
 
-    f_real.__name__ = _arguments.label_of(f)
+    f_real.__name__ = getattr(f, "__name__", type(f).__name__)
     claim = _claim(f, be, grad, convention, complex_in, complex_out, to_input)
     wrapper = ClaimBackend(backends.resolve("numpy", xr), claim, name=f"complex-{be.name}", mp_capable=False)
     opts = dict(options)

@@ -16,7 +16,6 @@ from .._adjudicate.notes import adjudication_notes
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .._classify.rule import tolerance
 from .._core.judged import Judged
-from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from .._report.report import Report
 from ._bisect import Bisection
@@ -63,7 +62,7 @@ def assemble(prep: Prepared, state: State, extra: list[str], deterministic: bool
         looks.adjudication = judged.adjudication or looks.adjudication
     own = screening_limit(bis.tau, bis.cleared, prep.weights, bis.depth_ratio)
     limit = np.maximum(own, prep.floor)
-    tol = tolerance(prep.analytic, numeric, noise, **Tolerance.of(cfg).keywords())
+    tol = tolerance(prep.analytic, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
     limit = np.where(localized, tol, np.where(screened, limit, np.inf))
     summary = describe(np.where(screened & ~localized, limit, np.inf), prep.analytic, draws=state.draws,
                        blocks=state.blocks, screened=int((screened & ~localized).sum()), own=own)

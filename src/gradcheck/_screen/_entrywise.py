@@ -14,7 +14,6 @@ import numpy as np
 
 from .._adjudicate.referee import Referee
 from .._core.judged import Judged
-from .._core.tolerance import Tolerance
 from .._pipeline.judge import judge_entries
 from ..engines import CheckProblem, select_engine
 
@@ -83,7 +82,7 @@ class EntryJudge:
         self.m.evaluations += used
         self.parts.append((idx, judged))
         err = prep.analytic[idx] - judged.numeric
-        return err, Tolerance.of(cfg).floor(judged.noise)
+        return err, cfg.noise_factor * judged.noise + cfg.atol
 
 
 def _time_mp_call(f, x: np.ndarray) -> float | None:
