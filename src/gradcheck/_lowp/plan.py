@@ -94,8 +94,7 @@ class OrdinaryPlan:
         """The config once the claimed gradient is known."""
         return cfg
 
-    def after_differences(self, cfg: Config, analytic: np.ndarray,
-                          diffs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> Config:
+    def after_differences(self, cfg: Config, analytic: np.ndarray, diffs: tuple[np.ndarray, ...]) -> Config:
         """The config once the first differences ``(fp, fm, denom)`` are known."""
         return cfg
 
