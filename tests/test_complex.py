@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
-
 import optional_deps
+import pytest
 
 import gradcheck
 from gradcheck import ComplexReport, Report, Verdict, check

@@ -14,8 +14,8 @@ from optional_deps import need
 
 import gradcheck
 from gradcheck import DisputeResult, dispute
-from gradcheck._lowp.dispute import BASE_BOUND_ULPS, FLOAT32_EVALUATION
 from gradcheck._core.formats import round_to_format
+from gradcheck._lowp.dispute import BASE_BOUND_ULPS, FLOAT32_EVALUATION
 from gradcheck.mp import NotAdjudicable
 from gradcheck.subjects import rope_fast, rope_inputs, rope_math, rope_reference
 

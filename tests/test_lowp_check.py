@@ -8,8 +8,7 @@ from optional_deps import need
 
 import gradcheck
 from gradcheck import Verdict
-from gradcheck._core.formats import round_to_format
-from gradcheck._core.formats import BFLOAT16
+from gradcheck._core.formats import BFLOAT16, round_to_format
 from gradcheck._lowp.plan import FLOOR_UNITS, GRAD_BOUND_ULPS, share
 
 BF16 = ml_dtypes.bfloat16

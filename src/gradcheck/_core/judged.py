@@ -18,11 +18,11 @@ class Judged:
     codes: np.ndarray
     refined: np.ndarray
     evaluations: int
-    causes: np.ndarray | None = None
-    exact: np.ndarray | None = None
-    digits: np.ndarray | None = None
-    left: np.ndarray | None = None
-    right: np.ndarray | None = None
+    causes: np.ndarray
+    exact: np.ndarray
+    digits: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
     adjudication: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. f's round-off measured far above its dtype's
     model_unit: float | None = None  # the output dtype's unit round-off, when a measured one replaced it

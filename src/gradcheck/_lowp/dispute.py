@@ -37,8 +37,8 @@ from __future__ import annotations
 import inspect
 import math
 import time
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -123,7 +123,7 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     started = time.perf_counter()
     _dispute_keywords(dps, bound_ulps, name, float32_evaluation)
     args = _as_inputs(inputs)
-    label = name or getattr(math_fn, "__name__", None) or type(math_fn).__name__
+    label = _arguments.label_of(math_fn, name)
     _require_arity(math_fn, args, label)
     named = _named_candidates(candidates)
     fmt = _target_format(dtype, named)

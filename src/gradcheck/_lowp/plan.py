@@ -53,6 +53,7 @@ import numpy as np
 from .._classify.rule import verdicts
 from .._core.config import Config
 from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_format, ulp
+from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from ..engines._differences import slope_and_noise
 
@@ -207,7 +208,7 @@ class LowPrecisionPlan(OrdinaryPlan):
             n[use] = exact[use]
         with np.errstate(invalid="ignore", over="ignore"):
             scale = np.maximum(np.abs(a), np.abs(n))
-            floor = self.floor + cfg.noise_factor * judged.noise
+            floor = Tolerance.of(cfg).replace(atol=self.floor).floor(judged.noise)  # ulps, not rtol, on top
             tol = self.bound_ulps * ulp(np.where(np.isfinite(scale), scale, 0.0), fmt) + floor
             err = np.abs(a - n)
         codes = judged.codes.copy()

@@ -4,9 +4,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -50,7 +51,7 @@ class CandidateStats:
     excess_bound: float = math.nan
     closer: float | None = None
 
-    def with_judgement(self, **figures: Any) -> "CandidateStats":
+    def with_judgement(self, **figures: Any) -> CandidateStats:
         return dataclasses.replace(self, **figures)
 
     def to_dict(self) -> dict[str, Any]:

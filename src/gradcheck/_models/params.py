@@ -11,6 +11,7 @@ import numpy as np
 from .._adjudicate.referee import Referee, referee_may_run
 from .._core import arguments as _arguments
 from .._core import status as _status
+from .._core.arrays import same_bits
 from .._core.config import Config, dtype_name
 from .._core.errors import (
     AliasedParametersError,
@@ -31,7 +32,6 @@ from ..backends import NumpyBackend
 from ..backends._claimed import as_gradient
 from ..engines import CheckProblem, _processes, select_engine
 from ..engines._differences import central_differences, require_moving_steps, steps_for
-from ..engines._fork import fork_hazard, usable_cores
 from .diagnosis import Diagnosis, diagnose
 
 try:
@@ -196,29 +196,62 @@ def check_params(
     Entries of ``params`` are perturbed in place (the usual convention for models that
     read their parameters from the dict) and restored bit for bit afterwards, also when
     ``loss`` raises or the run is interrupted. Every name is checked; nothing stops at the
-    first failure. Values must be numpy arrays (a list, a float or a tensor is refused
-    saying what to pass); names whose arrays share memory (a tied weight under two names,
-    overlapping views of one buffer) are refused with :class:`AliasedParametersError`,
-    which says how to pass a tied weight once or untied copies; claimed gradients are read
-    by value (lists, other float dtypes, CPU tensors). ``order`` is the backward order of the names (default: the reverse of
-    the dict's order, which is the forward creation order in most models); the diagnosis
-    reads the failing names in that order. ``sample=k`` checks only ``k`` seeded random
-    entries per name (the rest are SKIPPED); the default checks them all. Entries still
-    in doubt after the step study are judged against exact derivatives (``adjudicate``,
-    ``digits``: as in :func:`check`), with the other parameters held at their values.
-    ``engine``: ``"serial"``, ``"processes"`` (each name's entries in chunks on a fork
-    pool: the workers perturb their own copies of the parameters, so the dict is never
-    touched; results identical to serial), or ``"auto"`` (processes when the whole check
-    is estimated to take more than a couple of seconds and there is more than one core;
-    each report says which ran and, for auto, why in its notes). ``executor`` (any
-    ``concurrent.futures.Executor``, e.g. a dask cluster's ``client.get_executor()``, or
-    ``ExecutorOptions``) runs each name's entries there, as :func:`check` does: the loss
-    and the parameters are shipped once per worker, results identical to serial.
-    ``screen=True`` screens each name with :func:`gradcheck.screen` instead (``budget``
-    per name): every entry covered in O(log N) evaluations, disagreeing entries localized
-    and judged entry by entry, the rest SCREENED with a stated detection limit; the loss
-    then gets the dict with that one name replaced by a private copy.
+    first failure, and the diagnosis reads the failing names in backward order.
 
+    Parameters
+    ----------
+    loss : callable
+        ``loss(params) -> float``, reading its parameters from the dict.
+    params : dict of str to numpy.ndarray
+        The parameters by name. Values must be numpy arrays (a list, a float or a tensor is
+        refused saying what to pass); names whose arrays share memory (a tied weight under
+        two names, overlapping views of one buffer) are refused with
+        :class:`AliasedParametersError`, which says how to pass a tied weight once or
+        untied copies.
+    grads : mapping of str to array_like
+        The claimed gradient of each name, read by value (lists, other float dtypes, CPU
+        tensors).
+    order : sequence of str, optional
+        The backward order of the names (default: the reverse of the dict's order, which
+        is the forward creation order in most models).
+    sample : int, optional
+        Check only ``sample`` seeded random entries per name (the rest are SKIPPED);
+        default: all of them.
+    config : Config, optional
+        Steps and tolerances; default: the preset for each name's dtype.
+    seed : int, default 0
+        Seeds the sampled entries.
+    adjudicate : {"auto", True, False}, default "auto"
+        Entries still in doubt after the step study are judged against exact derivatives,
+        with the other parameters held at their values (as in :func:`check`).
+    digits : int, default 30
+        Significant digits of those exact derivatives.
+    engine : {"auto", "serial", "processes", "executor"}, default "auto"
+        ``"processes"`` runs each name's entries in chunks on a fork pool (the workers
+        perturb their own copies, so the dict is never touched; results identical to
+        serial); ``"auto"`` picks processes when the whole check is estimated to take more
+        than a couple of seconds and there is more than one core. Each report says which
+        ran and, for auto, why in its notes.
+    executor : concurrent.futures.Executor or ExecutorOptions, optional
+        Runs each name's entries there, as :func:`check` does (e.g. a dask cluster's
+        ``client.get_executor()``): the loss and the parameters are shipped once per
+        worker, results identical to serial.
+    screen : bool, default False
+        Screen each name with :func:`gradcheck.screen` instead: every entry covered in
+        O(log N) evaluations, disagreeing entries localized and judged entry by entry, the
+        rest SCREENED with a stated detection limit; the loss then gets the dict with that
+        one name replaced by a private copy.
+    budget : optional
+        The screen's budget per name (``screen=True`` only).
+
+    Returns
+    -------
+    ParamsReport
+        One :class:`Report` per name, a table of all names and a diagnosis
+        (``.assert_pass()`` in a test).
+
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
     >>> loss = lambda p: float((p["w"] ** 2).sum() + 3 * p["b"][0])
@@ -399,7 +432,7 @@ def _informative(report: Report) -> bool:
 
 
 def _bits_differ(a: np.ndarray, b: np.ndarray) -> bool:
-    return np.ascontiguousarray(a).tobytes() != np.ascontiguousarray(b).tobytes()
+    return not same_bits(a, b)
 
 
 def _scalar_loss(loss, params, index, side, name) -> float:
@@ -450,17 +483,8 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str]:
         raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
     if engine != "auto":
         return engine, f"{engine}: asked for"
-    if usable_cores() < 2:
-        return "serial", "serial: one core to run on"
-    per_call = _processes._time_call(lambda: loss(params))
-    estimate = 2 * total * per_call
-    if estimate <= _processes.AUTO_MIN_SECONDS:
-        return "serial", f"serial: 2N = {2 * total} evaluations estimated at {estimate:.2g} s"
-    hazard = fork_hazard()
-    if hazard is not None:
-        return "serial", f"serial: 2N = {2 * total} evaluations estimated at {estimate:.2g} s, but {hazard}"
-    return "processes", (f"processes: 2N = {2 * total} evaluations estimated at {estimate:.2g} s on one "
-                         f"core; spread over {usable_cores()} processes")
+    choice, why = _processes.auto_decision(lambda: loss(params), total)  # check's own auto rule
+    return ("processes", f"processes: {why}") if choice == "processes" else ("serial", f"serial: {why}")
 
 
 def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adjudicate, digits, claim_scale,

@@ -23,7 +23,8 @@ step-study verdicts, and the report says so.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -135,7 +136,7 @@ def _convention_note(convention: str, complex_in: bool, complex_out: bool) -> st
     return "; ".join(parts)
 
 
-def combine(real: Report, convention: str, notes: tuple[str, ...]) -> "ComplexReport":
+def combine(real: Report, convention: str, notes: tuple[str, ...]) -> ComplexReport:
     """One verdict per complex entry from the report on the real view (last axis: re, im)."""
     codes = real.codes
     severity = np.vectorize(lambda c: _SEVERITY[Verdict(int(c))], otypes=[np.int8])(codes)
@@ -176,12 +177,14 @@ class ComplexReport(Report):
 
     def excess(self) -> np.ndarray:
         """The larger of the two parts' ``|a - n| / tolerance``."""
+        assert self.parts is not None  # combine() always sets it
         return self.parts.excess().max(axis=-1)
 
     def to_dict(self, *, arrays: bool = False, limit: int = 1000) -> dict[str, Any]:
         """As :meth:`Report.to_dict` (every key of the real view's dict is kept), with the
         entries, counts and shape per complex entry, complex values as ``[re, im]``;
         ``parts`` holds the real view's own dict (each part's verdict and values)."""
+        assert self.parts is not None
         parts = self.parts.to_dict(arrays=arrays, limit=limit)
         out = {k: v for k, v in parts.items() if k not in ("entries", "entries_truncated") and k not in
                ("analytic", "numeric", "noise", "tolerance", "verdicts")}

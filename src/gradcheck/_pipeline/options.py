@@ -28,7 +28,7 @@ class CheckOptions:
     checkpoint: Any = None
     complex_convention: str | None = None
 
-    def replace(self, **changes: Any) -> "CheckOptions":
+    def replace(self, **changes: Any) -> CheckOptions:
         return dataclasses.replace(self, **changes)
 
 

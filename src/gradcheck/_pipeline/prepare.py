@@ -2,12 +2,14 @@
 choose the cotangent, take the claimed gradient and audit the backend's autodiff contract."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .. import backends as _backends
+from .._core import arguments as _arguments
 from .._core.config import Config
 from .._core.errors import FunctionError, OutputError
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
@@ -64,7 +66,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     cfg = config if config is not None else Config.for_dtype(dtype)
     if opts.refine is not None and opts.refine != cfg.refine:
         cfg = cfg.replace(refine=bool(opts.refine))
-    label = opts.name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
+    label = _arguments.label_of(f, opts.name)
     # Private copies: `work` is perturbed, `pristine` detects a function that writes to x.
     # Native byte order: the same values, and the differencing code reads them natively.
     work = np.array(x_np, dtype=x_np.dtype.newbyteorder("="), order="C", copy=True)

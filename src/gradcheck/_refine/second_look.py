@@ -6,10 +6,13 @@ studied over several steps (:mod:`.study`).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._classify.rule import rule_of
 from .._core.judged import Judged
+from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from .quick import quick_certify
 from .study import step_study
@@ -29,7 +32,8 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
         # PASS entries whose tolerance is mostly round-off certify less than rtol;
         # UNCHECKED entries may sit on a kink, or resolve with larger steps.
         scale = np.maximum(np.abs(analytic), np.abs(numeric))
-        suspect |= (codes == Verdict.PASS) & (cfg.noise_factor * noise > cfg.rtol * scale)
+        rule = Tolerance.of(cfg)
+        suspect |= (codes == Verdict.PASS) & (rule.noise_term(noise) > rule.value_term(scale))
         suspect |= codes == Verdict.UNCHECKED
     suspects = np.flatnonzero(suspect & np.isfinite(fp) & np.isfinite(fm))
     options = dict(base_value=base_value, unit_roundoff=unit, **rule_of(cfg))
@@ -37,7 +41,7 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
     # Noisy PASS entries get the quick look first; what it certifies skips the study.
     quick = (codes[suspects] == Verdict.PASS) & QUICK_LOOK
     noisy = suspects[quick]
-    batches = [(suspects[~quick], None)]
+    batches: list[tuple[np.ndarray, Any]] = [(suspects[~quick], None)]
     if noisy.size:
         q = quick_certify(sub, noisy, steps[noisy], analytic[noisy], (fp[noisy], fm[noisy], denom[noisy]),
                           **options)

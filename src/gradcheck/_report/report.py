@@ -7,8 +7,9 @@ heat map (``plot``, :mod:`.plot`).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -156,7 +157,7 @@ class Report(ReportText, ReportSerialize, HtmlViews):
         return [tuple(int(i) for i in np.unravel_index(j, self.shape)) for j in order]
 
     # -- judging -------------------------------------------------------------------
-    def assert_pass(self, *, allow_unchecked: bool | None = None) -> "Report":
+    def assert_pass(self, *, allow_unchecked: bool | None = None) -> Report:
         """Raise :class:`GradientAssertionError` (an AssertionError) unless the check passed.
 
         ``allow_unchecked``: ``None`` (the default) accepts UNCHECKED entries beside

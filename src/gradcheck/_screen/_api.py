@@ -14,13 +14,14 @@ The flow, one named step each:
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .._core.config import Config
-from .._core.errors import InputMutationError
+from .._core.errors import mutation_error
 from .._core.verdict import Verdict
 from .._report.report import Report
 from . import _complex
@@ -120,8 +121,7 @@ def screen(
     finally:
         eng.close()
     if not prep.probe.unchanged():
-        raise InputMutationError(f"{prep.label} wrote into the array it was given; gradcheck cannot "
-                                 "difference a function that mutates its input (copy inside the function)")
+        raise mutation_error(prep.label)
     extra = ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
     if not deterministic:
         extra.append(f"f is nondeterministic: f(x) gave {prep.f0!r} then {f1!r}")

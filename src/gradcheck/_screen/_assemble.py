@@ -32,7 +32,7 @@ class State:
 
     bisection: Bisection
     measurer: Measurer
-    judge: "EntryJudge"
+    judge: EntryJudge
     blocks: int
     draws: int
     step_note: str

@@ -13,7 +13,8 @@ doubles. Python 3.11 gives no hook to refuse the buffer protocol (``memoryview``
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from mpmath import libmp
