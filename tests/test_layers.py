@@ -34,6 +34,7 @@ RANKS: dict[str, int] = {
     "backends": 2, "native": 2,                     # 1 adapt f (native: C functions through cffi)
     "engines": 3,                                   # 2 difference
     "_runtime": 4,                                  # checkpoint and progress around an engine
+    "_axes": 4,                                     # independent axes: declare, verify, the coloured differencer
     "_classify": 5,                                 # 3 classify
     "_refine": 6,                                   # 4 refine
     "_adjudicate": 7,                               # 5 adjudicate

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import _axes
 from .. import backends as _backends
 from .._adjudicate.notes import adjudication_notes, unchecked_notes
 from .._adjudicate.referee import Referee
@@ -95,6 +96,7 @@ def check(
     executor: Any = None,
     checkpoint: Any = None,
     complex_convention: str | None = None,
+    independent_axes: Any = None,
 ) -> Report | MultiReport:
     """Check the claimed gradient of ``f`` at ``x`` at every entry.
 
@@ -134,6 +136,13 @@ def check(
     ``2z`` for ``L = |z|^2``; the default) or ``"jax"`` (its conjugate; the default for
     jax input). ``gradcheck._pipeline.complex`` explains the rule.
 
+    ``independent_axes=(0,)`` declares that ``f``'s output, along those axes, is computed
+    slice by slice from the matching input slices (a layer: norms, softmax, attention per
+    batch and head, per-example losses); ``"all"`` declares an elementwise ``f``. The
+    declaration is tested first (a leak raises :class:`DependentSlicesError`), then one
+    entry of every slice is differenced per evaluation: 2*D evaluations for a (B, D) input,
+    every entry still with its own verdict (``gradcheck._axes`` explains the rule).
+
     Returns a :class:`Report` (call ``.assert_pass()`` in a test).
 
     >>> import numpy as np, gradcheck
@@ -151,11 +160,14 @@ def check(
         raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
     if complex_convention is not None:
         _complex.validate_convention(complex_convention)
+    _axes.refuse_unsupported(independent_axes, engine=engine, executor=executor, checkpoint=checkpoint,
+                             x=x if not is_multiple_inputs(x) else np.zeros(0))
     if is_multiple_inputs(x):
         return _check_inputs(f, x, grad, config=config, name=name, backend=backend,
                              engine=engine, vectorized=vectorized, progress=progress,
                              refine=refine, adjudicate=adjudicate, digits=digits, bound_ulps=bound_ulps,
-                             executor=executor, checkpoint=checkpoint, complex_convention=complex_convention)
+                             executor=executor, checkpoint=checkpoint, complex_convention=complex_convention,
+                             independent_axes=independent_axes)
     started = time.perf_counter()
     be = _backends.resolve(backend, x)
     # A function may declare that it takes a leading batch axis (the control's does).
@@ -205,6 +217,10 @@ def check(
             "function grad(x, cotangent); an array can only be the gradient of a scalar "
             "(pass config=Config(reduce='sum') if it is the gradient of sum(f(x)))"
         )
+    axes = None if independent_axes is None else _axes.colour_plan(
+        independent_axes, evaluate=lambda b: be.evaluate(f, work if b is None else b), work=work, y0=y0,
+        cotangent=cotangent, steps=steps_for(work.reshape(-1), cfg.step), seed=cfg.seed,
+        vectorized=vectorized, engine=engine, lowp=lowp)
     claim_at = work if lowp is None else lowp.claim_input(work)  # the claim's own dtype
     claimed = be.claimed_gradient(f, claim_at.copy(), cotangent, grad)
     # Optional backend hook (torch, jax): the autodiff contract beyond the values (dtype,
@@ -223,7 +239,7 @@ def check(
 
     problem = CheckProblem(f=f, work=work, evaluate=evaluate, backend=be, cotangent=cotangent,
                            vectorized=vectorized, executor=executor)
-    eng, engine_reason = select_engine(engine, problem)
+    eng, engine_reason = (axes, axes.reason) if axes is not None else select_engine(engine, problem)
     differencer = eng.differences
     saved = None
     if checkpoint is not None:
@@ -238,7 +254,7 @@ def check(
     with Progress(size, enabled=progress, label=label) as bar:
         fp, fm, denom = differences_with_progress(differencer, flat_idx, steps, bar)
     hint = screen_hint(size, time.perf_counter() - began)  # a long pass: say that screen exists
-    evaluations = 1 + 2 * size
+    evaluations = 1 + (2 * size if axes is None else axes.take())
     if lowp is not None and lowp.upcast:  # the floor scales with the gradient's size, measured
         cfg = lowp.with_floor(cfg, analytic, slope_and_noise(fp, fm, denom, 2.0**-53)[0])
 
@@ -270,10 +286,10 @@ def check(
     judged = judge_entries(
         differencer, work.reshape(-1), a, (fp, fm, denom), steps,
         unit=unit, config=cfg, drift=drift_per_entry, base_finite=bool(np.isfinite(f0)),
-        base_value=f0, referee=referee, adjudicate=adjudicate,
+        base_value=f0 if axes is None else axes.base_values(flat_idx), referee=referee, adjudicate=adjudicate,
     )
     numeric, noise, codes, refined = judged.numeric, judged.noise, judged.codes, judged.refined
-    evaluations += judged.evaluations
+    evaluations += judged.evaluations if axes is None else axes.take() + judged.adjudication.get("evaluations", 0)
     notes: list[str] = [engine_reason] if engine == "auto" else []
     notes.extend(audit_notes)
     notes.extend(f"contract violation: {v}" for v in violations)
