@@ -4,11 +4,14 @@ A few seeded evaluations, each compared bit for bit with ``f(x)`` outside the pe
 
 1. **single entries** (:data:`SINGLES` of them, in distinct slices): perturb one entry; every
    output entry of every other slice must keep its bits;
-2. **partitions** (:data:`PARTITIONS`: the even slices, then seeded random halves): perturb one
-   seeded entry in each slice of the half at once, as the coloured pass does; every output entry
-   of the other half must keep its bits. This reaches every slice, so a leak between neighbours
-   (a roll, a convolution along the axis) or from a few slices (a statistic over the axis) shows
-   wherever it is; a leak is then bisected down to one perturbed entry to name it.
+2. **partitions**: perturb one seeded entry in each slice of a half at once, as the coloured
+   pass does; every output entry of the other half must keep its bits. The halves are the slices
+   whose number has bit ``k`` set, and their complements, for the low :data:`MAX_BITS` bits (then
+   :data:`RANDOM_PAIRS` seeded random halves and their complements when there are more slices):
+   any two slices differ in some bit, so for up to ``2**MAX_BITS`` slices *every* leak from one
+   slice into another shows (from the entry perturbed there), whichever slices it joins -- a roll,
+   a convolution along the axis, a statistic over it, one slice feeding one other. A leak is then
+   bisected down to one perturbed entry to name it.
 
 The perturbation is :data:`FACTOR` times the check's step (a leak of relative size 1e-16 still
 changes a bit). A leak raises :class:`DependentSlicesError` (the axis, the perturbed entry, the
@@ -25,9 +28,10 @@ from .._core.errors import DependentSlicesError
 from ..engines._differences import perturbed_points
 from .declare import Axes
 
-#: Single-entry probes, and random-half partitions after the even/odd one.
+#: Single-entry probes; bit partitions (each with its complement); random ones beyond them.
 SINGLES = 3
-PARTITIONS = 3
+MAX_BITS = 12
+RANDOM_PAIRS = 2
 #: The probes' step, in multiples of the check's step.
 FACTOR = 16.0
 
@@ -46,19 +50,30 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
         count += 1
     if axes.slices < 2:
         return count, "independent_axes: one slice only, nothing to verify"
-    for p in range(PARTITIONS):
-        if p == 0:
-            half = np.arange(0, axes.slices, 2)
-        else:
-            half = np.flatnonzero(rng.random(axes.slices) < 0.5)
-        if not half.size or half.size == axes.slices:
-            continue
-        entries = _one_entry_per_slice(axes, half, rng)
+    halves = _halves(axes.slices, rng)
+    for half in halves:
+        entries = _one_entry_per_slice(axes, np.flatnonzero(half), rng)
         count += _leak_of(axes, evaluate, flat, entries, steps, y0, work.shape, bisect=True)
+    every = "every pair of slices separated" if axes.slices <= 2**MAX_BITS else "the low-bit pairs and random halves"
     note = (f"independent_axes verified: {count} evaluations ({SINGLES} single entries, then one entry in each "
-            f"slice of {PARTITIONS} halves of the {axes.slices} slices) left every output outside the perturbed "
-            f"slices bit-identical")
+            f"slice of {len(halves)} halves of the {axes.slices} slices, {every}) left every output outside the "
+            f"perturbed slices bit-identical")
     return count, note
+
+
+def _halves(slices: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Boolean masks over the slices: bit ``k`` set, and not set, for the low bits; then
+    seeded random halves and their complements past :data:`MAX_BITS` bits."""
+    numbers = np.arange(slices)
+    bits = int(np.ceil(np.log2(slices)))
+    out = []
+    for k in range(min(bits, MAX_BITS)):
+        mask = ((numbers >> k) & 1).astype(bool)
+        out += [mask, ~mask]
+    for _ in range(RANDOM_PAIRS if bits > MAX_BITS else 0):
+        mask = rng.random(slices) < 0.5
+        out += [mask, ~mask]
+    return [m for m in out if m.any() and not m.all()]
 
 
 def _one_entry_per_slice(axes: Axes, slices: np.ndarray, rng: np.random.Generator) -> np.ndarray:
