@@ -268,3 +268,30 @@ def test_reduce_sum_config_agrees_with_a_plain_check():
     coloured = gradcheck.check(layer_norm, x, layer_norm_vjp, independent_axes=(0,), config=cfg)
     plain = gradcheck.check(layer_norm, x, layer_norm_vjp, config=cfg)
     np.testing.assert_array_equal(coloured.codes, plain.codes)
+
+
+# -- the referee works on each entry's own slice --------------------------------------------
+
+
+def test_referee_differentiates_each_entry_on_its_own_slice():
+    x = data((6, 8), seed=47)
+    report = gradcheck.check(layer_norm, x, planted((3, 5)), independent_axes=(0,))
+    assert mismatches(report) == {(3, 5)}
+    assert any("own slice (shape (1, 8))" in n for n in report.notes)
+    g = np.random.default_rng(0).standard_normal(x.shape)  # the check's cotangent (seed 0)
+    truth = layer_norm_vjp(x, g)[3, 5]
+    assert abs(report.exact[3, 5] - truth) < 1e-12 * abs(truth)
+
+
+def test_referee_falls_back_to_the_whole_input_when_f_needs_it():
+    x = data((6, 8), seed=53)
+
+    def fixed_rows(x):
+        if x.shape[0] != 6:
+            raise ValueError("this layer takes 6 rows")
+        return layer_norm(x)
+
+    report = gradcheck.check(fixed_rows, x, planted((1, 2)), independent_axes=(0,))
+    assert mismatches(report) == {(1, 2)}
+    assert any("whole input: f raised ValueError" in n for n in report.notes)
+    assert np.isfinite(report.exact[1, 2])

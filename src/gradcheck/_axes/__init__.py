@@ -15,9 +15,10 @@ import numpy as np
 
 from .colour import Coloured
 from .declare import Axes, declare
+from .referee import slice_referee
 from .verify import verify
 
-__all__ = ["Axes", "Coloured", "colour_plan", "declare", "refuse_unsupported"]
+__all__ = ["Axes", "Coloured", "colour_plan", "declare", "referee", "refuse_unsupported"]
 
 #: The engines the coloured differencer runs on (``auto`` means serial, or batched for a
 #: vectorized ``f``).
@@ -69,3 +70,11 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
                        f"{axes.per_slice} entries: one entry of every slice per evaluation")
     coloured.notes = [note]
     return coloured
+
+
+def referee(coloured: Coloured, f, x: np.ndarray, y0: np.ndarray, cotangent: np.ndarray, *, digits: int):
+    """The referee for a coloured check: on each entry's own slice when ``f`` allows it
+    (:mod:`.referee`); the report's notes say which."""
+    chosen, note = slice_referee(f, x, y0, cotangent, coloured.axes, digits=digits)
+    coloured.notes.append(note)
+    return chosen

@@ -282,7 +282,8 @@ def check(
     referee = None
     compiled_f = type(f).__module__.startswith("numba") or type(f).__name__ == "NativeFunction"
     if adjudicate is not False and getattr(be, "mp_capable", False) and not compiled_f:
-        referee = Referee(lambda v: f(v), pristine, cotangent, digits=digits)
+        referee = (Referee(lambda v: f(v), pristine, cotangent, digits=digits) if axes is None
+                   else _axes.referee(axes, f, pristine, y0, cotangent, digits=digits))
     judged = judge_entries(
         differencer, work.reshape(-1), a, (fp, fm, denom), steps,
         unit=unit, config=cfg, drift=drift_per_entry, base_finite=bool(np.isfinite(f0)),
