@@ -15,10 +15,9 @@ import numpy as np
 
 from .colour import Coloured
 from .declare import Axes, declare
-from .referee import slice_referee
 from .verify import verify
 
-__all__ = ["Axes", "Coloured", "colour_plan", "declare", "referee", "refuse_unsupported"]
+__all__ = ["Axes", "Coloured", "colour_plan", "declare", "refuse_unsupported"]
 
 #: The engines the coloured differencer runs on (``auto`` means serial, or batched for a
 #: vectorized ``f``).
@@ -26,7 +25,7 @@ ENGINES = ("auto", "serial", "batched")
 
 
 def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, checkpoint: Any,
-                       x: Any) -> None:
+                       complex_input: bool = False) -> None:
     """Refuse, with the reason, what ``independent_axes`` does not support (yet)."""
     if independent_axes is None:
         return
@@ -36,20 +35,20 @@ def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, che
                 f"on the engines {ENGINES} (its 2*D evaluations rarely need more)")
     elif checkpoint is not None:
         what = "checkpoint=: a coloured check is 2*D evaluations, short enough to rerun"
-    elif np.iscomplexobj(x):
-        what = "a complex input: check its real view without independent_axes"
+    elif complex_input:
+        what = "a complex input or output: check its real view without independent_axes"
     if what is not None:
         raise ValueError(f"independent_axes does not support {what}")
 
 
 def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.ndarray,
                 cotangent: np.ndarray | None, steps: np.ndarray, seed: int, vectorized: bool,
-                engine: str, lowp: Any) -> Coloured:
+                engine: str, lowp: bool) -> Coloured:
     """The verified coloured differencer for ``f`` at ``work``. ``evaluate(batch)`` returns
     ``f``'s output at ``work`` (``batch`` None) or at a stack of copies (vectorized ``f``)."""
     if np.iscomplexobj(y0):
         raise ValueError("independent_axes does not support a complex output: check its real view without it")
-    if lowp is not None:
+    if lowp:
         raise ValueError("independent_axes does not support float16/bfloat16 input (yet): check a float64 "
                          "upcast of x, or check without independent_axes")
     if cotangent is None:
@@ -71,10 +70,3 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
     coloured.notes = [note]
     return coloured
 
-
-def referee(coloured: Coloured, f, x: np.ndarray, y0: np.ndarray, cotangent: np.ndarray, *, digits: int):
-    """The referee for a coloured check: on each entry's own slice when ``f`` allows it
-    (:mod:`.referee`); the report's notes say which."""
-    chosen, note = slice_referee(f, x, y0, cotangent, coloured.axes, digits=digits)
-    coloured.notes.append(note)
-    return chosen

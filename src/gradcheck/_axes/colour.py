@@ -30,6 +30,7 @@ from .._core.errors import FunctionError, OutputError
 from .._core.inputs import output_array, require_real_output
 from ..engines._differences import perturbed_points
 from .declare import Axes
+from .referee import slice_referee
 
 #: The batched form's buffer (rows of perturbed copies of x) stays under this many bytes.
 BUDGET_BYTES = 16 * 2**20
@@ -63,6 +64,13 @@ class Coloured:
         """The evaluations made since the last call (the caller counts them once)."""
         fresh, self._taken = self.evaluations - self._taken, self.evaluations
         return fresh
+
+    def referee(self, f: Callable[..., Any], x: np.ndarray, y0: np.ndarray, *, digits: int):
+        """The referee for this check: on each entry's own slice when ``f`` allows it
+        (:mod:`.referee`); the notes say which."""
+        chosen, note = slice_referee(f, x, y0, self._v, self.axes, digits=digits)
+        self.notes.append(note)
+        return chosen
 
     def base_values(self, flat_indices: np.ndarray) -> np.ndarray:
         """``cotangent . f(x)`` over each entry's own slice: the base value of its kink test."""
