@@ -65,17 +65,28 @@ def representable(values: np.ndarray, unit: float) -> str | None:
     larger integers are float32 numbers only as multiples of float32's spacing)."""
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     v = v[np.isfinite(v)]
-    if v.size < MIN_VALUES or np.all((v == np.round(v)) & (np.abs(v) < 2.0**24)):
+    if v.size < MIN_VALUES or _every(v, lambda c: (c == np.round(c)) & (np.abs(c) < 2.0**24)):
         return None
     found = None
+    # float16 and bfloat16 numbers are float32 numbers: when float32 fails, both fail too.
     for name in sorted(_LOWER, key=lambda n: UNIT_ROUNDOFF[n]):
         if UNIT_ROUNDOFF[name] <= unit:
             continue
-        with np.errstate(all="ignore"):
-            same = from_bits(round_to_format(v, name), name) == v
-        if same.all():
+        if _every(v, lambda c, name=name: from_bits(round_to_format(c, name), name) == c):
             found = name
+        elif name == "float32":
+            break
     return found
+
+
+#: Values tested per step (the first that fails ends the test: memory and time stay small).
+_CHUNK = 1 << 16
+
+
+def _every(v: np.ndarray, test) -> bool:
+    """``test(chunk).all()`` for every chunk of ``v``, stopping at the first that fails."""
+    with np.errstate(all="ignore"):
+        return all(bool(test(v[i:i + _CHUNK]).all()) for i in range(0, v.size, _CHUNK))
 
 
 @dataclass(frozen=True)
