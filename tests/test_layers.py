@@ -38,6 +38,7 @@ RANKS: dict[str, int] = {
     "_refine": 6,                                   # 4 refine
     "_adjudicate": 7,                               # 5 adjudicate
     "_report": 8,                                   # 6 report
+    "_axes": 9,                                     # independent axes: declare, verify, colour, the slice referee
     "_lowp": 9,                                     # low precision: check's plan, dispute (a result that renders)
     "_pipeline": 10,                                # check(): the stages wired together
     "_models": 11, "_sweeps": 11, "_screen": 11, "_orders": 11,  # features

@@ -84,6 +84,23 @@ class AliasedParametersError(GradcheckError, ValueError):
         )
 
 
+class DependentSlicesError(GradcheckError, ValueError):
+    """``check(..., independent_axes=...)`` declared that output slice ``b`` depends only on
+    input slice ``b``, and gradcheck saw otherwise: perturbing input ``entry`` changed the
+    output at ``leak``, which lies in another slice along ``axis``. The declaration is
+    refused: no verdict is produced from it."""
+
+    def __init__(self, axis: int, entry: tuple[int, ...], leak: tuple[int, ...], how: str) -> None:
+        self.axis, self.entry, self.leak = int(axis), tuple(entry), tuple(leak)
+        super().__init__(
+            f"independent_axes is wrong along axis {self.axis}: perturbing x{list(self.entry)} changed "
+            f"f's output at {list(self.leak)}, which lies in another slice along axis {self.axis} "
+            f"({how}). The output along that axis mixes slices (a mean, a norm or a statistic over "
+            f"the axis, a roll, an attention across it), so entries cannot be differenced together; "
+            f"drop axis {self.axis} from independent_axes, or check without it"
+        )
+
+
 class InputMutationError(GradcheckError, RuntimeError):
     """The user's function wrote into the array it was given."""
 

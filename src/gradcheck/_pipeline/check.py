@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import _axes
 from .. import backends as _backends
 from .._core import arguments as _arguments
 from .._core.arrays import same_bits
@@ -23,7 +24,7 @@ from .._runtime.checkpoint import for_input
 from . import complex as _complex
 from . import options as _options
 from .assemble import assemble
-from .difference import difference
+from .difference import coloured_difference, difference
 from .inputs import MultiReport, is_multiple_inputs, private_copy, split_grad, with_input
 from .judge import judge
 from .options import CheckOptions
@@ -49,6 +50,7 @@ def check(
     executor: Any = None,
     checkpoint: Any = None,
     complex_convention: str | None = None,
+    independent_axes: Any = None,
 ) -> Report | MultiReport:
     """Check the claimed gradient of ``f`` at ``x`` at every entry.
 
@@ -112,6 +114,14 @@ def check(
         so ``2z`` for ``L = |z|^2``; the default) or ``"jax"`` (its conjugate; the default
         for jax input). ``gradcheck._pipeline.complex`` explains the rule.
 
+    independent_axes : tuple of int or "all", optional
+        Declares that ``f``'s output, along those axes, is computed slice by slice from
+        the matching input slices (a layer: norms, softmax, attention per batch and head,
+        per-example losses); ``"all"`` declares an elementwise ``f``. The declaration is
+        tested first (a leak raises :class:`DependentSlicesError`), then one entry of every
+        slice is differenced per evaluation: 2*D evaluations for a (B, D) input, every
+        entry still with its own verdict (``gradcheck._axes`` explains the rule).
+
     Returns
     -------
     Report or MultiReport
@@ -128,7 +138,8 @@ def check(
     """
     opts = _options.validate(config=config, name=name, engine=engine, vectorized=vectorized, progress=progress,
                              refine=refine, adjudicate=adjudicate, digits=digits, bound_ulps=bound_ulps,
-                             executor=executor, checkpoint=checkpoint, complex_convention=complex_convention)
+                             executor=executor, checkpoint=checkpoint, complex_convention=complex_convention,
+                             independent_axes=independent_axes)
     if is_multiple_inputs(x):
         return _check_inputs(f, x, grad, backend, opts)
     return check_one(f, x, grad, backend, opts)
@@ -139,8 +150,10 @@ def check_one(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: Chec
     started = time.perf_counter()
     subject = prepare(f, x, grad, backend, opts)
     if isinstance(subject, RealView):
+        _axes.refuse_unsupported(opts.independent_axes, engine="auto", executor=None, checkpoint=None,
+                                 complex_input=True)
         return _check_complex(f, subject, grad, opts)
-    run = difference(subject, opts)
+    run = difference(subject, opts) if opts.independent_axes is None else coloured_difference(subject, opts)
     checked = sanity(subject)
     judged, cfg = judge(subject, run, checked, opts.digits)
     return assemble(subject, run, checked, judged, cfg, opts, started)

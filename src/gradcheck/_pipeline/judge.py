@@ -50,12 +50,17 @@ def judge(subject: Subject, run: Differenced, sanity: Sanity, digits: int) -> tu
     # The referee runs f on arbitrary-precision copies: only numpy code can do that.
     if subject.adjudicate is not False and referee_may_run(subject.backend, subject.f)[0]:
         f = subject.f
-        referee = Referee(lambda v: f(v), subject.pristine, subject.cotangent, digits=digits)
+        referee = (Referee(lambda v: f(v), subject.pristine, subject.cotangent, digits=digits)
+                   if run.coloured is None else run.coloured.referee(f, subject.pristine, subject.y0, digits=digits))
+    # independent_axes: each entry's base value is its own slice's (the kink test's f(x))
+    base = subject.f0 if run.coloured is None else run.coloured.base_values(np.arange(subject.work.size))
     judged = judge_entries(
         run.differencer, subject.work.reshape(-1), subject.analytic.reshape(-1), run.diffs, run.steps,
         unit=subject.unit, config=cfg, drift=sanity.drift_per_entry, base_finite=bool(np.isfinite(subject.f0)),
-        base_value=subject.f0, referee=referee, adjudicate=subject.adjudicate,
+        base_value=base, referee=referee, adjudicate=subject.adjudicate,
     )
+    if run.coloured is not None:  # the second look's rounds, not 2 per entry
+        judged.evaluations = run.coloured.take() + judged.adjudication.get("evaluations", 0)
     return judged, cfg
 
 

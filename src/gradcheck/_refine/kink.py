@@ -17,12 +17,13 @@ def kink_threshold(rtol: float, k: float) -> Tolerance:
 def kink_test(raw, base_value, unit, rtol, k):
     """One-sided slopes at steps h/2, h, 2h. At a smooth point their gap is ~f''*h and
     doubles with h; at a kink it stays put. A kink needs a gap well above round-off and
-    stable (within 25%) across the three steps."""
+    stable (within 25%) across the three steps. ``base_value`` is f at x, a scalar or one per
+    entry (an entry whose base value is not finite gets no kink)."""
     count = raw[1.0][0].shape[0]
-    if base_value is None or not np.isfinite(base_value):
+    if base_value is None or not np.isfinite(base_value).any():
         nan = np.full(count, np.nan)
         return nan, nan.copy(), np.zeros(count, dtype=bool)
-    f0 = base_value
+    f0 = np.asarray(base_value, dtype=np.float64)  # a scalar, or one per entry (its slice's)
     gaps, lefts, rights, noise = [], [], [], []
     with np.errstate(invalid="ignore", divide="ignore"):
         for s in (0.5, 1.0, 2.0):
@@ -31,7 +32,7 @@ def kink_test(raw, base_value, unit, rtol, k):
             rights.append((fp - f0) / half)
             lefts.append((f0 - fm) / half)
             gaps.append(rights[-1] - lefts[-1])
-            noise.append(unit * (np.abs(fp) + np.abs(fm) + 2 * abs(f0)) / half)
+            noise.append(unit * (np.abs(fp) + np.abs(fm) + 2 * np.abs(f0)) / half)
         g0, g1, g2 = gaps
         scale = np.maximum(np.abs(lefts[0]), np.abs(rights[0]))
         significant = np.abs(g0) > kink_threshold(rtol, k).bound(scale, noise[0])

@@ -91,18 +91,20 @@ def _smooth(raw, base_value, unit, rtol, k, scale) -> np.ndarray:
     so ``2 gap(8h) - gap(16h)`` measures ``c`` whatever the curvature. The point counts as
     smooth when that is below half the threshold at which the full study's kink test
     calls a gap significant (its round-off plus 10 rtol scale), so that no entry the full
-    study would call KINK is certified here. Without f(x) there is no kink test at all."""
+    study would call KINK is certified here. Without f(x) there is no kink test at all.
+    ``base_value``: a scalar, or one per entry (an entry whose base value is not finite is not
+    certified smooth)."""
     count = raw[8.0][0].shape[0]
-    if base_value is None or not np.isfinite(base_value):
+    if base_value is None or not np.isfinite(base_value).any():
         return np.ones(count, dtype=bool)
-    f0 = base_value
+    f0 = np.asarray(base_value, dtype=np.float64)  # a scalar, or one per entry (its slice's)
     gaps, noise = {}, {}
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for s in QUICK_FACTORS:
             fp, fm, den = raw[s]
             half = den / 2.0
             gaps[s] = (fp - f0) / half - (f0 - fm) / half
-            noise[s] = unit * (np.abs(fp) + np.abs(fm) + 2 * abs(f0)) / half
+            noise[s] = unit * (np.abs(fp) + np.abs(fm) + 2 * np.abs(f0)) / half
         jump = np.abs(2.0 * gaps[8.0] - gaps[16.0])
         threshold = kink_threshold(rtol, k).bound(scale, 2.0 * noise[8.0] + noise[16.0])
         smooth = jump <= KINK_MARGIN * threshold
