@@ -19,7 +19,12 @@ How the verdict is reached (each rule is also stated in the printed result):
       bound_i = BASE_BOUND_ULPS + BOUND_FACTOR * A_i / ulp(exact_i)      (in ulps)
 
   where ``A_i`` is the largest *absolute* error of a float32 evaluation of ``math_fn``
-  (unrounded) among the :data:`NEIGHBOURS` entries nearest to entry i in magnitude. A
+  (unrounded) among the :data:`NEIGHBOURS` entries nearest to entry i in magnitude. The
+  float32 evaluation's error at an entry is the larger of two: ``math_fn`` run with float32
+  arithmetic emulated on ``gradcheck.mp`` values (every operation and every float constant
+  rounded to 24 bits, :mod:`gradcheck._lowp.dispute_bound`), which measures float32 arithmetic
+  even when ``math_fn`` promotes to float64 (a float64 frequency table), and ``math_fn`` run
+  on float32 numpy arrays (numpy's libm). A
   kernel that computes in float32 and rounds once is within 0.5 ulp plus what float32
   arithmetic itself loses; the float32 evaluation measures the latter on these very
   inputs. Where the output is well conditioned that is tiny and the bound is 2 ulps: one
@@ -55,6 +60,7 @@ from .._core.formats import (
     ulp_error,
 )
 from .._report.text import figure
+from .dispute_bound import float32_arithmetic
 from .result import CandidateStats, DisputeResult
 
 __all__ = ["dispute", "DisputeResult", "CandidateStats", "TIE_RATIO", "BASE_BOUND_ULPS",
@@ -152,7 +158,10 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
             errors[FLOAT32_EVALUATION], f32_stats = _measure(
                 FLOAT32_EVALUATION, y32, exact_hi, exact_obj, want, fmt, shape, notes)
 
-    bounds, base, bound_reason = _bounds(bound_ulps, y32_raw, exact_hi, fmt)
+    widening, source = None, ""
+    if float32_evaluation and bound_ulps is None and fmt is not FLOAT64:
+        widening, source = _float32_losses(math_fn, args, shape, y32_raw, exact_hi, notes)
+    bounds, base, bound_reason = _bounds(bound_ulps, widening, exact_hi, fmt, source)
     closer_index = _closer(np.stack([errors[k] for k in values]))
     names = tuple(values)
     for j, key in enumerate(names):
@@ -408,22 +417,38 @@ def _closer(errors: np.ndarray) -> np.ndarray:
     return np.where(ties, -1, best).astype(np.int64)
 
 
-def _bounds(bound_ulps: float | None, y32: np.ndarray | None, exact_hi: np.ndarray,
-            fmt: FloatFormat) -> tuple[np.ndarray, float, str]:
-    """Per-entry bounds in ulps, the base bound, and how they were set (module docstring)."""
+def _float32_losses(math_fn, args, shape, y32_raw, exact_hi, notes) -> tuple[np.ndarray | None, str]:
+    """Per entry, the absolute error of float32 arithmetic on these inputs: the larger of
+    the float32-arithmetic evaluation's (24-bit, whatever dtypes math_fn uses) and the
+    numpy float32 evaluation's (its libm), where the latter really ran in float32."""
+    y24, note = float32_arithmetic(math_fn, args, shape)
+    if note:
+        notes.append(note)
+    with np.errstate(invalid="ignore", over="ignore"):
+        losses = [np.abs(y - exact_hi) for y in (y24, y32_raw) if y is not None]
+    # where an evaluation overflowed or gave NaN it measures nothing: no widening there
+    losses = [np.where(np.isfinite(e), e, 0.0) for e in losses]
+    if not losses:
+        return None, ""
+    named = " and ".join(n for n, y in (("24-bit", y24), ("numpy float32", y32_raw)) if y is not None)
+    return np.maximum.reduce(losses), f"the float32 evaluations' ({named}, the larger)"
+
+
+def _bounds(bound_ulps: float | None, losses: np.ndarray | None, exact_hi: np.ndarray,
+            fmt: FloatFormat, source: str = "") -> tuple[np.ndarray, float, str]:
+    """Per-entry bounds in ulps, the base bound, and how they were set (module docstring).
+    ``losses``: per entry, what float32 arithmetic loses (``_float32_losses``)."""
     size = exact_hi.size
     if bound_ulps is not None:
         if not (isinstance(bound_ulps, (int, float)) and bound_ulps > 0):
             raise ValueError(f"bound_ulps must be a positive number, got {bound_ulps!r}")
         return np.full(size, float(bound_ulps)), float(bound_ulps), f"{figure(bound_ulps)} ulp (given)"
     base = BASE_BOUND_ULPS
-    if fmt is FLOAT64 or y32 is None:
+    if fmt is FLOAT64 or losses is None:
         why = "float64 target" if fmt is FLOAT64 else "no float32 evaluation to widen it"
         return np.full(size, base), base, f"{figure(base)} ulp at every entry ({why})"
     with np.errstate(invalid="ignore", over="ignore"):
-        absolute = np.abs(y32 - exact_hi)
-        # where float32 itself overflowed or gave NaN it measures nothing: no widening there
-        absolute = np.where(np.isfinite(absolute), absolute, 0.0)
+        absolute = losses
         order = np.argsort(np.abs(exact_hi), kind="stable")
         half = min(NEIGHBOURS, size) // 2
         padded = np.concatenate([np.zeros(half), absolute[order], np.zeros(half)])
@@ -434,7 +459,7 @@ def _bounds(bound_ulps: float | None, y32: np.ndarray | None, exact_hi: np.ndarr
     low, mid, high = (float(np.min(bounds)), float(np.median(bounds)), float(np.max(bounds))) if size else (base,) * 3
     spread = f"{figure(low)} ulp everywhere" if high <= low * 1.001 else (
         f"{figure(low)} to {figure(high)} ulp here, median {figure(mid)}")
-    return bounds, base, (f"{figure(base)} ulp + {figure(BOUND_FACTOR)} x the float32 evaluation's absolute error "
+    return bounds, base, (f"{figure(base)} ulp + {figure(BOUND_FACTOR)} x {source} absolute error "
                           f"(largest among the {2 * half + 1} entries nearest in magnitude), in ulps of "
                           f"each entry: {spread}")
 
