@@ -54,8 +54,10 @@ from .._classify.rule import verdicts
 from .._core.config import Config
 from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_format, ulp
 from .._core.verdict import Verdict
+from ..engines._differences import slope_and_noise
 
-__all__ = ["GRAD_BOUND_ULPS", "FLOOR_UNITS", "LowPrecisionPlan", "plan", "share"]
+__all__ = ["FLOOR_UNITS", "GRAD_BOUND_ULPS", "ORDINARY", "LowPrecisionPlan", "OrdinaryPlan", "plan", "plan_for",
+           "share"]
 
 #: Default bound, in ulps of the claim's format, on a claimed low-precision gradient entry.
 GRAD_BOUND_ULPS = 2.0
@@ -65,8 +67,48 @@ FLOOR_UNITS = 2.0
 _LOW = ("float16", "bfloat16")
 
 
-@dataclass
-class LowPrecisionPlan:
+class OrdinaryPlan:
+    """The plan of an ordinary dtype (float32, float64...): every step is a no-op.
+
+    :func:`gradcheck.check` calls these steps on every input; :class:`LowPrecisionPlan`
+    overrides them for a float16/bfloat16 one."""
+
+    upcast = False
+    notes: tuple[str, ...] | list[str] = ()
+    #: What the report calls ``config.atol`` when it explains UNCHECKED entries.
+    floor_name = "atol"
+
+    def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
+        """The input to difference, the config and the referee choice."""
+        return x_np, config, adjudicate
+
+    def cotangent(self, v: np.ndarray | None) -> np.ndarray | None:
+        return v
+
+    def claim_input(self, work: np.ndarray) -> np.ndarray:
+        """The array the claimed gradient is computed at."""
+        return work.copy()
+
+    def after_claim(self, cfg: Config, claimed: Any) -> Config:
+        """The config once the claimed gradient is known."""
+        return cfg
+
+    def after_differences(self, cfg: Config, analytic: np.ndarray, diffs: tuple[np.ndarray, ...]) -> Config:
+        """The config once the first differences ``(fp, fm, denom)`` are known."""
+        return cfg
+
+    def final(self, analytic: np.ndarray, judged: Any, cfg: Config, codes: np.ndarray,
+              tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The report's codes and tolerances, from the judged ones."""
+        return codes, tol
+
+
+#: The plan of every ordinary dtype.
+ORDINARY = OrdinaryPlan()
+
+
+@dataclass(kw_only=True)
+class LowPrecisionPlan(OrdinaryPlan):
     """How :func:`gradcheck.check` handles one float16/bfloat16 input."""
 
     fmt: FloatFormat          # the input's format
@@ -76,6 +118,30 @@ class LowPrecisionPlan:
     notes: list[str]
     claim_fmt: FloatFormat | None = None
     floor: float = 0.0
+
+    @property
+    def floor_name(self) -> str:  # type: ignore[override]
+        return "the floor for a low-precision backward's round-off" if self.upcast else "atol"
+
+    def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
+        """On the upcast path: the float64 upcast, float64 steps, no referee by default."""
+        if not self.upcast:
+            return x_np, config, adjudicate
+        return self.x64, self.config(config), self.adjudicate(adjudicate)
+
+    def after_claim(self, cfg: Config, claimed: Any) -> Config:
+        return self.with_claim(cfg, claimed) if self.upcast else cfg
+
+    def after_differences(self, cfg: Config, analytic: np.ndarray, diffs: tuple[np.ndarray, ...]) -> Config:
+        """The floor scales with the gradient's size, measured by the first differences."""
+        if not self.upcast:
+            return cfg
+        return self.with_floor(cfg, analytic, slope_and_noise(*diffs, 2.0**-53)[0])
+
+    def final(self, analytic: np.ndarray, judged: Any, cfg: Config, codes: np.ndarray,
+              tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """On the upcast path, the ulp rule (:meth:`judge`); the plan's notes either way."""
+        return self.judge(analytic, judged, cfg) if self.upcast else (codes, tol)
 
     @property
     def x64(self) -> np.ndarray:
@@ -177,6 +243,14 @@ def share(fmt: FloatFormat, bound_ulps: float) -> float:
             f"bound_ulps={bound_ulps:g} allows errors up to {100 * value / 2:.3g}% of the value in {fmt.name}: "
             f"a PASS would prove nothing; use bound_ulps below {2.0 ** (fmt.mantissa_bits - 1):g}")
     return value
+
+
+def plan_for(dtype: str, f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> OrdinaryPlan:
+    """The plan for ``x_np`` (of canonical dtype name ``dtype``): :data:`ORDINARY`, every
+    step a no-op, unless it is float16 or bfloat16."""
+    if dtype not in _LOW:
+        return ORDINARY
+    return plan(f, x_np, backend, bound_ulps)
 
 
 def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> LowPrecisionPlan:
