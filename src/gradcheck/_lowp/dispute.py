@@ -61,6 +61,8 @@ from .._core.formats import (
 )
 from .._report.text import figure
 from .dispute_bound import float32_arithmetic
+from .dispute_gradient import gradient_definition, require_kind
+from .dispute_timing import ROUNDS, Timing, run_and_time
 from .result import CandidateStats, DisputeResult
 
 __all__ = ["dispute", "DisputeResult", "CandidateStats", "TIE_RATIO", "BASE_BOUND_ULPS",
@@ -78,8 +80,10 @@ NEIGHBOURS = 101
 FLOAT32_EVALUATION = "float32 evaluation"
 
 
-def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: Any) -> None:
+def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: Any,
+                      rounds: Any = ROUNDS) -> None:
     """The types of dispute's keywords, refused at the boundary with what they accept."""
+    _arguments.integer("rounds", rounds, minimum=1, meaning=" (timed rounds per callable candidate)")
     _arguments.integer("dps", dps, minimum=_arguments.MIN_DIGITS,
                        meaning=" (significant digits of the exact values)")
     _arguments.positive("bound_ulps", bound_ulps, none=True)
@@ -89,7 +93,8 @@ def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: 
 
 def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: Any = None, *,
             dps: int = 40, bound_ulps: float | None = None, name: str | None = None,
-            float32_evaluation: bool = True) -> DisputeResult:
+            float32_evaluation: bool = True, of: str = "value", wrt: int = 0,
+            cotangent: Any = None, rounds: int = ROUNDS) -> DisputeResult:
     """Judge each candidate output against the exact value of ``math_fn(*inputs)``.
 
     ``math_fn``: the definition, numpy code run unmodified at ``dps`` significant digits
@@ -103,10 +108,21 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     value must be a value of the target format (a float32 array of bfloat16 values is
     fine; an unrounded float32 result is refused, naming an entry: it is not an output of
     a kernel in that format), and a candidate needs at least one entry.
+    A candidate may also be a callable, called as ``fn(*inputs)`` with the inputs as
+    given: it is then timed (one warm-up call, whose output is judged, then ``rounds``
+    interleaved rounds; best and median per call in ``result.timings``, the speed next to
+    the accuracy in the verdict: "fast: 3.1x faster, 898x more accurate"; see
+    :mod:`gradcheck._lowp.dispute_timing` and :meth:`DisputeResult.benchmark_record`).
     ``dtype``: the target format (float16, bfloat16, float32, float64); default: the
     candidates' common dtype. ``bound_ulps``: the error beyond which an entry makes a
     candidate broken (default: per entry, see the module docstring; ``result.bounds`` and
     ``result.bound_reason`` say what it was).
+
+    ``of="gradient"``: the candidates are gradients, of ``sum(cotangent * math_fn(*inputs))``
+    with respect to ``inputs[wrt]`` (``cotangent`` shaped like ``math_fn``'s result; None when
+    it returns a scalar), judged against the exact gradient computed at ``dps`` digits by
+    reverse mode over ``gradcheck.mp`` values (:mod:`gradcheck._lowp.dispute_gradient`); the
+    bound is widened by the same reverse pass in 24-bit arithmetic.
 
     Every candidate is compared, unrounded, with the exact value in ulps of ``dtype``. A
     float32 evaluation of ``math_fn`` (float inputs as float32, its result rounded once to
@@ -125,17 +141,45 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     ('via_f32', ())
     >>> print(r.verdict.splitlines()[0])   # doctest: +ELLIPSIS
     via_f32 is ...x more accurate than sloppy (mean error ... vs ... ulp; ...
+
+    A gradient dispute: two backward kernels of ``sin`` (cotangent 1).
+
+    >>> g_f32 = np.cos(x.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    >>> g_bf16 = np.cos(x)                                # cos evaluated in bfloat16
+    >>> r = dispute(np.sin, (x,), {"f32": g_f32, "bf16": g_bf16}, "bfloat16", of="gradient",
+    ...             cotangent=np.ones(64))
+    >>> r.function, r.broken
+    ('gradient of sin with respect to input 0', ())
     """
     started = time.perf_counter()
-    _dispute_keywords(dps, bound_ulps, name, float32_evaluation)
+    _dispute_keywords(dps, bound_ulps, name, float32_evaluation, rounds)
+    of = require_kind(of)
     args = _as_inputs(inputs)
     label = name or getattr(math_fn, "__name__", None) or type(math_fn).__name__
     _require_arity(math_fn, args, label)
+    if of == "gradient":
+        math_fn, label = gradient_definition(math_fn, args, wrt, cotangent, label)
     named = _named_candidates(candidates)
+    timings: dict[str, Timing] = {}
+    timed = {k: v for k, v in named.items() if callable(v)}
+    if timed:  # called with the inputs as given, before anything else runs
+        outputs, timings = run_and_time(timed, tuple(inputs) if isinstance(inputs, (tuple, list))
+                                        else (inputs,), rounds=rounds)
+        named = {k: outputs.get(k, v) for k, v in named.items()}
     fmt = _target_format(dtype, named)
     # Checked before the exact evaluation, which can take a while.
     converted = {k: _as_candidate(v, fmt, k) for k, v in named.items()}
     exact = _exact_values(math_fn, args, dps)
+    numpy_f32 = float32_evaluation and of == "value"  # no numpy evaluation of a gradient
+    fields = _judge(math_fn, args, converted, exact, fmt, bound_ulps, float32_evaluation, numpy_f32)
+    return DisputeResult(function=label, dtype=fmt.name, dps=dps, tie_ratio=TIE_RATIO,
+                         seconds=time.perf_counter() - started, timings=timings, of=of, **fields)
+
+
+def _judge(math_fn, args, converted, exact, fmt, bound_ulps, float32_evaluation,
+           numpy_f32) -> dict[str, Any]:
+    """Every figure of the result but its names and times: the candidates measured against
+    the exact values, the float32 evaluations, the bounds, the closest candidate per entry."""
     shape = np.shape(exact)
     exact_obj = np.asarray(exact, dtype=object).reshape(-1)
     notes: list[str] = []
@@ -150,7 +194,7 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
         errors[key], stats[key] = _measure(key, c, exact_hi, exact_obj, want, fmt, shape, notes)
 
     f32_stats, y32_raw = None, None
-    if float32_evaluation:
+    if numpy_f32:
         y32_raw, y32, note = _float32_run(math_fn, args, shape, fmt)
         if note:
             notes.append(note)
@@ -169,15 +213,14 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     if f32_stats is not None:
         f32_stats = _judged(f32_stats, errors[FLOAT32_EVALUATION], bounds, shape, None)
     closer = np.array([None, *names], dtype=object)[closer_index + 1].reshape(shape)
-    return DisputeResult(
-        function=label, dtype=fmt.name, shape=tuple(shape), dps=dps, names=names,
-        stats=stats, float32=f32_stats, values={k: v.reshape(shape) for k, v in values.items()},
-        errors={k: v.reshape(shape) for k, v in errors.items()},
-        exact=exact_obj.reshape(shape), correctly_rounded=from_bits(
-            round_to_format(want, fmt), fmt).reshape(shape),
-        closer=closer, closer_index=closer_index.reshape(shape), bound_ulps=base,
-        bounds=bounds.reshape(shape), bound_reason=bound_reason, tie_ratio=TIE_RATIO,
-        seconds=time.perf_counter() - started, notes=tuple(notes))
+    return {
+        "shape": tuple(shape), "names": names, "stats": stats, "float32": f32_stats,
+        "values": {k: v.reshape(shape) for k, v in values.items()},
+        "errors": {k: v.reshape(shape) for k, v in errors.items()},
+        "exact": exact_obj.reshape(shape),
+        "correctly_rounded": from_bits(round_to_format(want, fmt), fmt).reshape(shape),
+        "closer": closer, "closer_index": closer_index.reshape(shape), "bound_ulps": base,
+        "bounds": bounds.reshape(shape), "bound_reason": bound_reason, "notes": tuple(notes)}
 
 
 # -- inputs and candidates ------------------------------------------------------------------
