@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import gradcheck
+import gradcheck.mp
 from gradcheck import DisputeResult, dispute
 from gradcheck._core.formats import BFLOAT16, from_bits, round_to_format
 from gradcheck.dual import dual_gradient
@@ -70,6 +71,29 @@ def test_reverse_mode_gradient_matches_dual_numbers_and_a_closed_form():
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="cotangent shape"):
         mp_vjp(rope, (xr, pos), 0, g[:2], dps=30)
+
+
+def test_reverse_mode_on_layer_norm_and_a_scalar_loss():
+    """mean, var, sqrt, broadcasting and a captured float64 weight, against dual numbers; a
+    scalar loss needs no cotangent; leaving arbitrary precision is refused with its line."""
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((3, 16)), rng.standard_normal(16)
+
+    def loss(v):
+        mu = v.mean(axis=-1, keepdims=True)
+        z = (v - mu) / np.sqrt(v.var(axis=-1, keepdims=True) + 1e-5)
+        return np.sum(np.tanh(z * w) ** 2)
+
+    got = np.array([float(e.value) for e in mp_vjp(loss, (x,), 0, None, dps=30).reshape(-1)])
+    np.testing.assert_allclose(got.reshape(x.shape), dual_gradient(loss, x), rtol=1e-10, atol=1e-12)
+    exact = dispute(loss, (x,), {"f32": bf(dual_gradient(loss, x))}, "bfloat16", of="gradient")
+    assert exact.broken == () and exact.stats["f32"].max_ulp <= 0.5 + 2**-10
+
+    def leaky(v):
+        return np.sum(v * float(v[0, 0]))
+
+    with pytest.raises(gradcheck.mp.NotAdjudicable, match="float"):
+        dispute(leaky, (x,), {"c": bf(x)}, "bfloat16", of="gradient")
 
 
 # -- the verdicts ----------------------------------------------------------------------------

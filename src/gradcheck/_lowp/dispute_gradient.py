@@ -32,7 +32,7 @@ def gradient_definition(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...
     >>> name
     'gradient of sin with respect to input 0'
     """
-    if isinstance(wrt, bool) or not isinstance(wrt, numbers.Integral) or not 0 <= wrt < len(args):
+    if isinstance(wrt, bool) or not isinstance(wrt, numbers.Integral) or not 0 <= int(wrt) < len(args):
         raise ValueError(f"wrt must be the index of one of the {len(args)} input(s) (0 to "
                          f"{len(args) - 1}), got {wrt!r}")
     wrt = int(wrt)

@@ -201,10 +201,10 @@ def mp_vjp(f: Callable[..., Any], inputs: tuple[Any, ...], wrt: int, cotangent: 
         from ._evaluate import run_checked
 
         with owned(dps) as ctx:
-            xs = tuple(to_mp_in(a, ctx) for a in inputs)
-            return run_checked(lambda _: mp_vjp(f, xs, wrt, cotangent), None, ctx)
+            exact = tuple(to_mp_in(a, ctx) for a in inputs)
+            return run_checked(lambda _: mp_vjp(f, exact, wrt, cotangent), None, ctx)
     leaves = np.frompyfunc(MPVar, 1, 1)(np.asarray(inputs[wrt], dtype=object))
-    xs = list(inputs)
+    xs: list[Any] = list(inputs)
     xs[wrt] = np.asarray(leaves, dtype=object).view(MPArray)
     tape: list[MPVar] = []
     token = _tape.set(tape)
