@@ -130,7 +130,10 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
 
     Cost: the exact evaluation calls an mpmath function per element and operation, about
     5-15 us each with gmpy2 (``benchmarks/bench_dispute.py``: 1e5 rotary-embedding
-    entries in about 5 s on one core); measuring the candidates is vectorized.
+    entries in about 5 s on one core); the float32-arithmetic evaluation that sets the
+    default bound is a second such pass (a dispute takes about 1.5-2x one exact evaluation;
+    ``bound_ulps=`` or ``float32_evaluation=False`` skips it); measuring the candidates is
+    vectorized. A gradient dispute costs a few exact evaluations (reverse mode).
 
     >>> import numpy as np, ml_dtypes
     >>> x = np.linspace(-3, 3, 64).astype(ml_dtypes.bfloat16)
