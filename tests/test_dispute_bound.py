@@ -63,6 +63,22 @@ def test_float32_arithmetic_matches_ieee_float32_operation_by_operation():
     assert promoted.dtype == np.float64 and not np.array_equal(got, promoted)
 
 
+def test_constants_in_numpy_functions_are_rounded_too():
+    """np.einsum / np.where / np.concatenate with a float64 constant: float32 arithmetic."""
+    rng = np.random.default_rng(1)
+    a, c64 = rng.standard_normal(50), rng.standard_normal(50)
+
+    def fn(u):
+        prod = np.einsum("i,i->i", u, c64)
+        return np.concatenate([np.where(u > 0, prod, c64[:50]) + 0.0, c64[:0]])
+
+    got, note = float32_arithmetic(fn, (a,), (50,))
+    u, c = a.astype(np.float32), c64.astype(np.float32)
+    want = np.where(u > 0, u * c, c)
+    assert note == ""
+    np.testing.assert_array_equal(got, want.astype(np.float64))
+
+
 def test_float32_arithmetic_says_why_it_cannot_run():
     y, note = float32_arithmetic(lambda v: np.array([float(e) for e in v]), (np.ones(3),), (3,))
     assert y is None and "float_conversion" in note and "not widened" in note

@@ -43,6 +43,9 @@ class MPArray(np.ndarray):
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
         # Keep the type through np.einsum, np.where, np.concatenate, ... so that the ufuncs
         # applied to their results are intercepted too.
+        narrow = _constant_dtype()
+        if narrow is not None:  # constants in np.dot, np.einsum, np.where, ... too
+            args = tuple(_narrowed_in(a, narrow) for a in args)
         return _as_mparray(super().__array_function__(func, types, args, kwargs))
 
     @property
@@ -203,6 +206,14 @@ def _narrowed(a: Any, dtype: Any) -> Any:
     if isinstance(a, (float, np.floating)) and not isinstance(a, np.longdouble):
         return np.dtype(dtype).type(a)
     return a
+
+
+def _narrowed_in(a: Any, dtype: Any) -> Any:
+    """:func:`_narrowed` on an argument of a numpy function, and on the items of a list or
+    tuple argument (np.concatenate's arrays)."""
+    if isinstance(a, (list, tuple)):
+        return type(a)(_narrowed(e, dtype) for e in a)
+    return _narrowed(a, dtype)
 
 
 def _scalar_array_ufunc(self: MPFloat, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
