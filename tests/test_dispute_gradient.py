@@ -95,6 +95,15 @@ def test_reverse_mode_on_layer_norm_and_a_scalar_loss():
     with pytest.raises(gradcheck.mp.NotAdjudicable, match="float"):
         dispute(leaky, (x,), {"c": bf(x)}, "bfloat16", of="gradient")
 
+    def threaded(v):  # the record is per computation: a thread's operations would be lost
+        import concurrent.futures
+
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(lambda: np.sum(v * v)).result()
+
+    with pytest.raises(RuntimeError, match="outside the gradient computation"):
+        dispute(threaded, (x,), {"c": bf(x)}, "bfloat16", of="gradient")
+
 
 # -- the verdicts ----------------------------------------------------------------------------
 

@@ -54,8 +54,11 @@ class MPVar:
         self.adjoint: MPFloat | None = None
         if parents:
             tape = _tape.get()
-            if tape is not None:
-                tape.append(self)
+            if tape is None:  # the gradient would silently miss this operation
+                raise RuntimeError("an operation on MPVar values outside the gradient computation "
+                                   "that made them (in a thread math_fn started?): its derivative "
+                                   "cannot be recorded")
+            tape.append(self)
 
     # -- refused and exact conversions
     def __float__(self) -> float:
