@@ -107,6 +107,25 @@ def test_rotary_with_a_frequency_table_is_judged_right(table, start, stop):
     assert plain.broken == ("fast",)
 
 
+def test_a_float32_rotary_kernel_with_the_same_table_is_not_broken():
+    """float32 target: a numpy float32 kernel holding the definition's table in float32 is as
+    accurate as float32 allows; the same kernel with its angle rounded to bfloat16 is not."""
+    x, pos = rope_inputs(rows=16, dim=64, start=65536, stop=131072, seed=2)
+    x32, half = x.astype(np.float32), 32
+    table = (10000.0 ** (-np.arange(0, 64, 2) / 64)).astype(np.float32)
+
+    def kernel(angle):
+        c, s = np.cos(angle), np.sin(angle)
+        x1, x2 = x32[:, :half], x32[:, half:]
+        return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], axis=-1)
+
+    angle = pos.astype(np.float32)[:, None] * table
+    cands = {"f32": kernel(angle), "bf16 angle": kernel(angle.astype(BF16).astype(np.float32))}
+    r = dispute(rope_with_table(64, np.float64), (x32, pos), cands, "float32")
+    assert r.broken == ("bf16 angle",) and r.most_accurate == "f32", str(r)
+    assert r.stats["f32"].max_ulp > 1000  # cancellations: far from the exact value, and rightly so
+
+
 def test_the_widened_bound_still_catches_an_extra_rounding_error():
     """Negative control: the accurate kernel moved 3 ulps at its well-conditioned entries
     (where the bound stays near 2 ulps) is broken."""
