@@ -15,6 +15,14 @@ dtypes of ``math_fn``'s constants do not matter: they meet values that round to 
 ``dispute`` takes, per entry, the larger of this evaluation's error and that of the numpy
 float32 evaluation (whose libm may be less accurate). The exponent range stays unbounded (no float32 overflow or
 subnormals), which is what the bound needs: the rounding, not the range.
+
+What it does not cover: a kernel whose constants differ from the definition's by more than
+one float32 rounding (a table computed with ``powf``, up to ~0.9 ulp off, against a
+definition holding the correctly rounded table) differs from the definition by that much
+more; at bfloat16 this stays inside the bound, at a float32 target it shows at entries that
+cancel (measured on the rotary embedding at positions 65,536-131,072: 2.4-3.7x the bound).
+Write the definition as the kernel computes its constants (``rope_math`` computes its table
+in the evaluation's own arithmetic), or give ``bound_ulps=``.
 """
 from __future__ import annotations
 
