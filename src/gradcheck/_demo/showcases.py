@@ -28,6 +28,7 @@ from .._lowp.subjects import (
     rope_reference,
 )
 from .._models.params import check_params
+from .dispute_showcases import gradient_dispute, timed_dispute
 from .._orders._showcases import adjoint_transposed, taylor_correct, taylor_pictures, taylor_wrong
 from .._pipeline.check import check
 from .._report.report import Report
@@ -171,6 +172,8 @@ SHOWCASES = (
     Showcase("C transposed matmul, shape sweep of a parity defect", _parity_sweep, _parity_pictures),
     Showcase("bfloat16 dispute: rotary embedding at large positions", _rope_dispute),
     Showcase("bfloat16 dispute: a fast kernel that is really broken", _matvec_dispute),
+    Showcase("bfloat16 gradient dispute: two rotary backward kernels", gradient_dispute),
+    Showcase("timed dispute: speed and accuracy in one table", timed_dispute),
     Showcase("tiny transformer, correct backward", _transformer(None)),
     Showcase("tiny transformer, one tensor's line wrong", _transformer("wq_line")),
     Showcase("tiny transformer, wrong value returned from block 1", _transformer("block_return")),
