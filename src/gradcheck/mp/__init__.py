@@ -27,6 +27,7 @@ from ._convert import to_mp as to_mp
 from ._derivative import MPDerivative as MPDerivative
 from ._derivative import certified_digits as certified_digits
 from ._derivative import mp_derivative as mp_derivative
+from ._derivative import mp_directional_derivative as mp_directional_derivative
 from ._errors import NotAdjudicable as NotAdjudicable
 from ._errors import PrecisionLossError as PrecisionLossError
 from ._errors import Reason as Reason
@@ -48,5 +49,6 @@ __all__ = [
     "exact_mpf",
     "from_mp",
     "mp_derivative",
+    "mp_directional_derivative",
     "to_mp",
 ]
