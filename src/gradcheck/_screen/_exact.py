@@ -18,7 +18,8 @@ float64 one, and each block takes about ten of them. The screen uses the path wh
 referee would run automatically (``x`` of at most a few thousand entries, ``f`` cheap at
 arbitrary precision: its blocks are small) and the limit without it is more than twice
 that floor (finite differences cannot resolve the blocks, or check's entry-wise rule on
-finite differences cannot tell that small an error); ``exact=True`` asks for it whatever the cost, ``exact=False`` never.
+finite differences cannot tell that small an error); ``exact=True`` asks for it whatever
+the cost, ``exact=False`` never.
 Before it is trusted it must agree with the finite-difference estimates on every block of
 the first draw (within both bounds): an ``f`` that computes another function on object
 arrays than on floats (a branch on the dtype) is refused, as the complex step is.
