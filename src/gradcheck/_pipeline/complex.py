@@ -163,6 +163,7 @@ def combine(real: Report, convention: str, notes: tuple[str, ...]) -> "ComplexRe
         "digits": None if real.digits is None else real.digits.min(axis=-1),
         "left": None if real.left is None else to_c(real.left),
         "right": None if real.right is None else to_c(real.right),
+        "step_study": {},  # a study is of one part: the real view's report (parts) holds them
     }
     base = {f.name: getattr(real, f.name) for f in dataclasses.fields(Report)}
     base.update(fields)

@@ -60,6 +60,7 @@ def assemble(prep: Prepared, state: State, extra: list[str], deterministic: bool
         for key in ("numeric", "noise", "codes", "refined", "causes", "exact", "digits", "left", "right"):
             getattr(looks, key)[idx] = getattr(judged, key)
         looks.adjudication = judged.adjudication or looks.adjudication
+        looks.studies.update({int(idx[p]): v for p, v in judged.studies.items()})
     own = screening_limit(bis.tau, bis.cleared, prep.weights, bis.depth_ratio)
     limit = np.maximum(own, prep.floor)
     tol = tolerance(prep.analytic, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
