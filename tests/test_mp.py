@@ -716,7 +716,7 @@ def test_public_names_are_exported():
 
 
 @pytest.mark.parametrize("module", ["__init__", "_scalar", "_array", "_convert", "_evaluate",
-                                    "_derivative", "_errors"])
+                                    "_derivative", "_errors", "_complex"])
 def test_docstring_examples_run(module):
     """The examples in the docstrings are true."""
     import doctest

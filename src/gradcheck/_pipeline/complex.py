@@ -16,9 +16,10 @@ Which complex number is "the gradient" is a convention; both are supported:
   (``jax.grad`` of ``|z|^2`` is ``2 conj(z)``); an array output's VJP is called with
   ``conj(v)``, as ``jax.vjp`` expects.
 
-The referee does not run on complex problems: ``gradcheck.mp`` holds real numbers only
-(mpmath's ``mpc`` is not wired into numpy's object loops), so entries in doubt keep their
-step-study verdicts, and the report says so.
+The referee runs on complex problems as on real ones, where ``f`` is numpy code: its
+arbitrary-precision copy of the real view holds ``MPFloat`` pairs, which ``from_real_view``
+turns into ``gradcheck.mp.MPComplex`` values (a complex output is read back with
+``gradcheck.mp.complex_parts``); each part of an entry in doubt gets its exact derivative.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from .. import backends
+from .._adjudicate.referee import referee_may_run
 from .._core.errors import ShapeMismatchError, UnsupportedInputError
 from .._core.verdict import Verdict
 from .._report.report import Report
@@ -74,26 +76,35 @@ def check_complex(check: Callable[..., Any], f: Callable[..., Any], x_np: np.nda
         return real_view(y) if complex_out else y
 
     f_real.__name__ = getattr(f, "__name__", type(f).__name__)
+    mp_ok = referee_may_run(be, f)[0]
+    f_real.gradcheck_mp_capable = mp_ok  # type: ignore[attr-defined]  # the user's f decides
     claim = _claim(f, be, grad, convention, complex_in, complex_out, to_input)
-    wrapper = ClaimBackend(backends.resolve("numpy", xr), claim, name=f"complex-{be.name}", mp_capable=False)
-    opts = dict(options)
-    opts["adjudicate"] = False
-    real = check(f_real, xr, None, backend=wrapper, **opts)
-    notes = [_convention_note(convention, complex_in, complex_out),
-             "not adjudicated: the referee holds real numbers only (complex values are not supported by gradcheck.mp)"]
+    wrapper = ClaimBackend(backends.resolve("numpy", xr), claim, name=f"complex-{be.name}", mp_capable=mp_ok)
+    real = check(f_real, xr, None, backend=wrapper, **options)
+    notes = [_convention_note(convention, complex_in, complex_out)]
     if not complex_in:
         return dataclasses.replace(real, notes=real.notes + tuple(notes))
     return combine(real, convention, tuple(notes))
 
 
 def real_view(a: np.ndarray) -> np.ndarray:
-    """``[Re a, Im a]`` on a new last axis (a real array of the matching precision)."""
+    """``[Re a, Im a]`` on a new last axis (a real array of the matching precision; for the
+    referee's arbitrary-precision values, MPFloat pairs)."""
     a = np.asarray(a)
+    if a.dtype == object:
+        from ..mp import complex_parts
+
+        return np.stack(complex_parts(a), axis=-1)
     return np.ascontiguousarray(np.stack([a.real, a.imag], axis=-1))
 
 
 def from_real_view(r: np.ndarray, dtype: Any) -> np.ndarray:
-    """The complex array whose real view is ``r``."""
+    """The complex array whose real view is ``r`` (MPComplex values for the referee's
+    arbitrary-precision copy, whose entries are MPFloat)."""
+    if r.dtype == object:
+        from ..mp import complex_from_parts
+
+        return complex_from_parts(r[..., 0], r[..., 1])
     z = np.empty(r.shape[:-1], dtype=dtype)
     z.real, z.imag = r[..., 0], r[..., 1]
     return z
@@ -153,6 +164,7 @@ def combine(real: Report, convention: str, notes: tuple[str, ...]) -> ComplexRep
         "digits": None if real.digits is None else real.digits.min(axis=-1),
         "left": None if real.left is None else to_c(real.left),
         "right": None if real.right is None else to_c(real.right),
+        "step_study": {},  # a study is of one part: the real view's report (parts) holds them
     }
     base = {f.name: getattr(real, f.name) for f in dataclasses.fields(Report)}
     base.update(fields)

@@ -15,7 +15,7 @@ from .._core.judged import Judged
 from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from .quick import quick_certify
-from .study import step_study
+from .study import STUDY_FACTORS, step_study
 
 #: Noisy PASS entries get the quick look (``.quick.quick_certify``) before the full step
 #: study. False gives the full study to every suspect (the tests compare the two).
@@ -63,6 +63,8 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
         judged.refined[group] = True
         judged.causes[group] = np.where(study.kink, Cause.KINK_STEPS, Cause.STEP_STUDY)
         judged.left[group], judged.right[group] = study.left, study.right
+        if study.slopes is not None:
+            judged.keep_study(group, np.outer(steps[group], STUDY_FACTORS), study.slopes.T)
 
 
 def base_at(base_value, positions: np.ndarray):

@@ -51,6 +51,7 @@ class StepStudy:
     left: np.ndarray        # one-sided slopes at the smallest step (NaN without a base value)
     right: np.ndarray
     kink: np.ndarray        # bool: one-sided slopes differ by a gap that does not shrink with h
+    slopes: np.ndarray | None = None  # (len(STUDY_FACTORS), suspects): D(factor * h), for the report
 
 
 def step_study(
@@ -133,4 +134,5 @@ def step_study(
     # slopes, a MISMATCH if it lies outside them.
     codes[kink & inside & (codes != Verdict.NONFINITE)] = Verdict.KINK
     codes[kink & ~inside & np.isfinite(a)] = Verdict.MISMATCH
-    return StepStudy(numeric, bound, codes, evaluations, left, right, kink)
+    table = np.stack([slopes[s] for s in STUDY_FACTORS])
+    return StepStudy(numeric, bound, codes, evaluations, left, right, kink, table)

@@ -79,6 +79,9 @@ class Report(ReportText, ReportSerialize, HtmlViews):
     # Screening (gradcheck.screen) only: per entry, the smallest error that would have been
     # found (inf where nothing was concluded); None for an entry-wise check.
     detection_limit: np.ndarray | None = None
+    # The step study of each studied entry (at most 1000, failing verdicts first): index ->
+    # (steps h, central differences D(h) at them). Empty when no entry was studied.
+    step_study: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     # -- views ---------------------------------------------------------------------
     @property

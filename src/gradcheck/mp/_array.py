@@ -23,6 +23,7 @@ from ._context import GLOBAL
 from ._context import active as _active
 from ._context import constant_dtype as _constant_dtype
 from ._errors import PrecisionLossError
+from ._complex import MPComplex, _parts_of
 from ._scalar import MPFloat, _exact_tuple, _record, _wrap
 
 
@@ -50,9 +51,28 @@ class MPArray(np.ndarray):
         return _as_mparray(super().__array_function__(func, types, args, kwargs))
 
     @property
+    def real(self) -> Any:
+        """The real parts: the array itself when it holds real numbers only; for
+        :class:`~gradcheck.mp.MPComplex` elements, their real parts (numpy's object arrays
+        would return the complex elements themselves)."""
+        if not _holds_complex(self):
+            return self
+        return complex_parts(self)[0]
+
+    @property
+    def imag(self) -> Any:
+        """The imaginary parts (exact zeros for real elements; numpy's object arrays give
+        zeros even for complex elements)."""
+        return complex_parts(self)[1]
+
+    @property
     def ctypes(self) -> Any:
         """Refused: C code given this pointer would read object pointers as doubles."""
         raise _record(".ctypes (a raw pointer for C code)")
+
+
+def _holds_complex(a: np.ndarray) -> bool:
+    return any(isinstance(v, (MPComplex, complex, np.complexfloating)) for v in a.reshape(-1))
 
 
 def _context_of(*values: Any) -> Any:
@@ -227,11 +247,12 @@ def _scalar_array_ufunc(self: MPFloat, ufunc: np.ufunc, method: str, *inputs: An
 # MPFloat's numpy hook lives here, beside apply_ufunc, so that _scalar need not import this
 # module (which imports it): installed when gradcheck.mp is imported, before any MPFloat exists.
 MPFloat.__array_ufunc__ = _scalar_array_ufunc  # type: ignore[method-assign]
+MPComplex.__array_ufunc__ = _scalar_array_ufunc  # type: ignore[attr-defined]
 
 
 def _object_operand(a: Any) -> Any:
     """An operand numpy puts through its object loop without ever calling ``float()`` on it."""
-    if isinstance(a, MPFloat):
+    if isinstance(a, (MPFloat, MPComplex)):
         # A 0-d object array: passing the MPFloat itself would dispatch back to it forever.
         box = np.empty((), dtype=object)
         box[()] = a
@@ -248,10 +269,12 @@ def _object_operand(a: Any) -> Any:
     return a
 
 
-_to_mpfloat = np.frompyfunc(lambda v: v if isinstance(v, MPFloat) else _maybe_mp(v), 1, 1)
+_to_mpfloat = np.frompyfunc(lambda v: v if isinstance(v, (MPFloat, MPComplex)) else _maybe_mp(v), 1, 1)
 
 
 def _maybe_mp(v: Any) -> Any:
+    if isinstance(v, (complex, np.complexfloating)):
+        return MPComplex(v)  # a complex constant meets an MPFloat: exactly, as an MPComplex
     t = _exact_tuple(v)
     return v if t is None else _wrap(t)
 
@@ -272,3 +295,36 @@ def _as_mparray(result: Any) -> Any:
     if type(result) is np.ndarray and result.dtype == object:
         return result.view(MPArray)
     return result
+
+
+def complex_from_parts(re: Any, im: Any) -> np.ndarray:
+    """The object array (an ``MPArray``) of :class:`MPComplex` ``re + i im``, elementwise;
+    ``re`` and ``im`` hold MPFloat (or any real numbers, taken exactly).
+
+    >>> z = complex_from_parts(np.array([MPFloat(1)]), np.array([MPFloat(-2)]))
+    >>> z.dtype, type(z[0]).__name__, print(z.imag[0])
+    -2.0
+    (dtype('O'), 'MPComplex', None)
+    """
+    re, im = np.broadcast_arrays(np.asarray(re, dtype=object), np.asarray(im, dtype=object))
+    out = np.empty(re.shape, dtype=object)
+    flat, r, i = out.reshape(-1), re.reshape(-1), im.reshape(-1)
+    for k in range(flat.size):
+        flat[k] = MPComplex(r[k], i[k])
+    return out.view(MPArray)
+
+
+def complex_parts(a: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(real parts, imaginary parts)`` of an object array of MPComplex, MPFloat and
+    Python numbers (real numbers have imaginary part 0), as ``MPArray`` of MPFloat; exact."""
+    arr = np.asarray(a, dtype=object)
+    re, im = np.empty(arr.shape, dtype=object), np.empty(arr.shape, dtype=object)
+    fr, fi, src = re.reshape(-1), im.reshape(-1), arr.reshape(-1)
+    for k in range(src.size):
+        v = src[k]
+        parts = _parts_of(v)
+        if parts is None:
+            raise TypeError(f"element {k} is a {type(v).__name__}, not a number")
+        ctx = v._ctx if type(v) in (MPFloat, MPComplex) else None
+        fr[k], fi[k] = _wrap(parts[0], ctx), _wrap(parts[1], ctx)
+    return re.view(MPArray), im.view(MPArray)
