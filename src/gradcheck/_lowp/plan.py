@@ -42,6 +42,9 @@ claim really is that far from the derivative; ``bound_ulps=`` widens the bound.
 
 When ``f`` forces its own dtype (returns float16/bfloat16 for a float64 input, or raises),
 the check falls back to a same-precision difference and says so in ``report.notes``.
+
+float32 inputs take the same path, with the claim's float32 rounding measured entry by
+entry instead of the absolute floor (:mod:`gradcheck._lowp.float32`).
 """
 from __future__ import annotations
 
@@ -54,6 +57,7 @@ from .._classify.rule import verdicts
 from .._core.config import Config
 from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_format, ulp
 from .._core.verdict import Verdict
+from .float32 import F32_BOUND_ULPS, F32_RESOLUTION, ROUNDING_FACTOR, claim_rounding, forces_float32
 
 __all__ = ["GRAD_BOUND_ULPS", "FLOOR_UNITS", "LowPrecisionPlan", "plan", "share"]
 
@@ -76,6 +80,8 @@ class LowPrecisionPlan:
     notes: list[str]
     claim_fmt: FloatFormat | None = None
     floor: float = 0.0
+    #: float32 claims: |a32 - a64| per entry (flat), the claim's own measured rounding
+    rounding: np.ndarray | None = None
 
     @property
     def x64(self) -> np.ndarray:
@@ -93,7 +99,7 @@ class LowPrecisionPlan:
             base = base.replace(reduce=user.reduce, seed=user.seed, refine=user.refine,
                                 noise_factor=user.noise_factor)
         return base.replace(rtol=self.bound_ulps * _unit(self.fmt), atol=0.0,
-                            resolution=share(self.fmt, self.bound_ulps))
+                            resolution=_resolution(self.fmt, self.bound_ulps))
 
     def adjudicate(self, adjudicate: Any) -> Any:
         """``"auto"`` becomes False on the upcast path: a float64 difference is about 1e6 times
@@ -117,7 +123,21 @@ class LowPrecisionPlan:
         name = str(dt.name)
         self.claim_fmt = resolve_format(name) if name in ("float16", "bfloat16", "float32") else self.fmt
         return cfg.replace(rtol=self.bound_ulps * _unit(self.claim_fmt),
-                           resolution=share(self.claim_fmt, self.bound_ulps))
+                           resolution=_resolution(self.claim_fmt, self.bound_ulps))
+
+    def measure_rounding(self, claimed64: Any, analytic: np.ndarray) -> None:
+        """For a float32 claim: its float32 rounding, measured against the same claim
+        computed at the float64 upcast (``claimed64()``), used in place of the floor."""
+        if (self.claim_fmt or self.fmt).name != "float32" or not self.upcast:
+            return
+        self.rounding, why = claim_rounding(claimed64, analytic)
+        if self.rounding is not None:
+            self.rounding = self.rounding.reshape(-1)
+            self.notes.append("the float32 claim's own rounding is measured entry by entry: the claim "
+                              "recomputed at the float64 upcast, |a32 - a64| (the same formula: a bug "
+                              "is in both, only rounding differs)")
+        else:
+            self.notes.append(f"{why}: the float32 claim is judged with the absolute floor instead")
 
     def with_floor(self, cfg: Config, analytic: np.ndarray, numeric: np.ndarray) -> Config:
         """The absolute floor ``FLOOR_UNITS * u * max_j min(|a_j|, |n_j|)`` (the first
@@ -141,6 +161,8 @@ class LowPrecisionPlan:
         with np.errstate(invalid="ignore", over="ignore"):
             scale = np.maximum(np.abs(a), np.abs(n))
             floor = self.floor + cfg.noise_factor * judged.noise
+            if self.rounding is not None:
+                floor = ROUNDING_FACTOR * self.rounding + cfg.noise_factor * judged.noise
             tol = self.bound_ulps * ulp(np.where(np.isfinite(scale), scale, 0.0), fmt) + floor
             err = np.abs(a - n)
         codes = judged.codes.copy()
@@ -156,16 +178,25 @@ class LowPrecisionPlan:
             where = tuple(int(i) for i in np.unravel_index(j, self.original.shape))
             worst = (f"; of the entries above the floor, the largest error is {in_ulps[j]:.3g} ulp"
                      f" at {where} (claimed {a[j]:.6g}, numeric {n[j]:.6g})")
+        rounding = (f"{ROUNDING_FACTOR:g}|a32 - a64| (the claim's measured rounding)" if self.rounding is not None
+                    else f"{FLOOR_UNITS:g}u*max min(|claimed|, |numeric|) (u = 2**-{fmt.mantissa_bits + 1}; "
+                         f"floor {self.floor:.3g})")
         self.notes.append(
             f"claimed gradient ({fmt.name}) judged in {fmt.name} ulps: tolerance "
-            f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {FLOOR_UNITS:g}u*max min(|claimed|, |numeric|) "
-            f"(u = 2**-{fmt.mantissa_bits + 1}; floor {self.floor:.3g}) + {cfg.noise_factor:g}*noise; "
+            f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {rounding} + {cfg.noise_factor:g}*noise; "
             f"a PASS needs that within {100 * cfg.resolution:.2g}% of the value" + worst)
         return codes, tol
 
 
 def _unit(fmt: FloatFormat) -> float:
     return 2.0 ** -(fmt.mantissa_bits + 1)
+
+
+def _resolution(fmt: FloatFormat, bound_ulps: float) -> float:
+    """The PASS share of a claim in ``fmt``: :func:`share`, and for float32 (whose rounding
+    is measured, not bounded) at least :data:`F32_RESOLUTION`."""
+    value = share(fmt, bound_ulps)
+    return max(value, F32_RESOLUTION) if fmt.name == "float32" else value
 
 
 def share(fmt: FloatFormat, bound_ulps: float) -> float:
@@ -183,7 +214,8 @@ def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None
     """Decide how to check ``f`` at the float16/bfloat16 array ``x_np``: try ``f`` on the
     float64 upcast; if it returns a float64 value, ``f`` is precision-generic."""
     fmt = resolve_format(x_np.dtype)
-    bound = GRAD_BOUND_ULPS if bound_ulps is None else float(bound_ulps)
+    default = F32_BOUND_ULPS if fmt.name == "float32" else GRAD_BOUND_ULPS
+    bound = default if bound_ulps is None else float(bound_ulps)
     if not bound > 0:
         raise ValueError(f"bound_ulps must be a positive number, got {bound_ulps!r}")
     share(fmt, bound)  # refuses a bound too wide to prove anything
@@ -197,6 +229,10 @@ def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None
     if y.dtype != np.float64:
         p.notes.append(_fallback(fmt, f"f returned {y.dtype} for a float64 input (it forces its own dtype)"))
         return p
+    if fmt.name == "float32" and forces_float32(f, p.x64, y, backend.evaluate):
+        p.notes.append(_fallback(fmt, "f returns float64 but computes in float32 (its output does not move "
+                                      "when the input moves by less than a float32 ulp)"))
+        return p
     p.upcast = True
     p.notes.append(
         f"{fmt.name} input, precision-generic f: the numeric side is a float64 central difference "
@@ -205,6 +241,10 @@ def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None
 
 
 def _fallback(fmt: FloatFormat, why: str) -> str:
+    if fmt.name == "float32":
+        return (f"{why}: the numeric side is a float32 difference, Richardson-extrapolated across "
+                "steps h, 2h, 4h (h = 2**-5 max(1, |x|)), its noise the measured spread between the "
+                "extrapolations (gradcheck._lowp.f32steps); a precision-generic f is judged ~100x finer")
     return (f"{why}: the numeric side is a same-precision {fmt.name} difference, which is coarse "
             f"(most entries come out UNCHECKED); make f precision-generic to judge the claim in ulps")
 

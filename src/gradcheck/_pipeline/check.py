@@ -15,6 +15,7 @@ from .._core.config import Config, dtype_name
 from .._core.errors import FunctionError, GradientAssertionError, InputMutationError, OutputError
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from .._core.judged import Judged as Judged
+from .._lowp import f32steps
 from .._lowp.plan import plan as lowp_plan
 from .._report.report import Report
 from .._runtime.checkpoint import for_input, open_checkpoint
@@ -169,11 +170,12 @@ def check(
         return _check_complex(f, x_np, grad, be, complex_convention, complex_options)
     dtype = float_dtype_name(x_np)
     lowp = None
-    if dtype in ("float16", "bfloat16"):  # difference the float64 upcast when f allows it
+    if dtype in ("float16", "bfloat16", "float32"):  # difference the float64 upcast when f allows it
         lowp = lowp_plan(f, x_np, be, bound_ulps)
         if lowp.upcast:
             x_np, config, adjudicate = lowp.x64, lowp.config(config), lowp.adjudicate(adjudicate)
-    cfg = config if config is not None else Config.for_dtype(dtype)
+    forced32 = lowp is not None and not lowp.upcast and dtype == "float32"  # f computes in float32
+    cfg = config if config is not None else f32steps.PRESET if forced32 else Config.for_dtype(dtype)
     if refine is not None and refine != cfg.refine:
         cfg = cfg.replace(refine=bool(refine))
     label = name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
@@ -214,6 +216,8 @@ def check(
     analytic = as_gradient(claimed, work.shape)
     if lowp is not None and lowp.upcast:
         cfg = lowp.with_claim(cfg, claimed)
+        if callable(grad) or grad is None:  # a float32 claim: its own rounding, measured
+            lowp.measure_rounding(lambda: be.claimed_gradient(f, work.copy(), cotangent, grad), analytic)
 
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
@@ -267,10 +271,14 @@ def check(
     compiled_f = type(f).__module__.startswith("numba") or type(f).__name__ == "NativeFunction"
     if adjudicate is not False and getattr(be, "mp_capable", False) and not compiled_f:
         referee = Referee(lambda v: f(v), pristine, cotangent, digits=digits)
+    first = None
+    if forced32:  # Richardson across h, 2h, 4h in float32 (gradcheck._lowp.f32steps)
+        *first, spent = f32steps.richardson(differencer, flat_idx, steps, (fp, fm, denom))
+        evaluations += spent
     judged = judge_entries(
         differencer, work.reshape(-1), a, (fp, fm, denom), steps,
         unit=unit, config=cfg, drift=drift_per_entry, base_finite=bool(np.isfinite(f0)),
-        base_value=f0, referee=referee, adjudicate=adjudicate,
+        base_value=None if forced32 else f0, referee=referee, adjudicate=adjudicate, first=first,
     )
     numeric, noise, codes, refined = judged.numeric, judged.noise, judged.codes, judged.refined
     evaluations += judged.evaluations

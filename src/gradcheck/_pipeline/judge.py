@@ -38,6 +38,7 @@ def judge_entries(
     unit: float, config: Config, drift: float | None, base_finite: bool,
     flat_indices: np.ndarray | None = None, base_value: float | None = None,
     referee: Referee | None = None, adjudicate: Any = "auto", claim_scale: float | None = None,
+    first: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Judged:
     """Verdicts for entries already differenced once.
 
@@ -46,13 +47,18 @@ def judge_entries(
     ``base_value`` (f at x) enables the kink test and the round-off probe; ``referee``
     the exact derivatives. ``claim_scale`` is the magnitude of the backward's values
     (default: the largest claimed entry here); a claim within ``k*u*claim_scale`` of an
-    exact value is within round-off.
+    exact value is within round-off. ``first`` (numeric, noise) replaces the estimates
+    from ``diffs`` (the forced-float32 path's Richardson values, ``_lowp.f32steps``).
     """
     cfg = config
     fp, fm, denom = (np.array(d, dtype=np.float64) for d in diffs)
     count = values.size
     idx_map = np.arange(count) if flat_indices is None else np.asarray(flat_indices)
     numeric, noise = _first_estimates(fp, fm, denom, unit, drift)
+    if first is not None:
+        numeric, noise = (np.array(v, dtype=np.float64) for v in first)
+        if drift is not None:
+            noise = noise + drift / np.abs(denom)
     codes = classify(analytic, numeric, noise, **rule_of(cfg))
     causes = np.zeros(count, dtype=np.uint8)
     judged = Judged(numeric, noise, codes, np.zeros(count, dtype=bool), 0, causes,

@@ -80,20 +80,21 @@ def run_checked(f: Callable[[Any], Any], x_mp: Any, ctx: Any) -> Any:
 def _final_conversion(result: Any, events: list[PrecisionLossError]) -> MPFloat | None:
     """The ``MPFloat`` whose conversion ``f`` returned, or None.
 
-    ``return float(loss)`` (or ``loss.item()``, ``np.float64(loss)``, ``np.float32(loss)``)
-    loses nothing the referee needs: the value returned is the rounding of the last
-    arbitrary-precision scalar, so that scalar is the result. Accepted only when the
-    evaluation saw exactly one conversion, and the value returned is a float scalar equal,
-    in its own dtype, to that conversion's float: any other conversion fed the computation.
+    ``return float(loss)`` (or ``loss.item()``, ``np.float64(loss)``) loses nothing the
+    referee needs: the value returned is the float64 rounding of the last arbitrary-precision
+    scalar, so that scalar is the result. Accepted only when the evaluation saw exactly one
+    conversion and ``f`` returned a float64 scalar equal to that conversion's float: any other
+    conversion fed the computation. A loss rounded to float16 or float32 on the way out is a
+    step function in float; it is refused like a conversion in the middle.
     """
     if len(events) != 1 or events[0].value is None:
         return None
-    if isinstance(result, np.ndarray) and result.ndim == 0 and result.dtype.kind == "f":
+    if isinstance(result, np.ndarray) and result.ndim == 0 and result.dtype == np.float64:
         result = result[()]
-    if not isinstance(result, (float, np.floating)):
+    if not isinstance(result, float):  # a Python float or np.float64, nothing narrower
         return None
-    same = np.asarray(events[0].rounded, dtype=np.asarray(result).dtype)
-    if not (same == result or (np.isnan(same) and np.isnan(result))):
+    rounded = events[0].rounded
+    if not (rounded == result or (np.isnan(rounded) and np.isnan(result))):
         return None
     return events[0].value  # type: ignore[return-value]
 
