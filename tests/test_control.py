@@ -39,10 +39,9 @@ def test_control_fails_for_a_checker_that_cries_wolf(monkeypatch):
 
 def test_control_fails_when_differences_are_not_computed(monkeypatch):
     """A harness that computes nothing (numeric side equal to the claim) is caught."""
-    import gradcheck._pipeline.check as chk
     import gradcheck._pipeline.judge as jdg
 
-    real = chk.judge_entries
+    real = jdg.judge_entries
 
     def lazy(differencer, values, analytic, diffs, steps, **kw):
         out = real(differencer, values, analytic, diffs, steps, **kw)
@@ -50,7 +49,7 @@ def test_control_fails_when_differences_are_not_computed(monkeypatch):
         out.codes[:] = Verdict.PASS
         return out
 
-    monkeypatch.setattr(chk, "judge_entries", lazy)
+    monkeypatch.setattr(jdg, "judge_entries", lazy)
     with pytest.raises(gradcheck.GradientAssertionError):
         assert_detects_wrong_gradient("numpy")
 
@@ -113,9 +112,9 @@ def test_the_compiled_control_is_the_control_and_is_not_vacuous():
 def test_control_fails_when_another_engine_ran(monkeypatch):
     """A control asked of one engine that ran on another says nothing about the one asked
     for: it fails, naming both."""
-    import gradcheck._pipeline.check as chk
+    import gradcheck._pipeline.difference as dif
     from gradcheck.engines._serial import SerialEngine
 
-    monkeypatch.setattr(chk, "select_engine", lambda name, problem: (SerialEngine(problem), "serial: forced"))
+    monkeypatch.setattr(dif, "select_engine", lambda name, problem: (SerialEngine(problem), "serial: forced"))
     with pytest.raises(gradcheck.GradientAssertionError, match="'processes' was asked for.*'serial'"):
         assert_detects_wrong_gradient("numpy", engine="processes")

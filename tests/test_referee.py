@@ -263,3 +263,34 @@ def test_a_dead_referee_worker_is_a_worker_died_error_naming_the_entries():
     assert "exited with status 7" in str(err) and "referee" in str(err)
     assert "adjudicate=False" in str(err)
     assert type(err.__cause__).__name__ == "BrokenProcessPool"
+
+
+def test_whether_the_referee_may_run_is_asked_of_the_backend_and_of_f():
+    """One function decides: numpy code on an mp-capable backend may go to the referee; a
+    numba function or a native C function may not (whatever the backend), nor may any f on
+    a backend that is not mp-capable (torch). A check that asked for the referee on
+    compiled code says why it did not run; numpy code does get adjudicated."""
+    numba = pytest.importorskip("numba")
+    from gradcheck._adjudicate.referee import COMPILED_F, referee_may_run
+    from gradcheck.backends import NumpyBackend
+    from gradcheck.native import native_function
+
+    def f(x):
+        return float((x ** 3).sum())
+
+    njit_f = numba.njit(f)  # not compiled yet: only its type is asked about
+    be = NumpyBackend()
+    assert referee_may_run(be, f) == (True, None)
+    assert referee_may_run(be, njit_f) == (False, COMPILED_F)
+    assert referee_may_run(be, numba.vectorize(lambda v: v)) == (False, COMPILED_F)  # numba's DUFunc
+    assert referee_may_run(be, native_function("rosenbrock")) == (False, COMPILED_F)
+
+    class NotMp:
+        name, mp_capable = "not-mp", False
+
+    assert referee_may_run(NotMp(), f) == (False, None)
+    x = np.array([0.5, -1.25, 2.0])
+    compiled = check(njit_f, x, grad=lambda v: 3 * v ** 2, adjudicate=True, engine="serial")
+    assert f"not adjudicable: {COMPILED_F}" in compiled.notes
+    plain = check(f, x, grad=lambda v: 3 * v ** 2, adjudicate=True)
+    assert not any(COMPILED_F in n for n in plain.notes) and plain.adjudication

@@ -34,6 +34,10 @@ class NativeFunction:
     Calling it evaluates the loss on a float64 array; ``gradient(x)`` calls the C gradient.
     """
 
+    #: C code cannot run on arbitrary-precision arrays: no referee (see
+    #: ``gradcheck._adjudicate.referee.referee_may_run``).
+    gradcheck_mp_capable = False
+
     name: str
     loss: Any
     grad: Any

@@ -25,6 +25,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -49,6 +50,40 @@ PARALLEL_MIN = 12
 # initializer argument, which a forked process inherits without pickling (the user's function
 # need not be picklable), so concurrent adjudications in threads each fork their own.
 _ACTIVE: "Referee | None" = None
+
+#: Why the referee does not run a compiled f (numba or C), for the report.
+COMPILED_F = "f is compiled code (numba or C), which cannot run at arbitrary precision"
+
+
+def referee_may_run(backend: Any, f: Any) -> tuple[bool, str | None]:
+    """Whether the referee may run ``f`` on arbitrary-precision arrays, asked of both.
+
+    The backend says so with ``mp_capable`` (its evaluation is plain numpy code: numpy,
+    dual); ``f`` refuses when it is compiled code: a numba function, or an object that
+    declares ``gradcheck_mp_capable = False`` (a :class:`gradcheck.native.NativeFunction`).
+    Returns ``(may_run, why_not)``; ``why_not`` is :data:`COMPILED_F` when ``f`` is what
+    refuses (the report says so when the referee was asked for), else None.
+
+    >>> import numpy as np
+    >>> from gradcheck.backends import NumpyBackend
+    >>> referee_may_run(NumpyBackend(), np.sin)
+    (True, None)
+    """
+    if getattr(f, "gradcheck_mp_capable", True) is False or _numba_compiled(f):
+        return False, COMPILED_F
+    return bool(getattr(backend, "mp_capable", False)), None
+
+
+def _numba_compiled(f: Any) -> bool:
+    """A numba dispatcher (``@njit``, ``@jit``) or numba ufunc; numba is imported only when
+    it already is (otherwise ``f`` cannot be one)."""
+    if "numba" not in sys.modules:
+        return False
+    from numba.core.dispatcher import Dispatcher
+    from numba.np.ufunc.dufunc import DUFunc
+    from numba.np.ufunc.gufunc import GUFunc
+
+    return isinstance(f, (Dispatcher, DUFunc, GUFunc))
 
 
 @dataclass

@@ -57,9 +57,12 @@ from .._classify.rule import verdicts
 from .._core.config import Config
 from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_format, ulp
 from .._core.verdict import Verdict
+from ..engines._differences import slope_and_noise
+from . import f32steps
 from .float32 import F32_BOUND_ULPS, F32_RESOLUTION, ROUNDING_FACTOR, claim_rounding, forces_float32
 
-__all__ = ["GRAD_BOUND_ULPS", "FLOOR_UNITS", "LowPrecisionPlan", "plan", "share"]
+__all__ = ["FLOOR_UNITS", "GRAD_BOUND_ULPS", "ORDINARY", "LowPrecisionPlan", "OrdinaryPlan", "plan", "plan_for",
+           "share"]
 
 #: Default bound, in ulps of the claim's format, on a claimed low-precision gradient entry.
 GRAD_BOUND_ULPS = 2.0
@@ -69,8 +72,58 @@ FLOOR_UNITS = 2.0
 _LOW = ("float16", "bfloat16")
 
 
-@dataclass
-class LowPrecisionPlan:
+class OrdinaryPlan:
+    """The plan of an ordinary dtype (float32, float64...): every step is a no-op.
+
+    :func:`gradcheck.check` calls these steps on every input; :class:`LowPrecisionPlan`
+    overrides them for a float16/bfloat16 one."""
+
+    upcast = False
+    notes: tuple[str, ...] | list[str] = ()
+    #: What the report calls ``config.atol`` when it explains UNCHECKED entries.
+    floor_name = "atol"
+
+    def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
+        """The input to difference, the config and the referee choice."""
+        return x_np, config, adjudicate
+
+    def cotangent(self, v: np.ndarray | None) -> np.ndarray | None:
+        return v
+
+    def claim_input(self, work: np.ndarray) -> np.ndarray:
+        """The array the claimed gradient is computed at."""
+        return work.copy()
+
+    def after_claim(self, cfg: Config, claimed: Any) -> Config:
+        """The config once the claimed gradient is known."""
+        return cfg
+
+    def measure_rounding(self, claimed64: Any, analytic: np.ndarray) -> None:
+        """A float32 claim's own rounding, from ``claimed64()`` (the claim at the float64
+        upcast); nothing for other dtypes."""
+
+    def first_estimates(self, differencer: Any, steps: np.ndarray,
+                        diffs: tuple[np.ndarray, ...]) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
+        """``(numeric, noise)`` replacing the first pass's, and the evaluations spent
+        (an f that computes in float32: Richardson across steps); None for the others."""
+        return None, 0
+
+    def after_differences(self, cfg: Config, analytic: np.ndarray, diffs: tuple[np.ndarray, ...]) -> Config:
+        """The config once the first differences ``(fp, fm, denom)`` are known."""
+        return cfg
+
+    def final(self, analytic: np.ndarray, judged: Any, cfg: Config, codes: np.ndarray,
+              tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The report's codes and tolerances, from the judged ones."""
+        return codes, tol
+
+
+#: The plan of every ordinary dtype.
+ORDINARY = OrdinaryPlan()
+
+
+@dataclass(kw_only=True)
+class LowPrecisionPlan(OrdinaryPlan):
     """How :func:`gradcheck.check` handles one float16/bfloat16 input."""
 
     fmt: FloatFormat          # the input's format
@@ -82,6 +135,39 @@ class LowPrecisionPlan:
     floor: float = 0.0
     #: float32 claims: |a32 - a64| per entry (flat), the claim's own measured rounding
     rounding: np.ndarray | None = None
+
+    @property
+    def floor_name(self) -> str:  # type: ignore[override]
+        return "the floor for a low-precision backward's round-off" if self.upcast else "atol"
+
+    def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
+        """On the upcast path: the float64 upcast, float64 steps, no referee by default; an f
+        that computes in float32: the float32 Richardson preset."""
+        if not self.upcast:
+            forced32 = self.fmt.name == "float32" and config is None
+            return x_np, f32steps.PRESET if forced32 else config, adjudicate
+        return self.x64, self.config(config), self.adjudicate(adjudicate)
+
+    def first_estimates(self, differencer: Any, steps: np.ndarray,
+                        diffs: tuple[np.ndarray, ...]) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
+        if self.upcast or self.fmt.name != "float32":
+            return None, 0
+        numeric, noise, spent = f32steps.richardson(differencer, np.arange(steps.size), steps, diffs)
+        return (numeric, noise), spent
+
+    def after_claim(self, cfg: Config, claimed: Any) -> Config:
+        return self.with_claim(cfg, claimed) if self.upcast else cfg
+
+    def after_differences(self, cfg: Config, analytic: np.ndarray, diffs: tuple[np.ndarray, ...]) -> Config:
+        """The floor scales with the gradient's size, measured by the first differences."""
+        if not self.upcast:
+            return cfg
+        return self.with_floor(cfg, analytic, slope_and_noise(*diffs, 2.0**-53)[0])
+
+    def final(self, analytic: np.ndarray, judged: Any, cfg: Config, codes: np.ndarray,
+              tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """On the upcast path, the ulp rule (:meth:`judge`); the plan's notes either way."""
+        return self.judge(analytic, judged, cfg) if self.upcast else (codes, tol)
 
     @property
     def x64(self) -> np.ndarray:
@@ -208,6 +294,14 @@ def share(fmt: FloatFormat, bound_ulps: float) -> float:
             f"bound_ulps={bound_ulps:g} allows errors up to {100 * value / 2:.3g}% of the value in {fmt.name}: "
             f"a PASS would prove nothing; use bound_ulps below {2.0 ** (fmt.mantissa_bits - 1):g}")
     return value
+
+
+def plan_for(dtype: str, f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> OrdinaryPlan:
+    """The plan for ``x_np`` (of canonical dtype name ``dtype``): :data:`ORDINARY`, every
+    step a no-op, unless it is float16, bfloat16 or float32."""
+    if dtype not in _LOW + ("float32",):
+        return ORDINARY
+    return plan(f, x_np, backend, bound_ulps)
 
 
 def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> LowPrecisionPlan:

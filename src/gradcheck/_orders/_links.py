@@ -17,7 +17,7 @@ from .._core.status import refusal as refusal
 from .._core.verdict import FAILING as FAILING
 from .._core.verdict import Verdict as Verdict
 from .._pipeline.check import check as check
-from .._pipeline.check import make_cotangent as make_cotangent
+from .._pipeline.prepare import make_cotangent as make_cotangent
 from .._pipeline.claims import ClaimBackend as ClaimBackend
 from .._pipeline.claims import with_notes as with_notes
 from .._report.report import Report as Report

@@ -1,6 +1,8 @@
 """From differences to verdicts: classify, then a second look at the suspects.
 
-Shared by ``check``, ``check_params`` and ``screen``; knows nothing of engines or reports.
+``judge_entries`` is shared by ``check``, ``check_params`` and ``screen``; it knows nothing of
+engines or reports. ``judge`` is check's stage 4: it asks whether the referee may run and
+calls ``judge_entries`` on the first pass.
 
 1. classify every entry (the rule in ``gradcheck._classify.rule``);
 2. retry entries whose step left f's domain with smaller steps (``_refine.retry``);
@@ -14,12 +16,12 @@ Shared by ``check``, ``check_params`` and ``screen``; knows nothing of engines o
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._adjudicate.doubt import adjudicate_doubts
-from .._adjudicate.referee import Referee
+from .._adjudicate.referee import Referee, referee_may_run
 from .._classify.kernel import classify  # the fused kernel from 1e5 entries, numpy below
 from .._classify.rule import rule_of
 from .._core.config import Config
@@ -30,7 +32,35 @@ from .._refine.roundoff import probe_roundoff, recheck_precision
 from .._refine.second_look import Recorded, second_look
 from ..engines._differences import slope_and_noise
 
+if TYPE_CHECKING:
+    from .difference import Differenced
+    from .sanity import Sanity
+    from .prepare import Subject
+
 ADJUDICATE_CHOICES = ("auto", True, False)
+
+
+def judge(subject: Subject, run: Differenced, sanity: Sanity, digits: int) -> tuple[Judged, Config]:
+    """Check's stage 4: classify -> refine -> adjudicate every entry of the first pass.
+
+    Returns the verdicts and the final config (a low-precision plan sets its floor from
+    the first differences)."""
+    cfg = subject.lowp.after_differences(subject.config, subject.analytic, run.diffs)
+    referee = None
+    # The referee runs f on arbitrary-precision copies: only numpy code can do that.
+    if subject.adjudicate is not False and referee_may_run(subject.backend, subject.f)[0]:
+        f = subject.f
+        referee = Referee(lambda v: f(v), subject.pristine, subject.cotangent, digits=digits)
+    # An f that computes in float32: Richardson across steps replaces the first estimates.
+    first, spent = subject.lowp.first_estimates(run.differencer, run.steps, run.diffs)
+    judged = judge_entries(
+        run.differencer, subject.work.reshape(-1), subject.analytic.reshape(-1), run.diffs, run.steps,
+        unit=subject.unit, config=cfg, drift=sanity.drift_per_entry, base_finite=bool(np.isfinite(subject.f0)),
+        base_value=subject.f0 if first is None else None, referee=referee, adjudicate=subject.adjudicate,
+        first=first,
+    )
+    judged.evaluations += spent
+    return judged, cfg
 
 
 def judge_entries(

@@ -1,0 +1,61 @@
+"""Stage 2 of ``check``, difference: choose the engine, open the checkpoint, and run the
+first central difference of every entry (with a progress line when asked or long)."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .._runtime.checkpoint import open_checkpoint
+from .._runtime.progress import Progress, differences_with_progress, screen_hint
+from ..engines import CheckProblem, select_engine
+from ..engines._differences import steps_for
+from .options import CheckOptions
+from .prepare import Subject
+
+Diffs = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass
+class Differenced:
+    """The first pass: ``diffs = (f(x+h), f(x-h), 2h)`` per entry, and what ran them."""
+
+    engine: Any                  # the engine that ran (its name and notes go in the report)
+    engine_reason: str           # why ``engine="auto"`` picked it
+    differencer: Callable[..., Diffs]  # more differences on demand (the step study's)
+    saved: Any                   # the open checkpoint, or None
+    steps: np.ndarray
+    diffs: Diffs
+    hint: str | None             # a long pass: say that screen exists
+    evaluations: int             # f(x) and the 2N of the first pass
+
+
+def difference(subject: Subject, opts: CheckOptions) -> Differenced:
+    """Every entry of ``subject.work`` differenced once, on the chosen engine."""
+    problem = CheckProblem(f=subject.f, work=subject.work, evaluate=subject.evaluate, backend=subject.backend,
+                           cotangent=subject.cotangent, vectorized=subject.vectorized, executor=opts.executor)
+    eng, reason = select_engine(opts.engine, problem)
+    differencer = eng.differences
+    saved = None
+    if opts.checkpoint is not None:
+        saved = open_checkpoint(opts.checkpoint, eng, x=subject.pristine, config=subject.config,
+                                cotangent=subject.cotangent, f=subject.f, backend=subject.backend,
+                                vectorized=subject.vectorized)
+        differencer = saved.differences
+    size = subject.work.size
+    steps = steps_for(subject.work.reshape(-1), subject.config.step)
+    began = time.perf_counter()
+    diffs = first_differences(differencer, np.arange(size), steps, progress=opts.progress, label=subject.label)
+    hint = screen_hint(size, time.perf_counter() - began)
+    return Differenced(engine=eng, engine_reason=reason, differencer=differencer, saved=saved, steps=steps,
+                       diffs=diffs, hint=hint, evaluations=1 + 2 * size)
+
+
+def first_differences(differencer: Callable[..., Diffs], flat_idx: np.ndarray, steps: np.ndarray, *,
+                      progress: bool | None = False, label: str = "") -> Diffs:
+    """``differencer(flat_idx, steps)``, drawing a progress line when ``progress`` says so
+    (``None``: on a terminal, for a long pass)."""
+    with Progress(flat_idx.size, enabled=progress, label=label) as bar:
+        return differences_with_progress(differencer, flat_idx, steps, bar)

@@ -1,0 +1,165 @@
+"""Stage 1 of ``check``, prepare: adapt ``f`` and ``x`` through the backend, evaluate ``f(x)``,
+choose the cotangent, take the claimed gradient and audit the backend's autodiff contract."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import backends as _backends
+from .._core.config import Config
+from .._core.errors import FunctionError, OutputError
+from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
+from .._lowp.plan import OrdinaryPlan, plan_for
+from ..backends._claimed import as_gradient
+from ..engines._differences import require_moving_steps, steps_for
+from .options import CheckOptions
+
+
+@dataclass
+class RealView:
+    """``x`` or ``f(x)`` is complex: ``check`` runs on the real view (``_pipeline.complex``)."""
+
+    backend: Any
+    x_np: np.ndarray
+    vectorized: bool
+
+
+@dataclass
+class Subject:
+    """What the later stages need to know of ``f`` at ``x`` (prepare's output)."""
+
+    f: Callable[..., Any]
+    backend: Any
+    label: str
+    dtype: str                   # the input's dtype (before a low-precision upcast)
+    lowp: OrdinaryPlan           # a no-op for ordinary dtypes
+    config: Config               # may still change: the low-precision plan refines it
+    adjudicate: Any
+    vectorized: bool
+    work: np.ndarray             # the private copy that is perturbed
+    pristine: np.ndarray         # a copy to detect an f that writes into its input
+    y0: np.ndarray               # f(x)
+    f0: float                    # the scalar that is differenced, at x
+    cotangent: np.ndarray | None
+    evaluate: Callable[[], float]
+    analytic: np.ndarray         # the claimed gradient, shaped like x
+    claimed: Any                 # the claim as the backend returned it
+    audit_notes: tuple[str, ...]
+    violations: tuple[str, ...]
+    unit: float                  # the unit round-off of f's evaluation
+
+
+def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckOptions) -> Subject | RealView:
+    """Adapt, evaluate, reduce and take the claim (see the module docstring)."""
+    be = _backends.resolve(backend, x)
+    # A function may declare that it takes a leading batch axis (the control's does).
+    vectorized = opts.vectorized or bool(getattr(f, "gradcheck_vectorized", False))
+    x_np = be.to_numpy(x)
+    if np.iscomplexobj(x_np):
+        return RealView(be, x_np, vectorized)
+    dtype = float_dtype_name(x_np)
+    lowp = plan_for(dtype, f, x_np, be, opts.bound_ulps)  # difference the float64 upcast when f allows it
+    x_np, config, adjudicate = lowp.start(x_np, opts.config, opts.adjudicate)
+    cfg = config if config is not None else Config.for_dtype(dtype)
+    if opts.refine is not None and opts.refine != cfg.refine:
+        cfg = cfg.replace(refine=bool(opts.refine))
+    label = opts.name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
+    # Private copies: `work` is perturbed, `pristine` detects a function that writes to x.
+    # Native byte order: the same values, and the differencing code reads them natively.
+    work = np.array(x_np, dtype=x_np.dtype.newbyteorder("="), order="C", copy=True)
+    pristine = work.copy()
+    require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
+    y0 = _evaluate_at_x(be, f, work)
+    if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
+        return RealView(be, x_np, vectorized)
+    require_real_output(output_array(y0), f"f ({label})")
+    cotangent = None if y0.ndim == 0 else lowp.cotangent(make_cotangent(y0.shape, cfg))
+    reduce = reducer(cotangent)
+    f0 = reduce(y0)
+    _require_vjp_for_array_output(y0, cotangent, grad, cfg)
+    claim_at = lowp.claim_input(work)  # the claim's own dtype
+    claimed = be.claimed_gradient(f, claim_at.copy(), cotangent, grad)
+    # Optional backend hook (torch, jax): the autodiff contract beyond the values (dtype,
+    # zero cotangent -> zero gradient, reentrant backward) as (notes, violations).
+    audit = getattr(be, "audit", None)
+    audit_notes, violations = audit(f, claim_at.copy(), cotangent, grad, claimed) if audit else ((), ())
+    analytic = as_gradient(claimed, work.shape)
+    cfg = lowp.after_claim(cfg, claimed)
+    if callable(grad) or grad is None:  # a float32 claim: its own rounding, measured at the upcast
+        lowp.measure_rounding(lambda: be.claimed_gradient(f, work.copy(), cotangent, grad), analytic)
+    unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
+    if cotangent is None and isinstance(be, _backends.NumpyBackend):
+        evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path: no backend per call
+    else:
+        evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
+    return Subject(f=f, backend=be, label=label, dtype=dtype, lowp=lowp, config=cfg,
+                   adjudicate=adjudicate, vectorized=vectorized, work=work, pristine=pristine, y0=y0, f0=f0,
+                   cotangent=cotangent, evaluate=evaluate, analytic=analytic,
+                   claimed=claimed, audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit)
+
+
+def _evaluate_at_x(be: Any, f: Callable[..., Any], work: np.ndarray) -> np.ndarray:
+    try:
+        return be.evaluate(f, work)
+    except FunctionError:
+        raise  # the backend already said what failed (f's output, gradcheck's conversion)
+    except Exception as exc:
+        raise FunctionError(None, "base", None, exc) from exc
+
+
+def _require_vjp_for_array_output(y0: np.ndarray, cotangent: np.ndarray | None, grad: Any, cfg: Config) -> None:
+    if cotangent is not None and grad is not None and not callable(grad) and cfg.reduce != "sum":
+        raise TypeError(
+            f"f returns an array of shape {y0.shape}, so the claimed gradient must be a VJP "
+            "function grad(x, cotangent); an array can only be the gradient of a scalar "
+            "(pass config=Config(reduce='sum') if it is the gradient of sum(f(x)))"
+        )
+
+
+def make_cotangent(shape: tuple[int, ...], config: Config) -> np.ndarray:
+    """The cotangent that reduces an array output to a scalar (seeded, or all ones)."""
+    if config.reduce == "sum":
+        return np.ones(shape)
+    return np.random.default_rng(config.seed).standard_normal(shape)
+
+
+def reducer(cotangent: np.ndarray | None) -> Callable[[np.ndarray], float]:
+    """Scalar from an output: the output itself, or ``cotangent . output`` in float64
+    (``np.add.reduce(v * y)``: every engine reduces with these bits).
+
+    An output gradcheck cannot reduce as it reduced the first one (another shape, complex
+    or non-numeric values) raises :class:`OutputError`, which the differencing loop
+    locates at its entry: never a conversion error reported as f's, never an imaginary
+    part dropped with only numpy's ComplexWarning.
+    """
+    if cotangent is None:
+        return scalar_output
+    flat_v = cotangent.reshape(-1)
+    shape = cotangent.shape
+
+    def reduce(y: np.ndarray) -> float:
+        y = require_real_output(output_array(y))
+        if y.shape != shape:
+            raise _changed_shape(y.shape, shape)
+        # numpy's pairwise sum, not BLAS's dot: the same bits on every machine and thread
+        # count, and the compiled engine's in-kernel reduction reproduces them exactly.
+        return float(np.add.reduce(flat_v * y.reshape(-1).astype(np.float64)))
+
+    return reduce
+
+
+def scalar_output(y: Any) -> float:
+    """``y`` as a float, for an ``f`` that returned a scalar at the unperturbed input."""
+    if isinstance(y, float):  # a Python float or np.float64: the hot path
+        return float(y)
+    arr = require_real_output(output_array(y))
+    if arr.ndim != 0:
+        raise _changed_shape(arr.shape, ())
+    return float(arr.astype(np.float64))
+
+
+def _changed_shape(got: tuple[int, ...], first: tuple[int, ...]) -> OutputError:
+    return OutputError(f"shape {got}", tail=f", after returning shape {first} at the unperturbed input; "
+                       "f must return the same shape at every point")
