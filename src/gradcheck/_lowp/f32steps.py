@@ -10,12 +10,14 @@ large and the round-off small:
     D(h) = (f(x+h) - f(x-h)) / realized step          steps h, 2h, 4h  (h = F32_STEP * max(1, |x|))
     R1 = (4 D(h) - D(2h)) / 3      R2 = (4 D(2h) - D(4h)) / 3          truncation O(h^4)
     numeric = R1
-    noise   = |R1 - R2| + u (|f(x+h)| + |f(x-h)|) / |realized step|
+    noise   = |R1 - R2| + max(u (|f(x+h)| + |f(x-h)|), 4 sigma) / |realized step|
 
 ``|R1 - R2|`` is the *measured* spread: it holds R2's truncation (16 times R1's) and the
 round-off of both, as f produced it, so a float32 kernel whose round-off is far above
 ``u |f|`` (long sums) is measured, not modelled; the model term keeps a floor where the
-spread happens to cancel. 6 evaluations per entry instead of 2. Measured on sin(x) x^2,
+spread happens to cancel; ``sigma``, f's own round-off measured on a few entries
+(:func:`measure_roundoff`), replaces ``u |f|`` where it is larger (a float32 sum whose partial
+sums dwarf its value). 6 evaluations per entry instead of 2, plus 48. Measured on sin(x) x^2,
 logsumexp and log1p(x^2) in float32 (64 entries each, steps 2**-6 to 2**-3): the error of
 R1 stayed within 0.7 of this noise, so the rule's ``k * noise`` with k = 2 has a margin of 3.
 Entries whose noise is above 1.5e-4 of their value are UNCHECKED: float32 evaluations of f
@@ -41,8 +43,41 @@ PRESET = Config(step=F32_STEP, rtol=2e-4, atol=0.0, noise_factor=2.0, resolution
 _UNIT = 2.0 ** -24
 
 
+#: Entries on which f's own round-off is measured, and the probe's step (relative).
+PROBES = 8
+PROBE_STEP = 2.0 ** -12
+
+
+def measure_roundoff(differencer: Callable, values: np.ndarray, base_value: float) -> tuple[float, int]:
+    """The standard deviation of f's round-off (absolute), measured, and the evaluations.
+
+    ``u * |f|`` understates it when f is a long float32 sum whose partial sums are far larger
+    than its value, or when its result changes in steps of an ulp larger than a step's
+    effect; both are systematic over a Richardson stencil, so the spread cannot see them.
+    On up to :data:`PROBES` entries (seeded), ``K(s) = f(x+2s) + f(x-2s) - 6 (f(x+s) +
+    f(x-s)) + 8 (f(x+s/2) + f(x-s/2)) - 6 f(x)`` (zero on cubics and on ``|t - x|``;
+    ``sqrt(238) sigma`` from round-off) at ``s = 2**-12 max(1, |x|)``, where truncation
+    (fourth derivative times ``s**4``) is far below float32 round-off:
+    ``sigma = median|K| / 0.6745 / sqrt(238)``.
+    """
+    if not np.isfinite(base_value) or not values.size:
+        return 0.0, 0
+    pick = np.sort(np.random.default_rng(0x32).choice(values.size, size=min(PROBES, values.size), replace=False))
+    s = PROBE_STEP * np.maximum(1.0, np.abs(values[pick].astype(np.float64)))
+    pair = {}
+    for factor in (0.5, 1.0, 2.0):
+        fp, fm, _ = differencer(pick, s * factor)
+        pair[factor] = np.asarray(fp, dtype=np.float64) + np.asarray(fm, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        k = np.abs(pair[2.0] - 6.0 * pair[1.0] + 8.0 * pair[0.5] - 6.0 * base_value)
+    k = k[np.isfinite(k)]
+    sigma = float(np.median(k)) / 0.6745 / np.sqrt(238.0) if k.size else 0.0
+    return sigma, 6 * int(pick.size)
+
+
 def richardson(differencer: Callable, flat_idx: np.ndarray, steps: np.ndarray,
-               first: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, int]:
+               first: tuple[np.ndarray, np.ndarray, np.ndarray],
+               sigma: float = 0.0) -> tuple[np.ndarray, np.ndarray, int]:
     """``(numeric, noise, evaluations)`` from ``first`` (the differences at ``steps``) and
     two more passes at ``2*steps`` and ``4*steps``.
 
@@ -70,7 +105,7 @@ def richardson(differencer: Callable, flat_idx: np.ndarray, steps: np.ndarray,
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         r1 = (4 * d1 - d2) / 3
         r2 = (4 * d2 - d4) / 3
-        model = _UNIT * (np.abs(plus) + np.abs(minus)) / np.abs(denom)
+        model = np.maximum(_UNIT * (np.abs(plus) + np.abs(minus)), 4.0 * sigma) / np.abs(denom)
         noise = np.abs(r1 - r2) + model
         # A step that left f's domain (not finite at 2h or 4h): the plain difference there,
         # with the spread to 2h as its noise (NaN, hence NONFINITE, if that is not finite).

@@ -102,10 +102,12 @@ class OrdinaryPlan:
         """A float32 claim's own rounding, from ``claimed64()`` (the claim at the float64
         upcast); nothing for other dtypes."""
 
-    def first_estimates(self, differencer: Any, steps: np.ndarray,
-                        diffs: tuple[np.ndarray, ...]) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
+    def first_estimates(self, differencer: Any, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
+                        values: np.ndarray | None = None, base_value: float = np.nan,
+                        ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
         """``(numeric, noise)`` replacing the first pass's, and the evaluations spent
-        (an f that computes in float32: Richardson across steps); None for the others."""
+        (an f that computes in float32: Richardson across steps, f's round-off measured at
+        ``values``, the flat input, around ``base_value = f(x)``); None for the others."""
         return None, 0
 
     def after_differences(self, cfg: Config, analytic: np.ndarray, diffs: tuple[np.ndarray, ...]) -> Config:
@@ -148,12 +150,14 @@ class LowPrecisionPlan(OrdinaryPlan):
             return x_np, f32steps.PRESET if forced32 else config, adjudicate
         return self.x64, self.config(config), self.adjudicate(adjudicate)
 
-    def first_estimates(self, differencer: Any, steps: np.ndarray,
-                        diffs: tuple[np.ndarray, ...]) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
+    def first_estimates(self, differencer: Any, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
+                        values: np.ndarray | None = None, base_value: float = np.nan,
+                        ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
         if self.upcast or self.fmt.name != "float32":
             return None, 0
-        numeric, noise, spent = f32steps.richardson(differencer, np.arange(steps.size), steps, diffs)
-        return (numeric, noise), spent
+        sigma, probed = (0.0, 0) if values is None else f32steps.measure_roundoff(differencer, values, base_value)
+        numeric, noise, spent = f32steps.richardson(differencer, np.arange(steps.size), steps, diffs, sigma)
+        return (numeric, noise), spent + probed
 
     def after_claim(self, cfg: Config, claimed: Any) -> Config:
         return self.with_claim(cfg, claimed) if self.upcast else cfg

@@ -52,7 +52,8 @@ def judge(subject: Subject, run: Differenced, sanity: Sanity, digits: int) -> tu
         f = subject.f
         referee = Referee(lambda v: f(v), subject.pristine, subject.cotangent, digits=digits)
     # An f that computes in float32: Richardson across steps replaces the first estimates.
-    first, spent = subject.lowp.first_estimates(run.differencer, run.steps, run.diffs)
+    first, spent = subject.lowp.first_estimates(run.differencer, run.steps, run.diffs,
+                                                subject.work.reshape(-1), float(subject.f0))
     judged = judge_entries(
         run.differencer, subject.work.reshape(-1), subject.analytic.reshape(-1), run.diffs, run.steps,
         unit=subject.unit, config=cfg, drift=sanity.drift_per_entry, base_finite=bool(np.isfinite(subject.f0)),
