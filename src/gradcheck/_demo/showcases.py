@@ -32,6 +32,7 @@ from .._pipeline.check import check
 from .._sweeps.sweep import grid, shape_sweep
 from ..examples.transformer import loss, loss_and_grads, make_problem
 from ..native import native_function
+from .layernorm import layer_norm, layer_norm_vjp
 
 
 @dataclass
@@ -63,8 +64,6 @@ def _float32_layer_norm() -> tuple[Any, bool, str]:
     about 1e-3 off on every entry at D = 512. The float32 claim is judged against its own
     measured rounding (gradcheck._lowp.float32), so the bug is found at every entry, and the
     correct backward, which cancels terms as large as the gradient, raises no false alarm."""
-    from .layernorm import layer_norm, layer_norm_vjp
-
     rng = np.random.default_rng(32)
     x = (rng.standard_normal((2, 512)) * 2 + 0.5).astype(np.float32)
     gain = (1 + 0.1 * rng.standard_normal(512)).astype(np.float32)
