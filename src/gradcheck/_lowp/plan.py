@@ -1,4 +1,4 @@
-"""Gradient checks on float16 / bfloat16 inputs: difference in float64, judge in ulps.
+"""Gradient checks on float16 / bfloat16 / float32 inputs: difference in float64, judge in ulps.
 
 A central difference in the input's own 16-bit format is noise (``x + h == x`` for small
 ``h``, and each evaluation rounds to 8 or 11 bits). When ``f`` is precision-generic, i.e. it
@@ -76,7 +76,7 @@ class OrdinaryPlan:
     """The plan of an ordinary dtype (float32, float64...): every step is a no-op.
 
     :func:`gradcheck.check` calls these steps on every input; :class:`LowPrecisionPlan`
-    overrides them for a float16/bfloat16 one."""
+    overrides them for a float16/bfloat16/float32 one."""
 
     upcast = False
     notes: tuple[str, ...] | list[str] = ()
@@ -126,7 +126,7 @@ ORDINARY = OrdinaryPlan()
 
 @dataclass(kw_only=True)
 class LowPrecisionPlan(OrdinaryPlan):
-    """How :func:`gradcheck.check` handles one float16/bfloat16 input."""
+    """How :func:`gradcheck.check` handles one float16/bfloat16/float32 input."""
 
     fmt: FloatFormat          # the input's format
     upcast: bool              # True: difference the float64 upcast, judge in ulps
@@ -309,8 +309,9 @@ def plan_for(dtype: str, f: Any, x_np: np.ndarray, backend: Any, bound_ulps: flo
 
 
 def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> LowPrecisionPlan:
-    """Decide how to check ``f`` at the float16/bfloat16 array ``x_np``: try ``f`` on the
-    float64 upcast; if it returns a float64 value, ``f`` is precision-generic."""
+    """Decide how to check ``f`` at the float16/bfloat16/float32 array ``x_np``: try ``f`` on
+    the float64 upcast; if it returns a float64 value (and, for float32, its value moves
+    when the input moves by less than a float32 ulp), ``f`` is precision-generic."""
     fmt = resolve_format(x_np.dtype)
     default = F32_BOUND_ULPS if fmt.name == "float32" else GRAD_BOUND_ULPS
     bound = default if bound_ulps is None else float(bound_ulps)

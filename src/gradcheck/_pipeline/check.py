@@ -78,7 +78,11 @@ def check(
     A float16/bfloat16 ``x`` with a precision-generic ``f`` (float64 in, float64 out) is
     differenced on its exact float64 upcast, and the claimed gradient is judged in ulps of
     its own dtype: ``bound_ulps`` (default 2) ulps plus an absolute floor, both stated in
-    ``report.notes`` (``gradcheck._lowp.plan`` explains the rule).
+    ``report.notes`` (``gradcheck._lowp.plan`` explains the rule). A float32 ``x`` takes
+    the same path, with the claim's own float32 rounding measured (the claim recomputed at
+    the upcast) instead of the floor, and ``bound_ulps`` 4 by default; an ``f`` that
+    computes in float32 whatever it is given is differenced in float32 with Richardson
+    extrapolation (``gradcheck._lowp.float32``, ``gradcheck._lowp.f32steps``).
 
     A complex ``x`` (or a complex output) is checked on its real view, real and imaginary
     parts differenced separately, one verdict per complex entry. ``complex_convention``
