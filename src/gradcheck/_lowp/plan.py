@@ -59,7 +59,13 @@ from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_for
 from .._core.verdict import Verdict
 from ..engines._differences import slope_and_noise
 from . import f32steps
-from .float32 import F32_BOUND_ULPS, F32_RESOLUTION, ROUNDING_FACTOR, claim_rounding, forces_float32
+from .float32 import (
+    F32_BOUND_ULPS,
+    F32_RESOLUTION,
+    ROUNDING_FACTOR,
+    claim_rounding,
+    forces_float32,
+)
 
 __all__ = ["FLOOR_UNITS", "GRAD_BOUND_ULPS", "ORDINARY", "LowPrecisionPlan", "OrdinaryPlan", "plan", "plan_for",
            "share"]
