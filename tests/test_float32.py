@@ -104,3 +104,17 @@ def test_the_probe_tells_float32_inside_from_float64():
     assert forces_float32(inside, x64, inside(x64), ev)
     half = lambda v: np.float64(f(v[:1].astype(np.float32))) + f(v[1:]) # partly float64
     assert not forces_float32(half, x64, half(x64), ev)
+
+
+def test_a_backward_that_computes_in_float32_is_not_measured_against_itself():
+    """A VJP that casts to float32 inside returns the same float32 values at the float64
+    upcast: that recomputation measures no rounding, so the floor is used (and said), and
+    the correct backward raises no false alarm; the planted bug is still found."""
+    def vjp32(x, v, unbiased=False):
+        return layer_norm_vjp(x.astype(np.float32), v.astype(np.float32), GAIN, unbiased=unbiased).astype(np.float64)
+
+    good = check(ln, XL, vjp32)
+    assert good.counts[Verdict.MISMATCH] == 0 and good.passed, str(good)
+    assert any("holds only float32 values" in n for n in good.notes), good.notes
+    bad = check(ln, XL, lambda x, v: vjp32(x, v, unbiased=True))
+    assert bad.counts[Verdict.MISMATCH] >= XL.size * 0.9, str(bad)

@@ -12,6 +12,7 @@ True
 from ._controls.control import assert_detects_wrong_gradient as assert_detects_wrong_gradient
 from ._core.config import Config as Config
 from ._core.errors import AliasedParametersError as AliasedParametersError
+from ._core.errors import DependentSlicesError as DependentSlicesError
 from ._core.errors import FunctionError as FunctionError
 from ._core.errors import GradcheckError as GradcheckError
 from ._core.errors import GradcheckWarning as GradcheckWarning
@@ -64,6 +65,7 @@ __all__ = [
     "CheckpointMismatchError",
     "ComplexReport",
     "Config",
+    "DependentSlicesError",
     "Diagnosis",
     "dispute",
     "DisputeResult",

@@ -56,7 +56,7 @@ class OutputError(FunctionError, TypeError):
         self.index, self.side, self.param = index, side, param
         GradcheckError.__init__(self, f"{what} returned {returned} {where_evaluated(index, side, param)}{tail}")
 
-    def at(self, index: tuple[int, ...] | None, side: str, param: str | None = None) -> "OutputError":
+    def at(self, index: tuple[int, ...] | None, side: str, param: str | None = None) -> OutputError:
         """The same error, located at entry ``index`` (``side``) of ``param``."""
         return OutputError(self.returned, index, side, param if param is not None else self.param,
                            self.what, self.tail)
@@ -84,8 +84,39 @@ class AliasedParametersError(GradcheckError, ValueError):
         )
 
 
+class DependentSlicesError(GradcheckError, ValueError):
+    """``check(..., independent_axes=...)`` declared that output slice ``b`` depends only on
+    input slice ``b``, and gradcheck saw otherwise: perturbing input ``entry`` changed the
+    output at ``leak``, which lies in another slice along ``axis``. The declaration is
+    refused: no verdict is produced from it."""
+
+    def __init__(self, axis: int, entry: tuple[int, ...], leak: tuple[int, ...], how: str) -> None:
+        self.axis, self.entry, self.leak = int(axis), tuple(entry), tuple(leak)
+        super().__init__(
+            f"independent_axes is wrong along axis {self.axis}: perturbing x{list(self.entry)} changed "
+            f"f's output at {list(self.leak)}, which lies in another slice along axis {self.axis} "
+            f"({how}). The output along that axis mixes slices (a mean, a norm or a statistic over "
+            f"the axis, a roll, an attention across it), so entries cannot be differenced together; "
+            f"drop axis {self.axis} from independent_axes, or check without it"
+        )
+
+
 class InputMutationError(GradcheckError, RuntimeError):
     """The user's function wrote into the array it was given."""
+
+
+def mutation_error(who: str = "the function", seen: str = "",
+                   into: str = "the array it was given") -> InputMutationError:
+    """The one message for an ``f`` that wrote into its input: ``who`` wrote into ``into``,
+    where it was ``seen`` (a parenthesis, or ""), and the way out.
+
+    >>> str(mutation_error("f", " (seen at entry (0,))"))
+    'f wrote into the array it was given (seen at entry (0,)); gradcheck cannot difference a function that mutates its input (copy inside the function)'
+    """
+    return InputMutationError(
+        f"{who} wrote into {into}{seen}; gradcheck cannot difference a function that mutates "
+        "its input (copy inside the function)"
+    )
 
 
 class WorkerDiedError(GradcheckError, RuntimeError):

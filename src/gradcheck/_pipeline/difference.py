@@ -3,11 +3,13 @@ first central difference of every entry (with a progress line when asked or long
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
+from .. import _axes
 from .._runtime.checkpoint import open_checkpoint
 from .._runtime.progress import Progress, differences_with_progress, screen_hint
 from ..engines import CheckProblem, select_engine
@@ -30,6 +32,7 @@ class Differenced:
     diffs: Diffs
     hint: str | None             # a long pass: say that screen exists
     evaluations: int             # f(x) and the 2N of the first pass
+    coloured: Any = None         # independent_axes: the coloured differencer (per-entry base values, its referee)
 
 
 def difference(subject: Subject, opts: CheckOptions) -> Differenced:
@@ -59,3 +62,19 @@ def first_differences(differencer: Callable[..., Diffs], flat_idx: np.ndarray, s
     (``None``: on a terminal, for a long pass)."""
     with Progress(flat_idx.size, enabled=progress, label=label) as bar:
         return differences_with_progress(differencer, flat_idx, steps, bar)
+
+
+def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
+    """The first pass with ``independent_axes``: the declaration verified, then one entry of
+    every slice per evaluation (:mod:`gradcheck._axes`)."""
+    f, be, work = subject.f, subject.backend, subject.work
+    steps = steps_for(work.reshape(-1), subject.config.step)
+    coloured = _axes.colour_plan(
+        opts.independent_axes, evaluate=lambda b: be.evaluate(f, work if b is None else b), work=work,
+        y0=subject.y0, cotangent=subject.cotangent, steps=steps, seed=subject.config.seed,
+        vectorized=subject.vectorized, engine=opts.engine, lowp=subject.dtype in ("float16", "bfloat16"))
+    diffs = first_differences(coloured.differences, np.arange(work.size), steps, progress=opts.progress,
+                              label=subject.label)
+    return Differenced(engine=coloured, engine_reason=coloured.reason, differencer=coloured.differences,
+                       saved=None, steps=steps, diffs=diffs, hint=None, evaluations=1 + coloured.take(),
+                       coloured=coloured)

@@ -34,8 +34,8 @@ from ..engines._differences import slope_and_noise
 
 if TYPE_CHECKING:
     from .difference import Differenced
-    from .sanity import Sanity
     from .prepare import Subject
+    from .sanity import Sanity
 
 ADJUDICATE_CHOICES = ("auto", True, False)
 
@@ -50,17 +50,22 @@ def judge(subject: Subject, run: Differenced, sanity: Sanity, digits: int) -> tu
     # The referee runs f on arbitrary-precision copies: only numpy code can do that.
     if subject.adjudicate is not False and referee_may_run(subject.backend, subject.f)[0]:
         f = subject.f
-        referee = Referee(lambda v: f(v), subject.pristine, subject.cotangent, digits=digits)
+        referee = (Referee(lambda v: f(v), subject.pristine, subject.cotangent, digits=digits)
+                   if run.coloured is None else run.coloured.referee(f, subject.pristine, subject.y0, digits=digits))
+    # independent_axes: each entry's base value is its own slice's (the kink test's f(x))
+    base = subject.f0 if run.coloured is None else run.coloured.base_values(np.arange(subject.work.size))
     # An f that computes in float32: Richardson across steps replaces the first estimates.
-    first, spent = subject.lowp.first_estimates(run.differencer, run.steps, run.diffs,
-                                                subject.work.reshape(-1), float(subject.f0))
+    first, spent = (None, 0) if run.coloured is not None else subject.lowp.first_estimates(
+        run.differencer, run.steps, run.diffs, subject.work.reshape(-1), float(subject.f0))
     judged = judge_entries(
         run.differencer, subject.work.reshape(-1), subject.analytic.reshape(-1), run.diffs, run.steps,
         unit=subject.unit, config=cfg, drift=sanity.drift_per_entry, base_finite=bool(np.isfinite(subject.f0)),
-        base_value=subject.f0 if first is None else None, referee=referee, adjudicate=subject.adjudicate,
+        base_value=base if first is None else None, referee=referee, adjudicate=subject.adjudicate,
         first=first,
     )
     judged.evaluations += spent
+    if run.coloured is not None:  # the second look's rounds, not 2 per entry
+        judged.evaluations = run.coloured.take() + judged.adjudication.get("evaluations", 0)
     return judged, cfg
 
 

@@ -5,6 +5,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from .. import _axes
 from .._core import arguments as _arguments
 from .._core.config import Config
 from ..engines import ENGINE_NAMES
@@ -27,8 +28,9 @@ class CheckOptions:
     executor: Any = None
     checkpoint: Any = None
     complex_convention: str | None = None
+    independent_axes: Any = None
 
-    def replace(self, **changes: Any) -> "CheckOptions":
+    def replace(self, **changes: Any) -> CheckOptions:
         return dataclasses.replace(self, **changes)
 
 
@@ -36,8 +38,10 @@ def validate(**keywords: Any) -> CheckOptions:
     """:class:`CheckOptions` from ``check``'s keywords; a wrong one raises, saying which."""
     checkpoint = keywords.pop("checkpoint", None)
     convention = keywords.pop("complex_convention", None)
+    axes = keywords.pop("independent_axes", None)
     opts = CheckOptions(**_arguments.check_keywords(engines=ENGINE_NAMES, **keywords),
-                        checkpoint=checkpoint, complex_convention=convention)
+                        checkpoint=checkpoint, complex_convention=convention, independent_axes=axes)
+    _axes.refuse_unsupported(axes, engine=opts.engine, executor=opts.executor, checkpoint=checkpoint)
     if opts.executor is not None and opts.engine not in ("auto", "executor"):
         raise ValueError(f"an executor runs engine='executor'; got engine={opts.engine!r} as well (drop one)")
     if convention is not None:

@@ -3,16 +3,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.tolerance import Tolerance
+
+#: A gap between the one-sided slopes is significant above its round-off plus this many rtol.
+KINK_RTOLS = 10
+
+
+def kink_threshold(rtol: float, k: float) -> Tolerance:
+    """The tolerance a slope gap must exceed to be a kink: ``k*noise + 10*rtol*scale``."""
+    return Tolerance(KINK_RTOLS * rtol, 0.0, k)
+
 
 def kink_test(raw, base_value, unit, rtol, k):
     """One-sided slopes at steps h/2, h, 2h. At a smooth point their gap is ~f''*h and
     doubles with h; at a kink it stays put. A kink needs a gap well above round-off and
-    stable (within 25%) across the three steps."""
+    stable (within 25%) across the three steps. ``base_value`` is f at x, a scalar or one per
+    entry (an entry whose base value is not finite gets no kink)."""
     count = raw[1.0][0].shape[0]
-    if base_value is None or not np.isfinite(base_value):
+    if base_value is None or not np.isfinite(base_value).any():
         nan = np.full(count, np.nan)
         return nan, nan.copy(), np.zeros(count, dtype=bool)
-    f0 = base_value
+    f0 = np.asarray(base_value, dtype=np.float64)  # a scalar, or one per entry (its slice's)
     gaps, lefts, rights, noise = [], [], [], []
     with np.errstate(invalid="ignore", divide="ignore"):
         for s in (0.5, 1.0, 2.0):
@@ -21,10 +32,10 @@ def kink_test(raw, base_value, unit, rtol, k):
             rights.append((fp - f0) / half)
             lefts.append((f0 - fm) / half)
             gaps.append(rights[-1] - lefts[-1])
-            noise.append(unit * (np.abs(fp) + np.abs(fm) + 2 * abs(f0)) / half)
+            noise.append(unit * (np.abs(fp) + np.abs(fm) + 2 * np.abs(f0)) / half)
         g0, g1, g2 = gaps
         scale = np.maximum(np.abs(lefts[0]), np.abs(rights[0]))
-        significant = np.abs(g0) > k * noise[0] + 10 * rtol * scale
+        significant = np.abs(g0) > kink_threshold(rtol, k).bound(scale, noise[0])
         stable = (np.abs(g0 - g1) <= 0.25 * np.abs(g0)) & (np.abs(g1 - g2) <= 0.25 * np.abs(g1))
         kink = significant & stable & np.isfinite(g0)
     return lefts[0], rights[0], kink

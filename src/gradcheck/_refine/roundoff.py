@@ -65,17 +65,28 @@ def representable(values: np.ndarray, unit: float) -> str | None:
     larger integers are float32 numbers only as multiples of float32's spacing)."""
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     v = v[np.isfinite(v)]
-    if v.size < MIN_VALUES or np.all((v == np.round(v)) & (np.abs(v) < 2.0**24)):
+    if v.size < MIN_VALUES or _every(v, lambda c: (c == np.round(c)) & (np.abs(c) < 2.0**24)):
         return None
     found = None
+    # float16 and bfloat16 numbers are float32 numbers: when float32 fails, both fail too.
     for name in sorted(_LOWER, key=lambda n: UNIT_ROUNDOFF[n]):
         if UNIT_ROUNDOFF[name] <= unit:
             continue
-        with np.errstate(all="ignore"):
-            same = from_bits(round_to_format(v, name), name) == v
-        if same.all():
+        if _every(v, lambda c, name=name: from_bits(round_to_format(c, name), name) == c):
             found = name
+        elif name == "float32":
+            break
     return found
+
+
+#: Values tested per step (the first that fails ends the test: memory and time stay small).
+_CHUNK = 1 << 16
+
+
+def _every(v: np.ndarray, test) -> bool:
+    """``test(chunk).all()`` for every chunk of ``v``, stopping at the first that fails."""
+    with np.errstate(all="ignore"):
+        return all(bool(test(v[i:i + _CHUNK]).all()) for i in range(0, v.size, _CHUNK))
 
 
 @dataclass(frozen=True)
@@ -106,23 +117,24 @@ class RoundOff:
 def probe(differencer, suspects: np.ndarray, steps: np.ndarray, first, base_value: float,
           unit: float, seed: int) -> RoundOff | None:
     """Measure f's round-off on up to :data:`PROBES` of ``suspects`` (positions into the
-    aligned arrays ``steps`` and ``first = (f_plus, f_minus, denom)``). None when nothing
-    can be measured (f(x) not finite, fewer than 3 usable probes)."""
-    if not suspects.size or not np.isfinite(base_value):
+    aligned arrays ``steps`` and ``first = (f_plus, f_minus, denom)``; ``base_value`` is f(x),
+    a scalar or one per entry). None when nothing can be measured (f(x) not finite, fewer
+    than 3 usable probes)."""
+    if not suspects.size or not np.isfinite(base_value).any():
         return None
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(suspects, size=min(PROBES, suspects.size), replace=False))
+    f0 = base_value if np.ndim(base_value) == 0 else np.asarray(base_value)[pick]  # one per entry
     h = steps[pick]
     at = {1.0: (first[0][pick], first[1][pick])}
     for factor in (0.25, 0.5, 2.0):
         fp, fm, _ = differencer(pick, h * factor)
         at[factor] = (fp, fm)
-    f0 = base_value
     pair = lambda t: at[t][0] + at[t][1]  # noqa: E731  f(x+th) + f(x-th)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         coarse = np.abs(pair(2.0) - 6.0 * pair(1.0) + 8.0 * pair(0.5) - 6.0 * f0)   # K(h)
         fine = np.abs(pair(1.0) - 6.0 * pair(0.5) + 8.0 * pair(0.25) - 6.0 * f0)    # K(h/2)
-        size = np.max(np.abs([*at[0.25], *at[0.5], *at[1.0], *at[2.0], np.full(pick.size, f0)]), axis=0)
+        size = np.max(np.abs([*at[0.25], *at[0.5], *at[1.0], *at[2.0], np.broadcast_to(f0, (pick.size,))]), axis=0)
         relative = fine / np.sqrt(238.0) / size
     usable = np.isfinite(relative) & np.isfinite(coarse) & (size > 0)
     evaluations = 6 * int(pick.size)
@@ -144,7 +156,7 @@ def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit
     re-judged with it. Returns the unit round-off to use from here on."""
     fp, fm, _ = diffs
     model = unit
-    values = np.concatenate([fp, fm, [base_value]])
+    values = np.concatenate([fp, fm, np.ravel(base_value)])
     fmt = representable(values, unit)
     if fmt is not None:
         _note_format(judged, fmt, values, unit)
@@ -154,11 +166,10 @@ def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit
         suspects = np.flatnonzero((_reclassify(judged, analytic, diffs, unit, cfg) == Verdict.MISMATCH)
                                   & np.isfinite(fp) & np.isfinite(fm))
     found = probe(sub, suspects, steps, diffs, base_value, unit, cfg.seed) if suspects.size else None
-    if found is not None:
-        if found.lower_precision:
-            unit = found.unit
-            _reclassify(judged, analytic, diffs, unit, cfg)
-            judged.notes.append(found.note())
+    if found is not None and found.lower_precision:
+        unit = found.unit
+        _reclassify(judged, analytic, diffs, unit, cfg)
+        judged.notes.append(found.note())
     if unit != model and judged.model_unit is None:
         judged.model_unit = model
     return unit
@@ -186,7 +197,7 @@ def recheck_precision(judged: Judged, record, analytic, diffs, steps, base_value
     exact there), judge every entry again with that format's round-off; the evaluations
     already made are reused. Returns the unit round-off in use."""
     fp, fm, _ = diffs
-    values = np.concatenate([fp, fm, [np.nan if base_value is None else base_value], record.values()])
+    values = np.concatenate([fp, fm, np.ravel(np.nan if base_value is None else base_value), record.values()])
     fmt = representable(values, unit)
     if fmt is None:
         return unit

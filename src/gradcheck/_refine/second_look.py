@@ -6,13 +6,16 @@ studied over several steps (:mod:`.study`).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._classify.rule import rule_of
 from .._core.judged import Judged
+from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from .quick import quick_certify
-from .study import step_study
+from .study import STUDY_FACTORS, step_study
 
 #: Noisy PASS entries get the quick look (``.quick.quick_certify``) before the full step
 #: study. False gives the full study to every suspect (the tests compare the two).
@@ -21,7 +24,8 @@ QUICK_LOOK = True
 
 def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> None:
     """Step study of the suspects: every MISMATCH, and with ``refine_noisy`` the noisy PASS
-    entries (the quick look first) and the UNCHECKED ones. ``sub`` counts the evaluations."""
+    entries (the quick look first) and the UNCHECKED ones. ``sub`` counts the evaluations.
+    ``base_value`` is f at x: a scalar, or one per entry (aligned with ``analytic``)."""
     fp, fm, denom = diffs
     numeric, noise, codes = judged.numeric, judged.noise, judged.codes
     suspect = codes == Verdict.MISMATCH
@@ -29,18 +33,19 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
         # PASS entries whose tolerance is mostly round-off certify less than rtol;
         # UNCHECKED entries may sit on a kink, or resolve with larger steps.
         scale = np.maximum(np.abs(analytic), np.abs(numeric))
-        suspect |= (codes == Verdict.PASS) & (cfg.noise_factor * noise > cfg.rtol * scale)
+        rule = Tolerance.of(cfg)
+        suspect |= (codes == Verdict.PASS) & (rule.noise_term(noise) > rule.value_term(scale))
         suspect |= codes == Verdict.UNCHECKED
     suspects = np.flatnonzero(suspect & np.isfinite(fp) & np.isfinite(fm))
-    options = dict(base_value=base_value, unit_roundoff=unit, **rule_of(cfg))
+    options = dict(unit_roundoff=unit, **rule_of(cfg))
     per_bound = lambda b: b / cfg.noise_factor if cfg.noise_factor else b  # noqa: E731
     # Noisy PASS entries get the quick look first; what it certifies skips the study.
     quick = (codes[suspects] == Verdict.PASS) & QUICK_LOOK
     noisy = suspects[quick]
-    batches = [(suspects[~quick], None)]
+    batches: list[tuple[np.ndarray, Any]] = [(suspects[~quick], None)]
     if noisy.size:
         q = quick_certify(sub, noisy, steps[noisy], analytic[noisy], (fp[noisy], fm[noisy], denom[noisy]),
-                          **options)
+                          base_value=base_at(base_value, noisy), **options)
         ok = noisy[q.certified]
         numeric[ok], noise[ok] = q.numeric[q.certified], per_bound(q.bound[q.certified])
         judged.refined[ok] = True
@@ -51,13 +56,23 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
         if not group.size:
             continue
         study = step_study(sub, group, steps[group], analytic[group], (fp[group], fm[group], denom[group]),
-                           measured=measured, **options)
+                           measured=measured, base_value=base_at(base_value, group), **options)
         numeric[group] = study.numeric
         noise[group] = per_bound(study.bound)
         codes[group] = study.codes
         judged.refined[group] = True
         judged.causes[group] = np.where(study.kink, Cause.KINK_STEPS, Cause.STEP_STUDY)
         judged.left[group], judged.right[group] = study.left, study.right
+        if study.slopes is not None:
+            judged.keep_study(group, np.outer(steps[group], STUDY_FACTORS), study.slopes.T)
+
+
+def base_at(base_value, positions: np.ndarray):
+    """f at x for the entries at ``positions``: one scalar for all (a plain check), or each
+    entry's own (``independent_axes``: the base value of the entry's slice)."""
+    if base_value is None or np.ndim(base_value) == 0:
+        return base_value
+    return np.asarray(base_value)[positions]
 
 
 class Recorded:

@@ -1,0 +1,176 @@
+"""The coloured engine: one entry of every slice differenced in the same evaluation.
+
+When output slice ``b`` depends only on input slice ``b`` (a declaration verified by
+:mod:`.verify`), perturbing one entry in each of several slices at once and reducing each
+output slice with its own part of the cotangent gives, for each of those entries, exactly
+the value a one-entry perturbation would give: ``v_b . f(x + h e_i)_b`` with ``i`` in slice
+``b`` (the other slices' terms do not depend on ``x_i``). This is Curtis-Powell-Reid
+colouring of a block-diagonal Jacobian, applied to an entry-wise gradient check.
+
+A request for ``n`` entries is split into *rounds*: round ``r`` holds the ``r``-th requested
+entry of every slice, so a round never holds two entries of one slice. Each round costs two
+evaluations (+h, -h), whatever the number of slices. The first pass over a ``(B, D)`` input
+with ``independent_axes=(0,)`` is ``D`` rounds: ``2 D`` evaluations instead of ``2 B D``; the
+second look's suspects are differenced the same way (rounds = the most suspects any one slice
+holds), through the same differencer.
+
+Each entry's scalar is its own slice's ``v_b . f_b``, so its round-off estimate
+``u(|f+| + |f-|)/|denom|`` is that of its slice (not of the whole output's, which would be
+``sqrt(B)`` times larger), and its kink test uses the slice's own base value
+(:meth:`Coloured.base_values`).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .._core.errors import FunctionError, OutputError
+from .._core.inputs import output_array, require_real_output
+from ..engines._differences import perturbed_points
+from .declare import Axes
+from .referee import slice_referee
+
+#: The batched form's buffer (rows of perturbed copies of x) stays under this many bytes.
+BUDGET_BYTES = 16 * 2**20
+
+
+class Coloured:
+    """A differencer ``(flat_indices, steps) -> (f_plus, f_minus, denominator)`` whose
+    values are each entry's own slice of ``cotangent . f``, computed by colouring.
+
+    ``evaluate(batch)`` returns ``f``'s output: at ``work`` itself when ``batch`` is None, or
+    for a stack of perturbed copies of ``work`` (``vectorized``: ``f`` takes a leading batch
+    axis). ``evaluations`` counts the calls of ``f`` (one per copy in a batch).
+    """
+
+    name = "coloured"
+
+    def __init__(self, axes: Axes, evaluate: Callable[[np.ndarray | None], Any], work: np.ndarray,
+                 cotangent: np.ndarray, y0: np.ndarray, *, vectorized: bool = False) -> None:
+        self.axes, self.work, self.vectorized = axes, work, vectorized
+        self._evaluate = evaluate
+        self._v = np.asarray(cotangent, dtype=np.float64)
+        self._y_shape = tuple(y0.shape)
+        self.base_slices = self._reduce(y0)
+        self.evaluations = 0
+        self.rounds = 0
+        self.reason, self.notes = "", []  # what check's report says of this differencer
+        self._taken = 0
+        self.rows = max(2, BUDGET_BYTES // max(1, work.nbytes)) if vectorized else 1
+
+    def take(self) -> int:
+        """The evaluations made since the last call (the caller counts them once)."""
+        fresh, self._taken = self.evaluations - self._taken, self.evaluations
+        return fresh
+
+    def referee(self, f: Callable[..., Any], x: np.ndarray, y0: np.ndarray, *, digits: int):
+        """The referee for this check: on each entry's own slice when ``f`` allows it
+        (:mod:`.referee`); the notes say which."""
+        chosen, note = slice_referee(f, x, y0, self._v, self.axes, digits=digits)
+        self.notes.append(note)
+        return chosen
+
+    def base_values(self, flat_indices: np.ndarray) -> np.ndarray:
+        """``cotangent . f(x)`` over each entry's own slice: the base value of its kink test."""
+        return self.base_slices[self.axes.slice_of(flat_indices)]
+
+    def differences(self, flat_indices: np.ndarray, steps: np.ndarray,
+                    progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        idx = np.asarray(flat_indices, dtype=np.int64).reshape(-1)
+        h = np.asarray(steps, dtype=np.float64).reshape(-1)
+        n = idx.size
+        f_plus, f_minus, denom = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+        if n == 0:
+            return f_plus, f_minus, denom
+        slices = self.axes.slice_of(idx)
+        by_round, bounds = rounds_of(slices)
+        flat = self.work.reshape(-1)
+        points: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]] = []
+        done = 0
+        for r in range(bounds.size - 1):
+            pos = by_round[bounds[r]:bounds[r + 1]]
+            old = flat[idx[pos]]
+            xp, xm, d, finite = perturbed_points(old, h[pos])
+            denom[pos] = d
+            live = pos[finite]
+            points.append((live, idx[live], xp[finite], f_plus, "+h"))
+            points.append((live, idx[live], xm[finite], f_minus, "-h"))
+            self.rounds += 1
+            if len(points) >= self.rows or r == bounds.size - 2:
+                self._run(points, slices)
+                done += sum(p[0].size for p in points) // 2
+                points = []
+                if progress is not None:
+                    progress(min(done, n))
+        return f_plus, f_minus, denom
+
+    def _run(self, points, slices: np.ndarray) -> None:
+        """Evaluate each point (entries ``ids`` set to ``values``) and store each entry's
+        slice reduction in ``out[positions]``."""
+        flat = self.work.reshape(-1)
+        if self.vectorized:
+            batch = np.empty((len(points),) + self.work.shape, dtype=self.work.dtype)
+            batch[...] = self.work
+            for k, (_, ids, values, _, _) in enumerate(points):
+                batch[k].reshape(-1)[ids] = values
+            ys = self._call(points[0], batch)
+            if np.shape(ys)[:1] != (len(points),):
+                raise ValueError(f"vectorized f returned shape {np.shape(ys)} for a batch of {len(points)}")
+            for k, (pos, _, _, out, _) in enumerate(points):
+                out[pos] = self._reduce(ys[k])[slices[pos]]
+            self.evaluations += len(points)
+            return
+        for point in points:
+            pos, ids, values, out, _ = point
+            old = flat[ids].copy()
+            try:
+                flat[ids] = values
+                y = self._call(point, None)
+            finally:
+                flat[ids] = old
+            out[pos] = self._reduce(y)[slices[pos]]
+            self.evaluations += 1
+
+    def _call(self, point, batch: np.ndarray | None):
+        try:
+            with np.errstate(all="ignore"):
+                return self._evaluate(batch)
+        except Exception as exc:
+            _, ids, _, _, side = point
+            where = tuple(int(k) for k in np.unravel_index(int(ids[0]), self.work.shape)) if ids.size else None
+            label = f"{side}, coloured: {ids.size} entries perturbed together"
+            if isinstance(exc, OutputError):
+                raise exc.at(where, label) from None
+            raise FunctionError(where, label, None, exc) from exc
+
+    def _reduce(self, y: Any) -> np.ndarray:
+        """Per slice, ``cotangent . y`` over the slice, in float64."""
+        arr = require_real_output(output_array(y))
+        if arr.shape != self._y_shape:
+            raise OutputError(f"shape {arr.shape}", tail=f", after returning shape {self._y_shape} at the "
+                              "unperturbed input; f must return the same shape at every point")
+        return self.axes.reduce_slices(self._v * arr.astype(np.float64))
+
+
+def rounds_of(slices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions grouped into rounds (no two of one slice in a round): ``by_round`` lists the
+    positions round after round, round ``r`` being ``by_round[bounds[r]:bounds[r+1]]``.
+
+    >>> by_round, bounds = rounds_of(np.array([0, 0, 1, 0]))
+    >>> [by_round[bounds[r]:bounds[r + 1]].tolist() for r in range(bounds.size - 1)]
+    [[0, 2], [1], [3]]
+    """
+    n = slices.size
+    if n < 2 or bool((slices[1:] > slices[:-1]).all()):  # distinct (elementwise first pass): one round
+        return np.arange(n), np.array([0, n])
+    order = np.argsort(slices, kind="stable")
+    ordered = slices[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    lengths = np.diff(np.r_[starts, n])
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n) - np.repeat(starts, lengths)
+    by_round = np.argsort(rank, kind="stable")
+    bounds = np.searchsorted(rank[by_round], np.arange(int(rank.max()) + 2))
+    return by_round, bounds

@@ -1,0 +1,167 @@
+"""Verified, not trusted: the declaration ``independent_axes`` is tested before it is used.
+
+A few seeded evaluations, each compared bit for bit with ``f(x)`` outside the perturbed slices:
+
+1. **single entries** (:data:`SINGLES` of them, in distinct slices): perturb one entry; every
+   output entry of every other slice must keep its bits;
+2. **partitions**: perturb one seeded entry in each slice of a half at once, as the coloured
+   pass does; every output entry of the other half must keep its bits. The halves are the slices
+   whose number has bit ``k`` set, and their complements, for the low :data:`MAX_BITS` bits (then
+   :data:`RANDOM_PAIRS` seeded random halves and their complements when there are more slices):
+   any two slices differ in some bit, so for up to ``2**MAX_BITS`` slices *every* leak from one
+   slice into another shows (from the entry perturbed there), whichever slices it joins -- a roll,
+   a convolution along the axis, a statistic over it, one slice feeding one other. A leak is then
+   bisected down to one perturbed entry to name it.
+
+The perturbation is :data:`FACTOR` times the check's step (a leak of relative size 1e-16 still
+changes a bit). A leak raises :class:`DependentSlicesError` (the axis, the perturbed entry, the
+output entry that moved): a wrong declaration never turns into verdicts. What verification cannot
+prove is that no *other* entry leaks (it is a test, not a proof): the report says how it was tested.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .._core.errors import DependentSlicesError
+from ..engines._differences import perturbed_points
+from .declare import Axes
+
+#: Single-entry probes; bit partitions (each with its complement); random ones beyond them.
+SINGLES = 3
+MAX_BITS = 12
+RANDOM_PAIRS = 2
+#: The probes' step, in multiples of the check's step.
+FACTOR = 16.0
+
+
+def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0: np.ndarray,
+           steps: np.ndarray, seed: int) -> tuple[int, str]:
+    """Test the declaration on ``work`` (perturbed in place, restored bit for bit); ``evaluate()``
+    returns ``f``'s output at the current ``work``. Returns the evaluations spent and a note."""
+    rng = np.random.default_rng([seed, 0x5A1CE])
+    flat = work.reshape(-1)
+    count = 0
+    singles = rng.choice(axes.slices, size=min(SINGLES, axes.slices), replace=False)
+    for s in singles:
+        entries = _one_entry_per_slice(axes, np.array([s]), rng)
+        _leak_of(axes, evaluate, flat, entries, steps, y0, work.shape, bisect=False)
+        count += 1
+    if axes.slices < 2:
+        return count, "independent_axes: one slice only, nothing to verify"
+    halves = _halves(axes.slices, rng)
+    for half in halves:
+        entries = _one_entry_per_slice(axes, np.flatnonzero(half), rng)
+        count += _leak_of(axes, evaluate, flat, entries, steps, y0, work.shape, bisect=True)
+    every = "every pair of slices separated" if axes.slices <= 2**MAX_BITS else "the low-bit pairs and random halves"
+    note = (f"independent_axes verified: {count} evaluations ({SINGLES} single entries, then one entry in each "
+            f"slice of {len(halves)} halves of the {axes.slices} slices, {every}) left every output outside the "
+            f"perturbed slices bit-identical")
+    return count, note
+
+
+def _halves(slices: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Boolean masks over the slices: bit ``k`` set, and not set, for the low bits; then
+    seeded random halves and their complements past :data:`MAX_BITS` bits."""
+    numbers = np.arange(slices)
+    bits = int(np.ceil(np.log2(slices)))
+    out = []
+    for k in range(min(bits, MAX_BITS)):
+        mask = ((numbers >> k) & 1).astype(bool)
+        out += [mask, ~mask]
+    for _ in range(RANDOM_PAIRS if bits > MAX_BITS else 0):
+        mask = rng.random(slices) < 0.5
+        out += [mask, ~mask]
+    return [m for m in out if m.any() and not m.all()]
+
+
+def _one_entry_per_slice(axes: Axes, slices: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A seeded input entry (flat index) in each of ``slices``."""
+    if axes.elementwise:
+        return np.asarray(slices, dtype=np.int64)
+    coords = list(np.unravel_index(slices, axes.sizes))
+    full = []
+    it = iter(coords)
+    for d, n in enumerate(axes.x_shape):
+        full.append(next(it) if d in axes.axes else rng.integers(0, n, size=slices.size))
+    return np.ravel_multi_index(tuple(full), axes.x_shape).astype(np.int64)
+
+
+def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, *, bisect: bool) -> int:
+    """Evaluate with ``entries`` perturbed; raise on a change outside their slices (bisected
+    to one entry when ``bisect``). Returns the evaluations spent."""
+    spent, leak = 1, _changed_outside(axes, evaluate, flat, entries, steps, y0)
+    if leak is None:
+        return spent
+    while bisect and entries.size > 1:
+        first = entries[: entries.size // 2]
+        found = _changed_outside(axes, evaluate, flat, first, steps, y0)
+        spent += 1
+        if found is None:
+            entries = entries[entries.size // 2:]
+            found = _changed_outside(axes, evaluate, flat, entries, steps, y0)
+            spent += 1
+            if found is None:
+                break  # only the two halves together leak: name the group's first entry
+        else:
+            entries = first
+        leak = found
+    entry = tuple(int(k) for k in np.unravel_index(int(entries[0]), shape))
+    how = "one entry perturbed alone" if entries.size == 1 else f"{entries.size} entries perturbed together"
+    raise DependentSlicesError(_axis_of(axes, entry, leak), entry, leak, how)
+
+
+def _changed_outside(axes, evaluate, flat, entries, steps, y0) -> tuple[int, ...] | None:
+    """The first output entry outside the slices of ``entries`` that changed, or None."""
+    old = flat[entries].copy()
+    xp, _, _, finite = perturbed_points(old, steps[entries] * FACTOR)
+    try:
+        flat[entries[finite]] = xp[finite]
+        with np.errstate(all="ignore"):
+            y = np.asarray(evaluate())
+    finally:
+        flat[entries] = old
+    changed = _bits_differ(y, y0)
+    if not changed.any():
+        return None
+    mine = np.zeros(axes.slices, dtype=bool)
+    mine[axes.slice_of(entries)] = True
+    out_slices = _output_slices(axes, y0.shape)
+    outside = np.flatnonzero(changed.reshape(-1) & ~mine[out_slices])
+    if not outside.size:
+        return None
+    return tuple(int(k) for k in np.unravel_index(int(outside[0]), y0.shape))
+
+
+def _output_slices(axes: Axes, y_shape: tuple[int, ...]) -> np.ndarray:
+    """The slice number of every output entry, flat."""
+    if axes.elementwise:
+        return np.arange(int(np.prod(y_shape, dtype=np.int64)))
+    grids = np.indices(tuple(y_shape[a] for a in axes.axes)).reshape(len(axes.axes), -1)
+    numbers = np.ravel_multi_index(tuple(grids), axes.sizes).reshape(axes.sizes)
+    view = [1] * len(y_shape)
+    for a, n in zip(axes.axes, axes.sizes):
+        view[a] = n
+    shaped = numbers.reshape(view)
+    return np.broadcast_to(shaped, y_shape).reshape(-1)
+
+
+def _bits_differ(y: np.ndarray, y0: np.ndarray) -> np.ndarray:
+    """Per output entry: not the same bits (a changed shape or dtype is a change everywhere)."""
+    if y.shape != y0.shape or y.dtype != y0.dtype:
+        return np.ones(y0.shape, dtype=bool)
+    a, b = np.ascontiguousarray(y), np.ascontiguousarray(y0)
+    if a.dtype.kind in "fc" or a.dtype.itemsize in (1, 2, 4, 8):
+        as_bits = np.dtype(f"u{a.dtype.itemsize}") if a.dtype.itemsize in (1, 2, 4, 8) else None
+        if as_bits is not None:
+            return a.view(as_bits) != b.view(as_bits)
+    return a != b
+
+
+def _axis_of(axes: Axes, entry: tuple[int, ...], leak: tuple[int, ...]) -> int:
+    """The declared axis along which ``leak`` left ``entry``'s slice."""
+    for a in axes.axes:
+        if a < len(leak) and leak[a] != entry[a]:
+            return a
+    return axes.axes[0]
