@@ -53,7 +53,7 @@ def test_mpcomplex_arithmetic_matches_python_complex():
         for got, want in pairs:
             assert abs(complex(got.value) - want) <= 1e-15 * max(1.0, abs(want)), (got, want)
         assert abs(A).value == mpmath.sqrt(mpmath.mpf(1.25) ** 2 + mpmath.mpf(0.5) ** 2)
-    assert (A == a) and (A != b) and (MPComplex(2.0) == 2)
+    assert (a == A) and (b != A) and (MPComplex(2.0) == 2)
 
 
 def test_mpcomplex_refuses_conversion_and_ordering():

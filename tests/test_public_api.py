@@ -17,7 +17,7 @@ import gradcheck
 PUBLIC = [
     "check", "check_params", "Config", "Report", "ParamsReport", "Verdict", "Cause", "Diagnosis",
     "assert_detects_wrong_gradient", "GradcheckError", "ShapeMismatchError",
-    "UnsupportedInputError", "WorkerDiedError", "FunctionError", "InputMutationError", "GradientAssertionError",
+    "UnsupportedInputError", "WorkerDiedError", "DependentSlicesError", "FunctionError", "InputMutationError", "GradientAssertionError",
     "GradcheckWarning", "__version__", "Checkpoint", "CheckpointError", "CheckpointMismatchError",
     "OutputError", "AliasedParametersError",
     "check_jvp", "check_hvp", "check_adjoint", "taylor_test", "AdjointResult", "TaylorResult",

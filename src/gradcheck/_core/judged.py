@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-
 #: Studied entries whose steps and slopes a report keeps (the verdicts of all are kept).
 STUDIES_KEPT = 1000
 

@@ -276,6 +276,7 @@ def _try_exact(prep: Prepared, m: Measurer, bis: Bisection, judge: EntryJudge, w
         why_not = referee.unavailable() or ""
     if wanted is False or why_not:
         return f"exact directional derivatives not used: {why_not}" if wanted is True else ""
+    assert referee is not None  # why_not is empty only when a referee is at hand
     cfg = prep.config
     floor = exact_floor(prep.analytic, rtol=cfg.rtol, atol=cfg.atol, k=cfg.noise_factor, unit=prep.unit,
                         claim_scale=judge.claim_scale)

@@ -27,8 +27,9 @@ arrays than on floats (a branch on the dtype) is refused, as the complex step is
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

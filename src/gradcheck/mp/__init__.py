@@ -22,9 +22,9 @@ This package imports mpmath; ``import gradcheck`` does not import it.
 (True, 0.0, 1.0)
 """
 from ._array import MPArray as MPArray
-from ._complex import MPComplex as MPComplex
 from ._array import complex_from_parts as complex_from_parts
 from ._array import complex_parts as complex_parts
+from ._complex import MPComplex as MPComplex
 from ._convert import from_mp as from_mp
 from ._convert import to_mp as to_mp
 from ._derivative import MPDerivative as MPDerivative

@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 from mpmath import libmp
 
+from ._complex import MPComplex, _parts_of
 from ._context import GLOBAL
 from ._context import active as _active
 from ._context import constant_dtype as _constant_dtype
 from ._errors import PrecisionLossError
-from ._complex import MPComplex, _parts_of
 from ._scalar import MPFloat, _exact_tuple, _record, _wrap
 
 
@@ -50,7 +50,7 @@ class MPArray(np.ndarray):
             args = tuple(_narrowed_in(a, narrow) for a in args)
         return _as_mparray(super().__array_function__(func, types, args, kwargs))
 
-    @property
+    @property  # type: ignore[misc]  # read-only on purpose: the parts of exact complex values
     def real(self) -> Any:
         """The real parts: the array itself when it holds real numbers only; for
         :class:`~gradcheck.mp.MPComplex` elements, their real parts (numpy's object arrays
@@ -59,7 +59,7 @@ class MPArray(np.ndarray):
             return self
         return complex_parts(self)[0]
 
-    @property
+    @property  # type: ignore[misc]  # read-only, like real
     def imag(self) -> Any:
         """The imaginary parts (exact zeros for real elements; numpy's object arrays give
         zeros even for complex elements)."""

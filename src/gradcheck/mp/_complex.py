@@ -37,7 +37,7 @@ from ._scalar import MPFloat, _exact_tuple, _make_mpf, _record, _wrap
 _ZERO = libmp.fzero
 
 
-def _parts_of(other: Any) -> tuple[tuple, tuple] | None:
+def _parts_of(other: Any) -> tuple[Any, Any] | None:
     """``other`` as an exact pair of mpf tuples, or None (not a number this can combine with)."""
     if type(other) is MPComplex:
         return other._re, other._im
