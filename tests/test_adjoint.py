@@ -10,9 +10,8 @@ import json
 import time
 
 import numpy as np
-import pytest
-
 import optional_deps
+import pytest
 
 import gradcheck
 from gradcheck import AdjointResult, GradientAssertionError, ShapeMismatchError, check_adjoint

@@ -284,9 +284,7 @@ def test_a_function_writing_into_its_input_is_refused(pool, case, data, kind, en
     def f(z):
         flat = z.reshape(-1)  # the private copy is C-contiguous: a view
         moved = flat[i] != z.dtype.type(x0[i])
-        if kind == "always":
-            flat[j] = z.dtype.type(sentinel)
-        elif kind == "other" and moved:
+        if kind == "always" or kind == "other" and moved:
             flat[j] = z.dtype.type(sentinel)
         elif kind == "own" and moved:
             flat[i] = z.dtype.type(x0[i])

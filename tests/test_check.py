@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from zoo import CASES, softmax, softmax_vjp, softmax_vjp_bug
 
 import gradcheck
 from gradcheck import Config, Verdict, check
-
-from zoo import CASES, softmax, softmax_vjp, softmax_vjp_bug
+from gradcheck._core.arrays import same_bits
 
 IDS = [c.name for c in CASES]
 
@@ -166,6 +166,37 @@ def test_function_mutating_its_input_is_refused():
 
     with pytest.raises(gradcheck.InputMutationError):
         check(f, np.ones(3), np.ones(3))
+
+
+@pytest.mark.parametrize("when", ["every call", "while entry 0 is perturbed"])
+def test_a_function_writing_negative_zero_over_zero_is_refused(when):
+    """-0.0 == 0.0, so a comparison by value misses this write; the bytes differ (same_bits).
+    "while entry 0 is perturbed": the write lands on entry 1 before its turn, where the
+    restore after perturbing it would have repaired it unseen. Control: writing +0.0 over
+    0.0 changes no bit and is no error."""
+    def writer(sign):
+        def f(z):
+            if when == "every call" or z[0] != 1.0:
+                z[1] = sign * 0.0
+            return float(np.sum(z ** 2))
+        return f
+
+    x = np.array([1.0, 0.0, 2.0])
+    with pytest.raises(gradcheck.InputMutationError, match="wrote into the array it was given"):
+        check(writer(-1.0), x, 2 * x)
+    assert same_bits(x, np.array([1.0, 0.0, 2.0]))  # the user's x is untouched
+    assert check(writer(1.0), x, 2 * x).passed
+
+
+def test_same_bits_sees_signed_zeros_and_nan_payloads():
+    nan_a = np.array([np.nan])
+    nan_b = np.frombuffer(np.array([0x7FF8000000000001], dtype=np.uint64).tobytes(), dtype=np.float64)
+    assert np.isnan(nan_b).all() and np.array_equal(nan_a, nan_b, equal_nan=True)
+    assert not same_bits(nan_a, nan_b)
+    assert not same_bits(np.zeros(2), np.array([0.0, -0.0]))
+    assert not same_bits(np.zeros(2), np.zeros(2, dtype=np.float32))  # same values, other dtype
+    assert not same_bits(np.zeros(2), np.zeros((2, 1)))
+    assert same_bits(np.array([1.5, np.nan, -0.0]), np.array([1.5, np.nan, -0.0]))
 
 
 @pytest.mark.parametrize("where", ["x", "claimed", "output"])

@@ -18,12 +18,10 @@ from optional_deps import needs
 
 from gradcheck import Config, FunctionError, check
 from gradcheck._runtime import checkpoint as _checkpoint
-from gradcheck._runtime.checkpoint import (
-    Checkpoint, CheckpointError, CheckpointMismatchError, open_checkpoint
-)
-from gradcheck.engines._differences import steps_for
+from gradcheck._runtime.checkpoint import Checkpoint, CheckpointError, CheckpointMismatchError, open_checkpoint
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem
+from gradcheck.engines._differences import steps_for
 from gradcheck.engines._executor import ExecutorEngine, ExecutorOptions
 from gradcheck.engines._serial import SerialEngine
 
@@ -171,7 +169,7 @@ def test_interrupted_then_resumed_equals_uninterrupted(script, uninterrupted, tm
     else:
         assert proc.returncode == -signal.SIGTERM
     saved = _done_entries(ck)  # loads: the file is whole whatever the instant of the kill
-    assert 0 < saved
+    assert saved > 0
     if sig == signal.SIGINT:  # an orderly exit leaves no temporary file
         assert not [p for p in os.listdir(tmp_path) if ".tmp-" in p]
 

@@ -263,3 +263,29 @@ def test_importing_gradcheck_and_kernel_modules_does_not_import_numba():
         "assert 'numba' not in sys.modules, sorted(m for m in sys.modules if 'numba' in m)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_one_tolerance_behind_the_rule_and_the_kernel():
+    """The numpy rule and the kernel both compute
+    ``atol + k*noise + rtol*scale`` through ``Tolerance`` (written out here independently),
+    and the PASS share rule is Tolerance.coarse: a tolerance just above ``resolution*scale``
+    is UNCHECKED, just below it PASS."""
+    from gradcheck._core.tolerance import Tolerance
+
+    rng = np.random.default_rng(5)
+    a, n = rng.standard_normal(64), rng.standard_normal(64)
+    z = np.abs(rng.standard_normal(64)) * 1e-9
+    t = Tolerance(rtol=1e-3, atol=1e-12, noise_factor=8.0, resolution=0.02)
+    by_hand = (1e-12 + 8.0 * z) + 1e-3 * np.maximum(np.abs(a), np.abs(n))
+    assert t.per_entry(a, n, z).tobytes() == by_hand.tobytes()
+    assert _classify.tolerance(a, n, z, **t.keywords()).tobytes() == by_hand.tobytes()
+    _, tol = _classify_kernel.classify_and_tolerance(a, n, z, **t.rule())
+    assert tol.tobytes() == by_hand.tobytes()
+    # the share rule: the tolerance is all atol here, 0.02 of the value just above and below
+    one = np.ones(2)
+    noise0 = np.zeros(2)
+    for share, want in ((0.0201, Verdict.UNCHECKED), (0.0199, Verdict.PASS)):
+        rule = Tolerance(rtol=0.0, atol=share, noise_factor=8.0, resolution=0.02)
+        assert bool(rule.coarse(share, 1.0)) == (want == Verdict.UNCHECKED)
+        assert (_classify.classify(one, one, noise0, **rule.rule()) == want).all()
+        assert (_classify_kernel.classify_codes(one, one, noise0, **rule.rule()) == want).all()

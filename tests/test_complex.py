@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
-
 import optional_deps
+import pytest
 
 import gradcheck
 from gradcheck import ComplexReport, Report, Verdict, check
@@ -100,13 +99,15 @@ def test_real_input_with_complex_output():
 
 def test_report_is_per_complex_entry_and_serializes():
     """The report is shaped like z, holds complex claimed/numeric values, keeps the real
-    view's report in .parts (last axis: re, im), says the convention and why the referee
-    did not run, and to_dict is JSON with [re, im] pairs."""
+    view's report in .parts (last axis: re, im), says the convention and that the referee
+    confirmed the failure against exact values (f is numpy code: it runs on MPComplex), and
+    to_dict is JSON with [re, im] pairs."""
     r = check(loss, Z, lambda z: corrupt(loss_grad(z), (1, 1), 1e-3j))
     assert r.shape == Z.shape and np.iscomplexobj(r.analytic) and r.parts.shape == Z.shape + (2,)
     assert r.parts.entries(Verdict.MISMATCH) == [(1, 1, 1)]  # the imaginary part
     assert any("convention 'torch'" in n for n in r.notes)
-    assert any("referee" in n for n in r.notes)
+    assert any("adjudicated" in n and "exact derivatives" in n for n in r.notes)
+    assert r.cause((1, 1)) == gradcheck.Cause.EXACT
     d = json.loads(json.dumps(r.to_dict()))
     assert d["convention"] == "torch" and d["entries"][0]["index"] == [1, 1]
     assert len(d["entries"][0]["claimed"]) == 2 and d["parts"]["shape"] == [3, 4, 2]

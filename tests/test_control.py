@@ -29,7 +29,6 @@ def test_control_fails_for_a_checker_that_passes_everything(monkeypatch):
 
 def test_control_fails_for_a_checker_that_cries_wolf(monkeypatch):
     """A broken checker that flags everything is caught too (the other direction)."""
-    import gradcheck._pipeline.check as chk
     import gradcheck._pipeline.judge as jdg
 
     monkeypatch.setattr(jdg, "classify", lambda a, n, z, **kw: np.ones(np.shape(a), np.uint8))
@@ -90,7 +89,8 @@ def test_the_compiled_control_is_the_control_and_is_not_vacuous():
     """engine="compiled": the twin is the control function (same values, as numba compiles
     it), and a check of the corrupted claim through the compiled engine flags exactly the
     corrupted entries, while the correct claim passes everywhere."""
-    from gradcheck._controls.corrupt import CORRUPTIONS, Corrupting as _Corrupting
+    from gradcheck._controls.corrupt import CORRUPTIONS
+    from gradcheck._controls.corrupt import Corrupting as _Corrupting
     from gradcheck.backends import NumpyBackend
     from gradcheck.backends._numpy import control_function, control_gradient, control_input
 

@@ -7,12 +7,12 @@ import importlib
 import pytest
 
 MODULES = [
-    "gradcheck", "gradcheck._pipeline.check", "gradcheck._pipeline.inputs", "gradcheck._models.params", "gradcheck._controls.control",
+    "gradcheck", "gradcheck._pipeline.check", "gradcheck._pipeline.inputs", "gradcheck._adjudicate.referee", "gradcheck._models.params", "gradcheck._controls.control",
     "gradcheck._core.config", "gradcheck._report.report", "gradcheck._sweeps.sweep", "gradcheck.native",
     "gradcheck.backends._dual", "gradcheck.dual", "gradcheck.dual.number", "gradcheck.dual.forward",
-    "gradcheck.mp", "gradcheck._core.formats", "gradcheck._lowp.dispute", "gradcheck._lowp.subjects",
+    "gradcheck.mp", "gradcheck._core.formats", "gradcheck._lowp.dispute", "gradcheck._lowp.dispute_bound", "gradcheck._lowp.result", "gradcheck._lowp.dispute_gradient", "gradcheck._lowp.dispute_timing", "gradcheck.mp._reverse", "gradcheck._lowp.subjects",
     "gradcheck.engines._fork", "gradcheck._core.inputs", "gradcheck._core.jit", "gradcheck.backends._contract",
-    "gradcheck._core.arguments",
+    "gradcheck._core.arguments", "gradcheck._core.arrays", "gradcheck._core.errors", "gradcheck._core.tolerance",
     "gradcheck._report.html",
     "gradcheck._orders._jvp", "gradcheck._orders._adjoint", "gradcheck._orders._hvp",
     "gradcheck._orders._taylor",

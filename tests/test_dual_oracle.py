@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from zoo import CASES
 
 from gradcheck import Verdict, assert_detects_wrong_gradient, check
-
-from zoo import CASES
 
 rng = np.random.default_rng(11)
 W = rng.standard_normal((4, 4))

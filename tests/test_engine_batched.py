@@ -6,10 +6,10 @@ import pytest
 
 import gradcheck
 from gradcheck import FunctionError, InputMutationError, Verdict, check
-from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem, select_engine
 from gradcheck.engines._batched import BatchedEngine, rows_for_budget
+from gradcheck.engines._differences import steps_for
 from gradcheck.engines._serial import SerialEngine
 
 rng = np.random.default_rng(7)

@@ -13,10 +13,9 @@ import pytest
 
 import gradcheck
 from gradcheck import Config, FunctionError, Verdict
-from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem, Declined, select_engine
-from gradcheck.engines import _compiled
+from gradcheck.engines import CheckProblem, Declined, _compiled, select_engine
+from gradcheck.engines._differences import steps_for
 from gradcheck.engines._serial import SerialEngine
 from gradcheck.native import native_function
 
@@ -347,7 +346,7 @@ def test_auto_leaves_a_tiny_warm_check_to_serial(monkeypatch):
     tiny = problem(rosen, x)
     select_engine("compiled", tiny)[0].differences(np.arange(2), np.full(2, 1e-6))
     assert _compiled._warm_key(tiny) in _compiled._WARM
-    monkeypatch.setattr(_compiled, "_time_call", lambda evaluate: 1e-6)  # 48 calls: 48 us
+    monkeypatch.setattr(_compiled, "time_call", lambda evaluate: 1e-6)  # 48 calls: 48 us
     monkeypatch.setattr(_compiled, "AUTO_WARM_MIN_SECONDS", 1e-3)
     declined = _compiled.auto_reason(tiny)
     assert isinstance(declined, Declined) and "launching the compiled kernel" in declined

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import builtins
 import concurrent.futures as cf
-import concurrent.futures.process
+import concurrent.futures.process  # noqa: F401  (makes cf.process available)
 import logging
 import os
 import re
 import signal
 import sys
-import tempfile
 import threading
 import time
 
@@ -21,21 +20,20 @@ from optional_deps import need
 distributed = need("distributed")
 cloudpickle = need("cloudpickle")
 
+import zoo  # noqa: E402
+from zoo import CASES  # noqa: E402
+
 import gradcheck  # noqa: E402
 from gradcheck import FunctionError, InputMutationError, check  # noqa: E402
-from gradcheck.engines._differences import steps_for  # noqa: E402
 from gradcheck.backends import NumpyBackend  # noqa: E402
-from gradcheck.engines import CheckProblem  # noqa: E402
-from gradcheck.engines import _executor  # noqa: E402
+from gradcheck.engines import CheckProblem, _executor  # noqa: E402
+from gradcheck.engines._differences import steps_for  # noqa: E402
 from gradcheck.engines._executor import (  # noqa: E402
     ChunkFailedError,
     ExecutorEngine,
     ExecutorOptions,
 )
 from gradcheck.engines._serial import SerialEngine  # noqa: E402
-
-import zoo  # noqa: E402
-from zoo import CASES  # noqa: E402
 
 ARRAYS = ("analytic", "numeric", "noise", "tolerance", "codes", "refined", "causes", "exact",
           "digits", "left", "right")
@@ -246,8 +244,9 @@ def test_a_worker_killed_from_outside_loses_nothing(client):
 class _FlakyExecutor(cf.ThreadPoolExecutor):
     """A thread pool whose tasks touching ``entry`` fail ``failures`` times with ``exc``."""
 
-    def __init__(self, entry, failures, exc=OSError("connection reset by peer")):
+    def __init__(self, entry, failures, exc=None):
         super().__init__(max_workers=2)
+        exc = OSError("connection reset by peer") if exc is None else exc
         self.entry, self.left, self.exc, self.calls = entry, failures, exc, 0
 
     def submit(self, fn, *args, **kwargs):
@@ -319,8 +318,8 @@ def test_a_broken_process_pool_is_reported_not_hung():
 def test_dask_killed_worker_is_retried(tmp_path):
     """dask gives up on a task whose worker died (KilledWorker, here at the first death):
     the engine resubmits that chunk and the check completes with serial's report."""
-    from distributed import Client, LocalCluster
     import dask
+    from distributed import Client, LocalCluster
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     x = np.random.default_rng(9).standard_normal(24)

@@ -13,17 +13,15 @@ import time
 import numpy as np
 import pytest
 from optional_deps import need
+from zoo import CASES
 
 import gradcheck
 from gradcheck import FunctionError, check
-from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem
-from gradcheck.engines import _processes
+from gradcheck.engines import CheckProblem, _processes
+from gradcheck.engines._differences import steps_for
 from gradcheck.engines._processes import ProcessesEngine, auto_reason
 from gradcheck.engines._serial import SerialEngine
-
-from zoo import CASES
 
 pytestmark = pytest.mark.skipif(not _processes.fork_available(), reason="needs the fork start method")
 
@@ -213,7 +211,7 @@ def test_auto_picks_processes_for_a_costly_f(monkeypatch):
     """A check estimated at more than AUTO_MIN_SECONDS on more than one core goes to
     processes, and the reason gives the estimate."""
     monkeypatch.setattr(_processes, "usable_cores", lambda: 4)
-    monkeypatch.setattr(_processes, "_time_call", lambda evaluate: 0.01)
+    monkeypatch.setattr(_processes, "time_call", lambda evaluate: 0.01)
     # the estimate is under test, not the hazard: jax may be running from an earlier test
     monkeypatch.setattr(_processes, "fork_hazard", lambda: None)
     reason = auto_reason(_problem(lambda x: float(x.sum()), np.ones(200)))
@@ -223,7 +221,7 @@ def test_auto_picks_processes_for_a_costly_f(monkeypatch):
 def test_auto_never_picks_processes_on_one_core(monkeypatch):
     """With one usable core a pool cannot help."""
     monkeypatch.setattr(_processes, "usable_cores", lambda: 1)
-    monkeypatch.setattr(_processes, "_time_call", lambda evaluate: 10.0)
+    monkeypatch.setattr(_processes, "time_call", lambda evaluate: 10.0)
     assert auto_reason(_problem(lambda x: float(x.sum()), np.ones(200))) is None
 
 

@@ -20,10 +20,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 import pytest
+from zoo import A3, B3, C8, CASES, softmax
 
 from gradcheck import Verdict, check
-
-from zoo import A3, B3, C8, CASES, softmax
 
 IDS = [c.name for c in CASES]
 

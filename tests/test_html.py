@@ -17,9 +17,11 @@ import time
 from dataclasses import fields
 from pathlib import Path
 
+import html5lib  # the test extra installs both
 import numpy as np
 import pytest
 from html_subjects import PLANTED, big_report, f, planted_grad
+from PIL import Image
 
 import gradcheck as gc
 from gradcheck import Report, Verdict
@@ -27,9 +29,6 @@ from gradcheck._report.html import heatmap as _heatmap
 from gradcheck._report.html.page import status_of
 from gradcheck._report.html.report import PAGE_ROWS
 from gradcheck._report.plot import VERDICT_COLOURS
-
-import html5lib  # the test extra installs both
-from PIL import Image
 
 SVG = "{http://www.w3.org/2000/svg}"
 

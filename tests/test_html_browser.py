@@ -11,17 +11,16 @@ import shutil
 import subprocess
 import time
 
+import html5lib  # the test extra installs both
 import numpy as np
+import optional_deps
 import pytest
 from html_subjects import PLANTED, big_report, f, planted_grad
+from PIL import Image
 
 import gradcheck as gc
-import optional_deps
 from gradcheck import Verdict
 from gradcheck._report.plot import VERDICT_COLOURS
-
-import html5lib  # the test extra installs both
-from PIL import Image
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None and not optional_deps.required():  # CI's full run installs it: there it must run

@@ -4,11 +4,9 @@ torch and jax through custom rules; the symmetric-Hessian test. Planted bugs are
 exactly their entries, correct claims pass."""
 from __future__ import annotations
 
-
 import numpy as np
-import pytest
-
 import optional_deps
+import pytest
 
 import gradcheck
 from gradcheck import GradientAssertionError, Verdict, check_hvp

@@ -3,11 +3,9 @@ verdicts; planted errors are caught at exactly their entries, correct claims pas
 hand-written numpy JVP and for torch's and jax's own forward mode through custom rules."""
 from __future__ import annotations
 
-
 import numpy as np
-import pytest
-
 import optional_deps
+import pytest
 
 import gradcheck
 from gradcheck import Verdict, check_jvp
@@ -174,7 +172,7 @@ def test_torch_checks_never_fork_a_pool_by_themselves(monkeypatch):
     from gradcheck.engines import _processes
 
     monkeypatch.setattr(_processes, "usable_cores", lambda: 4)
-    monkeypatch.setattr(_processes, "_time_call", lambda evaluate: 1.0)
+    monkeypatch.setattr(_processes, "time_call", lambda evaluate: 1.0)
     r = check_jvp(torch_sin_times_x(), torch.tensor(X))
     assert r.passed and r.engine == "serial"
     assert gradcheck.check(lambda t: (t.sin() * t).sum(), torch.tensor(X)).engine == "serial"

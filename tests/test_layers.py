@@ -119,7 +119,6 @@ def extensions(root: Path) -> set[str]:
 def walk(root: Path) -> tuple[set[str], list[Edge], list[tuple[str, int]]]:
     """Every module of the package at ``root``, every import edge, and every call of
     ``importlib.import_module`` (module, line)."""
-    pkg = root.name
     files = sorted(root.rglob("*.py"))
     modules = {module_name(p, root) for p in files}
     modules |= extensions(root)
@@ -129,7 +128,7 @@ def walk(root: Path) -> tuple[set[str], list[Edge], list[tuple[str, int]]]:
         is_pkg = path.name == "__init__.py"
         base = name.split(".") if is_pkg else name.split(".")[:-1]
 
-        def visit(node: ast.AST, in_function: bool) -> None:
+        def visit(node: ast.AST, in_function: bool, name: str = name, base: list[str] = base) -> None:
             for child in ast.iter_child_nodes(node):
                 inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
                 if isinstance(child, ast.Import):

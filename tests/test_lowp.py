@@ -14,8 +14,17 @@ import numpy as np
 import pytest
 
 from gradcheck._core.formats import (
-    BFLOAT16, FLOAT16, FLOAT32, FLOAT64, FloatFormat, from_bits, is_correctly_rounded, resolve_format,
-    round_to_format, ulp, ulp_error
+    BFLOAT16,
+    FLOAT16,
+    FLOAT32,
+    FLOAT64,
+    FloatFormat,
+    from_bits,
+    is_correctly_rounded,
+    resolve_format,
+    round_to_format,
+    ulp,
+    ulp_error,
 )
 
 HALVES = [pytest.param(FLOAT16, id="float16"), pytest.param(BFLOAT16, id="bfloat16")]

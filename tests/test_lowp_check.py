@@ -8,8 +8,7 @@ from optional_deps import need
 
 import gradcheck
 from gradcheck import Verdict
-from gradcheck._core.formats import round_to_format
-from gradcheck._core.formats import BFLOAT16
+from gradcheck._core.formats import BFLOAT16, round_to_format
 from gradcheck._lowp.plan import FLOOR_UNITS, GRAD_BOUND_ULPS, share
 
 BF16 = ml_dtypes.bfloat16
@@ -171,3 +170,31 @@ def test_torch_bfloat16_autograd_and_a_planted_bug():
 def test_bound_must_be_positive():
     with pytest.raises(ValueError, match="bound_ulps must be a positive number"):
         gradcheck.check(f, X, grad=grad, bound_ulps=0)
+
+
+def test_the_plan_is_a_no_op_for_ordinary_dtypes_and_acts_only_on_the_upcast_path():
+    """check() calls every step of the low-precision plan on every input: for float64 and
+    float32 the plan is ORDINARY and each step returns what it was given; a bfloat16 input
+    with a precision-generic f gets a plan that changes the input, the config, the referee
+    choice and the final tolerances; one whose f forces its own dtype only adds its note."""
+    from gradcheck._lowp.plan import ORDINARY, LowPrecisionPlan, plan_for
+
+    be = gradcheck.backends.resolve("numpy", None)
+    x64 = np.asarray(X, dtype=np.float64)
+    cfg = gradcheck.Config()
+    for dtype in ("float64", "float32"):
+        p = plan_for(dtype, f, x64.astype(dtype), be)
+        assert p is ORDINARY
+        assert p.start(x64, None, "auto") == (x64, None, "auto")
+        assert p.cotangent(None) is None and p.after_claim(cfg, x64) is cfg
+        assert p.after_differences(cfg, x64, (x64, x64, x64)) is cfg
+        codes, tol = np.zeros(3, np.uint8), np.ones(3)
+        assert p.final(x64, None, cfg, codes, tol) == (codes, tol) and not p.notes and p.floor_name == "atol"
+    up = plan_for("bfloat16", f, X, be)
+    assert isinstance(up, LowPrecisionPlan) and up.upcast
+    x_up, cfg_up, adjudicate = up.start(X, None, "auto")
+    assert x_up.dtype == np.float64 and np.array_equal(x_up, x64) and adjudicate is False
+    assert cfg_up.rtol == GRAD_BOUND_ULPS * 2.0**-8
+    forced = plan_for("bfloat16", lambda x: (x.astype(BF16) ** 2).sum(), X, be)
+    assert not forced.upcast and forced.start(X, None, "auto") == (X, None, "auto")
+    assert forced.after_claim(cfg, X) is cfg and len(forced.notes) == 1 and "same-precision" in forced.notes[0]

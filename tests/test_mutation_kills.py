@@ -12,7 +12,6 @@ formulas on random data.
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import ml_dtypes
 import numpy as np

@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import html5lib  # the test extra
 import pytest
+from optional_deps import need
 
 import gradcheck
-
-import html5lib  # the test extra
-from optional_deps import need
 
 nbformat = need("nbformat")  # nbclient and ipykernel: CI's full run installs them
 NotebookClient = need("nbclient").NotebookClient
@@ -64,6 +63,6 @@ def test_model_check_displays_the_names_and_the_diagnosis(executed):
     """check_params in a notebook: the names table with b failing and W passing, and the diagnosis."""
     html = html_output(executed[1])
     rows = rows_of(html)
-    assert ["b", "FAIL"] == next(r[:2] for r in rows if r and r[0] == "b")
-    assert ["W", "PASS"] == next(r[:2] for r in rows if r and r[0] == "W")
+    assert next(r[:2] for r in rows if r and r[0] == "b") == ["b", "FAIL"]
+    assert next(r[:2] for r in rows if r and r[0] == "W") == ["W", "PASS"]
     assert "Diagnosis:" in html and "b fails alone" in html

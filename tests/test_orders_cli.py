@@ -10,9 +10,8 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-import pytest
-
 import optional_deps
+import pytest
 
 import gradcheck
 

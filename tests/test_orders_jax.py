@@ -8,9 +8,7 @@ tests/test_jax_adapter.py.
 """
 from __future__ import annotations
 
-
 import numpy as np
-
 import optional_deps
 
 import gradcheck

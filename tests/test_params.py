@@ -217,8 +217,8 @@ def test_processes_engine_names_the_parameter_and_entry_of_an_error():
 def test_engine_auto_says_what_it_picked(monkeypatch):
     """auto: serial for a cheap loss, processes when the estimate is long (threshold
     patched, not timed); a name the check_params engines do not have is a clear error."""
-    from gradcheck.engines._fork import fork_hazard, usable_cores
     from gradcheck.engines import _processes
+    from gradcheck.engines._fork import fork_hazard, usable_cores
 
     params = {"w": np.linspace(0.1, 1.0, 8)}
     fn = lambda p: float((p["w"] ** 2).sum())  # noqa: E731

@@ -11,16 +11,23 @@ import pytest
 
 import gradcheck
 
+# The public surface, written out: a name added to or dropped from ``gradcheck.__all__`` must
+# be added or dropped here too (test_all_lists_every_public_name_once), so no export changes
+# by accident.
 PUBLIC = [
-    "check", "check_params", "Config", "Report", "ParamsReport", "Verdict", "Diagnosis",
+    "check", "check_params", "Config", "Report", "ParamsReport", "Verdict", "Cause", "Diagnosis",
     "assert_detects_wrong_gradient", "GradcheckError", "ShapeMismatchError",
-    "UnsupportedInputError", "WorkerDiedError", "FunctionError", "InputMutationError", "GradientAssertionError",
+    "UnsupportedInputError", "WorkerDiedError", "DependentSlicesError", "FunctionError", "InputMutationError", "GradientAssertionError",
     "GradcheckWarning", "__version__", "Checkpoint", "CheckpointError", "CheckpointMismatchError",
     "OutputError", "AliasedParametersError",
     "check_jvp", "check_hvp", "check_adjoint", "taylor_test", "AdjointResult", "TaylorResult",
-    "ComplexReport",
-    "screen",
+    "ComplexReport", "MultiReport", "ExecutorOptions",
+    "screen", "shape_sweep", "grid", "SweepReport", "dispute", "DisputeResult",
 ]
+
+# Public functions with many keywords: each has a numpydoc "Parameters" section naming every
+# parameter of its signature.
+DOCUMENTED_PARAMETERS = ["check", "check_params"]
 
 
 PUBLIC_MODULES = [
@@ -55,8 +62,56 @@ def test_all_lists_every_public_name_once():
     assert sorted(gradcheck.__all__, key=lambda n: (n.lower(), n)) == gradcheck.__all__
     assert len(set(gradcheck.__all__)) == len(gradcheck.__all__)
     assert public | {"__version__"} == set(gradcheck.__all__)
-    assert set(PUBLIC) <= set(gradcheck.__all__) and "ExecutorOptions" in gradcheck.__all__
+    assert set(PUBLIC) == set(gradcheck.__all__) and "ExecutorOptions" in gradcheck.__all__
     assert gradcheck.ExecutorOptions is importlib.import_module("gradcheck.engines._executor").ExecutorOptions
+
+
+def numpydoc_parameters(doc: str) -> set[str]:
+    """The names a numpydoc ``Parameters`` section documents (``a, b : type`` lists several)."""
+    lines = inspect.cleandoc(doc).splitlines()
+    try:
+        start = next(i for i, ln in enumerate(lines[:-1]) if ln == "Parameters" and set(lines[i + 1]) == {"-"})
+    except StopIteration:
+        return set()
+    names: set[str] = set()
+    body = lines[start + 2:]
+    for ln, after in zip(body, body[1:] + [""]):
+        if after and set(after) == {"-"}:  # the next section's title
+            break
+        if ln and not ln.startswith(" "):
+            names |= {n.strip() for n in ln.split(":")[0].split(",")}
+    return names
+
+
+@pytest.mark.parametrize("name", DOCUMENTED_PARAMETERS)
+def test_functions_with_many_keywords_document_each_parameter(name):
+    """check and check_params have a numpydoc Parameters section that names every
+    parameter of their signature, and a Returns section."""
+    fn = getattr(gradcheck, name)
+    documented = numpydoc_parameters(fn.__doc__)
+    assert documented, f"gradcheck.{name} has no numpydoc Parameters section"
+    missing = set(inspect.signature(fn).parameters) - documented
+    assert not missing, f"gradcheck.{name}'s Parameters section does not document {sorted(missing)}"
+    assert "\nReturns\n-------\n" in inspect.cleandoc(fn.__doc__)
+
+
+def test_the_parameters_reader_fails_on_a_missing_entry():
+    """Negative control for the test above: a docstring without a parameter is caught."""
+    def f(a, b, *, c=1):
+        """Summary.
+
+        Parameters
+        ----------
+        a, b : int
+            Two.
+
+        Returns
+        -------
+        int
+        """
+    assert numpydoc_parameters(f.__doc__) == {"a", "b"}
+    assert set(inspect.signature(f).parameters) - numpydoc_parameters(f.__doc__) == {"c"}
+    assert numpydoc_parameters("Summary only.") == set()
 
 
 @pytest.mark.parametrize("module", PUBLIC_MODULES)

@@ -307,7 +307,7 @@ def test_failing_checks_leave_html_and_json_named_after_the_test(pytester, monke
         result.stdout.fnmatch_lines([f"gradcheck HTML report: {pytester.path / 'pages' / n}.html",
                                      f"gradcheck JSON report: {pytester.path / 'data' / n}.json"])
         rows = table_rows(pytester.path / "pages" / f"{n}.html")
-        assert ["(1, 2)", "MISMATCH"] == next(r[:2] for r in rows if r and r[0].startswith("("))
+        assert next(r[:2] for r in rows if r and r[0].startswith("(")) == ["(1, 2)", "MISMATCH"]
         data = json.loads((pytester.path / "data" / f"{n}.json").read_text(encoding="utf-8"))
         assert data["passed"] is False and data["entries"][0]["index"] == [1, 2]
 
@@ -359,6 +359,6 @@ def test_example_project_failure_leaves_a_page_naming_the_planted_entry(pytester
     page = pytester.path / "gradcheck-reports" / "test_softreg_planted.py_test_model_parameters.html"
     result.stdout.fnmatch_lines([f"gradcheck HTML report: {page}"])
     rows = table_rows(page)
-    assert ["W", "FAIL"] == next(r[:2] for r in rows if r and r[0] == "W")
-    assert ["b", "PASS"] == next(r[:2] for r in rows if r and r[0] == "b")
-    assert ["(2, 1)", "MISMATCH"] == next(r[:2] for r in rows if r and r[0].startswith("("))
+    assert next(r[:2] for r in rows if r and r[0] == "W") == ["W", "FAIL"]
+    assert next(r[:2] for r in rows if r and r[0] == "b") == ["b", "PASS"]
+    assert next(r[:2] for r in rows if r and r[0].startswith("(")) == ["(2, 1)", "MISMATCH"]

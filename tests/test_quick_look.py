@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from zoo import CASES
 
 import gradcheck
 import gradcheck._refine.second_look as judge  # QUICK_LOOK
 from gradcheck import Verdict
 from gradcheck._refine.quick import QUICK_FACTORS, quick_certify
 from gradcheck._refine.study import STUDY_FACTORS, step_study
-
-from zoo import CASES
 
 U = 2.0**-53
 

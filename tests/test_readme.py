@@ -22,9 +22,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-import pytest
-
 import optional_deps
+import pytest
 
 import gradcheck
 

@@ -8,11 +8,10 @@ import math
 
 import numpy as np
 import pytest
+from zoo import CASES
 
 import gradcheck
 from gradcheck import Cause, Verdict, check
-
-from zoo import CASES
 
 KINKS = [
     # (name, f, claimed gradient as frameworks define it at the kink, kink entries)

@@ -7,9 +7,17 @@ import pytest
 
 import gradcheck
 from gradcheck._core.formats import BFLOAT16, from_bits, round_to_format
-from gradcheck.subjects import (bf16_round_c, matvec_fast, matvec_inputs, matvec_math,
-                                matvec_reference, rope_fast, rope_inputs, rope_math,
-                                rope_reference)
+from gradcheck.subjects import (
+    bf16_round_c,
+    matvec_fast,
+    matvec_inputs,
+    matvec_math,
+    matvec_reference,
+    rope_fast,
+    rope_inputs,
+    rope_math,
+    rope_reference,
+)
 
 BF16 = ml_dtypes.bfloat16
 

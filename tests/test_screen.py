@@ -6,6 +6,8 @@ issue 14 is in benchmarks/bench_screen.py (and one slow test at the end).
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -490,6 +492,8 @@ def test_report_words_and_json():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("CI"), reason="the issue-14 bar on 1024x1024 takes a minute or "
+                    "more: it runs where CI is set (.ci/run's full configuration, or CI=1 pytest)")
 def test_issue_14_bar_at_1024():
     """The bar of issue 14 on W 1024x1024: one entry off by 1e-6 is traced to its index and
     three off by 1e-5 are MISMATCH at theirs, each within 1,000 evaluations."""

@@ -2,11 +2,9 @@
 gradients screened at every entry, a corrupted backward localized at its index."""
 from __future__ import annotations
 
-
 import numpy as np
-import pytest
-
 import optional_deps
+import pytest
 
 import gradcheck
 from gradcheck import Verdict

@@ -166,8 +166,8 @@ def test_demo_pictures_of_the_parity_sweep(tmp_path, parity_sweep):
     """The demo's parity showcase writes the sweep grid and a heat map of a failing shape
     into the folder it is given; `gradcheck demo --out DIR` names that folder."""
     need("matplotlib")
-    from gradcheck.cli import build_parser
     from gradcheck._demo.showcases import SHOWCASES
+    from gradcheck.cli import build_parser
 
     showcase = next(sc for sc in SHOWCASES if sc.pictures is not None)
     paths = showcase.pictures(parity_sweep, tmp_path / "out")

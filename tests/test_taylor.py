@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
-
 import optional_deps
+import pytest
 
 import gradcheck
 from gradcheck import GradientAssertionError, TaylorResult, taylor_test

@@ -14,13 +14,21 @@ import concurrent.futures as cf
 import re
 
 import numpy as np
+import optional_deps
 import pytest
 
-import optional_deps
-
 import gradcheck
-from gradcheck import (AliasedParametersError, Config, FunctionError, InputMutationError, OutputError,
-                       UnsupportedInputError, Verdict, check, check_params)
+from gradcheck import (
+    AliasedParametersError,
+    Config,
+    FunctionError,
+    InputMutationError,
+    OutputError,
+    UnsupportedInputError,
+    Verdict,
+    check,
+    check_params,
+)
 
 W = np.array([-1.0, 0.5, 1.0])
 

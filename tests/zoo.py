@@ -5,8 +5,9 @@ of the checker) and a buggy one together with the exact set of entries the bug t
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

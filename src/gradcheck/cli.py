@@ -18,7 +18,8 @@ import importlib
 import os
 import sys
 import traceback
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -216,9 +217,16 @@ def _cmd_dispute(args: argparse.Namespace) -> int:
     fmt = resolve_format(args.dtype)
     math_fn = _Watched(_load(args.fn))
     inputs, candidates = _dispute_inputs(args, fmt), _dispute_candidates(args, fmt)
+    cotangent = None
+    if args.cotangent is not None:
+        cotangent = _load_array(args.cotangent, "--cotangent")
+        if cotangent.dtype.kind in "Vui" and cotangent.dtype.itemsize == 2 and fmt.bits == 16:
+            cotangent = cotangent.view(np.uint16).view(fmt.dtype)  # bit patterns, as candidates
+    if args.of == "value" and (args.cotangent is not None or args.wrt != 0):
+        raise ValueError("--cotangent and --wrt apply to --of gradient")
     try:
         result = dispute(math_fn, inputs, candidates, fmt, dps=args.dps, bound_ulps=args.bound_ulps,
-                         name=args.fn)
+                         name=args.fn, of=args.of, wrt=args.wrt, cotangent=cotangent)
     except NotAdjudicable as exc:
         raise ValueError(str(exc)) from None
     except Exception as exc:
@@ -289,6 +297,14 @@ def build_parser() -> argparse.ArgumentParser:
     dsp.add_argument("--dps", type=int, default=40, help="working precision in digits (default: %(default)s)")
     dsp.add_argument("--bound-ulps", type=float, default=None,
                      help="max error in ulps before a candidate is broken (default: derived from a float32 evaluation)")
+    dsp.add_argument("--of", choices=("value", "gradient"), default="value",
+                     help="judge outputs of --fn (value, the default) or candidate gradients of "
+                     "sum(cotangent * fn(inputs)) with respect to input --wrt (gradient)")
+    dsp.add_argument("--wrt", type=int, default=0, metavar="N",
+                     help="with --of gradient: the input the gradient is taken with respect to (default: 0)")
+    dsp.add_argument("--cotangent", metavar="FILE.npy",
+                     help="with --of gradient: the cotangent, shaped like fn's result (omit if fn returns "
+                     "a scalar); uint16 arrays are bit patterns of a 16-bit --dtype")
     dsp.add_argument("--json", action="store_true", help="print JSON instead of text")
     dsp.add_argument("--html", metavar="FILE.html", help="also write the result as a self-contained HTML page")
     dsp.set_defaults(run=_cmd_dispute)

@@ -218,9 +218,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     """Failed checks show the verdict table: gradcheck's own frames are cut from the
     traceback of a GradientAssertionError (``--fulltrace`` keeps them)."""
     excinfo = call.excinfo
-    if excinfo is not None and not item.config.getoption("fulltrace", False):
-        if excinfo.errisinstance((GradientAssertionError, NegativeControlError)):
-            _cut_internal_tail(excinfo)
+    if (excinfo is not None and not item.config.getoption("fulltrace", False)
+            and excinfo.errisinstance((GradientAssertionError, NegativeControlError))):
+        _cut_internal_tail(excinfo)
     rep = yield
     if excinfo is not None and call.when == "call":
         _write_artifacts(item, excinfo, rep)
@@ -274,7 +274,8 @@ def _cut_internal_tail(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
     raw chain when it trims the frames above the test function.
     """
     inside = _package_dir()
-    tb, last_outside = excinfo.tb, None
+    tb: Any = excinfo.tb
+    last_outside = None
     while tb is not None:
         if not tb.tb_frame.f_code.co_filename.startswith(inside):
             last_outside = tb

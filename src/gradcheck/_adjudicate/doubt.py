@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._core.judged import Judged
+from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from .referee import MAX_ADJUDICATED, Referee
 
@@ -26,7 +27,7 @@ GROSS_CONFIRMED = 3
 def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit, cfg, claim_scale) -> None:
     codes = judged.codes
     with np.errstate(divide="ignore", invalid="ignore"):
-        tol = cfg.atol + cfg.rtol * np.maximum(np.abs(analytic), np.abs(judged.numeric)) + cfg.noise_factor * judged.noise
+        tol = Tolerance.of(cfg).per_entry(analytic, judged.numeric, judged.noise)
         excess = np.abs(analytic - judged.numeric) / tol
     mismatch = codes == Verdict.MISMATCH
     gross = np.flatnonzero(mismatch & (excess >= GROSS_EXCESS))
@@ -48,8 +49,7 @@ def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit,
         finite = analytic[np.isfinite(analytic)]
         claim_scale = float(np.abs(finite).max()) if finite.size else 0.0
     before = (codes[positions].copy(), judged.causes[positions].copy())
-    adj = referee.adjudicate(positions, idx_map[positions], analytic, codes.copy(), rtol=cfg.rtol, atol=cfg.atol,
-                             noise_factor=cfg.noise_factor, resolution=cfg.resolution, unit=unit,
+    adj = referee.adjudicate(positions, idx_map[positions], analytic, codes.copy(), **Tolerance.of(cfg).rule(), unit=unit,
                              claim_scale=claim_scale)
     judged.codes[positions] = adj.codes
     judged.causes[positions] = adj.causes
@@ -82,7 +82,7 @@ def _guard_disagreement(judged: Judged, positions, adj, before, idx_map, cfg, in
     are not used for this."""
     fd_codes, fd_causes = before
     n = judged.numeric[positions]
-    fd_bound = cfg.noise_factor * judged.noise[positions]
+    fd_bound = Tolerance.of(cfg).noise_term(judged.noise[positions])
     with np.errstate(invalid="ignore", over="ignore"):
         studied = (fd_causes == Cause.STEP_STUDY) & np.isin(fd_codes, [int(Verdict.PASS), int(Verdict.MISMATCH),
                                                                          int(Verdict.UNCHECKED)])

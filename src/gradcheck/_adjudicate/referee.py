@@ -27,16 +27,18 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .._classify.rule import verdicts
 from .._core.config import DEFAULT_RESOLUTION
 from .._core.errors import WorkerDiedError
+from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from ..engines._fork import die_with, fork_hazard, shutdown_pool, usable_cores
 from ..engines._processes import how_it_died
@@ -49,7 +51,7 @@ PARALLEL_MIN = 12
 # In a forked worker: the referee it works for. The parent hands it over as the pool's
 # initializer argument, which a forked process inherits without pickling (the user's function
 # need not be picklable), so concurrent adjudications in threads each fork their own.
-_ACTIVE: "Referee | None" = None
+_ACTIVE: Referee | None = None
 
 #: Why the referee does not run a compiled f (numba or C), for the report.
 COMPILED_F = "f is compiled code (numba or C), which cannot run at arbitrary precision"
@@ -191,7 +193,8 @@ class Referee:
         left = np.full(n, np.nan)
         right = np.full(n, np.nan)
         evaluations = 0
-        round_off = noise_factor * unit * claim_scale
+        rule = Tolerance(rtol, atol, noise_factor, resolution)
+        round_off = rule.noise_term(unit) * claim_scale
         found = self._all_derivatives(np.asarray(flat_indices))
         for j, d in enumerate(found):
             a = float(analytic[positions[j]])
@@ -203,7 +206,7 @@ class Referee:
             exact[j], error[j] = e, bound
             if is_kink:
                 lo, hi = min(left[j], right[j]), max(left[j], right[j])
-                slack = atol + rtol * max(abs(lo), abs(hi)) + round_off + side_error
+                slack = rule.replace(noise_factor=1.0).bound(max(abs(lo), abs(hi)), round_off + side_error)
                 codes[j] = Verdict.KINK if lo - slack <= a <= hi + slack else Verdict.MISMATCH
                 causes[j] = Cause.KINK_EXACT
                 continue
@@ -215,9 +218,11 @@ class Referee:
 def _judge_exact(a: float, e: float, bound: float, round_off: float, rtol: float, atol: float,
                  resolution: float, negligible: bool = False) -> tuple[int, int]:
     """Verdict and cause of claim ``a`` against the exact value ``e`` (error ``bound``)."""
-    err, tol = abs(a - e), atol + rtol * abs(e) + round_off + bound
+    rule = Tolerance(rtol, atol, 1.0, resolution)  # the noise: the backward's round-off and e's bound
+    floor = rule.floor(round_off + bound)
+    err, tol = abs(a - e), floor + rule.value_term(abs(e))
     one = lambda v: np.array([v], dtype=np.float64)  # noqa: E731
-    code = int(verdicts(one(err), one(max(abs(a), abs(e))), one(atol + round_off + bound), one(tol),
+    code = int(verdicts(one(err), one(max(abs(a), abs(e))), one(floor), one(tol),
                         np.array([np.isfinite(a) and np.isfinite(e)]), resolution=resolution)[0])
     zero_truth = abs(e) + bound <= round_off or (negligible and abs(a) <= round_off)
     if code == Verdict.UNCHECKED and zero_truth:

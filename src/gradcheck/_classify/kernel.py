@@ -19,6 +19,7 @@ import numpy as np
 
 from .._core.config import DEFAULT_RESOLUTION
 from .._core.jit import PRANGE, kernel
+from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from . import rule as _classify
 
@@ -50,10 +51,10 @@ def _verdict(ai, ni, zi, rtol, atol, k, res):
     abs_n = abs(ni)
     # np.maximum: the first argument when it is NaN or not smaller, else the second.
     scale = abs_a if (abs_a >= abs_n) | (abs_a != abs_a) else abs_n
-    floor = atol + k * zi
+    floor = atol + k * zi  # Tolerance.floor and .bound (_core/tolerance), the same operations
     t = floor + rtol * scale
     finite = (ai - ai == 0.0) & (ni - ni == 0.0) & (zi - zi == 0.0)  # False for inf, NaN
-    low = (scale <= floor) | (t > res * scale)  # below noise, or resolved too coarsely
+    low = (scale <= floor) | (t > res * scale)  # below noise, or Tolerance.coarse
     code = _UNCHECKED if low else _PASS
     code = _MISMATCH if abs(ai - ni) > t else code
     return (code if finite else _NONFINITE), t
@@ -79,7 +80,7 @@ def _classify_one_thread(a, n, z, rtol, atol, k, res, codes, tol, want_tol):
 
 def _run(a, n, z, rtol, atol, k, res, codes, tol, want_tol) -> None:
     run = _classify_threads if a.size >= THREADS_MIN_SIZE else _classify_one_thread
-    run(a, n, z, float(rtol), float(atol), float(k), float(res), codes, tol, want_tol)
+    run(a, n, z, *Tolerance(rtol, atol, k, res).scalars(), codes, tol, want_tol)
 
 
 def _as_f64(values) -> np.ndarray:

@@ -19,22 +19,23 @@ So a PASS claim is within ``r`` of the numeric value (1%; in the float64 preset 
 within rtol): a tolerance nearly as large as the value proves nothing and is UNCHECKED,
 never PASS. MISMATCH does not depend on ``r``: a disagreement beyond the tolerance is one
 at any resolution. The step study, the quick look and the referee judge by this same rule
-(:func:`verdicts`), each with its own tolerance.
+(:func:`verdicts`), each with its own noise term in the one formula
+(:class:`gradcheck._core.tolerance.Tolerance`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .._core.config import DEFAULT_RESOLUTION, Config
+from .._core.tolerance import Tolerance, coarse
 from .._core.verdict import Verdict
 
 EPS_REL = 1e-12  # the seed's guard in |a-n| / max(|a|, |n|, eps)
 
 
 def tolerance(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor: float):
-    """Per-entry tolerance ``atol + rtol*max(|a|,|n|) + k*noise``."""
-    scale = np.maximum(np.abs(analytic), np.abs(numeric))
-    return atol + noise_factor * noise + rtol * scale
+    """Per-entry tolerance ``atol + rtol*max(|a|,|n|) + k*noise`` (:class:`Tolerance`)."""
+    return Tolerance(rtol, atol, noise_factor).per_entry(analytic, numeric, noise)
 
 
 def verdicts(err, scale, floor, tol, finite, *, resolution: float) -> np.ndarray:
@@ -43,7 +44,7 @@ def verdicts(err, scale, floor, tol, finite, *, resolution: float) -> np.ndarray
     NONFINITE where not ``finite``. Every judge of a verdict calls this."""
     with np.errstate(invalid="ignore", over="ignore"):
         codes = np.full(np.shape(err), Verdict.PASS, dtype=np.uint8)
-        codes[(scale <= floor) | (tol > resolution * scale)] = Verdict.UNCHECKED
+        codes[(scale <= floor) | coarse(tol, scale, resolution)] = Verdict.UNCHECKED
         codes[err > tol] = Verdict.MISMATCH
     codes[~finite] = Verdict.NONFINITE
     return codes
@@ -55,12 +56,13 @@ def classify(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor
     a = np.asarray(analytic, dtype=np.float64)
     n = np.asarray(numeric, dtype=np.float64)
     z = np.asarray(noise, dtype=np.float64)
+    rule = Tolerance(rtol, atol, noise_factor, resolution)
     with np.errstate(invalid="ignore", over="ignore"):
         finite = np.isfinite(a) & np.isfinite(n) & np.isfinite(z)
         err = np.abs(a - n)
         scale = np.maximum(np.abs(a), np.abs(n))
-        floor = atol + noise_factor * z
-        tol = floor + rtol * scale
+        floor = rule.floor(z)
+        tol = floor + rule.value_term(scale)  # rule.bound(scale, z), the floor computed once
     return verdicts(err, scale, floor, tol, finite, resolution=resolution)
 
 
@@ -82,4 +84,4 @@ def relative_error(analytic, numeric, eps: float = EPS_REL) -> np.ndarray:
 
 def rule_of(cfg: Config) -> dict[str, float]:
     """The verdict rule's settings, as every call of ``classify`` takes them."""
-    return dict(rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor, resolution=cfg.resolution)
+    return Tolerance.of(cfg).rule()

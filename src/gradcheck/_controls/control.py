@@ -16,6 +16,7 @@ from .._core.config import Config
 from .._core.errors import GradientAssertionError
 from .._core.verdict import Verdict
 from .._pipeline.check import check
+from .._report.report import Report
 from .corrupt import CORRUPTIONS, Corrupting
 from .kinds import run_control
 
@@ -56,6 +57,7 @@ def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto
         f, x, grad = compiled_problem()  # the compiled engine refuses a Python f
     options = dict(engine=engine, config=config, adjudicate=adjudicate, executor=executor)
     good = check(f, x, grad, backend=be, name=f"control[{be.name}]", **options)
+    assert isinstance(good, Report)  # one input array: one report
     _require_engine(good, engine, executor)
     if not good.passed or good.counts[Verdict.PASS] != good.size:
         raise GradientAssertionError(
@@ -63,6 +65,7 @@ def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto
             f"passed at every entry, so the checker cries wolf\n{good}", good,
         )
     bad = check(f, x, grad, backend=Corrupting(be), name=f"control[{be.name}, corrupted]", **options)
+    assert isinstance(bad, Report)
     _require_engine(bad, engine, executor)
     expected = sorted(ix for ix, _ in CORRUPTIONS)
     flagged = sorted(bad.entries(Verdict.MISMATCH))

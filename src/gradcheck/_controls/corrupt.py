@@ -2,7 +2,8 @@
 at known entries (:data:`CORRUPTIONS`)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -11,7 +11,8 @@ planted errors are applied to what the framework returns. The corruptions are
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -121,7 +122,7 @@ def _jvp(be: Any, options: dict[str, Any]) -> None:
 
 def _planted_columns(be, f, x, tangents) -> np.ndarray:
     """``sum_ix (factor - 1) t[ix] J e_ix`` for each tangent: the planted error of a JVP."""
-    extra = 0.0
+    extra: Any = 0.0
     for ix, factor in CORRUPTIONS:
         e = np.zeros((1,) + x.shape, dtype=x.dtype)
         e[(0,) + ix] = 1
@@ -137,7 +138,7 @@ def _hvp(be: Any, options: dict[str, Any]) -> None:
     if _framework(be):
         good = check_hvp(f, x, None, backend=be, name=f"control[{be.name}, hvp]", **options)
         planted = _Planted(be, hvp=lambda f_, x_, v: corrupt_entries(be.hvp(f_, x_, v)))
-        bad_args = dict(hvp=None, backend=planted)
+        bad_args: dict[str, Any] = dict(hvp=None, backend=planted)
     else:
         good = check_hvp(f, x, _numpy_hvp, grad=control_gradient, backend=be,
                          name=f"control[{be.name}, hvp]", **options)
@@ -180,6 +181,9 @@ def _adjoint(be: Any, options: dict[str, Any]) -> None:
 def _taylor(be: Any, options: dict[str, Any]) -> None:
     _no_engine("taylor", options)
     f, x, _ = be.control_problem()
+    grad: Any
+    hvp: Any
+    wrong: list[dict[str, Any]]
     if _framework(be):
         grad, hvp = None, "backend"
         wrong_grad = lambda f_, x_, v, g: corrupt_entries(be.claimed_gradient(f_, x_, v, g))  # noqa: E731

@@ -11,7 +11,8 @@ TypeError: refine must be True, False or None, got 'no' (a str)
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -85,6 +86,16 @@ def positive(name: str, value: Any, *, none: bool = False) -> float | None:
     if not (np.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be {accepts}, got {value!r}")
     return float(value)
+
+
+def label_of(f: Any, name: str | None = None) -> str:
+    """What reports call ``f``: ``name`` when given, else ``f.__name__``, else ``f.name`` (a
+    native function, a subject), else the name of ``f``'s type. The one label rule.
+
+    >>> label_of(len), label_of(len, "mine"), label_of(object())
+    ('len', 'mine', 'object')
+    """
+    return name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
 
 
 def text(name: str, value: Any) -> str | None:

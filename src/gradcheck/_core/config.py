@@ -91,7 +91,7 @@ class Config:
                 f"resolution (e.g. resolution={min(0.5, 2 * self.rtol):g}) or lower rtol")
 
     @classmethod
-    def for_dtype(cls, dtype: Any, **overrides: Any) -> "Config":
+    def for_dtype(cls, dtype: Any, **overrides: Any) -> Config:
         """The preset for inputs of ``dtype`` ('float64', 'float32', np.float32, ...).
 
         The presets and the measurements behind them are in the README ("Choosing
@@ -102,7 +102,7 @@ class Config:
             raise ValueError(f"no preset for dtype {name!r}; presets exist for {sorted(_PRESETS)}")
         return dataclasses.replace(_PRESETS[name], **overrides)
 
-    def replace(self, **changes: Any) -> "Config":
+    def replace(self, **changes: Any) -> Config:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
 

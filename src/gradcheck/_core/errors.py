@@ -56,7 +56,7 @@ class OutputError(FunctionError, TypeError):
         self.index, self.side, self.param = index, side, param
         GradcheckError.__init__(self, f"{what} returned {returned} {where_evaluated(index, side, param)}{tail}")
 
-    def at(self, index: tuple[int, ...] | None, side: str, param: str | None = None) -> "OutputError":
+    def at(self, index: tuple[int, ...] | None, side: str, param: str | None = None) -> OutputError:
         """The same error, located at entry ``index`` (``side``) of ``param``."""
         return OutputError(self.returned, index, side, param if param is not None else self.param,
                            self.what, self.tail)
@@ -103,6 +103,20 @@ class DependentSlicesError(GradcheckError, ValueError):
 
 class InputMutationError(GradcheckError, RuntimeError):
     """The user's function wrote into the array it was given."""
+
+
+def mutation_error(who: str = "the function", seen: str = "",
+                   into: str = "the array it was given") -> InputMutationError:
+    """The one message for an ``f`` that wrote into its input: ``who`` wrote into ``into``,
+    where it was ``seen`` (a parenthesis, or ""), and the way out.
+
+    >>> str(mutation_error("f", " (seen at entry (0,))"))
+    'f wrote into the array it was given (seen at entry (0,)); gradcheck cannot difference a function that mutates its input (copy inside the function)'
+    """
+    return InputMutationError(
+        f"{who} wrote into {into}{seen}; gradcheck cannot difference a function that mutates "
+        "its input (copy inside the function)"
+    )
 
 
 class WorkerDiedError(GradcheckError, RuntimeError):

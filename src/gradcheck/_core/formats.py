@@ -194,7 +194,7 @@ def _round_bits(sign: int, p: int, q: int, e2: int,
             n, up = p << s, False
         else:
             n, r, half = p >> -s, p & ((1 << -s) - 1), 1 << (-s - 1)
-            up = r > half or (r == half and n & 1)
+            up = r > half or (r == half and bool(n & 1))
     else:
         num, den = (p << s, q) if s >= 0 else (p, q << -s)
         n, r = divmod(num, den)

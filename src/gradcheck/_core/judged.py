@@ -10,6 +10,9 @@ from typing import Any
 
 import numpy as np
 
+#: Studied entries whose steps and slopes a report keeps (the verdicts of all are kept).
+STUDIES_KEPT = 1000
+
 
 @dataclass
 class Judged:
@@ -18,15 +21,27 @@ class Judged:
     codes: np.ndarray
     refined: np.ndarray
     evaluations: int
-    causes: np.ndarray | None = None
-    exact: np.ndarray | None = None
-    digits: np.ndarray | None = None
-    left: np.ndarray | None = None
-    right: np.ndarray | None = None
+    causes: np.ndarray
+    exact: np.ndarray
+    digits: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
     adjudication: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. f's round-off measured far above its dtype's
     model_unit: float | None = None  # the output dtype's unit round-off, when a measured one replaced it
     measured_unit: float | None = None  # f's own round-off (relative to |f|), when it replaced the model's
+    # The step study of each studied entry: position -> (steps, slopes D(h) at those steps).
+    studies: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def keep_study(self, positions: np.ndarray, steps: np.ndarray, slopes: np.ndarray) -> None:
+        """Record the step study of ``positions`` (rows of ``steps`` and ``slopes``), for
+        the report; at most :data:`STUDIES_KEPT` entries, failing verdicts first (a later
+        study of the same entry replaces its earlier one)."""
+        for j, p in enumerate(np.asarray(positions)):
+            self.studies[int(p)] = (np.array(steps[j], dtype=np.float64), np.array(slopes[j], dtype=np.float64))
+        if len(self.studies) > STUDIES_KEPT:
+            keep = sorted(self.studies, key=lambda q: (int(self.codes[q]) == 0, q))[:STUDIES_KEPT]
+            self.studies = {q: self.studies[q] for q in sorted(keep)}
 
     def second_look(self, shape: tuple[int, ...], positions: np.ndarray | None = None) -> dict[str, Any]:
         """The report's second-look fields (causes, exact, digits, one-sided slopes,
@@ -36,6 +51,9 @@ class Judged:
                  "left": (np.nan, np.float64), "right": (np.nan, np.float64)}
         out: dict[str, Any] = {"adjudication": self.adjudication, "measured_roundoff": self.measured_unit}
         size = int(np.prod(shape, dtype=np.int64))
+        flat = (lambda p: p) if positions is None else (lambda p: int(positions[p]))  # noqa: E731
+        out["step_study"] = {tuple(int(i) for i in np.unravel_index(flat(p), shape)): v
+                             for p, v in self.studies.items()}
         for name, (fill, dtype) in fills.items():
             values = getattr(self, name)
             if positions is None:

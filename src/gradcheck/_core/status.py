@@ -38,11 +38,13 @@ FAIL is never accepted.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from .config import UNIT_ROUNDOFF
+from .tolerance import Tolerance
 from .verdict import FAILING, Verdict
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
@@ -101,7 +103,7 @@ def why_nothing_verified(report: Any) -> tuple[str, str]:
         low = _low_precision_output(report)
         unchecked = report.codes == Verdict.UNCHECKED
         scale = np.maximum(np.abs(report.analytic), np.abs(report.numeric))[unchecked]
-        floor = report.config.noise_factor * report.noise[unchecked]
+        floor = Tolerance.of(report.config).noise_term(report.noise[unchecked])
         figures = (f"noise floor {report.config.noise_factor:g}*noise: median {_median(floor):.2g}, "
                    f"against values of median {_median(scale):.2g}")
         inner = getattr(report, "measured_roundoff", None)
@@ -142,7 +144,7 @@ def _low_precision_output(report: Any) -> str | None:
     if out not in _LOW_PRECISION:
         return None
     unchecked = report.codes == Verdict.UNCHECKED
-    finer = report.config.noise_factor * report.noise[unchecked] * (UNIT_ROUNDOFF["float64"] / UNIT_ROUNDOFF[out])
+    finer = Tolerance.of(report.config).noise_term(report.noise[unchecked]) * (UNIT_ROUNDOFF["float64"] / UNIT_ROUNDOFF[out])
     above = np.abs(report.analytic[unchecked]) > finer
     return out if above.mean() >= 0.5 else None
 

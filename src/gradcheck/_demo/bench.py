@@ -18,8 +18,9 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 #: Environment variable naming the benchmarks directory (overridden by ``--dir``).
 BENCH_DIR_ENV = "GRADCHECK_BENCH_DIR"
@@ -69,6 +70,7 @@ def load(path: Path) -> Any:
 
 def call_main(main: Any, quick: bool) -> Any:
     """``main(quick=...)``, the convention; a ``main(argv)`` gets ``["--quick"]`` or ``[]``."""
+    params: Any
     try:
         params = inspect.signature(main).parameters
     except (TypeError, ValueError):

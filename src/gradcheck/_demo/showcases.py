@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,9 +30,11 @@ from .._lowp.subjects import (
 from .._models.params import check_params
 from .._orders._showcases import adjoint_transposed, taylor_correct, taylor_pictures, taylor_wrong
 from .._pipeline.check import check
+from .._report.report import Report
 from .._sweeps.sweep import grid, shape_sweep
 from ..examples.transformer import loss, loss_and_grads, make_problem
 from ..native import native_function
+from .dispute_showcases import gradient_dispute, timed_dispute
 
 
 @dataclass
@@ -55,6 +58,7 @@ def _numpy_planted() -> tuple[Any, bool, str]:
         return g
 
     r = check(f, x, claimed, name="tanh(x)*flip(x), planted 1e-5 at (4, 1)")
+    assert isinstance(r, Report)
     return r, r.entries(Verdict.MISMATCH) == [(4, 1)], "exactly entry (4, 1) flagged"
 
 
@@ -70,6 +74,7 @@ def _softmax_trap() -> tuple[Any, bool, str]:
         return s * (v - (v * s).sum())
 
     r = check(softmax, x, vjp, name="softmax VJP (sum(softmax) is constant: random cotangent)")
+    assert isinstance(r, Report)
     return r, r.passed and r.counts[Verdict.PASS] == x.size, "all entries PASS"
 
 
@@ -77,6 +82,7 @@ def _native_rosenbrock() -> tuple[Any, bool, str]:
     x = np.random.default_rng(3).uniform(-1.5, 1.5, 64)
     buggy = native_function("rosenbrock", grad="grad_lastbug")
     r = check(buggy, x, buggy.gradient, name="C rosenbrock, gradient drops a term at the last entry")
+    assert isinstance(r, Report)
     return r, r.entries(Verdict.MISMATCH) == [(63,)], "exactly entry (63,) flagged"
 
 
@@ -86,7 +92,7 @@ def _transformer(mutation: str | None) -> Callable[[], tuple[Any, bool, str]]:
         _, grads = loss_and_grads(params, ids, targets, cfg, mutation=mutation)
         # The referee proves the key bias's zero gradient in the correct model; for the
         # mutations the step study already settles every verdict, so the demo skips it.
-        r = check_params(lambda p: loss(p, ids, targets, cfg), params, grads,
+        r = check_params(lambda p: loss(dict(p), ids, targets, cfg), params, grads,
                          adjudicate="auto" if mutation is None else False)
         if mutation is None:
             return r, r.passed, "every entry of every parameter passes (bk: true gradient 0, proven by the referee)"
@@ -126,7 +132,7 @@ def _parity_sweep() -> tuple[Any, bool, str]:
     sweep = shape_sweep(_matmul_subject("grad_parity"), shapes, _matmul_input, factory=True,
                         parts=_matmul_parts, name="C A^T B, backward with a parity defect")
     defective = {(m, k, n) for m, k, n in shapes if m % 2 == 1 and n % 2 == 1}
-    ok = set(sweep.failed) == defective and sweep.rule.text == "m is odd and n is odd"
+    ok = set(sweep.failed) == defective and sweep.rule is not None and sweep.rule.text == "m is odd and n is odd"
     return sweep, ok, "exactly the 128 shapes with m and n odd fail; rule 'm is odd and n is odd'"
 
 
@@ -166,6 +172,8 @@ SHOWCASES = (
     Showcase("C transposed matmul, shape sweep of a parity defect", _parity_sweep, _parity_pictures),
     Showcase("bfloat16 dispute: rotary embedding at large positions", _rope_dispute),
     Showcase("bfloat16 dispute: a fast kernel that is really broken", _matvec_dispute),
+    Showcase("bfloat16 gradient dispute: two rotary backward kernels", gradient_dispute),
+    Showcase("timed dispute: speed and accuracy in one table", timed_dispute),
     Showcase("tiny transformer, correct backward", _transformer(None)),
     Showcase("tiny transformer, one tensor's line wrong", _transformer("wq_line")),
     Showcase("tiny transformer, wrong value returned from block 1", _transformer("block_return")),
@@ -185,7 +193,7 @@ def run_demo(*, json_out: bool = False, print_fn: Callable[[str], None] = print,
     Pictures (heat maps, sweep grids) are written to ``out_dir`` (None: none); without
     matplotlib they are skipped with a note, and the demo still runs.
     """
-    results = []
+    results: list[dict[str, Any]] = []
     all_ok = True
     pictures: list[Path] = []
     skipped = ""
@@ -209,7 +217,7 @@ def run_demo(*, json_out: bool = False, print_fn: Callable[[str], None] = print,
         print_fn(json.dumps({"behaved": all_ok, "showcases": results,
                              "pictures": [str(p.resolve()) for p in pictures]}))
     else:
-        if pictures:
+        if pictures and out_dir is not None:
             print_fn(f"pictures written to {Path(out_dir).resolve()}/:")
             for p in pictures:
                 print_fn(f"  {p.name}")

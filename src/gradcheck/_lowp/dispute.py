@@ -19,7 +19,12 @@ How the verdict is reached (each rule is also stated in the printed result):
       bound_i = BASE_BOUND_ULPS + BOUND_FACTOR * A_i / ulp(exact_i)      (in ulps)
 
   where ``A_i`` is the largest *absolute* error of a float32 evaluation of ``math_fn``
-  (unrounded) among the :data:`NEIGHBOURS` entries nearest to entry i in magnitude. A
+  (unrounded) among the :data:`NEIGHBOURS` entries nearest to entry i in magnitude. The
+  float32 evaluation's error at an entry is the larger of two: ``math_fn`` run with float32
+  arithmetic emulated on ``gradcheck.mp`` values (every operation and every float constant
+  rounded to 24 bits, :mod:`gradcheck._lowp.dispute_bound`), which measures float32 arithmetic
+  even when ``math_fn`` promotes to float64 (a float64 frequency table), and ``math_fn`` run
+  on float32 numpy arrays (numpy's libm). A
   kernel that computes in float32 and rounds once is within 0.5 ulp plus what float32
   arithmetic itself loses; the float32 evaluation measures the latter on these very
   inputs. Where the output is well conditioned that is tiny and the bound is 2 ulps: one
@@ -37,8 +42,8 @@ from __future__ import annotations
 import inspect
 import math
 import time
-from collections.abc import Mapping
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +60,9 @@ from .._core.formats import (
     ulp_error,
 )
 from .._report.text import figure
+from .dispute_bound import float32_arithmetic
+from .dispute_gradient import gradient_definition, require_kind
+from .dispute_timing import ROUNDS, Timing, run_and_time
 from .result import CandidateStats, DisputeResult
 
 __all__ = ["dispute", "DisputeResult", "CandidateStats", "TIE_RATIO", "BASE_BOUND_ULPS",
@@ -72,8 +80,10 @@ NEIGHBOURS = 101
 FLOAT32_EVALUATION = "float32 evaluation"
 
 
-def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: Any) -> None:
+def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: Any,
+                      rounds: Any = ROUNDS) -> None:
     """The types of dispute's keywords, refused at the boundary with what they accept."""
+    _arguments.integer("rounds", rounds, minimum=1, meaning=" (timed rounds per callable candidate)")
     _arguments.integer("dps", dps, minimum=_arguments.MIN_DIGITS,
                        meaning=" (significant digits of the exact values)")
     _arguments.positive("bound_ulps", bound_ulps, none=True)
@@ -83,7 +93,8 @@ def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: 
 
 def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: Any = None, *,
             dps: int = 40, bound_ulps: float | None = None, name: str | None = None,
-            float32_evaluation: bool = True) -> DisputeResult:
+            float32_evaluation: bool = True, of: str = "value", wrt: int = 0,
+            cotangent: Any = None, rounds: int = ROUNDS) -> DisputeResult:
     """Judge each candidate output against the exact value of ``math_fn(*inputs)``.
 
     ``math_fn``: the definition, numpy code run unmodified at ``dps`` significant digits
@@ -97,10 +108,21 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     value must be a value of the target format (a float32 array of bfloat16 values is
     fine; an unrounded float32 result is refused, naming an entry: it is not an output of
     a kernel in that format), and a candidate needs at least one entry.
+    A candidate may also be a callable, called as ``fn(*inputs)`` with the inputs as
+    given: it is then timed (one warm-up call, whose output is judged, then ``rounds``
+    interleaved rounds; best and median per call in ``result.timings``, the speed next to
+    the accuracy in the verdict: "fast: 3.1x faster, 898x more accurate"; see
+    :mod:`gradcheck._lowp.dispute_timing` and :meth:`DisputeResult.benchmark_record`).
     ``dtype``: the target format (float16, bfloat16, float32, float64); default: the
     candidates' common dtype. ``bound_ulps``: the error beyond which an entry makes a
     candidate broken (default: per entry, see the module docstring; ``result.bounds`` and
     ``result.bound_reason`` say what it was).
+
+    ``of="gradient"``: the candidates are gradients, of ``sum(cotangent * math_fn(*inputs))``
+    with respect to ``inputs[wrt]`` (``cotangent`` shaped like ``math_fn``'s result; None when
+    it returns a scalar), judged against the exact gradient computed at ``dps`` digits by
+    reverse mode over ``gradcheck.mp`` values (:mod:`gradcheck._lowp.dispute_gradient`); the
+    bound is widened by the same reverse pass in 24-bit arithmetic.
 
     Every candidate is compared, unrounded, with the exact value in ulps of ``dtype``. A
     float32 evaluation of ``math_fn`` (float inputs as float32, its result rounded once to
@@ -108,7 +130,10 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
 
     Cost: the exact evaluation calls an mpmath function per element and operation, about
     5-15 us each with gmpy2 (``benchmarks/bench_dispute.py``: 1e5 rotary-embedding
-    entries in about 5 s on one core); measuring the candidates is vectorized.
+    entries in about 5 s on one core); the float32-arithmetic evaluation that sets the
+    default bound is a second such pass (a dispute takes about 1.5-2x one exact evaluation;
+    ``bound_ulps=`` or ``float32_evaluation=False`` skips it); measuring the candidates is
+    vectorized. A gradient dispute costs a few exact evaluations (reverse mode).
 
     >>> import numpy as np, ml_dtypes
     >>> x = np.linspace(-3, 3, 64).astype(ml_dtypes.bfloat16)
@@ -119,17 +144,45 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     ('via_f32', ())
     >>> print(r.verdict.splitlines()[0])   # doctest: +ELLIPSIS
     via_f32 is ...x more accurate than sloppy (mean error ... vs ... ulp; ...
+
+    A gradient dispute: two backward kernels of ``sin`` (cotangent 1).
+
+    >>> g_f32 = np.cos(x.astype(np.float32)).astype(ml_dtypes.bfloat16)
+    >>> g_bf16 = np.cos(x)                                # cos evaluated in bfloat16
+    >>> r = dispute(np.sin, (x,), {"f32": g_f32, "bf16": g_bf16}, "bfloat16", of="gradient",
+    ...             cotangent=np.ones(64))
+    >>> r.function, r.broken
+    ('gradient of sin with respect to input 0', ())
     """
     started = time.perf_counter()
-    _dispute_keywords(dps, bound_ulps, name, float32_evaluation)
+    _dispute_keywords(dps, bound_ulps, name, float32_evaluation, rounds)
+    of = require_kind(of)
     args = _as_inputs(inputs)
-    label = name or getattr(math_fn, "__name__", None) or type(math_fn).__name__
+    label = _arguments.label_of(math_fn, name)
     _require_arity(math_fn, args, label)
+    if of == "gradient":
+        math_fn, label = gradient_definition(math_fn, args, wrt, cotangent, label)
     named = _named_candidates(candidates)
+    timings: dict[str, Timing] = {}
+    timed = {k: v for k, v in named.items() if callable(v)}
+    if timed:  # called with the inputs as given, before anything else runs
+        outputs, timings = run_and_time(timed, tuple(inputs) if isinstance(inputs, (tuple, list))
+                                        else (inputs,), rounds=rounds)
+        named = {k: outputs.get(k, v) for k, v in named.items()}
     fmt = _target_format(dtype, named)
     # Checked before the exact evaluation, which can take a while.
     converted = {k: _as_candidate(v, fmt, k) for k, v in named.items()}
     exact = _exact_values(math_fn, args, dps)
+    numpy_f32 = float32_evaluation and of == "value"  # no numpy evaluation of a gradient
+    fields = _judge(math_fn, args, converted, exact, fmt, bound_ulps, float32_evaluation, numpy_f32)
+    return DisputeResult(function=label, dtype=fmt.name, dps=dps, tie_ratio=TIE_RATIO,
+                         seconds=time.perf_counter() - started, timings=timings, of=of, **fields)
+
+
+def _judge(math_fn, args, converted, exact, fmt, bound_ulps, float32_evaluation,
+           numpy_f32) -> dict[str, Any]:
+    """Every figure of the result but its names and times: the candidates measured against
+    the exact values, the float32 evaluations, the bounds, the closest candidate per entry."""
     shape = np.shape(exact)
     exact_obj = np.asarray(exact, dtype=object).reshape(-1)
     notes: list[str] = []
@@ -144,7 +197,7 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
         errors[key], stats[key] = _measure(key, c, exact_hi, exact_obj, want, fmt, shape, notes)
 
     f32_stats, y32_raw = None, None
-    if float32_evaluation:
+    if numpy_f32:
         y32_raw, y32, note = _float32_run(math_fn, args, shape, fmt)
         if note:
             notes.append(note)
@@ -152,7 +205,10 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
             errors[FLOAT32_EVALUATION], f32_stats = _measure(
                 FLOAT32_EVALUATION, y32, exact_hi, exact_obj, want, fmt, shape, notes)
 
-    bounds, base, bound_reason = _bounds(bound_ulps, y32_raw, exact_hi, fmt)
+    widening, source = None, ""
+    if float32_evaluation and bound_ulps is None and fmt is not FLOAT64:
+        widening, source = _float32_losses(math_fn, args, shape, y32_raw, exact_hi, notes)
+    bounds, base, bound_reason = _bounds(bound_ulps, widening, exact_hi, fmt, source)
     closer_index = _closer(np.stack([errors[k] for k in values]))
     names = tuple(values)
     for j, key in enumerate(names):
@@ -160,15 +216,14 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     if f32_stats is not None:
         f32_stats = _judged(f32_stats, errors[FLOAT32_EVALUATION], bounds, shape, None)
     closer = np.array([None, *names], dtype=object)[closer_index + 1].reshape(shape)
-    return DisputeResult(
-        function=label, dtype=fmt.name, shape=tuple(shape), dps=dps, names=names,
-        stats=stats, float32=f32_stats, values={k: v.reshape(shape) for k, v in values.items()},
-        errors={k: v.reshape(shape) for k, v in errors.items()},
-        exact=exact_obj.reshape(shape), correctly_rounded=from_bits(
-            round_to_format(want, fmt), fmt).reshape(shape),
-        closer=closer, closer_index=closer_index.reshape(shape), bound_ulps=base,
-        bounds=bounds.reshape(shape), bound_reason=bound_reason, tie_ratio=TIE_RATIO,
-        seconds=time.perf_counter() - started, notes=tuple(notes))
+    return {
+        "shape": tuple(shape), "names": names, "stats": stats, "float32": f32_stats,
+        "values": {k: v.reshape(shape) for k, v in values.items()},
+        "errors": {k: v.reshape(shape) for k, v in errors.items()},
+        "exact": exact_obj.reshape(shape),
+        "correctly_rounded": from_bits(round_to_format(want, fmt), fmt).reshape(shape),
+        "closer": closer, "closer_index": closer_index.reshape(shape), "bound_ulps": base,
+        "bounds": bounds.reshape(shape), "bound_reason": bound_reason, "notes": tuple(notes)}
 
 
 # -- inputs and candidates ------------------------------------------------------------------
@@ -408,22 +463,38 @@ def _closer(errors: np.ndarray) -> np.ndarray:
     return np.where(ties, -1, best).astype(np.int64)
 
 
-def _bounds(bound_ulps: float | None, y32: np.ndarray | None, exact_hi: np.ndarray,
-            fmt: FloatFormat) -> tuple[np.ndarray, float, str]:
-    """Per-entry bounds in ulps, the base bound, and how they were set (module docstring)."""
+def _float32_losses(math_fn, args, shape, y32_raw, exact_hi, notes) -> tuple[np.ndarray | None, str]:
+    """Per entry, the absolute error of float32 arithmetic on these inputs: the larger of
+    the float32-arithmetic evaluation's (24-bit, whatever dtypes math_fn uses) and the
+    numpy float32 evaluation's (its libm), where the latter really ran in float32."""
+    y24, note = float32_arithmetic(math_fn, args, shape)
+    if note:
+        notes.append(note)
+    with np.errstate(invalid="ignore", over="ignore"):
+        losses = [np.abs(y - exact_hi) for y in (y24, y32_raw) if y is not None]
+    # where an evaluation overflowed or gave NaN it measures nothing: no widening there
+    losses = [np.where(np.isfinite(e), e, 0.0) for e in losses]
+    if not losses:
+        return None, ""
+    named = " and ".join(n for n, y in (("24-bit", y24), ("numpy float32", y32_raw)) if y is not None)
+    return np.maximum.reduce(losses), f"the float32 evaluations' ({named}, the larger)"
+
+
+def _bounds(bound_ulps: float | None, losses: np.ndarray | None, exact_hi: np.ndarray,
+            fmt: FloatFormat, source: str = "") -> tuple[np.ndarray, float, str]:
+    """Per-entry bounds in ulps, the base bound, and how they were set (module docstring).
+    ``losses``: per entry, what float32 arithmetic loses (``_float32_losses``)."""
     size = exact_hi.size
     if bound_ulps is not None:
         if not (isinstance(bound_ulps, (int, float)) and bound_ulps > 0):
             raise ValueError(f"bound_ulps must be a positive number, got {bound_ulps!r}")
         return np.full(size, float(bound_ulps)), float(bound_ulps), f"{figure(bound_ulps)} ulp (given)"
     base = BASE_BOUND_ULPS
-    if fmt is FLOAT64 or y32 is None:
+    if fmt is FLOAT64 or losses is None:
         why = "float64 target" if fmt is FLOAT64 else "no float32 evaluation to widen it"
         return np.full(size, base), base, f"{figure(base)} ulp at every entry ({why})"
     with np.errstate(invalid="ignore", over="ignore"):
-        absolute = np.abs(y32 - exact_hi)
-        # where float32 itself overflowed or gave NaN it measures nothing: no widening there
-        absolute = np.where(np.isfinite(absolute), absolute, 0.0)
+        absolute = losses
         order = np.argsort(np.abs(exact_hi), kind="stable")
         half = min(NEIGHBOURS, size) // 2
         padded = np.concatenate([np.zeros(half), absolute[order], np.zeros(half)])
@@ -434,7 +505,7 @@ def _bounds(bound_ulps: float | None, y32: np.ndarray | None, exact_hi: np.ndarr
     low, mid, high = (float(np.min(bounds)), float(np.median(bounds)), float(np.max(bounds))) if size else (base,) * 3
     spread = f"{figure(low)} ulp everywhere" if high <= low * 1.001 else (
         f"{figure(low)} to {figure(high)} ulp here, median {figure(mid)}")
-    return bounds, base, (f"{figure(base)} ulp + {figure(BOUND_FACTOR)} x the float32 evaluation's absolute error "
+    return bounds, base, (f"{figure(base)} ulp + {figure(BOUND_FACTOR)} x {source} absolute error "
                           f"(largest among the {2 * half + 1} entries nearest in magnitude), in ulps of "
                           f"each entry: {spread}")
 

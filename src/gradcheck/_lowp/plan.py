@@ -53,6 +53,7 @@ import numpy as np
 from .._classify.rule import verdicts
 from .._core.config import Config
 from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_format, ulp
+from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from ..engines._differences import slope_and_noise
 
@@ -136,7 +137,8 @@ class LowPrecisionPlan(OrdinaryPlan):
         """The floor scales with the gradient's size, measured by the first differences."""
         if not self.upcast:
             return cfg
-        return self.with_floor(cfg, analytic, slope_and_noise(*diffs, 2.0**-53)[0])
+        fp, fm, denom = diffs
+        return self.with_floor(cfg, analytic, slope_and_noise(fp, fm, denom, 2.0**-53)[0])
 
     def final(self, analytic: np.ndarray, judged: Any, cfg: Config, codes: np.ndarray,
               tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -206,7 +208,7 @@ class LowPrecisionPlan(OrdinaryPlan):
             n[use] = exact[use]
         with np.errstate(invalid="ignore", over="ignore"):
             scale = np.maximum(np.abs(a), np.abs(n))
-            floor = self.floor + cfg.noise_factor * judged.noise
+            floor = Tolerance.of(cfg).replace(atol=self.floor).floor(judged.noise)  # ulps, not rtol, on top
             tol = self.bound_ulps * ulp(np.where(np.isfinite(scale), scale, 0.0), fmt) + floor
             err = np.abs(a - n)
         codes = judged.codes.copy()

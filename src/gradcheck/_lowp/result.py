@@ -4,15 +4,17 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
 from .._core.formats import FLOAT64, round_to_format
 from .._report.html import HtmlViews
 from .._report.text import figure, percent
+from .dispute_timing import Timing, speed_lines
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class CandidateStats:
     excess_bound: float = math.nan
     closer: float | None = None
 
-    def with_judgement(self, **figures: Any) -> "CandidateStats":
+    def with_judgement(self, **figures: Any) -> CandidateStats:
         return dataclasses.replace(self, **figures)
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,7 +81,11 @@ class DisputeResult(HtmlViews):
     are within ``tie_ratio``. ``broken``: the candidates with an entry beyond its bound;
     ``bounds`` holds the bound of every entry in ulps, ``bound_ulps`` its base (the bound
     where the float32 evaluation loses nothing, or the bound you gave), ``bound_reason``
-    says how they were set.
+    says how they were set. ``of``: ``"value"`` or ``"gradient"`` (what the candidates are).
+    ``timings[name]``: a :class:`~gradcheck._lowp.dispute_timing.Timing` (best and median
+    seconds per call) for each candidate given as a callable; the verdict then has a line
+    "name: 3.1x faster, 898x more accurate (than slowest ...)" per timed candidate, and
+    :meth:`benchmark_record` gives the figures as JSON-able numbers.
     """
 
     function: str
@@ -101,8 +107,11 @@ class DisputeResult(HtmlViews):
     tie_ratio: float
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    timings: Mapping[str, Timing] = field(default_factory=dict)
+    of: str = "value"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "timings", MappingProxyType(dict(self.timings)))
         object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))
         object.__setattr__(self, "errors", MappingProxyType(dict(self.errors)))
         object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
@@ -144,8 +153,10 @@ class DisputeResult(HtmlViews):
 
     @property
     def verdict(self) -> str:
-        """The finding in sentences: who is more accurate and by how much, who is broken."""
+        """The finding in sentences: who is more accurate and by how much, who is broken,
+        and for timed candidates how much faster each is than the slowest."""
         lines = [self._accuracy_sentence()]
+        lines += speed_lines(self.names, self.timings, self.broken, self.ratio, self.tie_ratio)
         for k in self.names:
             s = self.stats[k]
             if k in self.broken:
@@ -206,14 +217,19 @@ class DisputeResult(HtmlViews):
         if self.float32 is not None:
             rows.append((f"({self.float32.name})", self.float32))
         width = max(9, *(len(k) for k, _ in rows))
+        timed = bool(self.timings)
         head = (f"  {'candidate':<{width}} {'max ulp':>9} {'mean ulp':>9} {'p99 ulp':>9} "
-                f"{'correctly rounded':>17} {'<= 1 ulp':>9} {'> bound':>8} {'closer':>8}")
+                f"{'correctly rounded':>17} {'<= 1 ulp':>9} {'> bound':>8} {'closer':>8}"
+                + (f" {'median':>10} {'best':>10}" if timed else ""))
         lines = [head]
         for k, s in rows:
+            t = self.timings.get(k)
+            times = "" if not timed else (f" {_secs(t.median):>10} {_secs(t.best):>10}" if t
+                                          else f" {'-':>10} {'-':>10}")
             lines.append(
                 f"  {k:<{width}} {figure(s.max_ulp):>9} {figure(s.mean_ulp):>9} {figure(s.p99_ulp):>9} "
                 f"{percent(s.correctly_rounded):>17} {percent(s.within_1ulp):>9} "
-                f"{percent(s.beyond_bound):>8} {percent(s.closer):>8}")
+                f"{percent(s.beyond_bound):>8} {percent(s.closer):>8}" + times)
         return "\n".join(lines)
 
     def summary(self) -> str:
@@ -248,10 +264,53 @@ class DisputeResult(HtmlViews):
             "ratios": {f"{a}/{b}": _json_float(self.ratio(a, b))
                        for a in self.names for b in self.names if a != b},
             "verdict": self.verdict, "notes": list(self.notes), "seconds": self.seconds,
+            "of": self.of, "timings": {k: t.to_dict() for k, t in self.timings.items()},
         }
+
+    def benchmark_record(self) -> dict[str, Any]:
+        """Speed and accuracy per candidate as flat JSON-able numbers, for a benchmark suite
+        (pytest-benchmark's ``benchmark.extra_info.update(...)``, asv's tracked values).
+
+        Per candidate: ``median_s`` / ``best_s`` (None if it was given as an array),
+        ``mean_ulp`` / ``p99_ulp`` / ``max_ulp``, ``broken``, and against the slowest timed
+        candidate ``speedup`` and ``accuracy_ratio`` (> 1: more accurate).
+
+        >>> import numpy as np, ml_dtypes
+        >>> from gradcheck import dispute
+        >>> x = np.linspace(-3, 3, 64).astype(ml_dtypes.bfloat16)
+        >>> def via_f32(v):
+        ...     return np.exp(v.astype(np.float32)).astype(ml_dtypes.bfloat16)
+        >>> r = dispute(np.exp, (x,), {"f32": via_f32, "bf16": np.exp}, "bfloat16", rounds=2)
+        >>> rec = r.benchmark_record()
+        >>> sorted(rec["candidates"]["f32"])[:4], rec["candidates"]["f32"]["median_s"] > 0
+        (['accuracy_ratio', 'best_s', 'broken', 'max_ulp'], True)
+        """
+        timed = [k for k in self.names if k in self.timings]
+        base = max(timed, key=lambda k: self.timings[k].median) if timed else None
+        out: dict[str, Any] = {"function": self.function, "dtype": self.dtype, "of": self.of,
+                               "entries": int(np.prod(self.shape, dtype=np.int64)),
+                               "baseline": base, "broken": list(self.broken),
+                               "most_accurate": self.most_accurate, "candidates": {}}
+        for k in self.names:
+            s, t = self.stats[k], self.timings.get(k)
+            rec = {"median_s": t.median if t else None, "best_s": t.best if t else None,
+                   "mean_ulp": _json_float(s.mean_ulp), "p99_ulp": _json_float(s.p99_ulp),
+                   "max_ulp": _json_float(s.max_ulp), "broken": k in self.broken}
+            if base is not None and t is not None:
+                rec["speedup"] = _json_float(self.timings[base].median / t.median) if t.median else "inf"
+                rec["accuracy_ratio"] = _json_float(self.ratio(k, base))
+            out["candidates"][k] = rec
+        return out
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **kwargs)
+
+
+def _secs(s: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if s >= scale:
+            return f"{s / scale:.3g} {unit}"
+    return f"{s * 1e9:.3g} ns"
 
 
 def _nan_last(v: float) -> float:

@@ -13,8 +13,9 @@ gradient is 0) say nothing either way and are skipped when runs are formed.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)

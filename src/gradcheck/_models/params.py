@@ -8,11 +8,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .._adjudicate.notes import adjudication_notes, unchecked_notes
-from .._adjudicate.referee import Referee
-from .._classify.rule import tolerance
+from .._adjudicate.referee import Referee, referee_may_run
 from .._core import arguments as _arguments
 from .._core import status as _status
+from .._core.arrays import same_bits
 from .._core.config import Config, dtype_name
 from .._core.errors import (
     AliasedParametersError,
@@ -23,6 +22,8 @@ from .._core.errors import (
 )
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from .._core.verdict import Cause, Verdict
+from .._pipeline.assemble import assemble_report
+from .._pipeline.difference import first_differences
 from .._pipeline.judge import judge_entries
 from .._report.html import HtmlViews
 from .._report.report import Report
@@ -31,7 +32,6 @@ from ..backends import NumpyBackend
 from ..backends._claimed import as_gradient
 from ..engines import CheckProblem, _processes, select_engine
 from ..engines._differences import central_differences, require_moving_steps, steps_for
-from ..engines._fork import fork_hazard, usable_cores
 from .diagnosis import Diagnosis, diagnose
 
 try:
@@ -196,29 +196,62 @@ def check_params(
     Entries of ``params`` are perturbed in place (the usual convention for models that
     read their parameters from the dict) and restored bit for bit afterwards, also when
     ``loss`` raises or the run is interrupted. Every name is checked; nothing stops at the
-    first failure. Values must be numpy arrays (a list, a float or a tensor is refused
-    saying what to pass); names whose arrays share memory (a tied weight under two names,
-    overlapping views of one buffer) are refused with :class:`AliasedParametersError`,
-    which says how to pass a tied weight once or untied copies; claimed gradients are read
-    by value (lists, other float dtypes, CPU tensors). ``order`` is the backward order of the names (default: the reverse of
-    the dict's order, which is the forward creation order in most models); the diagnosis
-    reads the failing names in that order. ``sample=k`` checks only ``k`` seeded random
-    entries per name (the rest are SKIPPED); the default checks them all. Entries still
-    in doubt after the step study are judged against exact derivatives (``adjudicate``,
-    ``digits``: as in :func:`check`), with the other parameters held at their values.
-    ``engine``: ``"serial"``, ``"processes"`` (each name's entries in chunks on a fork
-    pool: the workers perturb their own copies of the parameters, so the dict is never
-    touched; results identical to serial), or ``"auto"`` (processes when the whole check
-    is estimated to take more than a couple of seconds and there is more than one core;
-    each report says which ran and, for auto, why in its notes). ``executor`` (any
-    ``concurrent.futures.Executor``, e.g. a dask cluster's ``client.get_executor()``, or
-    ``ExecutorOptions``) runs each name's entries there, as :func:`check` does: the loss
-    and the parameters are shipped once per worker, results identical to serial.
-    ``screen=True`` screens each name with :func:`gradcheck.screen` instead (``budget``
-    per name): every entry covered in O(log N) evaluations, disagreeing entries localized
-    and judged entry by entry, the rest SCREENED with a stated detection limit; the loss
-    then gets the dict with that one name replaced by a private copy.
+    first failure, and the diagnosis reads the failing names in backward order.
 
+    Parameters
+    ----------
+    loss : callable
+        ``loss(params) -> float``, reading its parameters from the dict.
+    params : dict of str to numpy.ndarray
+        The parameters by name. Values must be numpy arrays (a list, a float or a tensor is
+        refused saying what to pass); names whose arrays share memory (a tied weight under
+        two names, overlapping views of one buffer) are refused with
+        :class:`AliasedParametersError`, which says how to pass a tied weight once or
+        untied copies.
+    grads : mapping of str to array_like
+        The claimed gradient of each name, read by value (lists, other float dtypes, CPU
+        tensors).
+    order : sequence of str, optional
+        The backward order of the names (default: the reverse of the dict's order, which
+        is the forward creation order in most models).
+    sample : int, optional
+        Check only ``sample`` seeded random entries per name (the rest are SKIPPED);
+        default: all of them.
+    config : Config, optional
+        Steps and tolerances; default: the preset for each name's dtype.
+    seed : int, default 0
+        Seeds the sampled entries.
+    adjudicate : {"auto", True, False}, default "auto"
+        Entries still in doubt after the step study are judged against exact derivatives,
+        with the other parameters held at their values (as in :func:`check`).
+    digits : int, default 30
+        Significant digits of those exact derivatives.
+    engine : {"auto", "serial", "processes", "executor"}, default "auto"
+        ``"processes"`` runs each name's entries in chunks on a fork pool (the workers
+        perturb their own copies, so the dict is never touched; results identical to
+        serial); ``"auto"`` picks processes when the whole check is estimated to take more
+        than a couple of seconds and there is more than one core. Each report says which
+        ran and, for auto, why in its notes.
+    executor : concurrent.futures.Executor or ExecutorOptions, optional
+        Runs each name's entries there, as :func:`check` does (e.g. a dask cluster's
+        ``client.get_executor()``): the loss and the parameters are shipped once per
+        worker, results identical to serial.
+    screen : bool, default False
+        Screen each name with :func:`gradcheck.screen` instead: every entry covered in
+        O(log N) evaluations, disagreeing entries localized and judged entry by entry, the
+        rest SCREENED with a stated detection limit; the loss then gets the dict with that
+        one name replaced by a private copy.
+    budget : optional
+        The screen's budget per name (``screen=True`` only).
+
+    Returns
+    -------
+    ParamsReport
+        One :class:`Report` per name, a table of all names and a diagnosis
+        (``.assert_pass()`` in a test).
+
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
     >>> loss = lambda p: float((p["w"] ** 2).sum() + 3 * p["b"][0])
@@ -230,18 +263,7 @@ def check_params(
                                   _arguments.as_digits(digits))
     seed, executor = _arguments.integer("seed", seed, minimum=0), _arguments.as_executor(executor)
     engine = _arguments.choice("engine", engine, PARAMS_ENGINES + ("executor",))
-    names = list(params)
-    missing = [n for n in names if n not in grads]
-    if missing:
-        raise KeyError(f"grads has no entry for {missing}; it must have one per parameter name {names}")
-    _require_arrays(params)
-    _require_unaliased(params)
-    order_t = tuple(order) if order is not None else tuple(reversed(names))
-    if sorted(order_t) != sorted(names):
-        raise ValueError(f"order must list each parameter name once: got {list(order_t)}, names are {names}")
-    if sample is not None and (not isinstance(sample, int) or sample < 1):
-        raise ValueError(f"sample must be a positive int (entries per name) or None, got {sample!r}")
-
+    names, order_t = _require_names(params, grads, order, sample)
     dtypes = {n: float_dtype_name(np.asarray(params[n]), f"params[{n!r}]") for n in names}
     claimed = {n: as_gradient(grads[n], np.shape(params[n]), f"grads[{n!r}]") for n in names}
     for n in names:
@@ -265,16 +287,7 @@ def check_params(
         f0 = _scalar_loss(loss, params, None, "base", None)
         total = sum(int(np.size(params[n])) if sample is None else min(sample, int(np.size(params[n])))
                     for n in names)
-        if screen and sample is not None:
-            raise ValueError("check_params: screen=True covers every entry; it cannot be combined with sample=")
-        if screen:
-            chosen, why = engine, ""
-        elif executor is not None:
-            if engine not in ("auto", "executor"):
-                raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
-            chosen, why = "executor", "executor: asked for"
-        else:
-            chosen, why = _choose_engine(engine, loss, params, total)
+        chosen, why = _params_engine(engine, executor, screen, sample, loss, params, total)
         for n in names:
             cfg = config if config is not None else Config.for_dtype(dtypes[n])
             if screen:  # gradcheck._screen: each name screened, not checked entry by entry
@@ -306,6 +319,39 @@ def check_params(
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
     )
+
+
+def _require_names(params: Mapping[str, Any], grads: Mapping[str, Any], order: Sequence[str] | None,
+                   sample: int | None) -> tuple[list[str], tuple[str, ...]]:
+    """The names and their backward order, after refusing what check_params cannot check:
+    a name without a claim, values that are not numpy arrays or share memory, an order
+    that is not the names, a sample that is not a positive int."""
+    names = list(params)
+    missing = [n for n in names if n not in grads]
+    if missing:
+        raise KeyError(f"grads has no entry for {missing}; it must have one per parameter name {names}")
+    _require_arrays(params)
+    _require_unaliased(params)
+    order_t = tuple(order) if order is not None else tuple(reversed(names))
+    if sorted(order_t) != sorted(names):
+        raise ValueError(f"order must list each parameter name once: got {list(order_t)}, names are {names}")
+    if sample is not None and (not isinstance(sample, int) or sample < 1):
+        raise ValueError(f"sample must be a positive int (entries per name) or None, got {sample!r}")
+    return names, order_t
+
+
+def _params_engine(engine: str, executor: Any, screen: bool, sample: int | None, loss, params,
+                   total: int) -> tuple[str, str]:
+    """``(engine, why)`` for every name: the screen's, the executor, or :func:`_choose_engine`."""
+    if screen and sample is not None:
+        raise ValueError("check_params: screen=True covers every entry; it cannot be combined with sample=")
+    if screen:
+        return engine, ""
+    if executor is not None:
+        if engine not in ("auto", "executor"):
+            raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
+        return "executor", "executor: asked for"
+    return _choose_engine(engine, loss, params, total)
 
 
 def _require_arrays(params: Mapping[str, Any]) -> None:
@@ -386,7 +432,7 @@ def _informative(report: Report) -> bool:
 
 
 def _bits_differ(a: np.ndarray, b: np.ndarray) -> bool:
-    return np.ascontiguousarray(a).tobytes() != np.ascontiguousarray(b).tobytes()
+    return not same_bits(a, b)
 
 
 def _scalar_loss(loss, params, index, side, name) -> float:
@@ -437,21 +483,14 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str]:
         raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
     if engine != "auto":
         return engine, f"{engine}: asked for"
-    if usable_cores() < 2:
-        return "serial", "serial: one core to run on"
-    per_call = _processes._time_call(lambda: loss(params))
-    estimate = 2 * total * per_call
-    if estimate <= _processes.AUTO_MIN_SECONDS:
-        return "serial", f"serial: 2N = {2 * total} evaluations estimated at {estimate:.2g} s"
-    hazard = fork_hazard()
-    if hazard is not None:
-        return "serial", f"serial: 2N = {2 * total} evaluations estimated at {estimate:.2g} s, but {hazard}"
-    return "processes", (f"processes: 2N = {2 * total} evaluations estimated at {estimate:.2g} s on one "
-                         f"core; spread over {usable_cores()} processes")
+    choice, why = _processes.auto_decision(lambda: loss(params), total)  # check's own auto rule
+    return ("processes", f"processes: {why}") if choice == "processes" else ("serial", f"serial: {why}")
 
 
 def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adjudicate, digits, claim_scale,
                engine: str = "serial", why: str = "serial: asked for", executor: Any = None) -> Report:
+    """One name's Report: the pipeline's first pass, judge and assembly on the (sampled)
+    entries of ``params[name]``, perturbed in place in the dict."""
     started = time.perf_counter()
     arr = params[name]
     size = arr.size
@@ -461,68 +500,44 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
         flat_idx = np.sort(rng.choice(size, size=sample, replace=False))
     values = np.asarray(arr, dtype=np.float64).reshape(-1)[flat_idx] if size else np.zeros(0)
     steps = steps_for(values, cfg.step)
-    evaluate = lambda: _scalar_loss(loss, params, None, "base", name)  # noqa: E731
-
-    def differencer(idx: np.ndarray, h: np.ndarray):
-        return central_differences(evaluate, arr, idx, h, param=name)
-
-    pool = None
-    if engine in ("processes", "executor") and flat_idx.size >= 2:
-        # Workers perturb their own copy of `arr` (the dict's object, in their memory: forked,
-        # or shipped together with the loss's closure over the dict, so one object there too).
-        problem = CheckProblem(f=loss, work=arr, evaluate=evaluate, backend=NumpyBackend(), cotangent=None,
-                               executor=executor)
-        pool = select_engine(engine, problem)[0]
-        differencer = _named(pool.differences, name)  # noqa: F811
-
+    differencer, pool = _param_differencer(loss, params, name, engine if flat_idx.size >= 2 else "serial", executor)
     probe = _loss_output(loss, params, None, "base", name)
     unit = max(cfg.unit_roundoff, unit_roundoff_of(arr), unit_roundoff_of(probe))
-    a = analytic_full.reshape(-1)[flat_idx]
     # The referee evaluates the loss with this one tensor replaced by an arbitrary-precision copy.
     snapshot = np.array(arr, dtype=np.float64, copy=True)
     referee = None
-    if adjudicate is not False:
+    if adjudicate is not False and referee_may_run(NumpyBackend(), loss)[0]:
         referee = Referee(lambda v: loss({**params, name: v}), snapshot, None, digits=digits)
     try:
-        diffs = differencer(flat_idx, steps)
+        diffs = first_differences(differencer, flat_idx, steps)
         judged = judge_entries(
-            differencer, values, a, diffs, steps, unit=unit, config=cfg, drift=None,
-            base_finite=bool(np.isfinite(probe)), flat_indices=flat_idx,
-            base_value=float(probe), referee=referee, adjudicate=adjudicate,
-            claim_scale=claim_scale,
+            differencer, values, analytic_full.reshape(-1)[flat_idx], diffs, steps, unit=unit, config=cfg,
+            drift=None, base_finite=bool(np.isfinite(probe)), flat_indices=flat_idx, base_value=float(probe),
+            referee=referee, adjudicate=adjudicate, claim_scale=claim_scale,
         )
     finally:
         if pool is not None:
             pool.close()
-    shape = arr.shape
-    numeric = np.full(size, np.nan)
-    noise = np.full(size, np.nan)
-    codes = np.full(size, Verdict.SKIPPED, dtype=np.uint8)
-    refined = np.zeros(size, dtype=bool)
-    numeric[flat_idx], noise[flat_idx] = judged.numeric, judged.noise
-    codes[flat_idx], refined[flat_idx] = judged.codes, judged.refined
-    tol = tolerance(analytic_full.reshape(-1), numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
-    return Report(
-        name=name,
-        analytic=analytic_full,
-        numeric=numeric.reshape(shape),
-        noise=noise.reshape(shape),
-        tolerance=tol.reshape(shape),
-        codes=codes.reshape(shape),
-        refined=refined.reshape(shape),
-        dtype=float_dtype_name(arr),
-        engine=engine if pool is not None else "serial",
-        config=cfg,
-        evaluations=2 * flat_idx.size + judged.evaluations + 1,
-        seconds=time.perf_counter() - started,
-        notes=((f"sampled {flat_idx.size} of {size} entries",) if flat_idx.size < size else ())
-        + (() if why.endswith("asked for") else (why,))
-        + (tuple(getattr(pool, "notes", ())) if pool is not None else ())
-        + tuple(judged.notes)
-        + tuple(adjudication_notes(judged.adjudication, adjudicate, shape))
-        + tuple(unchecked_notes(analytic_full.reshape(-1), numeric, tol, codes, cfg.resolution,
-                                float(abs(probe)) if probe.ndim == 0 and np.isfinite(probe) else None,
-                                atol=cfg.atol)),
-        output_dtype=dtype_name(probe.dtype),
-        **judged.second_look(shape, flat_idx),
+    head = [f"sampled {flat_idx.size} of {size} entries"] if flat_idx.size < size else []
+    head += ([] if why.endswith("asked for") else [why]) + list(getattr(pool, "notes", ()))
+    return assemble_report(
+        name=name, analytic=analytic_full, judged=judged, config=cfg, dtype=float_dtype_name(arr),
+        engine=engine if pool is not None else "serial", evaluations=2 * flat_idx.size + 1, started=started,
+        base_value=float(probe), adjudicate=adjudicate, output_dtype=dtype_name(probe.dtype), head=head,
+        positions=flat_idx,
     )
+
+
+def _param_differencer(loss, params, name: str, engine: str, executor: Any):
+    """``(differencer, pool)`` for ``params[name]``: serial in place (pool None), or on a
+    process pool or an executor, whose workers perturb their own copy of the array (the
+    dict's object, in their memory: forked, or shipped together with the loss's closure
+    over the dict, so one object there too)."""
+    arr = params[name]
+    evaluate = lambda: _scalar_loss(loss, params, None, "base", name)  # noqa: E731
+    if engine not in ("processes", "executor"):
+        return (lambda idx, h: central_differences(evaluate, arr, idx, h, param=name)), None
+    problem = CheckProblem(f=loss, work=arr, evaluate=evaluate, backend=NumpyBackend(), cotangent=None,
+                           executor=executor)
+    pool = select_engine(engine, problem)[0]
+    return _named(pool.differences, name), pool

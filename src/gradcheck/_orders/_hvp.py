@@ -28,7 +28,8 @@ the report, as ``check`` does for a broken autodiff contract.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -43,6 +44,7 @@ from ._links import (
     backends,
     check,
     dtype_name,
+    label_of,
     with_notes,
 )
 
@@ -71,7 +73,7 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     """
     inner = backends.resolve(backend, x)
     x_np = np.array(inner.to_numpy(x), copy=True)
-    label = name or f"hvp of {getattr(f, '__name__', type(f).__name__)}"
+    label = name or f"hvp of {label_of(f)}"
     if hvp is None and not hasattr(inner, "hvp"):
         raise TypeError(f"the {inner.name} backend has no double backward of its own: pass hvp=, a "
                         "function hvp(x, v) returning the Hessian times v")
@@ -100,13 +102,13 @@ def _claim(f, inner, hvp) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """``(x, v) -> H v`` from the user's ``hvp`` (in the backend's array type) or from the
     framework's double backward."""
     if hvp is None:
-        def claim(z, v):
+        def claim(z: Any, v: Any) -> Any:
             return np.asarray(inner.hvp(f, np.array(z, copy=True), np.asarray(v)))
-        claim.source = f"{inner.name}'s double backward"
+        claim.source = f"{inner.name}'s double backward"  # type: ignore[attr-defined]
     else:
-        def claim(z, v):
+        def claim(z: Any, v: Any) -> Any:
             return call_user(inner, hvp, z, np.asarray(v, dtype=z.dtype))
-        claim.source = "the given hvp"
+        claim.source = "the given hvp"  # type: ignore[attr-defined]
     return claim
 
 

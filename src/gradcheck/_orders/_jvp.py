@@ -12,11 +12,12 @@ batch axis of tangents says so with ``batched=True``; else they are N calls.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from ._links import ClaimBackend, Report, backends, check, with_notes
+from ._links import ClaimBackend, Report, backends, check, label_of, with_notes
 
 #: Basis tangents per batch: at most this many output values per chunk (~32 MB in float64).
 CHUNK_VALUES = 1 << 22
@@ -49,9 +50,9 @@ def check_jvp(f: Callable[..., Any], x: Any, jvp: Callable[..., Any] | None = No
     if jvp is None and not hasattr(inner, "jvp"):
         raise TypeError(f"the {inner.name} backend has no forward mode of its own: pass jvp=, a "
                         "function jvp(x, t) returning J t")
-    claim = ClaimBackend(inner, lambda z, v: None, name=f"jvp-{inner.name}")
+    claim = ClaimBackend(inner, lambda z, v: z, name=f"jvp-{inner.name}")  # replaced on the next line
     claim.claim = _claim_builder(f, inner, jvp, batched, claim.notes)
-    label = name or f"jvp of {getattr(f, '__name__', type(f).__name__)}"
+    label = name or f"jvp of {label_of(f)}"
     report = check(f, x, None, backend=claim, name=label, **options)
     return with_notes(report, claim.notes)
 
@@ -98,7 +99,7 @@ def call_user(inner: Any, fn: Callable[..., Any], *arrays: np.ndarray) -> np.nda
     """``fn(*arrays)`` with the arrays in the backend's type (tensors for torch, jax arrays
     inside the x64 scope for jax; private copies for numpy), the result as numpy."""
     scope = getattr(inner, "_scope", None)
-    convert = getattr(inner, "_tensor", None)
+    convert: Any = getattr(inner, "_tensor", None)
     if inner.name == "jax":
         import jax.numpy as jnp
 

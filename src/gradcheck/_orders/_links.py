@@ -6,6 +6,7 @@ package layout changes these lines and nothing else in the folder.
 from __future__ import annotations
 
 from .. import backends as backends
+from .._core.arguments import label_of as label_of
 from .._core.config import UNIT_ROUNDOFF as UNIT_ROUNDOFF
 from .._core.config import Config as Config
 from .._core.config import dtype_name as dtype_name
@@ -17,9 +18,9 @@ from .._core.status import refusal as refusal
 from .._core.verdict import FAILING as FAILING
 from .._core.verdict import Verdict as Verdict
 from .._pipeline.check import check as check
-from .._pipeline.prepare import make_cotangent as make_cotangent
 from .._pipeline.claims import ClaimBackend as ClaimBackend
 from .._pipeline.claims import with_notes as with_notes
+from .._pipeline.prepare import make_cotangent as make_cotangent
 from .._report.report import Report as Report
 from ..backends._numpy import _W
 from ..backends._numpy import control_function as control_function

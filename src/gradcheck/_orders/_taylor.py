@@ -30,14 +30,15 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ._hvp import _claim as hvp_claim
-from ._links import UNIT_ROUNDOFF, ShapeMismatchError, backends, dtype_name
+from ._links import UNIT_ROUNDOFF, ShapeMismatchError, backends, dtype_name, label_of
 from ._result import FAIL, INCONCLUSIVE, PASS, ResultMixin
 from ._taylor_plot import plot_taylor
 
@@ -177,7 +178,7 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     floor = max([r[-1] for r in rows] + [max(abs(v) for v in r[:-1]) for r in floors])
     threshold = MARGIN * floor
     result = _assemble(rows, hs, floor, threshold, g, d, hd, h0)
-    label = name or f"taylor test of {getattr(f, '__name__', type(f).__name__)}"
+    label = name or f"taylor test of {label_of(f)}"
     notes = ["direction: seeded standard normal" if direction is None else "direction: given"]
     return TaylorResult(name=label, steps=tuple(hs), dtype=str(dtype_name(x_np.dtype)),
                         evaluations=1 + len(hs) + len(floors), seconds=time.perf_counter() - started,

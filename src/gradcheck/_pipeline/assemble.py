@@ -8,7 +8,8 @@ checkpoint's end, and the autodiff contract's verdict.
 from __future__ import annotations
 
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from .._classify.kernel import tolerance  # the fused kernel from 1e5 entries
 from .._core.config import Config, dtype_name
 from .._core.errors import GradientAssertionError
 from .._core.judged import Judged
+from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from .._lowp.plan import ORDINARY, OrdinaryPlan
 from .._report.report import Report
@@ -79,7 +81,7 @@ def assemble_report(
         numeric, noise = _spread(numeric, positions, a.size, np.nan), _spread(noise, positions, a.size, np.nan)
         codes = _spread(codes, positions, a.size, Verdict.SKIPPED, np.uint8)
         refined = _spread(refined, positions, a.size, False, bool)
-    tol = tolerance(a, numeric, noise, rtol=config.rtol, atol=config.atol, noise_factor=config.noise_factor)
+    tol = tolerance(a, numeric, noise, **Tolerance.of(config).keywords())
     codes, tol = lowp.final(a, judged, config, codes, tol)
     notes = [*head, *judged.notes, *adjudication_notes(judged.adjudication, adjudicate, shape), *tail, *lowp.notes]
     f_scale = abs(base_value) if np.isfinite(base_value) else None

@@ -14,8 +14,10 @@ import numpy as np
 
 from .. import _axes
 from .. import backends as _backends
+from .._core import arguments as _arguments
+from .._core.arrays import same_bits
 from .._core.config import Config
-from .._core.errors import InputMutationError
+from .._core.errors import mutation_error
 from .._core.judged import Judged as Judged
 from .._report.report import Report
 from .._runtime.checkpoint import for_input
@@ -52,51 +54,82 @@ def check(
 ) -> Report | MultiReport:
     """Check the claimed gradient of ``f`` at ``x`` at every entry.
 
-    ``f`` maps an array to a scalar or an array. An array output is reduced to a scalar
-    with a seeded random cotangent ``v`` (``config.reduce="sum"`` uses ones). ``grad`` is
-    the claimed gradient: an array, a function ``grad(x)``, or for array outputs a VJP
-    ``grad(x, v)``. ``x`` is never modified: perturbations happen on a private copy.
-    A tuple of arrays ``x = (x1, x2, ...)`` means ``f(*x)``: each input is checked with
-    the others held fixed, ``grad`` is then a tuple of claims (or ``grad(*xs)`` returning
-    one), and a :class:`MultiReport` (one Report per input) is returned.
-    ``engine`` chooses how the 2N evaluations run (``"auto"`` says what it picked and
-    why, in ``report.notes``); ``vectorized=True`` declares that ``f`` accepts a leading
-    batch axis (so does ``f.gradcheck_vectorized = True``). ``progress`` draws a progress
-    line on stderr: ``None`` (default) when stderr is a terminal and the check is
-    projected to take more than a couple of seconds, ``True`` always, ``False`` never.
+    Every entry of ``x`` is differenced (central differences on a private copy: ``x`` is
+    never modified) and judged against the claim: PASS, MISMATCH, UNCHECKED, KINK or
+    NONFINITE, each with its tolerance. Suspicious entries get a second look (a step study,
+    then the referee's exact derivative where available).
 
-    Suspicious entries get a second look: ``refine`` (default: ``config.refine``) runs a
-    step study on them (h/2 ... 16h, Richardson, one-sided slopes for kinks); then
-    ``adjudicate`` settles what is still in doubt against the exact derivative computed at
-    ``digits`` significant digits (``"auto"``: when f runs on arbitrary-precision arrays,
-    which the report states either way; ``False``: never).
+    Parameters
+    ----------
+    f : callable
+        Maps an array to a scalar or an array. An array output is reduced to a scalar
+        with a seeded random cotangent ``v`` (``config.reduce="sum"`` uses ones). A tuple
+        ``x = (x1, x2, ...)`` means ``f(*x)``.
+    x : array_like or tuple of array_like
+        The point: a numpy array, a torch tensor or a jax array (the backend follows it).
+        A tuple of arrays checks each input with the others held fixed and returns a
+        :class:`MultiReport`. A float16/bfloat16 ``x`` with a precision-generic ``f`` is
+        differenced on its exact float64 upcast (see ``bound_ulps``). A complex ``x`` (or
+        output) is checked on its real view (see ``complex_convention``).
+    grad : array_like or callable, optional
+        The claimed gradient: an array, a function ``grad(x)``, or for array outputs a
+        VJP ``grad(x, v)``; for several inputs a tuple of claims (or ``grad(*xs)``
+        returning one). None: the backend's own autodiff makes the claim (torch, jax,
+        ``backend="dual"``); the numpy backend needs it.
+    config : Config, optional
+        Steps and tolerances; default: the preset for ``x``'s dtype (:meth:`Config.for_dtype`).
+    name : str, optional
+        What the report calls ``f`` (default: ``f.__name__``).
+    backend : str or backend object, optional
+        ``"numpy"``, ``"torch"``, ``"jax"`` or an adapter; default: inferred from ``x``.
+    engine : {"auto", "serial", "batched", "compiled", "processes", "executor"}, default "auto"
+        How the 2N evaluations run; ``"auto"`` says what it picked and why in ``report.notes``.
+    vectorized : bool, default False
+        ``f`` accepts a leading batch axis (so does ``f.gradcheck_vectorized = True``).
+    progress : bool, optional
+        A progress line on stderr: None (default) when stderr is a terminal and the check
+        is projected to take more than a couple of seconds, True always, False never.
+    refine : bool, optional
+        Run the step study on suspicious entries (h/2 ... 16h, Richardson, one-sided
+        slopes for kinks); default: ``config.refine``.
+    adjudicate : {"auto", True, False}, default "auto"
+        Settle what is still in doubt against the exact derivative (arbitrary precision):
+        ``"auto"`` when ``f`` runs on arbitrary-precision arrays (the report says either
+        way), False never.
+    digits : int, default 30
+        Significant digits of the referee's exact derivative.
+    bound_ulps : float, optional
+        For float16/bfloat16 ``x``: the claimed gradient is judged in ulps of its own
+        dtype, ``bound_ulps`` (default 2) ulps plus an absolute floor, both stated in
+        ``report.notes`` (``gradcheck._lowp.plan`` explains the rule).
+    executor : concurrent.futures.Executor, optional
+        Runs the differences on any executor (e.g. a dask cluster's
+        ``client.get_executor()``; :class:`ExecutorOptions` sets retries and chunking),
+        with serial's results bit for bit.
+    checkpoint : str, path or Checkpoint, optional
+        Saves finished differences as they come and resumes from them when the same check
+        runs again; the file is deleted when the check succeeds.
+    complex_convention : {"torch", "jax"}, optional
+        Which complex number a complex claim is: ``"torch"`` (``dL/dRe z + i dL/dIm z``,
+        so ``2z`` for ``L = |z|^2``; the default) or ``"jax"`` (its conjugate; the default
+        for jax input). ``gradcheck._pipeline.complex`` explains the rule.
 
-    ``executor`` runs the differences on any ``concurrent.futures.Executor`` (e.g. a dask
-    cluster's ``client.get_executor()``; ``ExecutorOptions`` sets retries and chunking),
-    with serial's results bit for bit. ``checkpoint`` (a path or a ``Checkpoint``) saves
-    finished differences as they come and resumes from them when the same check runs
-    again; the file is deleted when the check succeeds.
+    independent_axes : tuple of int or "all", optional
+        Declares that ``f``'s output, along those axes, is computed slice by slice from
+        the matching input slices (a layer: norms, softmax, attention per batch and head,
+        per-example losses); ``"all"`` declares an elementwise ``f``. The declaration is
+        tested first (a leak raises :class:`DependentSlicesError`), then one entry of every
+        slice is differenced per evaluation: 2*D evaluations for a (B, D) input, every
+        entry still with its own verdict (``gradcheck._axes`` explains the rule).
 
-    A float16/bfloat16 ``x`` with a precision-generic ``f`` (float64 in, float64 out) is
-    differenced on its exact float64 upcast, and the claimed gradient is judged in ulps of
-    its own dtype: ``bound_ulps`` (default 2) ulps plus an absolute floor, both stated in
-    ``report.notes`` (``gradcheck._lowp.plan`` explains the rule).
+    Returns
+    -------
+    Report or MultiReport
+        One :class:`Report` (a :class:`ComplexReport` for complex input), or a
+        :class:`MultiReport` for a tuple ``x``; call ``.assert_pass()`` in a test.
 
-    A complex ``x`` (or a complex output) is checked on its real view, real and imaginary
-    parts differenced separately, one verdict per complex entry. ``complex_convention``
-    says which complex number the claim is: ``"torch"`` (``dL/dRe z + i dL/dIm z``, so
-    ``2z`` for ``L = |z|^2``; the default) or ``"jax"`` (its conjugate; the default for
-    jax input). ``gradcheck._pipeline.complex`` explains the rule.
-
-    ``independent_axes=(0,)`` declares that ``f``'s output, along those axes, is computed
-    slice by slice from the matching input slices (a layer: norms, softmax, attention per
-    batch and head, per-example losses); ``"all"`` declares an elementwise ``f``. The
-    declaration is tested first (a leak raises :class:`DependentSlicesError`), then one
-    entry of every slice is differenced per evaluation: 2*D evaluations for a (B, D) input,
-    every entry still with its own verdict (``gradcheck._axes`` explains the rule).
-
-    Returns a :class:`Report` (call ``.assert_pass()`` in a test).
-
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> x = np.array([[0.5, -1.0], [2.0, 0.1]])
     >>> report = gradcheck.check(lambda x: np.sin(x).sum(), x, grad=np.cos)
@@ -151,7 +184,7 @@ def _check_inputs(f, xs: tuple, grad: Any, backend: Any, opts: CheckOptions) -> 
     if opts.vectorized:
         raise ValueError("vectorized=True is for a single input; with several inputs check each one separately")
     be = _backends.resolve(backend, xs[0])
-    label = opts.name or getattr(f, "__name__", None) or type(f).__name__
+    label = _arguments.label_of(f, opts.name)
     held = tuple(private_copy(e) for e in xs)
     snapshots = [np.array(be.to_numpy(e), copy=True) for e in held]
     claims = split_grad(grad, held)
@@ -162,9 +195,6 @@ def _check_inputs(f, xs: tuple, grad: Any, backend: Any, opts: CheckOptions) -> 
                                  opts.replace(name=f"{label}[input {k}]", checkpoint=checkpoint)))
     for k, e in enumerate(held):
         now = be.to_numpy(e)
-        if now.shape != snapshots[k].shape or now.tobytes() != snapshots[k].tobytes():
-            raise InputMutationError(
-                f"{label} wrote into input {k}; gradcheck cannot difference a function that "
-                "mutates its inputs (copy inside the function)"
-            )
+        if not same_bits(now, snapshots[k]):
+            raise mutation_error(label, into=f"input {k}")
     return MultiReport(name=label, reports=tuple(reports))

@@ -9,7 +9,8 @@ differences, verdicts, step study and referee are ``check``'s, unchanged.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -16,18 +16,21 @@ Which complex number is "the gradient" is a convention; both are supported:
   (``jax.grad`` of ``|z|^2`` is ``2 conj(z)``); an array output's VJP is called with
   ``conj(v)``, as ``jax.vjp`` expects.
 
-The referee does not run on complex problems: ``gradcheck.mp`` holds real numbers only
-(mpmath's ``mpc`` is not wired into numpy's object loops), so entries in doubt keep their
-step-study verdicts, and the report says so.
+The referee runs on complex problems as on real ones, where ``f`` is numpy code: its
+arbitrary-precision copy of the real view holds ``MPFloat`` pairs, which ``from_real_view``
+turns into ``gradcheck.mp.MPComplex`` values (a complex output is read back with
+``gradcheck.mp.complex_parts``); each part of an entry in doubt gets its exact derivative.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from .. import backends
+from .._adjudicate.referee import referee_may_run
 from .._core.errors import ShapeMismatchError, UnsupportedInputError
 from .._core.verdict import Verdict
 from .._report.report import Report
@@ -73,26 +76,35 @@ def check_complex(check: Callable[..., Any], f: Callable[..., Any], x_np: np.nda
         return real_view(y) if complex_out else y
 
     f_real.__name__ = getattr(f, "__name__", type(f).__name__)
+    mp_ok = referee_may_run(be, f)[0]
+    f_real.gradcheck_mp_capable = mp_ok  # type: ignore[attr-defined]  # the user's f decides
     claim = _claim(f, be, grad, convention, complex_in, complex_out, to_input)
-    wrapper = ClaimBackend(backends.resolve("numpy", xr), claim, name=f"complex-{be.name}", mp_capable=False)
-    opts = dict(options)
-    opts["adjudicate"] = False
-    real = check(f_real, xr, None, backend=wrapper, **opts)
-    notes = [_convention_note(convention, complex_in, complex_out),
-             "not adjudicated: the referee holds real numbers only (complex values are not supported by gradcheck.mp)"]
+    wrapper = ClaimBackend(backends.resolve("numpy", xr), claim, name=f"complex-{be.name}", mp_capable=mp_ok)
+    real = check(f_real, xr, None, backend=wrapper, **options)
+    notes = [_convention_note(convention, complex_in, complex_out)]
     if not complex_in:
         return dataclasses.replace(real, notes=real.notes + tuple(notes))
     return combine(real, convention, tuple(notes))
 
 
 def real_view(a: np.ndarray) -> np.ndarray:
-    """``[Re a, Im a]`` on a new last axis (a real array of the matching precision)."""
+    """``[Re a, Im a]`` on a new last axis (a real array of the matching precision; for the
+    referee's arbitrary-precision values, MPFloat pairs)."""
     a = np.asarray(a)
+    if a.dtype == object:
+        from ..mp import complex_parts
+
+        return np.stack(complex_parts(a), axis=-1)
     return np.ascontiguousarray(np.stack([a.real, a.imag], axis=-1))
 
 
 def from_real_view(r: np.ndarray, dtype: Any) -> np.ndarray:
-    """The complex array whose real view is ``r``."""
+    """The complex array whose real view is ``r`` (MPComplex values for the referee's
+    arbitrary-precision copy, whose entries are MPFloat)."""
+    if r.dtype == object:
+        from ..mp import complex_from_parts
+
+        return complex_from_parts(r[..., 0], r[..., 1])
     z = np.empty(r.shape[:-1], dtype=dtype)
     z.real, z.imag = r[..., 0], r[..., 1]
     return z
@@ -135,7 +147,7 @@ def _convention_note(convention: str, complex_in: bool, complex_out: bool) -> st
     return "; ".join(parts)
 
 
-def combine(real: Report, convention: str, notes: tuple[str, ...]) -> "ComplexReport":
+def combine(real: Report, convention: str, notes: tuple[str, ...]) -> ComplexReport:
     """One verdict per complex entry from the report on the real view (last axis: re, im)."""
     codes = real.codes
     severity = np.vectorize(lambda c: _SEVERITY[Verdict(int(c))], otypes=[np.int8])(codes)
@@ -152,6 +164,7 @@ def combine(real: Report, convention: str, notes: tuple[str, ...]) -> "ComplexRe
         "digits": None if real.digits is None else real.digits.min(axis=-1),
         "left": None if real.left is None else to_c(real.left),
         "right": None if real.right is None else to_c(real.right),
+        "step_study": {},  # a study is of one part: the real view's report (parts) holds them
     }
     base = {f.name: getattr(real, f.name) for f in dataclasses.fields(Report)}
     base.update(fields)
@@ -176,12 +189,14 @@ class ComplexReport(Report):
 
     def excess(self) -> np.ndarray:
         """The larger of the two parts' ``|a - n| / tolerance``."""
+        assert self.parts is not None  # combine() always sets it
         return self.parts.excess().max(axis=-1)
 
     def to_dict(self, *, arrays: bool = False, limit: int = 1000) -> dict[str, Any]:
         """As :meth:`Report.to_dict` (every key of the real view's dict is kept), with the
         entries, counts and shape per complex entry, complex values as ``[re, im]``;
         ``parts`` holds the real view's own dict (each part's verdict and values)."""
+        assert self.parts is not None
         parts = self.parts.to_dict(arrays=arrays, limit=limit)
         out = {k: v for k, v in parts.items() if k not in ("entries", "entries_truncated") and k not in
                ("analytic", "numeric", "noise", "tolerance", "verdicts")}

@@ -3,8 +3,9 @@ first central difference of every entry (with a progress line when asked or long
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

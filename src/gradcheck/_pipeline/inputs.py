@@ -71,7 +71,7 @@ class MultiReport(HtmlViews):
             status += f" (inputs {which}{' verified nothing' if status == _status.INCONCLUSIVE else ''})"
         return f"{self.name}: {status} -- {len(self.reports)} inputs"
 
-    def assert_pass(self, *, allow_unchecked: bool | None = None) -> "MultiReport":
+    def assert_pass(self, *, allow_unchecked: bool | None = None) -> MultiReport:
         """Raise :class:`GradientAssertionError` with every input's table unless every input
         passes ``Report.assert_pass(allow_unchecked=...)`` (default None: an input that
         verified nothing fails the whole; True accepts it; False refuses any UNCHECKED)."""

@@ -34,8 +34,8 @@ from ..engines._differences import slope_and_noise
 
 if TYPE_CHECKING:
     from .difference import Differenced
-    from .sanity import Sanity
     from .prepare import Subject
+    from .sanity import Sanity
 
 ADJUDICATE_CHOICES = ("auto", True, False)
 

@@ -30,7 +30,7 @@ class CheckOptions:
     complex_convention: str | None = None
     independent_axes: Any = None
 
-    def replace(self, **changes: Any) -> "CheckOptions":
+    def replace(self, **changes: Any) -> CheckOptions:
         return dataclasses.replace(self, **changes)
 
 

@@ -2,12 +2,14 @@
 choose the cotangent, take the claimed gradient and audit the backend's autodiff contract."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .. import backends as _backends
+from .._core import arguments as _arguments
 from .._core.config import Config
 from .._core.errors import FunctionError, OutputError
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
@@ -45,7 +47,6 @@ class Subject:
     cotangent: np.ndarray | None
     evaluate: Callable[[], float]
     analytic: np.ndarray         # the claimed gradient, shaped like x
-    claimed: Any                 # the claim as the backend returned it
     audit_notes: tuple[str, ...]
     violations: tuple[str, ...]
     unit: float                  # the unit round-off of f's evaluation
@@ -65,7 +66,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     cfg = config if config is not None else Config.for_dtype(dtype)
     if opts.refine is not None and opts.refine != cfg.refine:
         cfg = cfg.replace(refine=bool(opts.refine))
-    label = opts.name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
+    label = _arguments.label_of(f, opts.name)
     # Private copies: `work` is perturbed, `pristine` detects a function that writes to x.
     # Native byte order: the same values, and the differencing code reads them natively.
     work = np.array(x_np, dtype=x_np.dtype.newbyteorder("="), order="C", copy=True)
@@ -95,7 +96,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     return Subject(f=f, backend=be, label=label, dtype=dtype, lowp=lowp, config=cfg,
                    adjudicate=adjudicate, vectorized=vectorized, work=work, pristine=pristine, y0=y0, f0=f0,
                    cotangent=cotangent, evaluate=evaluate, analytic=analytic,
-                   claimed=claimed, audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit)
+                   audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit)
 
 
 def _evaluate_at_x(be: Any, f: Callable[..., Any], work: np.ndarray) -> np.ndarray:

@@ -3,6 +3,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.tolerance import Tolerance
+
+#: A gap between the one-sided slopes is significant above its round-off plus this many rtol.
+KINK_RTOLS = 10
+
+
+def kink_threshold(rtol: float, k: float) -> Tolerance:
+    """The tolerance a slope gap must exceed to be a kink: ``k*noise + 10*rtol*scale``."""
+    return Tolerance(KINK_RTOLS * rtol, 0.0, k)
+
 
 def kink_test(raw, base_value, unit, rtol, k):
     """One-sided slopes at steps h/2, h, 2h. At a smooth point their gap is ~f''*h and
@@ -25,7 +35,7 @@ def kink_test(raw, base_value, unit, rtol, k):
             noise.append(unit * (np.abs(fp) + np.abs(fm) + 2 * np.abs(f0)) / half)
         g0, g1, g2 = gaps
         scale = np.maximum(np.abs(lefts[0]), np.abs(rights[0]))
-        significant = np.abs(g0) > k * noise[0] + 10 * rtol * scale
+        significant = np.abs(g0) > kink_threshold(rtol, k).bound(scale, noise[0])
         stable = (np.abs(g0 - g1) <= 0.25 * np.abs(g0)) & (np.abs(g1 - g2) <= 0.25 * np.abs(g1))
         kink = significant & stable & np.isfinite(g0)
     return lefts[0], rights[0], kink

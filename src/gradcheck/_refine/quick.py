@@ -8,8 +8,10 @@ import numpy as np
 
 from .._classify.rule import classify
 from .._core.config import DEFAULT_RESOLUTION
+from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from ..engines._differences import slope_and_noise
+from .kink import kink_threshold
 from .study import Differencer
 
 #: The quick look at a noisy PASS: these steps only (part of STUDY_FACTORS, reused by it).
@@ -75,11 +77,11 @@ def quick_certify(
         measured = QUICK_MEASURED_SAFETY * np.abs(d1 - d8) * half1
         bound = np.maximum(k * n8, 3.0 * measured / half8) + np.abs(d16 - d8) / 3.0
         scale = np.maximum(np.abs(a), np.abs(d8))
-        certified = atol + np.abs(a - d8) + bound <= rtol * scale
+        rule = Tolerance(rtol, atol, 1.0, resolution)  # D(8h)'s whole bound as the noise (k = 1)
+        certified = np.abs(a - d8) + rule.floor(bound) <= rule.value_term(scale)
         certified &= np.isfinite(d8) & np.isfinite(d16) & np.isfinite(bound) & np.isfinite(a)
     certified &= _smooth(raw, base_value, unit_roundoff, rtol, k, scale)
-    rule = dict(rtol=rtol, atol=atol, noise_factor=1.0, resolution=resolution)
-    certified &= classify(a, d8, bound, **rule) == Verdict.PASS
+    certified &= classify(a, d8, bound, **rule.rule()) == Verdict.PASS
     return QuickLook(certified, d8, bound, raw, evaluations)
 
 
@@ -104,6 +106,6 @@ def _smooth(raw, base_value, unit, rtol, k, scale) -> np.ndarray:
             gaps[s] = (fp - f0) / half - (f0 - fm) / half
             noise[s] = unit * (np.abs(fp) + np.abs(fm) + 2 * np.abs(f0)) / half
         jump = np.abs(2.0 * gaps[8.0] - gaps[16.0])
-        threshold = k * (2.0 * noise[8.0] + noise[16.0]) + 10 * rtol * scale
+        threshold = kink_threshold(rtol, k).bound(scale, 2.0 * noise[8.0] + noise[16.0])
         smooth = jump <= KINK_MARGIN * threshold
     return smooth & np.isfinite(gaps[8.0]) & np.isfinite(gaps[16.0])

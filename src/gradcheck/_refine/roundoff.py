@@ -166,11 +166,10 @@ def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit
         suspects = np.flatnonzero((_reclassify(judged, analytic, diffs, unit, cfg) == Verdict.MISMATCH)
                                   & np.isfinite(fp) & np.isfinite(fm))
     found = probe(sub, suspects, steps, diffs, base_value, unit, cfg.seed) if suspects.size else None
-    if found is not None:
-        if found.lower_precision:
-            unit = found.unit
-            _reclassify(judged, analytic, diffs, unit, cfg)
-            judged.notes.append(found.note())
+    if found is not None and found.lower_precision:
+        unit = found.unit
+        _reclassify(judged, analytic, diffs, unit, cfg)
+        judged.notes.append(found.note())
     if unit != model and judged.model_unit is None:
         judged.model_unit = model
     return unit

@@ -6,13 +6,16 @@ studied over several steps (:mod:`.study`).
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._classify.rule import rule_of
 from .._core.judged import Judged
+from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from .quick import quick_certify
-from .study import step_study
+from .study import STUDY_FACTORS, step_study
 
 #: Noisy PASS entries get the quick look (``.quick.quick_certify``) before the full step
 #: study. False gives the full study to every suspect (the tests compare the two).
@@ -30,7 +33,8 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
         # PASS entries whose tolerance is mostly round-off certify less than rtol;
         # UNCHECKED entries may sit on a kink, or resolve with larger steps.
         scale = np.maximum(np.abs(analytic), np.abs(numeric))
-        suspect |= (codes == Verdict.PASS) & (cfg.noise_factor * noise > cfg.rtol * scale)
+        rule = Tolerance.of(cfg)
+        suspect |= (codes == Verdict.PASS) & (rule.noise_term(noise) > rule.value_term(scale))
         suspect |= codes == Verdict.UNCHECKED
     suspects = np.flatnonzero(suspect & np.isfinite(fp) & np.isfinite(fm))
     options = dict(unit_roundoff=unit, **rule_of(cfg))
@@ -38,7 +42,7 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
     # Noisy PASS entries get the quick look first; what it certifies skips the study.
     quick = (codes[suspects] == Verdict.PASS) & QUICK_LOOK
     noisy = suspects[quick]
-    batches = [(suspects[~quick], None)]
+    batches: list[tuple[np.ndarray, Any]] = [(suspects[~quick], None)]
     if noisy.size:
         q = quick_certify(sub, noisy, steps[noisy], analytic[noisy], (fp[noisy], fm[noisy], denom[noisy]),
                           base_value=base_at(base_value, noisy), **options)
@@ -59,6 +63,8 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
         judged.refined[group] = True
         judged.causes[group] = np.where(study.kink, Cause.KINK_STEPS, Cause.STEP_STUDY)
         judged.left[group], judged.right[group] = study.left, study.right
+        if study.slopes is not None:
+            judged.keep_study(group, np.outer(steps[group], STUDY_FACTORS), study.slopes.T)
 
 
 def base_at(base_value, positions: np.ndarray):

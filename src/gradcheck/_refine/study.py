@@ -25,13 +25,14 @@ those two differences.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from .._classify.rule import classify
 from .._core.config import DEFAULT_RESOLUTION
+from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from ..engines._differences import slope_and_noise
 from .kink import kink_test
@@ -50,6 +51,7 @@ class StepStudy:
     left: np.ndarray        # one-sided slopes at the smallest step (NaN without a base value)
     right: np.ndarray
     kink: np.ndarray        # bool: one-sided slopes differ by a gap that does not shrink with h
+    slopes: np.ndarray | None = None  # (len(STUDY_FACTORS), suspects): D(factor * h), for the report
 
 
 def step_study(
@@ -121,14 +123,16 @@ def step_study(
 
     a = np.asarray(analytic, dtype=np.float64)
     # The one rule, the decisive estimate's whole bound as its noise floor (k = 1).
-    codes = classify(a, numeric, bound, rtol=rtol, atol=atol, noise_factor=1.0, resolution=resolution)
+    rule = Tolerance(rtol, atol, 1.0, resolution)
+    codes = classify(a, numeric, bound, **rule.rule())
     left, right, kink = kink_test(raw, base_value, unit_roundoff, rtol, noise_factor)
     with np.errstate(invalid="ignore"):
         lo, hi = np.minimum(left, right), np.maximum(left, right)
-        slack = atol + rtol * np.maximum(np.abs(lo), np.abs(hi)) + bound
+        slack = rule.bound(np.maximum(np.abs(lo), np.abs(hi)), bound)
         inside = (a >= lo - slack) & (a <= hi + slack)
     # At a kink the claim is a subgradient choice: fine if it lies between the one-sided
     # slopes, a MISMATCH if it lies outside them.
     codes[kink & inside & (codes != Verdict.NONFINITE)] = Verdict.KINK
     codes[kink & ~inside & np.isfinite(a)] = Verdict.MISMATCH
-    return StepStudy(numeric, bound, codes, evaluations, left, right, kink)
+    table = np.stack([slopes[s] for s in STUDY_FACTORS])
+    return StepStudy(numeric, bound, codes, evaluations, left, right, kink, table)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -208,26 +209,11 @@ def _layout_dims(sweep: Any, ndim: int, rows: Any, cols: Any, panels: Any
     return chosen.get("rows"), chosen.get("cols"), chosen.get("panels")
 
 
-def plot_sweep(sweep: Any, path: str | Path, *, rows: Any = None, cols: Any = None,
-               panels: Any = None) -> Path:
-    """Write a PNG grid of the swept shapes: one panel per value of the ``panels``
-    dimension, rows × columns inside each, failing shapes red, passing green, shapes not
-    swept blank. Dimensions beyond three are pooled: a cell then shows the fraction of its
-    shapes that fail. ``rows``/``cols``/``panels`` take dimension names or indices; by
-    default the dimensions the rule uses become the image axes. Cells where an inexact
-    rule is wrong are marked ×. Returns the path written.
-    """
-    Figure, Canvas = _matplotlib()
-    from matplotlib.colors import LinearSegmentedColormap
-    from matplotlib.patches import Patch
-
-    shapes = np.asarray(sweep.shapes, dtype=np.int64)
-    if shapes.ndim != 2:
-        raise ValueError("plotting a sweep needs shapes that all have the same number of dimensions")
-    ndim = shapes.shape[1]
-    failed = np.array([r.failed for r in sweep.results])  # INCONCLUSIVE shapes do not fail...
-    unverified = np.array([r.status == "INCONCLUSIVE" for r in sweep.results])  # ...they get a "?"
-    r_dim, c_dim, p_dim = _layout_dims(sweep, ndim, rows, cols, panels)
+def _sweep_grid(sweep: Any, shapes: np.ndarray, failed: np.ndarray, unverified: np.ndarray,
+                dims: tuple[int | None, int | None, int | None]) -> tuple[Any, ...]:
+    """The values along rows, columns and panels, and per (panel, row, column) cell the
+    counts of failing, swept, wrongly predicted and unverified shapes."""
+    r_dim, c_dim, p_dim = dims
 
     def values(d: int | None) -> list[int]:
         if d is None:
@@ -251,6 +237,31 @@ def plot_sweep(sweep: Any, path: str | Path, *, rows: Any = None, cols: Any = No
         seen[p, i, j] += 1
         wrong[p, i, j] += bool(bad) != bool(guess)
         unsure[p, i, j] += none
+    return rv, cv, pv, fails, seen, wrong, unsure
+
+
+def plot_sweep(sweep: Any, path: str | Path, *, rows: Any = None, cols: Any = None,
+               panels: Any = None) -> Path:
+    """Write a PNG grid of the swept shapes: one panel per value of the ``panels``
+    dimension, rows × columns inside each, failing shapes red, passing green, shapes not
+    swept blank. Dimensions beyond three are pooled: a cell then shows the fraction of its
+    shapes that fail. ``rows``/``cols``/``panels`` take dimension names or indices; by
+    default the dimensions the rule uses become the image axes. Cells where an inexact
+    rule is wrong are marked ×. Returns the path written.
+    """
+    Figure, Canvas = _matplotlib()
+    from matplotlib.colors import LinearSegmentedColormap
+    from matplotlib.patches import Patch
+
+    shapes = np.asarray(sweep.shapes, dtype=np.int64)
+    if shapes.ndim != 2:
+        raise ValueError("plotting a sweep needs shapes that all have the same number of dimensions")
+    ndim = shapes.shape[1]
+    failed = np.array([r.failed for r in sweep.results])  # INCONCLUSIVE shapes do not fail...
+    unverified = np.array([r.status == "INCONCLUSIVE" for r in sweep.results])  # ...they get a "?"
+    r_dim, c_dim, p_dim = _layout_dims(sweep, ndim, rows, cols, panels)
+
+    rv, cv, pv, fails, seen, wrong, unsure = _sweep_grid(sweep, shapes, failed, unverified, (r_dim, c_dim, p_dim))
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.where(seen > 0, fails / np.maximum(seen, 1), np.nan)
 

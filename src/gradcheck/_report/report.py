@@ -7,8 +7,9 @@ heat map (``plot``, :mod:`.plot`).
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -78,6 +79,9 @@ class Report(ReportText, ReportSerialize, HtmlViews):
     # Screening (gradcheck.screen) only: per entry, the smallest error that would have been
     # found (inf where nothing was concluded); None for an entry-wise check.
     detection_limit: np.ndarray | None = None
+    # The step study of each studied entry (at most 1000, failing verdicts first): index ->
+    # (steps h, central differences D(h) at them). Empty when no entry was studied.
+    step_study: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     # -- views ---------------------------------------------------------------------
     @property
@@ -156,7 +160,7 @@ class Report(ReportText, ReportSerialize, HtmlViews):
         return [tuple(int(i) for i in np.unravel_index(j, self.shape)) for j in order]
 
     # -- judging -------------------------------------------------------------------
-    def assert_pass(self, *, allow_unchecked: bool | None = None) -> "Report":
+    def assert_pass(self, *, allow_unchecked: bool | None = None) -> Report:
         """Raise :class:`GradientAssertionError` (an AssertionError) unless the check passed.
 
         ``allow_unchecked``: ``None`` (the default) accepts UNCHECKED entries beside

@@ -56,6 +56,7 @@ class ReportSerialize:
                    if self.exact is not None and np.isfinite(self.exact[ix]) else {}),
                 **({"left": _jsonable(self.left[ix]), "right": _jsonable(self.right[ix])}
                    if self.left is not None and np.isfinite(self.left[ix]) else {}),
+                **_study(self, ix),
             }
             for ix in flagged[:limit]
         ]
@@ -71,6 +72,15 @@ class ReportSerialize:
     def to_json(self, **kwargs: Any) -> str:
         """``to_dict`` as a JSON string (NaN/inf written as strings)."""
         return json.dumps(self.to_dict(**kwargs))
+
+
+def _study(report: Any, ix: tuple[int, ...]) -> dict[str, Any]:
+    """The entry's step study (steps and the central difference at each), if it had one."""
+    study = (getattr(report, "step_study", None) or {}).get(tuple(ix))
+    if study is None:
+        return {}
+    steps, slopes = study
+    return {"step_study": {"steps": [_jsonable(h) for h in steps], "slopes": [_jsonable(d) for d in slopes]}}
 
 
 def _jsonable(v: Any) -> float | str:

@@ -55,8 +55,9 @@ import logging
 import os
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -193,7 +194,7 @@ def function_digest(fn: Any, depth: int = 3) -> str:
                     visit(value, level - 1)
         elif hasattr(obj, "func") and callable(obj.func):  # functools.partial
             visit(obj.func, level - 1)
-        elif inspect.isfunction(getattr(type(obj), "__call__", None)):  # a callable instance
+        elif inspect.isfunction(getattr(type(obj), "__call__", None)):  # noqa: B004  (a callable instance)
             visit(type(obj).__call__, level - 1)
 
     visit(fn, depth)
@@ -228,7 +229,7 @@ class _Record:
     den: np.ndarray
 
     @classmethod
-    def empty(cls, count: int) -> "_Record":
+    def empty(cls, count: int) -> _Record:
         return cls(np.zeros(count, bool), np.full(count, np.nan), np.full(count, np.nan), np.full(count, np.nan))
 
 
@@ -315,7 +316,7 @@ def _write_atomically(path: str, arrays: dict[str, np.ndarray]) -> None:
     tmp = f"{path}.tmp-{os.getpid()}-{os.urandom(4).hex()}"
     try:
         with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as allow_pickle
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -436,7 +437,7 @@ class Checkpointed:
                 self._record(rec, pending[lo:hi], fp, fm, den)
 
             wrapped = None if progress is None else (lambda done: progress(before + done))
-            kwargs = {"on_chunk": on_chunk}
+            kwargs: dict[str, Any] = {"on_chunk": on_chunk}
             if wrapped is not None and "progress" in _parameters(self.engine.differences):
                 kwargs["progress"] = wrapped
             self.engine.differences(idx[pending], steps[pending], **kwargs)

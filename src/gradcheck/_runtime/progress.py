@@ -16,7 +16,8 @@ from __future__ import annotations
 import inspect
 import sys
 import time
-from typing import Any, Callable, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -73,7 +74,7 @@ class Progress:
         if self.forced:
             self._begin()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: Any) -> None:

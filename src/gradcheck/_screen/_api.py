@@ -14,13 +14,14 @@ The flow, one named step each:
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .._core.config import Config
-from .._core.errors import InputMutationError
+from .._core.errors import mutation_error
 from .._core.verdict import Verdict
 from .._report.report import Report
 from . import _complex
@@ -30,6 +31,8 @@ from ._budget import parse_budget
 from ._directional import FACTORS, choose_step, claimed_slope, estimate, points, roundoff_per_step
 from ._engines import SCREEN_ENGINES, select
 from ._entrywise import EntryJudge
+from ._exact import AUTO_SECONDS, EVALS_PER_BLOCK, ExactProbe, agreement, exact_floor
+from ._exact import GAIN as EXACT_GAIN
 from ._measure import BudgetExhausted, Measured, Measurer
 from ._partition import draw
 from ._prepare import Prepared, prepare, time_and_repeat
@@ -56,6 +59,7 @@ def screen(
     draws: int = DEFAULT_DRAWS,
     blocks: int | None = None,
     complex_step: bool | str = "auto",
+    exact: bool | str = "auto",
     adjudicate: bool | str = "auto",
     digits: int = 30,
     name: str | None = None,
@@ -84,7 +88,15 @@ def screen(
     (with ``executor=``, any ``concurrent.futures.Executor``, e.g. dask's), ``"compiled"``
     (an ``@njit`` f: one parallel numba kernel per batch of directions); each gives
     serial's report. ``complex_step``: ``"auto"`` (where finite differences cannot resolve
-    the blocks), ``True``, ``False``. ``config``,
+    the blocks), ``True``, ``False``. ``exact``: the arbitrary-precision path, where ``f``
+    runs on :mod:`gradcheck.mp` arrays (small ``x``, so small blocks): each block's
+    directional derivative is computed exactly (``gradcheck.mp.mp_directional_derivative``)
+    instead of by finite differences, after it agrees with them on the first draw, and
+    localized entries are judged against their exact derivatives; the detection limit
+    drops to what ``check``'s rule can tell against an exact value (``rtol`` and the
+    backward's round-off) where finite differences could not get there. ``"auto"`` (where
+    the referee would run automatically, the limit at the median entry would drop more
+    than 2x, and the path is estimated to take at most ~5 s), ``True``, ``False``. ``config``,
     ``adjudicate``, ``digits``, ``name``, ``backend`` as in :func:`gradcheck.check`;
     ``seed`` (default ``config.seed``) seeds the draws. ``x`` is never modified.
 
@@ -98,7 +110,7 @@ def screen(
     (True, True, True)
     """
     started = time.perf_counter()
-    _validate(engine, draws, blocks, complex_step, adjudicate)
+    _validate(engine, draws, blocks, complex_step, adjudicate, exact)
     prep = prepare(f, x, grad, config, name, backend)
     if not prep.analytic.size:
         return trivial_report(prep, started, Verdict.SCREENED, "x has no entries: nothing to screen")
@@ -115,20 +127,19 @@ def screen(
     eng, why = select(engine, prep.probe, executor=executor, seconds_per_call=per_call,
                       batch=count * 2 * len(FACTORS), fork_safe=prep.backend.name == "numpy")
     try:
-        state = _run(prep, eng, allowed, count, int(draws), complex_step, adjudicate, digits,
+        state = _run(prep, eng, allowed, count, int(draws), (complex_step, exact), adjudicate, digits,
                      prep.config.seed if seed is None else int(seed), per_call)
     finally:
         eng.close()
     if not prep.probe.unchanged():
-        raise InputMutationError(f"{prep.label} wrote into the array it was given; gradcheck cannot "
-                                 "difference a function that mutates its input (copy inside the function)")
+        raise mutation_error(prep.label)
     extra = ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
     if not deterministic:
         extra.append(f"f is nondeterministic: f(x) gave {prep.f0!r} then {f1!r}")
     return assemble(prep, state, extra, deterministic, abs(f1 - prep.f0), started)
 
 
-def _validate(engine, draws, blocks, complex_step, adjudicate) -> None:
+def _validate(engine, draws, blocks, complex_step, adjudicate, exact) -> None:
     if engine not in SCREEN_ENGINES:
         raise ValueError(f"engine={engine!r} is not one of {SCREEN_ENGINES} for screen")
     if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
@@ -139,6 +150,11 @@ def _validate(engine, draws, blocks, complex_step, adjudicate) -> None:
         raise ValueError(f"complex_step={complex_step!r} is not one of ('auto', True, False)")
     if adjudicate not in ("auto", True, False):
         raise ValueError(f"adjudicate={adjudicate!r} is not one of ('auto', True, False)")
+    if exact not in ("auto", True, False):
+        raise ValueError(f"exact={exact!r} is not one of ('auto', True, False)")
+    if exact is True and adjudicate is False:
+        raise ValueError("exact=True judges localized entries against their exact derivatives (the referee), "
+                         "which adjudicate=False turns off: drop one")
 
 
 def _fit_blocks(count: int, draws: int, allowed: int) -> tuple[int, str]:
@@ -152,22 +168,24 @@ def _fit_blocks(count: int, draws: int, allowed: int) -> tuple[int, str]:
                     f"allows no more (a larger budget gives a lower detection limit)")
 
 
-def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, complex_step, adjudicate, digits,
+def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adjudicate, digits,
          seed: int, per_call: float) -> State:
+    complex_step, exact = wanted
     m = Measurer(engine=eng, x_flat=prep.x_flat, analytic=prep.analytic, weights=prep.weights,
                  unit=prep.unit, k=prep.config.noise_factor, budget=allowed)
     m.evaluations = prep.evaluations
     n = prep.analytic.size
     all_draws = [draw(n, count, seed=seed, number=r) for r in range(draws)]
-    judge = EntryJudge(prep, m, adjudicate, digits, per_call)
+    judge = EntryJudge(prep, m, adjudicate, digits, per_call, exact)
     bis = Bisection(m, all_draws, judge, relevance=RELEVANCE_SHARE * prep.floor * prep.weights)
     first = (all_draws[0].blocks[0], all_draws[0].signs[all_draws[0].blocks[0]])
     step_note, known = _calibrate(prep, m, first)
     phases = {"step search": m.evaluations}
-    complex_note = ""
+    complex_note = exact_note = ""
     try:
         bis.measure_tops([0], known={0: known})
         complex_note = _try_complex(prep, m, bis, complex_step)
+        exact_note = _try_exact(prep, m, bis, judge, exact, digits)
         bis.measure_tops(list(range(1, draws)))
     except BudgetExhausted:
         bis.budget_hit = True  # unmeasured blocks clear nothing: their entries stay UNCHECKED
@@ -177,8 +195,14 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, complex_step
     bis.finish()
     phases["bisection"] = m.evaluations - phases["top level"] - phases["step search"] - judge.evaluations
     phases["entry-wise"] = judge.evaluations
-    return State(bis, m, judge, count, draws, step_note, complex_note, eng.name, phases,
-                 prep.shape, prep.config.rtol)
+    if m.exact_probe is not None and m.exact_probe.fallbacks:
+        exact_note += (f"; {m.exact_probe.fallbacks} blocks where f did not run at arbitrary precision "
+                       "were measured by finite differences")
+    if m.exact_probe is not None and not m.exact_probe.usable():
+        exact_note += (f"; its time allowance ({m.exact_probe.allowance:.3g} s) ran out after "
+                       f"{m.exact_probe.blocks} blocks, finite differences for the rest")
+    return State(bis, m, judge, count, draws, step_note, "; ".join(x for x in (complex_note, exact_note) if x),
+                 eng.name, phases, prep.shape, prep.config.rtol)
 
 
 def _calibrate(prep: Prepared, m: Measurer, block) -> tuple[str, tuple[float, float, float]]:
@@ -241,6 +265,65 @@ def _try_complex(prep: Prepared, m: Measurer, bis: Bisection, wanted) -> str:
             bis.tau[n.draw, n.idx] = 2.0 * n.bound + n.claim
     return (f"complex step used after it agreed with finite differences on all {len(tops)} blocks "
             f"of the first draw (round-off factor {cp.kappa:.3g})")
+
+
+def _try_exact(prep: Prepared, m: Measurer, bis: Bisection, judge: EntryJudge, wanted, digits: int) -> str:
+    """Accept the arbitrary-precision path (:mod:`._exact`) for the rest of the screen if
+    it applies, is wanted, and agrees with the first draw's estimates. Returns the note."""
+    referee = judge.referee
+    why_not = judge.referee_note or "f does not run on gradcheck.mp arrays here (numpy code on the numpy backend)"
+    if wanted is not False and referee is not None:
+        why_not = referee.unavailable() or ""
+    if wanted is False or why_not:
+        return f"exact directional derivatives not used: {why_not}" if wanted is True else ""
+    assert referee is not None  # why_not is empty only when a referee is at hand
+    cfg = prep.config
+    floor = exact_floor(prep.analytic, rtol=cfg.rtol, atol=cfg.atol, k=cfg.noise_factor, unit=prep.unit,
+                        claim_scale=judge.claim_scale)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fd_own = bis.tau[0] / prep.weights
+    now = float(np.median(np.maximum(np.where(np.isnan(fd_own), np.inf, fd_own), prep.floor)))
+    if wanted == "auto" and not now > EXACT_GAIN * float(np.median(floor)):
+        return ""
+    tops = [n for n in bis.tops if n.draw == 0]
+    per_call = judge.mp_seconds if judge.mp_seconds is not None else _time_mp(referee)
+    guess = per_call * EVALS_PER_BLOCK * (len(bis.tops) + len(tops))
+    if wanted == "auto" and guess > AUTO_SECONDS:
+        return (f"exact directional derivatives not used: ~{guess:.2g} s estimated at arbitrary precision, "
+                f"more than exact='auto' spends ({AUTO_SECONDS:g} s; exact=True asks for it)")
+    probe = ExactProbe(referee.f_mp, referee.x, referee.cotangent, digits,
+                       2 * AUTO_SECONDS if wanted == "auto" else np.inf)
+    blocks = [(n.idx, bis.draws[0].signs[n.idx]) for n in tops]
+    fd = Measured(np.array([n.delta for n in tops]), np.array([n.bound for n in tops]),
+                  np.array([n.claim for n in tops]), "fd")
+    try:
+        ex = probe.measure(m, blocks)
+    except BudgetExhausted:
+        return "exact directional derivatives not used: no budget left to verify them"
+    ok, why = agreement(fd, ex, "the complex step" if m.complex_probe is not None else "finite differences")
+    if not ok or probe.fallbacks == len(tops):
+        return "exact directional derivatives not used: " + (why or "f did not run at arbitrary precision "
+                                                               "along any block")
+    m.exact_probe, judge.exact_look, prep._floor = probe, True, floor
+    bis.relevance = RELEVANCE_SHARE * floor * prep.weights
+    for n in bis.tops:
+        n.slack = np.nan  # the gate's relevance share follows the new floor
+    for j, n in enumerate(tops):
+        n.delta, n.bound, n.claim = float(ex.delta[j]), float(ex.bound[j]), float(ex.claim[j])
+        bis.tau[0, n.idx] = 2.0 * n.bound + bis.gate(n)
+    rms = float(np.sqrt(np.mean(np.square(prep.analytic)))) or 1.0
+    return (f"exact directional derivatives (f on gradcheck.mp arrays, {digits} digits) for the blocks, after "
+            f"they agreed with the first draw's estimates on all {len(tops)} blocks, where those (and check's "
+            f"entry-wise rule on finite differences) reached a limit of {now / rms:.2g} rms(g) at the median "
+            "entry; localized entries are judged against their exact derivatives")
+
+
+def _time_mp(referee) -> float:
+    from ..mp import evaluate, to_mp
+
+    start = time.perf_counter()
+    evaluate(referee.f_mp, to_mp(np.asarray(referee.x, dtype=np.float64)), dps=20)
+    return time.perf_counter() - start
 
 
 #: complex_step="auto" keeps finite differences when their per-entry limit is at most this

@@ -16,7 +16,7 @@ from .._adjudicate.notes import adjudication_notes
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .._classify.rule import tolerance
 from .._core.judged import Judged
-from .._core.verdict import Verdict
+from .._core.verdict import Cause, Verdict
 from .._report.report import Report
 from ._bisect import Bisection
 from ._entrywise import EntryJudge
@@ -32,7 +32,7 @@ class State:
 
     bisection: Bisection
     measurer: Measurer
-    judge: "EntryJudge"
+    judge: EntryJudge
     blocks: int
     draws: int
     step_note: str
@@ -60,10 +60,16 @@ def assemble(prep: Prepared, state: State, extra: list[str], deterministic: bool
         for key in ("numeric", "noise", "codes", "refined", "causes", "exact", "digits", "left", "right"):
             getattr(looks, key)[idx] = getattr(judged, key)
         looks.adjudication = judged.adjudication or looks.adjudication
+        looks.studies.update({int(idx[p]): v for p, v in judged.studies.items()})
     own = screening_limit(bis.tau, bis.cleared, prep.weights, bis.depth_ratio)
     limit = np.maximum(own, prep.floor)
     tol = tolerance(prep.analytic, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
-    limit = np.where(localized, tol, np.where(screened, limit, np.inf))
+    # An entry judged against its exact derivative: the referee's tolerance is what its verdict
+    # could tell (the finite difference's, often far wider, did not decide it).
+    exact = localized & np.isfinite(looks.exact) & np.isin(looks.causes, [int(Cause.EXACT), int(Cause.EXACT_ZERO)])
+    with np.errstate(invalid="ignore"):
+        exact_tol = cfg.atol + cfg.rtol * np.abs(looks.exact) + cfg.noise_factor * prep.unit * state.judge.claim_scale
+    limit = np.where(localized, np.where(exact, exact_tol, tol), np.where(screened, limit, np.inf))
     summary = describe(np.where(screened & ~localized, limit, np.inf), prep.analytic, draws=state.draws,
                        blocks=state.blocks, screened=int((screened & ~localized).sum()), own=own)
     notes = notes_for(state, summary, localized, codes) + extra

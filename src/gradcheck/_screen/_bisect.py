@@ -33,8 +33,8 @@ numeric error within its bound, so the block would have disagreed.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -62,11 +62,11 @@ class Node:
     claim: float = 0.0
     slack: float = np.nan       # relevance: RELEVANCE x the smallest w_i floor_i here (lazy)
     derived: bool = False
-    children: list["Node"] | None = None
+    children: list[Node] | None = None
     exhausted: bool = False
     measured: bool = False      # directly, or derived from its parent and sibling
 
-    def split(self) -> list["Node"]:
+    def split(self) -> list[Node]:
         if self.children is None:
             a, b = halves(self.idx)
             self.children = [Node(self.draw, self.block, a, self.depth + 1),

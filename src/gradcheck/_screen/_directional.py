@@ -21,8 +21,8 @@ round-off measured once by :func:`choose_step` (as the step study measures it, f
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, InputMutationError
+from .._core.errors import FunctionError, InputMutationError, mutation_error
 from ..engines import _executor  # the payload cache and dask helpers
 from ..engines._chunks import picklable, rebuild_error
 from ..engines._executor import _problem_for
@@ -120,8 +120,7 @@ def _unpack(answer: tuple, where: str) -> np.ndarray:
     if answer[0] == "ok":
         return answer[1]
     if answer[0] == "mutated":
-        raise InputMutationError(f"{answer[1]} wrote into the array it was given (seen {where}); "
-                                 "gradcheck cannot difference a function that mutates its input")
+        raise mutation_error(answer[1], f" (seen {where})")
     raise rebuild_error(answer[1], where)
 
 

@@ -12,8 +12,9 @@ import time
 
 import numpy as np
 
-from .._adjudicate.referee import Referee
+from .._adjudicate.referee import MAX_ADJUDICATED, Referee
 from .._core.judged import Judged
+from .._core.verdict import Cause
 from .._pipeline.judge import judge_entries
 from ..engines import CheckProblem, select_engine
 
@@ -29,18 +30,25 @@ from ._prepare import Prepared
 MP_MAX_ENTRIES = 4096
 MP_MAX_CALL_SECONDS = 2e-5
 MP_MAX_SECONDS = 0.05
+#: Causes of a verdict reached against the exact value.
+_EXACT_CAUSES = [int(Cause.EXACT), int(Cause.EXACT_ZERO)]
 
 
 class EntryJudge:
     """The entry-wise treatment of localized entries: ``check``'s first differences,
-    then ``judge_entries`` (classify, step study, kink test, referee)."""
+    then ``judge_entries`` (classify, step study, kink test, referee). With
+    :attr:`exact_look` (the screen's arbitrary-precision path is on) every localized
+    entry is judged against its exact derivative, not only those in doubt."""
 
-    def __init__(self, prep: Prepared, m: Measurer, adjudicate, digits: int, per_call: float) -> None:
+    def __init__(self, prep: Prepared, m: Measurer, adjudicate, digits: int, per_call: float,
+                 exact: bool | str = "auto") -> None:
         self.prep, self.m, self.adjudicate = prep, m, adjudicate
         problem = CheckProblem(f=prep.probe.f, work=prep.probe.work, evaluate=prep.probe.evaluate,
                                backend=prep.backend, cotangent=prep.cotangent)
         self.differences = select_engine("serial", problem)[0].differences
-        self.referee, self.referee_note = self._referee(adjudicate, digits, per_call)
+        self.mp_seconds: float | None = None  # one evaluation at arbitrary precision, once timed
+        self.referee, self.referee_note = self._referee(True if exact is True else adjudicate, digits, per_call)
+        self.exact_look = False
         finite = prep.analytic[np.isfinite(prep.analytic)]
         self.claim_scale = float(np.abs(finite).max()) if finite.size else 0.0
         self.parts: list[tuple[np.ndarray, Judged]] = []
@@ -61,7 +69,7 @@ class EntryJudge:
         why = "no referee (adjudicate=True asks for it): f at arbitrary precision is too slow here"
         if prep.analytic.size > MP_MAX_ENTRIES or per_call > MP_MAX_CALL_SECONDS:
             return None, f"{why} ({prep.analytic.size} entries, {per_call:.2g} s per float evaluation)"
-        seconds = _time_mp_call(f, prep.probe.pristine)
+        seconds = self.mp_seconds = _time_mp_call(f, prep.probe.pristine)
         if seconds is None or seconds > MP_MAX_SECONDS:
             return None, f"{why} ({'fails' if seconds is None else f'{seconds:.2g} s per evaluation'})"
         return referee, ""
@@ -77,21 +85,66 @@ class EntryJudge:
             drift=None, base_finite=True, flat_indices=idx, base_value=prep.f0, referee=self.referee,
             adjudicate=self.adjudicate, claim_scale=self.claim_scale,
         )
+        if self.exact_look:
+            self._look_exactly(idx, judged)
         used = 2 * idx.size + judged.evaluations
         self.evaluations += used
         self.m.evaluations += used
         self.parts.append((idx, judged))
         err = prep.analytic[idx] - judged.numeric
-        return err, cfg.noise_factor * judged.noise + cfg.atol
+        bound = cfg.noise_factor * judged.noise + cfg.atol
+        if self.exact_look:  # peel what the exact value says, within its own error
+            known = np.isfinite(judged.exact) & np.isin(judged.causes, _EXACT_CAUSES)
+            err = np.where(known, prep.analytic[idx] - judged.exact, err)
+            rounding = 2.0 * prep.unit * (np.abs(prep.analytic[idx]) + np.abs(judged.exact))
+            bound = np.where(known, rounding + cfg.atol, bound)
+        return err, bound
+
+    def _look_exactly(self, idx: np.ndarray, judged: Judged) -> None:
+        """The referee on the localized entries ``judge_entries`` did not send to it (those
+        it found in no doubt by finite differences, whose tolerance the exact path beats)."""
+        assert self.referee is not None, "the exact path is accepted only with a referee"
+        prep, cfg = self.prep, self.prep.config
+        analytic = prep.analytic[idx]
+        done = np.isin(judged.causes, _EXACT_CAUSES + [int(Cause.KINK_EXACT)])
+        positions = np.flatnonzero(~done & np.isfinite(analytic))[:MAX_ADJUDICATED]
+        if not positions.size or self.referee.unavailable() is not None:
+            return
+        adj = self.referee.adjudicate(positions, idx[positions], analytic, judged.codes.copy(), rtol=cfg.rtol,
+                                      atol=cfg.atol, noise_factor=cfg.noise_factor, unit=prep.unit,
+                                      claim_scale=self.claim_scale, resolution=cfg.resolution)
+        got = np.isfinite(adj.exact)
+        at = positions[got]
+        judged.codes[at], judged.causes[at] = adj.codes[got], adj.causes[got]
+        judged.exact[at], judged.digits[at] = adj.exact[got], adj.digits[got]
+        judged.left[at], judged.right[at] = adj.left[got], adj.right[got]
+        judged.refined[at] = True
+        judged.evaluations += adj.evaluations
+        info = judged.adjudication
+        before = int(info.get("entries", 0)) if info.get("attempted") else 0
+        fewest = [v for v in (info.get("min_certified_digits"), int(adj.digits[got].min()) if got.any() else None)
+                  if v is not None]
+        info.update(attempted=True, entries=before + int(at.size), digits=self.referee.digits,
+                    seconds=float(info.get("seconds", 0.0)) + adj.seconds,
+                    evaluations=int(info.get("evaluations", 0)) + adj.evaluations,
+                    min_certified_digits=min(fewest) if fewest else None)
 
 
 def _time_mp_call(f, x: np.ndarray) -> float | None:
-    """Seconds one evaluation of f on an arbitrary-precision copy of x takes (None: fails)."""
+    """Seconds one evaluation of f on an arbitrary-precision copy of x takes (None: fails).
+    A first call over :data:`MP_MAX_SECONDS` is timed again (the first pays for warm-up:
+    imports, caches), and the faster of the two counts."""
     from ..mp import evaluate, to_mp
 
-    start = time.perf_counter()
-    try:
-        evaluate(f, to_mp(np.asarray(x, dtype=np.float64)), dps=20)
-    except Exception:
-        return None
-    return time.perf_counter() - start
+    x_mp = to_mp(np.asarray(x, dtype=np.float64))
+    best = np.inf
+    for _ in range(2):
+        start = time.perf_counter()
+        try:
+            evaluate(f, x_mp, dps=20)
+        except Exception:
+            return None
+        best = min(best, time.perf_counter() - start)
+        if best <= MP_MAX_SECONDS:
+            break
+    return best

@@ -25,7 +25,7 @@ class Measured:
     delta: np.ndarray   # claimed minus numeric slope, per block
     bound: np.ndarray   # bound on the numeric side's error
     claim: np.ndarray   # rounding of the claimed slope
-    method: str         # "fd" or "complex"
+    method: str         # "fd", "complex" or "exact"
 
 
 @dataclass
@@ -40,6 +40,7 @@ class Measurer:
     t: float = 0.0              # the step, once chosen
     rho: float = 0.0            # f's measured round-off
     complex_probe: Any = None   # set when the complex step is accepted
+    exact_probe: Any = None     # set when the arbitrary-precision path is accepted
     evaluations: int = 0
     by_method: dict[str, int] = field(default_factory=lambda: {"fd": 0, "complex": 0})
 
@@ -63,6 +64,8 @@ class Measurer:
         if not blocks:
             empty = np.zeros(0)
             return Measured(empty, empty.copy(), empty.copy(), "fd")
+        if method != "fd" and self.exact_probe is not None and self.exact_probe.usable():
+            return self.exact_probe.measure(self, blocks)
         if method != "fd" and self.complex_probe is not None:
             return self.complex_probe.measure(self, blocks)
         return self.finite_differences(blocks)

@@ -15,6 +15,7 @@ import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .. import backends as _backends
+from .._core import arguments as _arguments
 from .._core.config import Config
 from .._core.errors import FunctionError, UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
@@ -73,7 +74,7 @@ def prepare(f, x, grad, config, name, backend) -> Prepared:
     cfg = config if config is not None else Config.for_dtype(dtype)
     if not isinstance(cfg, Config):
         raise TypeError(f"config must be a gradcheck.Config, got {type(cfg).__name__}")
-    label = name or getattr(f, "__name__", None) or type(f).__name__
+    label = _arguments.label_of(f, name)
     work = np.array(x_np, order="C", copy=True)
     if not work.dtype.isnative:
         work = work.astype(work.dtype.newbyteorder("="))

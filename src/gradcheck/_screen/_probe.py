@@ -14,11 +14,13 @@ with the same cotangent (see :mod:`._complex` for when the complex step is trust
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, InputMutationError  # internals used here: errors only
+from .._core.arrays import same_bits  # internals used here: errors and same_bits only
+from .._core.errors import FunctionError, InputMutationError, mutation_error
 
 
 class Probe:
@@ -45,9 +47,10 @@ class Probe:
         flat = self.flat
         old = flat[idx].copy()
         flat[idx] = values
+        written = flat[idx]  # a copy, in x's dtype
         try:
             out = self.evaluate()
-            if not np.array_equal(flat[idx], values, equal_nan=True):
+            if not same_bits(flat[idx], written):
                 raise self._mutation(idx)
         except InputMutationError:
             raise
@@ -79,7 +82,7 @@ class Probe:
 
     def unchanged(self) -> bool:
         """Whether the working copy still holds ``x`` bit for bit."""
-        return self.work.tobytes() == self.pristine.tobytes()
+        return same_bits(self.work, self.pristine)
 
     def _where(self, idx: np.ndarray) -> tuple[int, ...]:
         first = int(idx[0]) if idx.size else 0
@@ -89,11 +92,7 @@ class Probe:
         return FunctionError(self._where(idx), f"along a block of {idx.size} entries", None, exc)
 
     def _mutation(self, idx: np.ndarray) -> InputMutationError:
-        return InputMutationError(
-            f"{self.label} wrote into the array it was given (seen while the block holding entry "
-            f"{self._where(idx)} was perturbed); gradcheck cannot difference a function that "
-            "mutates its input (copy inside the function)"
-        )
+        return mutation_error(self.label, f" (seen while the block holding entry {self._where(idx)} was perturbed)")
 
 
 def run_jobs(probe: Probe, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:

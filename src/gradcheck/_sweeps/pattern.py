@@ -40,8 +40,8 @@ Example:
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -203,6 +203,44 @@ def _merge_columns(feats: list[_Feature], cols: np.ndarray
     return kept, cols[:, keep_idx], aliases
 
 
+def _rule_inputs(shapes: Sequence[Sequence[int]], failed: Sequence[bool],
+                 dim_names: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+    """``(shapes, failed, names)`` as arrays and names, or a ValueError saying what is wrong."""
+    arr = np.asarray(shapes, dtype=np.int64)
+    y = np.asarray(failed, dtype=bool)
+    if arr.ndim != 2 or len(arr) == 0:
+        raise ValueError("shapes must be a non-empty sequence of equal-length integer tuples")
+    if y.shape != (len(arr),):
+        raise ValueError(f"failed has {y.size} entries for {len(arr)} shapes")
+    ndim = arr.shape[1]
+    names = tuple(dim_names) if dim_names is not None else tuple(f"d{i}" for i in range(ndim))
+    if len(names) != ndim:
+        raise ValueError(f"{len(names)} dim_names for shapes of length {ndim}")
+    return arr, y, names
+
+
+def _rule_scores(cols: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """How many shapes each candidate rule classifies correctly, in simplicity order: the two
+    constants, each feature, the AND of each pair ``(iu[p], ju[p])``, then their OR (-1: a
+    pair that is never both true, or never both false, is a constant in disguise)."""
+    n_failed = int(y.sum())
+    n_pass = len(y) - n_failed
+    # Correct counts for every rule at once. Counts through float matmuls (exact below 2**53)
+    # because BLAS makes the all-pairs AND/OR tables cost next to nothing.
+    fy, fn = cols[y].astype(float), cols[~y].astype(float)
+    gy, gn = 1.0 - fy, 1.0 - fn
+    single = fy.sum(0) + gn.sum(0)
+    iu, ju = np.triu_indices(cols.shape[1], 1)
+    both_fail, both_pass = (fy.T @ fy)[iu, ju], (fn.T @ fn)[iu, ju]
+    neither_fail, neither_pass = (gy.T @ gy)[iu, ju], (gn.T @ gn)[iu, ju]
+    and_ok = both_fail + (n_pass - both_pass)
+    or_ok = (n_failed - neither_fail) + neither_pass
+    and_ok[both_fail + both_pass == 0] = -1
+    or_ok[neither_fail + neither_pass == 0] = -1
+    scores = np.concatenate([[n_pass, n_failed], single, and_ok, or_ok]).round().astype(np.int64)
+    return scores, iu, ju
+
+
 def find_shape_rule(shapes: Sequence[Sequence[int]], failed: Sequence[bool], *,
                     dim_names: Sequence[str] | None = None) -> ShapeRule:
     """The simplest rule over shape features that separates failing from passing shapes.
@@ -215,40 +253,15 @@ def find_shape_rule(shapes: Sequence[Sequence[int]], failed: Sequence[bool], *,
         >>> find_shape_rule(shapes, [m < n for m, n in shapes], dim_names="mn").text
         'm < n'
     """
-    arr = np.asarray(shapes, dtype=np.int64)
-    y = np.asarray(failed, dtype=bool)
-    if arr.ndim != 2 or len(arr) == 0:
-        raise ValueError("shapes must be a non-empty sequence of equal-length integer tuples")
-    if y.shape != (len(arr),):
-        raise ValueError(f"failed has {y.size} entries for {len(arr)} shapes")
-    ndim = arr.shape[1]
-    names = tuple(dim_names) if dim_names is not None else tuple(f"d{i}" for i in range(ndim))
-    if len(names) != ndim:
-        raise ValueError(f"{len(names)} dim_names for shapes of length {ndim}")
-
+    arr, y, names = _rule_inputs(shapes, failed, dim_names)
     n_total, n_failed = len(y), int(y.sum())
     n_pass = n_total - n_failed
-    feats = _grammar(ndim)
+    feats = _grammar(arr.shape[1])
     all_cols = (np.stack([f.evaluate(arr) for f in feats], axis=1) if feats
                 else np.zeros((n_total, 0), bool))
     feats, cols, aliases = _merge_columns(feats, all_cols)
     n_feat = len(feats)
-
-    # Correct counts for every rule at once. Counts through float matmuls (exact below 2**53)
-    # because BLAS makes the all-pairs AND/OR tables cost next to nothing.
-    fy, fn = cols[y].astype(float), cols[~y].astype(float)
-    gy, gn = 1.0 - fy, 1.0 - fn
-    single = fy.sum(0) + gn.sum(0)
-    iu, ju = np.triu_indices(n_feat, 1)
-    both_fail, both_pass = (fy.T @ fy)[iu, ju], (fn.T @ fn)[iu, ju]
-    neither_fail, neither_pass = (gy.T @ gy)[iu, ju], (gn.T @ gn)[iu, ju]
-    and_ok = both_fail + (n_pass - both_pass)
-    or_ok = (n_failed - neither_fail) + neither_pass
-    # A pair that is never both true (or never both false) is a constant in disguise.
-    and_ok[both_fail + both_pass == 0] = -1
-    or_ok[neither_fail + neither_pass == 0] = -1
-    scores = np.concatenate([[n_pass, n_failed], single, and_ok, or_ok]).round().astype(np.int64)
-
+    scores, iu, ju = _rule_scores(cols, y)
     n_pairs = len(iu)
     starts = {"constant": 0, "single": 2, "and": 2 + n_feat, "or": 2 + n_feat + n_pairs}
 

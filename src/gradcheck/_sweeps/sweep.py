@@ -29,10 +29,10 @@ import itertools
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -111,8 +111,8 @@ def grid(*axes: Iterable[int], **named_axes: Iterable[int]) -> Grid:
     if axes and named_axes:
         raise TypeError("give grid axes either positionally or by name, not both")
     if named_axes:
-        return Grid(list(named_axes.values()), tuple(named_axes))
-    return Grid(list(axes))
+        return Grid([tuple(ax) for ax in named_axes.values()], tuple(named_axes))
+    return Grid([tuple(ax) for ax in axes])
 
 
 @dataclass(frozen=True, eq=False)
@@ -288,7 +288,7 @@ class SweepReport(HtmlViews):
         return sorted(groups.items(), key=lambda item: -len(item[1]))
 
     # -- judging -------------------------------------------------------------------
-    def assert_all_pass(self, *, allow_unchecked: bool | None = None) -> "SweepReport":
+    def assert_all_pass(self, *, allow_unchecked: bool | None = None) -> SweepReport:
         """Raise :class:`GradientAssertionError` (an AssertionError) unless every shape
         passed; the message is the sweep's table. Returns the sweep otherwise.
 
@@ -393,7 +393,7 @@ def _part_layouts(mask: np.ndarray, parts: Any) -> tuple[tuple[str, LayoutDescri
 def _as_shapes(shapes: Any) -> list[Shape]:
     out = []
     for s in shapes:
-        t = (int(s),) if np.isscalar(s) else tuple(int(d) for d in s)
+        t = (int(s),) if np.isscalar(s) else tuple(int(d) for d in s)  # type: ignore[arg-type]
         out.append(t)
     if not out:
         raise ValueError("shape_sweep needs at least one shape")
@@ -472,7 +472,7 @@ def shape_sweep(
     """
     _arguments.choice("keep", keep, KEEP_CHOICES)
     config, adjudicate = _arguments.as_config(config), _arguments.as_adjudicate(adjudicate)
-    factory, vectorized = _arguments.flag("factory", factory), _arguments.flag("vectorized", vectorized)
+    factory, vectorized = bool(_arguments.flag("factory", factory)), bool(_arguments.flag("vectorized", vectorized))
     engine, name = _arguments.choice("engine", engine, ENGINE_NAMES), _arguments.text("name", name)
     if parts is not None and not callable(parts):
         raise TypeError(f"parts must be a function parts(shape) -> {{name: shape}} or None, got "
@@ -485,7 +485,7 @@ def shape_sweep(
     ndims = {len(s) for s in shape_list}
     ndim = ndims.pop() if len(ndims) == 1 else None
     names = _dim_names(dim_names, shapes, ndim)
-    label = name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
+    label = _arguments.label_of(f, name)
 
     started = time.perf_counter()
     results = []

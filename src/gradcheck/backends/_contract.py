@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.arrays import same_bits
 from .._core.errors import OutputError
 
 
@@ -80,7 +81,7 @@ def contract_violations(
         )
     if g2 is None or g1.shape != g2.shape:
         violations.append(f"{words.reentrant.split(':')[0]}: a second pass returned a different structure")
-    elif g1.tobytes() != g2.tobytes():
+    elif not same_bits(g1, g2):
         diff = np.nan_to_num(np.abs(g1.astype(np.float64) - g2.astype(np.float64)), nan=np.inf)
         violations.append(f"{words.reentrant} at {describe_entries(diff != 0)} (max |difference| = {diff.max():.3g})")
     if g0 is not None and g0.shape == np.shape(claimed):

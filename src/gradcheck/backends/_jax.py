@@ -25,7 +25,8 @@ True
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -49,7 +50,7 @@ def _enable_x64():
 
 def _x64_enabled() -> bool:
     """The current (possibly scoped) value of ``jax_enable_x64``."""
-    return bool(jax.config.jax_enable_x64)
+    return bool(jax.config.jax_enable_x64)  # type: ignore[attr-defined]  # a dynamic attribute of jax.config
 
 
 def _output_array(y: Any) -> jax.Array:

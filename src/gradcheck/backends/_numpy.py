@@ -1,7 +1,8 @@
 """The numpy backend: the claimed gradient is the user's hand-written function or array."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -1,7 +1,8 @@
 """The Backend protocol: the only code that touches a framework."""
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 

@@ -24,7 +24,8 @@ True
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -188,7 +189,7 @@ class TorchBackend:
         g2 = self._backward(y, xt, gy, retain_graph=True)
         g0 = self._backward(y, xt, torch.zeros_like(gy), retain_graph=False)
         as_np = lambda g: None if g is None else tensor_to_numpy(g)  # noqa: E731
-        violations = contract_violations(AUTOGRAD, as_np(g1), as_np(g2), as_np(g0), g1.dtype, xt.dtype,
+        violations = contract_violations(AUTOGRAD, tensor_to_numpy(g1), as_np(g2), as_np(g0), g1.dtype, xt.dtype,
                                          tuple(g1.shape), tuple(xt.shape), claimed)
         return (), tuple(violations)
 

@@ -693,7 +693,7 @@ def _dot(a: Any, b: Any, out: Any = None) -> DualArray:
     k = _k_of((a, b))
     ca, cb = av.ndim - 1, max(bv.ndim - 2, 0)
     y = np.dot(av, bv)
-    tangent = 0.0
+    tangent: Any = 0.0
     if isinstance(a, DualArray):
         t = np.tensordot(a.tangent, bv, axes=([ca], [cb]))  # a-rest, K, b-rest
         tangent = tangent + np.moveaxis(t, av.ndim - 1, -1)
@@ -712,8 +712,8 @@ def _explicit(subscripts: str) -> tuple[list[str], str]:
     """Split einsum subscripts into operand terms and an explicit output term."""
     s = subscripts.replace(" ", "")
     if "->" in s:
-        ins, out = s.split("->")
-        return ins.split(","), out
+        terms, out = s.split("->")
+        return terms.split(","), out
     ins = s.split(",")
     letters = "".join(ins).replace(".", "")
     out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))

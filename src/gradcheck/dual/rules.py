@@ -6,7 +6,8 @@ none. Ties in ``maximum``/``minimum`` split the derivative evenly (the symmetric
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -3,8 +3,10 @@ choice of engine for a check (``select_engine``: by name, or ``auto``)."""
 from __future__ import annotations
 
 import importlib
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -56,6 +58,17 @@ def select_engine(name: str, problem: CheckProblem) -> tuple[Engine, str]:
         return SerialEngine(problem), reason
     module = importlib.import_module(f"._{name}", __package__)
     return module.make_engine(problem), reason
+
+
+def time_call(evaluate: Callable[[], Any]) -> float:
+    """Seconds one call of ``evaluate`` takes (0 if it raises: the check's own pass reports
+    that, at the entry where it happens). The one timer behind every engine's auto choice."""
+    start = time.perf_counter()
+    try:
+        evaluate()
+    except Exception:
+        return 0.0
+    return time.perf_counter() - start
 
 
 class Declined(str):

@@ -12,8 +12,9 @@ purpose: the rows are re-read by ``f`` on every call, and a buffer that stays in
 CPU's cache is faster than a big one streamed from memory (see benchmarks/README.md).
 
 Agreement with ``serial``: the perturbed values, the realized denominators and the
-reduction of each row (``float(cotangent . row)`` per row, the same ``np.dot`` as the
-serial reducer) are computed exactly as ``serial`` computes them. What can differ is
+reduction of each array output (``np.add.reduce(v * y)`` with the cotangent ``v``, row by
+row: the reduction every engine uses; ``np.dot`` or ``y @ v`` would go through BLAS and may
+sum in another order) are computed exactly as ``serial`` computes them. What can differ is
 ``f`` itself: numpy may round ``A @ X`` on a batch differently than on a single
 matrix (a different BLAS kernel or summation order). For an ``f`` that is elementwise,
 the results are bit-identical to ``serial``; for other ``f`` they agree to ``f``'s own
@@ -25,12 +26,14 @@ the end of each ``differences``) and raised as :class:`InputMutationError`.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from .._core.arrays import same_bits
 from .._core.config import dtype_name
-from .._core.errors import FunctionError, InputMutationError, OutputError
+from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
 from .._core.inputs import require_real_output
 
 #: Default byte budget of the batch buffer (``B`` copies of ``x``).
@@ -46,7 +49,7 @@ def auto_reason(problem: Any) -> str | None:
     return None
 
 
-def make_engine(problem: Any, **options: Any) -> "BatchedEngine":
+def make_engine(problem: Any, **options: Any) -> BatchedEngine:
     return BatchedEngine(problem, **options)
 
 
@@ -124,7 +127,7 @@ class BatchedEngine:
             stop = min(start + per, live.size)
             span = slice(2 * start, 2 * stop)
             at, v, batch = where[span], values[span], 2 * (stop - start)
-            if bflat[at].tobytes() != restore[span].tobytes():
+            if not same_bits(bflat[at], restore[span]):
                 raise _mutation_error()  # an earlier call wrote where this batch perturbs
             bflat[at] = v
             failure = None
@@ -133,7 +136,7 @@ class BatchedEngine:
             except Exception as exc:
                 failure = exc
             finally:
-                mutated = bflat[at].tobytes() != v.tobytes()
+                mutated = not same_bits(bflat[at], v)
                 bflat[at] = restore[span]
             if mutated:
                 raise _mutation_error()
@@ -219,12 +222,8 @@ def _entry(flat_index: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 def _bitwise_equal(batch: np.ndarray, x: np.ndarray) -> bool:
     """Every row of ``batch`` holds the same bits as ``x`` (NaNs and signed zeros too)."""
-    as_bits = np.dtype(f"u{x.dtype.itemsize}")
-    return bool((batch.view(as_bits) == x.view(as_bits)).all())
+    return same_bits(batch, np.broadcast_to(x, batch.shape))
 
 
 def _mutation_error() -> InputMutationError:
-    return InputMutationError(
-        "the vectorized f wrote into the batch it was given; gradcheck cannot difference a "
-        "function that mutates its input (copy inside the function)"
-    )
+    return mutation_error("the vectorized f", into="the batch it was given")

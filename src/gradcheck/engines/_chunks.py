@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import pickle
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, InputMutationError, OutputError
+from .._core.arrays import same_bits
+from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
 from ._differences import central_differences
 
 
 def unchanged(work: np.ndarray, pristine: np.ndarray) -> bool:
-    """Bit for bit (NaN payloads and signed zeros included)."""
-    return work.tobytes() == pristine.tobytes()
+    """Bit for bit (NaN payloads and signed zeros included): :func:`same_bits`."""
+    return same_bits(work, pristine)
 
 
 def difference_chunk(evaluate: Callable[[], float], work: np.ndarray, pristine: np.ndarray,
@@ -66,9 +68,5 @@ def rebuild_error(payload: tuple, where: str = "in a worker process") -> Functio
     return err
 
 
-def mutation_error(first_entry: Any) -> InputMutationError:
-    return InputMutationError(
-        f"f wrote into the array it was given (seen on a worker while differencing entries "
-        f"{first_entry} onwards); gradcheck cannot difference a function that mutates its "
-        "input (copy inside the function)"
-    )
+def worker_mutation_error(first_entry: Any) -> InputMutationError:
+    return mutation_error("f", f" (seen on a worker while differencing entries {first_entry} onwards)")

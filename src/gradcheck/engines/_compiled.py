@@ -31,15 +31,16 @@ touched: every thread works on its own copy).
 """
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, InputMutationError
+from .._core.errors import FunctionError, mutation_error
 from .._core.jit import PRANGE, kernel, late
 from ..native import NativeFunction
-from ._base import Declined
+from ._base import Declined, time_call
 from ._differences import central_differences
 
 prange = PRANGE
@@ -129,15 +130,16 @@ def auto_reason(problem: Any) -> str | None:
     if _unsupported(problem) is not None:
         return None
     kind = _kind(problem.f)
+    assert kind is not None  # _unsupported answered None
     what = "a numba @njit function" if kind == "njit" else "a native (cffi) C function"
     if kind == "njit" and problem.f.targetoptions.get("parallel"):
         return None  # f runs its own threads; nesting them in the kernel's gains nothing
     size = problem.work.size
     warm = _warm_key(problem) in _WARM
     minimum = AUTO_WARM_MIN_SECONDS if warm else AUTO_MIN_SECONDS[kind]
-    per_call = _time_call(problem.evaluate)
+    per_call = time_call(problem.evaluate)
     if 2 * size * per_call >= minimum:  # confirm: one call may have been descheduled
-        per_call = min(per_call, _time_call(problem.evaluate))
+        per_call = min(per_call, time_call(problem.evaluate))
     estimate = 2 * size * per_call
     if estimate < minimum:  # too small to repay compiling (or, warm, launching) the kernel
         cost = "launching the compiled kernel" if warm else "compiling a kernel for it (seconds)"
@@ -156,14 +158,7 @@ def _seconds(value: float) -> str:
     return f"{value * 1e3:.0f} ms" if value < 1.0 else f"{value:.1f} s"
 
 
-def _time_call(evaluate: Any) -> float:
-    """Seconds one evaluation of ``f`` from Python takes."""
-    started = time.perf_counter()
-    evaluate()
-    return time.perf_counter() - started
-
-
-def make_engine(problem: Any) -> "CompiledEngine":
+def make_engine(problem: Any) -> CompiledEngine:
     """The compiled engine for ``problem`` (a clear TypeError when it does not apply)."""
     why = _unsupported(problem)
     if why is not None:
@@ -270,11 +265,7 @@ class CompiledEngine:
         p = self.problem
         index = tuple(int(k) for k in np.unravel_index(int(idx[j]), p.work.shape))
         if code == _MUTATED:
-            raise InputMutationError(
-                f"the function wrote into the array it was given (seen in the compiled engine "
-                f"at entry {index}); gradcheck cannot difference a function that mutates its "
-                "input (copy inside the function)"
-            )
+            raise mutation_error(seen=f" (seen in the compiled engine at entry {index})")
         central_differences(p.evaluate, p.work, idx[j:j + 1], steps[j:j + 1])
         side = "+h" if code in (_RAISED_PLUS, _SHAPE_PLUS) else "-h"
         raise FunctionError(index, side, None, RuntimeError(
@@ -291,7 +282,11 @@ class CompiledEngine:
 
 @kernel()
 def _same(a, b):
-    return a == b or (a != a and b != b)  # NaN where there was NaN is unchanged
+    """Unchanged: the same value and sign (-0.0 over 0.0 is a write), or NaN where there was NaN
+    (a scalar compare cannot see NaN payloads; check() compares the whole array with same_bits)."""
+    if a == b:
+        return a != 0 or math.copysign(1.0, a) == math.copysign(1.0, b)
+    return a != a and b != b
 
 
 @kernel()

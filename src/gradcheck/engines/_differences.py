@@ -7,12 +7,13 @@ bit for bit afterwards (``check_params``); either way each entry is put back in 
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from .._core.config import UNIT_ROUNDOFF, Config, dtype_name
-from .._core.errors import FunctionError, InputMutationError, OutputError
+from .._core.errors import FunctionError, OutputError, mutation_error
 
 
 def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
@@ -110,15 +111,12 @@ def _difference_loop(evaluate, target, flat, idx, old, xp, xm, finite, f_plus, f
     for j, i in enumerate(idx):
         if not finite[j]:
             continue  # a NaN/inf entry is never perturbed (nor rewritten: NaN payloads survive)
-        if probe[i] != old[j]:
+        now = probe[i]
+        if now != old[j] or (now == 0 and math.copysign(1.0, now) != math.copysign(1.0, old[j])):
             # An earlier call of f wrote here; restoring the up-front value below would
             # silently repair that write (and the final comparison would miss it).
             index = tuple(int(k) for k in np.unravel_index(i, target.shape))
-            raise InputMutationError(
-                f"the function wrote into the array it was given (entry {index} changed while "
-                "other entries were perturbed); gradcheck cannot difference a function that "
-                "mutates its input (copy inside the function)"
-            )
+            raise mutation_error(seen=f" (entry {index} changed while other entries were perturbed)")
         side = "+h"
         try:
             flat[i] = xp[j]
@@ -127,7 +125,7 @@ def _difference_loop(evaluate, target, flat, idx, old, xp, xm, finite, f_plus, f
             flat[i] = xm[j]
             f_minus[j] = evaluate()
         except Exception as exc:  # re-raised with the entry it happened at
-            raise _located(exc, tuple(int(k) for k in np.unravel_index(i, target.shape)), side, param)
+            raise _located(exc, tuple(int(k) for k in np.unravel_index(i, target.shape)), side, param)  # noqa: B904
         finally:
             flat[i] = old[j]
         if progress is not None:

@@ -72,13 +72,14 @@ import pickle
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .._core.errors import FunctionError, GradcheckError
-from ._chunks import difference_chunk, mutation_error, rebuild_error
+from ._chunks import difference_chunk, rebuild_error, worker_mutation_error
 
 #: Resubmissions of a chunk whose task failed (not counting the first attempt).
 RETRIES = 2
@@ -155,7 +156,7 @@ def auto_reason(problem: Any) -> str | None:
     return f"check was given an executor ({type(ex).__name__}): chunks of entries run on it"
 
 
-def make_engine(problem: Any) -> "ExecutorEngine":
+def make_engine(problem: Any) -> ExecutorEngine:
     options = getattr(problem, "executor", None)
     if options is None:
         raise ValueError("engine='executor' needs check(..., executor=...): a concurrent.futures.Executor")
@@ -223,6 +224,7 @@ class ExecutorEngine:
     def _chunk_size(self, remaining: int) -> int:
         if self.options.chunk_entries is not None:
             return max(1, min(remaining, int(self.options.chunk_entries)))
+        size: float
         if self._per_entry is None:
             size = FIRST_CHUNK_ENTRIES
         elif self._per_entry > 0:
@@ -386,7 +388,7 @@ class _Pass:
                     other_fut.cancel()
                     del self.in_flight[other_fut]
         elif status == "mutated":
-            raise mutation_error(self.engine._entries(self.idx[chunk.lo:chunk.lo + 1])[0])
+            raise worker_mutation_error(self.engine._entries(self.idx[chunk.lo:chunk.lo + 1])[0])
         else:  # pragma: no cover - a worker running another gradcheck version
             raise RuntimeError(f"unexpected answer {status!r} from a worker")
 
@@ -435,7 +437,7 @@ def _rebuild_error(payload: tuple) -> FunctionError:
 
 
 # -- on a worker ----------------------------------------------------------------------------
-_PAYLOADS: "collections.OrderedDict[str, bytes]" = collections.OrderedDict()
+_PAYLOADS: collections.OrderedDict[str, bytes] = collections.OrderedDict()
 _PAYLOADS_LOCK = threading.Lock()
 _LOCAL = threading.local()
 

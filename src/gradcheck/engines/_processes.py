@@ -25,17 +25,17 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
-import time
 import weakref
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from .._core.errors import WorkerDiedError as WorkerDiedError  # re-exported: its old home
-from ._base import Declined
-from ._chunks import difference_chunk, mutation_error, rebuild_error
+from ._base import Declined, time_call
+from ._chunks import difference_chunk, rebuild_error, worker_mutation_error
 from ._differences import central_differences
 from ._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
 
@@ -53,30 +53,38 @@ def auto_reason(problem: Any) -> str | None:
     faster) only when the first says the check is long, so a cheap ``f`` pays for a
     single extra call.
     """
+    # e.g. jax: os.fork() after jax has started its threads may deadlock
+    choice, why = auto_decision(problem.evaluate, problem.work.size,
+                                fork_safe=getattr(problem.backend, "fork_safe", True))
+    return why if choice == "processes" else Declined(why) if choice == "declined" else None
+
+
+def auto_decision(evaluate: Callable[[], Any], n: int, *, fork_safe: bool = True) -> tuple[str, str]:
+    """``(choice, why)`` for ``2n`` evaluations of ``evaluate``: ``"processes"`` when they
+    would take more than :data:`AUTO_MIN_SECONDS` on one core and there are cores to share
+    them, ``"declined"`` when they would but a fork is not safe now, else ``"serial"``. The
+    one engine choice between serial and processes (``check``'s auto and ``check_params``').
+    """
     cores = usable_cores()
     if cores < 2 or not fork_available():
-        return None
-    if not getattr(problem.backend, "fork_safe", True):
-        return None  # e.g. jax: os.fork() after jax has started its threads may deadlock
-    n = problem.work.size
-    per_call = _time_call(problem.evaluate)
-    if 2 * n * per_call <= AUTO_MIN_SECONDS:
-        return None
-    per_call = min(per_call, _time_call(problem.evaluate))
+        return "serial", "one core to run on"
+    if not fork_safe:
+        return "serial", "the backend is not safe to fork"
+    per_call = time_call(evaluate)
+    if 2 * n * per_call > AUTO_MIN_SECONDS:  # confirm: one call may have been descheduled
+        per_call = min(per_call, time_call(evaluate))
     estimate = 2 * n * per_call
     if estimate <= AUTO_MIN_SECONDS:
-        return None
+        return "serial", f"2N = {2 * n} evaluations estimated at {estimate:.2g} s"
     hazard = fork_hazard()
     if hazard is not None:
-        return Declined(f"2N = {2 * n} evaluations would take ~{_format_seconds(estimate)} on one core, "
-                        f"but {hazard}, so no process pool is forked")
-    return (
-        f"2N = {2 * n} evaluations at ~{_format_seconds(per_call)} each would take "
-        f"~{_format_seconds(estimate)} on one core; spread over {cores} processes"
-    )
+        return "declined", (f"2N = {2 * n} evaluations would take ~{_format_seconds(estimate)} on one "
+                            f"core, but {hazard}, so no process pool is forked")
+    return "processes", (f"2N = {2 * n} evaluations at ~{_format_seconds(per_call)} each would take "
+                         f"~{_format_seconds(estimate)} on one core; spread over {cores} processes")
 
 
-def make_engine(problem: Any, **options: Any) -> "ProcessesEngine":
+def make_engine(problem: Any, **options: Any) -> ProcessesEngine:
     return ProcessesEngine(problem, **options)
 
 
@@ -144,7 +152,7 @@ class ProcessesEngine:
                     lo, hi = futures[fut]
                     answer = fut.result()
                     if answer[0] == "mutated":
-                        raise mutation_error(_entry(self.problem.work, int(idx[lo])))
+                        raise worker_mutation_error(_entry(self.problem.work, int(idx[lo])))
                     if answer[0] == "error":
                         failures.append((lo, answer[1]))
                         continue
@@ -214,6 +222,7 @@ def _install(problem: Any, parent: int) -> None:
 def _difference_chunk(idx: np.ndarray, steps: np.ndarray) -> tuple:
     """Serial differences of one chunk on this worker's own copy of the array; the answer
     is data (see :mod:`._chunks`)."""
+    assert _PRISTINE is not None  # set by the pool's initializer
     return difference_chunk(_PROBLEM.evaluate, _PROBLEM.work, _PRISTINE, idx, steps)
 
 
@@ -247,16 +256,6 @@ def how_it_died(processes: list[Any]) -> str:
 
 def _entry(work: np.ndarray, flat_index: int) -> tuple[int, ...]:
     return tuple(int(k) for k in np.unravel_index(flat_index, work.shape))
-
-
-def _time_call(evaluate: Callable[[], float]) -> float:
-    """Seconds one evaluation takes (0 if it raises: the check's own pass reports it)."""
-    start = time.perf_counter()
-    try:
-        evaluate()
-    except Exception:
-        return 0.0
-    return time.perf_counter() - start
 
 
 def _format_seconds(seconds: float) -> str:

@@ -22,11 +22,15 @@ This package imports mpmath; ``import gradcheck`` does not import it.
 (True, 0.0, 1.0)
 """
 from ._array import MPArray as MPArray
+from ._array import complex_from_parts as complex_from_parts
+from ._array import complex_parts as complex_parts
+from ._complex import MPComplex as MPComplex
 from ._convert import from_mp as from_mp
 from ._convert import to_mp as to_mp
 from ._derivative import MPDerivative as MPDerivative
 from ._derivative import certified_digits as certified_digits
 from ._derivative import mp_derivative as mp_derivative
+from ._derivative import mp_directional_derivative as mp_directional_derivative
 from ._errors import NotAdjudicable as NotAdjudicable
 from ._errors import PrecisionLossError as PrecisionLossError
 from ._errors import Reason as Reason
@@ -37,6 +41,7 @@ from ._scalar import exact_mpf as exact_mpf
 
 __all__ = [
     "MPArray",
+    "MPComplex",
     "MPDerivative",
     "MPFloat",
     "NotAdjudicable",
@@ -44,9 +49,12 @@ __all__ = [
     "Reason",
     "backend",
     "certified_digits",
+    "complex_from_parts",
+    "complex_parts",
     "evaluate",
     "exact_mpf",
     "from_mp",
     "mp_derivative",
+    "mp_directional_derivative",
     "to_mp",
 ]

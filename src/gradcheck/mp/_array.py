@@ -13,13 +13,16 @@ doubles. Python 3.11 gives no hook to refuse the buffer protocol (``memoryview``
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from mpmath import libmp
 
+from ._complex import MPComplex, _parts_of
 from ._context import GLOBAL
 from ._context import active as _active
+from ._context import constant_dtype as _constant_dtype
 from ._errors import PrecisionLossError
 from ._scalar import MPFloat, _exact_tuple, _record, _wrap
 
@@ -42,12 +45,34 @@ class MPArray(np.ndarray):
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
         # Keep the type through np.einsum, np.where, np.concatenate, ... so that the ufuncs
         # applied to their results are intercepted too.
+        narrow = _constant_dtype()
+        if narrow is not None:  # constants in np.dot, np.einsum, np.where, ... too
+            args = tuple(_narrowed_in(a, narrow) for a in args)
         return _as_mparray(super().__array_function__(func, types, args, kwargs))
+
+    @property  # type: ignore[misc]  # read-only on purpose: the parts of exact complex values
+    def real(self) -> Any:
+        """The real parts: the array itself when it holds real numbers only; for
+        :class:`~gradcheck.mp.MPComplex` elements, their real parts (numpy's object arrays
+        would return the complex elements themselves)."""
+        if not _holds_complex(self):
+            return self
+        return complex_parts(self)[0]
+
+    @property  # type: ignore[misc]  # read-only, like real
+    def imag(self) -> Any:
+        """The imaginary parts (exact zeros for real elements; numpy's object arrays give
+        zeros even for complex elements)."""
+        return complex_parts(self)[1]
 
     @property
     def ctypes(self) -> Any:
         """Refused: C code given this pointer would read object pointers as doubles."""
         raise _record(".ctypes (a raw pointer for C code)")
+
+
+def _holds_complex(a: np.ndarray) -> bool:
+    return any(isinstance(v, (MPComplex, complex, np.complexfloating)) for v in a.reshape(-1))
 
 
 def _context_of(*values: Any) -> Any:
@@ -166,6 +191,9 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
 
     Used by ``MPFloat.__array_ufunc__`` and ``MPArray.__array_ufunc__``.
     """
+    narrow = _constant_dtype()
+    if narrow is not None:
+        inputs = tuple(_narrowed(a, narrow) for a in inputs)
     args = [_object_operand(a) for a in inputs]
     if "out" in kwargs:
         kwargs["out"] = tuple(np.asarray(o) if isinstance(o, MPArray) else o for o in kwargs["out"])
@@ -192,6 +220,23 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         return _as_mparray(getattr(ufunc, method)(*normalized, **kwargs))
 
 
+def _narrowed(a: Any, dtype: Any) -> Any:
+    """A float constant rounded once to ``dtype`` (arbitrary-precision operands unchanged)."""
+    if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.dtype.itemsize > np.dtype(dtype).itemsize:
+        return a.astype(dtype)
+    if isinstance(a, (float, np.floating)) and not isinstance(a, np.longdouble):
+        return np.dtype(dtype).type(a)
+    return a
+
+
+def _narrowed_in(a: Any, dtype: Any) -> Any:
+    """:func:`_narrowed` on an argument of a numpy function, and on the items of a list or
+    tuple argument (np.concatenate's arrays)."""
+    if isinstance(a, (list, tuple)):
+        return type(a)(_narrowed(e, dtype) for e in a)
+    return _narrowed(a, dtype)
+
+
 def _scalar_array_ufunc(self: MPFloat, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     """``MPFloat.__array_ufunc__``."""
     # np.float64(2) * v and float_array * v land here: run numpy's object loop on exact
@@ -202,11 +247,12 @@ def _scalar_array_ufunc(self: MPFloat, ufunc: np.ufunc, method: str, *inputs: An
 # MPFloat's numpy hook lives here, beside apply_ufunc, so that _scalar need not import this
 # module (which imports it): installed when gradcheck.mp is imported, before any MPFloat exists.
 MPFloat.__array_ufunc__ = _scalar_array_ufunc  # type: ignore[method-assign]
+MPComplex.__array_ufunc__ = _scalar_array_ufunc  # type: ignore[attr-defined]
 
 
 def _object_operand(a: Any) -> Any:
     """An operand numpy puts through its object loop without ever calling ``float()`` on it."""
-    if isinstance(a, MPFloat):
+    if isinstance(a, (MPFloat, MPComplex)):
         # A 0-d object array: passing the MPFloat itself would dispatch back to it forever.
         box = np.empty((), dtype=object)
         box[()] = a
@@ -223,10 +269,12 @@ def _object_operand(a: Any) -> Any:
     return a
 
 
-_to_mpfloat = np.frompyfunc(lambda v: v if isinstance(v, MPFloat) else _maybe_mp(v), 1, 1)
+_to_mpfloat = np.frompyfunc(lambda v: v if isinstance(v, (MPFloat, MPComplex)) else _maybe_mp(v), 1, 1)
 
 
 def _maybe_mp(v: Any) -> Any:
+    if isinstance(v, (complex, np.complexfloating)):
+        return MPComplex(v)  # a complex constant meets an MPFloat: exactly, as an MPComplex
     t = _exact_tuple(v)
     return v if t is None else _wrap(t)
 
@@ -247,3 +295,36 @@ def _as_mparray(result: Any) -> Any:
     if type(result) is np.ndarray and result.dtype == object:
         return result.view(MPArray)
     return result
+
+
+def complex_from_parts(re: Any, im: Any) -> np.ndarray:
+    """The object array (an ``MPArray``) of :class:`MPComplex` ``re + i im``, elementwise;
+    ``re`` and ``im`` hold MPFloat (or any real numbers, taken exactly).
+
+    >>> z = complex_from_parts(np.array([MPFloat(1)]), np.array([MPFloat(-2)]))
+    >>> z.dtype, type(z[0]).__name__, print(z.imag[0])
+    -2.0
+    (dtype('O'), 'MPComplex', None)
+    """
+    re, im = np.broadcast_arrays(np.asarray(re, dtype=object), np.asarray(im, dtype=object))
+    out = np.empty(re.shape, dtype=object)
+    flat, r, i = out.reshape(-1), re.reshape(-1), im.reshape(-1)
+    for k in range(flat.size):
+        flat[k] = MPComplex(r[k], i[k])
+    return out.view(MPArray)
+
+
+def complex_parts(a: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(real parts, imaginary parts)`` of an object array of MPComplex, MPFloat and
+    Python numbers (real numbers have imaginary part 0), as ``MPArray`` of MPFloat; exact."""
+    arr = np.asarray(a, dtype=object)
+    re, im = np.empty(arr.shape, dtype=object), np.empty(arr.shape, dtype=object)
+    fr, fi, src = re.reshape(-1), im.reshape(-1), arr.reshape(-1)
+    for k in range(src.size):
+        v = src[k]
+        parts = _parts_of(v)
+        if parts is None:
+            raise TypeError(f"element {k} is a {type(v).__name__}, not a number")
+        ctx = v._ctx if type(v) in (MPFloat, MPComplex) else None
+        fr[k], fi[k] = _wrap(parts[0], ctx), _wrap(parts[1], ctx)
+    return re.view(MPArray), im.view(MPArray)

@@ -33,6 +33,14 @@ _active: contextvars.ContextVar[Any] = contextvars.ContextVar(
 )
 active = _active.get  # the computation running in this thread, or None
 
+# A dtype (float32) that float constants meeting arbitrary-precision values in a ufunc are
+# rounded to first, or None (constants enter exactly). Set by :func:`constants_rounded_to`
+# for an evaluation that emulates a narrower format's arithmetic.
+_constant_dtype: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "gradcheck_mp_constant_dtype", default=None
+)
+constant_dtype = _constant_dtype.get
+
 # Contexts no computation owns. list.pop and list.append are atomic, so two threads never
 # take the same one. The mpmath functions used here leave no state in a context but its
 # precision (its attributes are unchanged after them), which is set on every acquisition.
@@ -71,3 +79,15 @@ def running(ctx: Any) -> Iterator[None]:
         yield
     finally:
         _active.reset(token)
+
+
+@contextlib.contextmanager
+def constants_rounded_to(dtype: Any) -> Iterator[None]:
+    """Round float constants (arrays and scalars captured by ``f``) to ``dtype`` when they
+    meet arbitrary-precision values in a ufunc, for the duration of the block: how a kernel
+    written in that format holds its constant tables."""
+    token = _constant_dtype.set(dtype)
+    try:
+        yield
+    finally:
+        _constant_dtype.reset(token)

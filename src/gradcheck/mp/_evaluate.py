@@ -1,7 +1,8 @@
 """Run unmodified numpy code at arbitrary precision, and refuse to trust it if it left mpmath."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import mpmath
 import numpy as np

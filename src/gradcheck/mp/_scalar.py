@@ -15,7 +15,8 @@ import decimal
 import functools
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -123,7 +124,7 @@ def _to_real_tuple(z: Any) -> tuple:
 
 def _caller() -> str:
     """``file:line in function`` of the first frame outside numpy and this package."""
-    frame = sys._getframe(2)
+    frame: Any = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_SKIP_DIRS):
         frame = frame.f_back
     if frame is None:

@@ -25,22 +25,38 @@ def _order(report: Any, flat: np.ndarray, excess: np.ndarray) -> np.ndarray:
     return flat[np.lexsort((-ex, ~failing))]
 
 
-def _columns(report: Any, flat: np.ndarray) -> tuple[bool, bool]:
-    """Whether the rows at ``flat`` need the exact-value and the one-sided-slope columns."""
+def _columns(report: Any, flat: np.ndarray) -> tuple[bool, bool, bool]:
+    """Whether the rows at ``flat`` need the exact-value, the one-sided-slope and the
+    step-study columns."""
     exact = report.exact is not None and bool(np.isfinite(report.exact.reshape(-1)[flat]).any())
     slopes = report.left is not None and bool(np.isfinite(report.left.reshape(-1)[flat]).any())
-    return exact, slopes
+    studies = getattr(report, "step_study", None) or {}
+    studied = bool(studies) and any(_index(report, j) in studies for j in flat)
+    return exact, slopes, studied
+
+
+def _index(report: Any, j: int) -> tuple[int, ...]:
+    return tuple(int(i) for i in np.unravel_index(int(j), report.shape))
+
+
+def _study_cell(report: Any, ix: tuple[int, ...]) -> str:
+    """The entry's step study as ``h: D(h)`` lines (blank without one)."""
+    study = (getattr(report, "step_study", None) or {}).get(ix)
+    if study is None:
+        return ""
+    return "<br>".join(f"h {num(h, '.3g')}: {num(d, '.10g')}" for h, d in zip(*study))
 
 
 def entry_table(report: Any, flat: np.ndarray, *, caption: str = "") -> str:
     """One row per entry (flat indices, in the order given): values, errors, how it was settled."""
     if flat.size == 0:
         return ""
-    with_exact, with_slopes = _columns(report, flat)
+    with_exact, with_slopes, with_study = _columns(report, flat)
     head = ["entry", "verdict", "claimed", "numeric"]
     head += ["exact", "certified digits"] if with_exact else []
     head += ["left slope", "right slope"] if with_slopes else []
     head += ["rel. error", "err / tol", "settled by"]
+    head += ["step study (central difference at each step h)"] if with_study else []
     a, n = report.analytic.reshape(-1), report.numeric.reshape(-1)
     rel, ex = report.rel_error.reshape(-1), report.excess().reshape(-1)
     rows = []
@@ -53,6 +69,8 @@ def entry_table(report: Any, flat: np.ndarray, *, caption: str = "") -> str:
         if with_slopes:
             row += [_measured(report.left, j, ".10g"), _measured(report.right, j, ".10g")]
         row += [num(rel[j], ".2e"), num(ex[j], ".2e"), (esc(report.cause(ix)), "gc-l")]
+        if with_study:
+            row.append((_study_cell(report, ix), "gc-l gc-study"))
         rows.append(row)
     return table(head, rows, caption=caption, cls="gc-entries")
 

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Union
+from typing import Any
 
 from ..._core.verdict import Verdict
 from .heatmap import severity_order, verdict_colour
 from .page import esc
 
-Cell = Union[str, tuple[str, str]]  # HTML, or (HTML, css class)
+Cell = str | tuple[str, str]  # HTML, or (HTML, css class)
 
 
 def table(head: Sequence[str], rows: Sequence[Sequence[Any]], *, caption: str = "", cls: str = "") -> str:

@@ -1,0 +1,26 @@
+"""Small array helpers every stage shares.
+
+``same_bits`` is the one meaning of "the array is unchanged" in gradcheck: the same bytes.
+A comparison by value (``np.array_equal``, even with ``equal_nan=True``) misses an ``f``
+that writes ``-0.0`` over ``0.0`` or changes a NaN's payload.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def same_bits(a: Any, b: Any) -> bool:
+    """True when ``a`` and ``b`` have the same dtype and shape and hold the same bytes.
+
+    Signed zeros and NaN payloads count: ``-0.0`` is not ``0.0`` here.
+
+    >>> import numpy as np
+    >>> same_bits(np.array([0.0, np.nan]), np.array([0.0, np.nan]))
+    True
+    >>> same_bits(np.array([0.0]), np.array([-0.0]))
+    False
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
