@@ -185,6 +185,20 @@ def test_wrong_declaration_is_refused(case):
         gradcheck.check(WRONG[case], x, layer_norm_vjp, independent_axes=(0,))
     err = info.value
     assert err.axis == 0 and err.entry[0] != err.leak[0]
+    if case == "one far slice":  # only x[12, 3] leaks, into row 5: found and named exactly
+        assert err.entry == (12, 3) and err.leak[0] == 5
+    if case == "last row feeds the first":
+        assert err.entry[0] == 15 and err.leak[0] == 0
+
+
+def test_a_leak_from_one_entry_among_many_slices_is_found():
+    """256 slices of 64 entries, one entry feeding one far slice: a single-entry probe would
+    find it with probability 1/16384; the halves perturb whole slices and always do."""
+    x = data((256, 64), seed=67)
+    with pytest.raises(DependentSlicesError) as info:
+        gradcheck.check(lambda x: layer_norm(x) + np.eye(256)[:, 200:201] * 1e-9 * x[37, 41], x, layer_norm_vjp,
+                        independent_axes=(0,))
+    assert info.value.entry == (37, 41) and info.value.leak[0] == 200
 
 
 def test_wrong_elementwise_declaration_is_refused():
