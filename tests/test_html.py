@@ -327,6 +327,68 @@ def test_dispute_page_has_the_candidate_table_and_an_ulp_histogram():
         assert sum(int(row[col]) for row in hist[1:]) == z.size
 
 
+def test_a_3d_tensor_gets_heat_maps_with_its_leading_axes_flattened():
+    """A 2 x 3 x 4 input: the maps are 6 x 4 pixels (axes 0 and 1 flattened into rows), and
+    the planted entry (1, 2, 3) is the only MISMATCH pixel, at row 1 * 3 + 2 = 5, column 3."""
+    x = np.random.default_rng(1).standard_normal((2, 3, 4))
+
+    def g(v):
+        out = 2 * np.sin(v) * np.cos(v)
+        out[1, 2, 3] *= 1 + 1e-4
+        return out
+
+    report = gc.check(lambda v: np.sum(np.sin(v) ** 2), x, g, adjudicate=False, progress=False)
+    for html in (report.to_html(), report._repr_html_()):
+        verdicts, errors = pictures(parse(html))
+        assert verdicts.shape == errors.shape == (6, 4, 3)
+        red = np.all(verdicts == rgb(VERDICT_COLOURS[Verdict.MISMATCH]), axis=-1)
+        assert list(zip(*np.nonzero(red))) == [(5, 3)]
+
+
+def _adjoint_and_taylor():
+    A = np.random.default_rng(0).standard_normal((30, 20))
+    adjoint = gc.check_adjoint(lambda t: A @ t, lambda v: A[:, ::-1].T @ v, in_shape=(20,), name="transposed")
+
+    def loss(v):
+        return np.sum(np.sin(v) * v)
+
+    def grad(v):
+        return np.cos(v) * v + np.sin(v)
+
+    def hvp(v, w):
+        return (2 * np.cos(v) - v * np.sin(v)) * w
+
+    x = np.array([0.3, -1.2, 0.7])
+    return adjoint, gc.taylor_test(loss, x, grad, hvp), gc.taylor_test(loss, x, lambda v: grad(v) * 1.01)
+
+
+def test_adjoint_and_taylor_results_render_as_html():
+    """The newer global tests render too (notebook and page, strict parse): the adjoint test's
+    per-draw table with the failing draws marked, the Taylor test's remainder table with its
+    orders and an inline log-log SVG (one polyline per remainder); repr stays one short line."""
+    adjoint, taylor, wrong = _adjoint_and_taylor()
+    for result in (adjoint, taylor, wrong):
+        assert "\n" not in repr(result) and len(repr(result)) < 200
+        assert repr(result) == f"<{type(result).__name__} {result.summary()}>"
+        frag = result._repr_html_()
+        assert "<html" not in frag
+        parse(frag)
+    tree = parse(adjoint.to_html())
+    draws = next(t for t in tables(tree) if t and t[0][0] == "draw")
+    assert [row[0] for row in draws[1:]] == ["t1, v1", "t2, v2", "sums"]
+    assert all(row[-1] == "FAIL" for row in draws[1:])
+    assert "FAIL" in text_of(tree.find(".//h1"))
+    for result, status, columns in ((taylor, "PASS", 5), (wrong, "FAIL", 3)):
+        tree = parse(result.to_html())
+        assert status in text_of(tree.find(".//h1"))
+        rows = next(t for t in tables(tree) if t and t[0][0] == "h")
+        assert len(rows) == 1 + len(result.steps) and len(rows[0]) == columns
+        shown = [float(r[2]) for r in rows[1:] if r[2]]
+        assert shown == pytest.approx([o for o in result.orders[0] if np.isfinite(o)], abs=0.006)
+        svg = next(tree.iter(f"{SVG}svg"))
+        assert len(list(svg.iter(f"{SVG}polyline"))) == len(result.remainders) + 1  # + the threshold
+
+
 @pytest.fixture
 def user_module(tmp_path):
     (tmp_path / "usermod.py").write_text(textwrap.dedent("""
