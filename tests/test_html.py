@@ -345,6 +345,32 @@ def test_a_3d_tensor_gets_heat_maps_with_its_leading_axes_flattened():
         assert list(zip(*np.nonzero(red))) == [(5, 3)]
 
 
+def test_a_screen_report_page_shows_the_limit_the_screened_count_and_the_localized_entry():
+    """screen's report renders like check's: SCREENED counted, the detection limit in words
+    (median and largest, the report's own numbers), the localized entry MISMATCH at the top
+    of the non-PASS table and the only MISMATCH pixel of the verdict map."""
+    rng = np.random.default_rng(0)
+    A, B, W = rng.standard_normal((3, 48, 48)) / np.sqrt(48)
+
+    def g(w):
+        out = A.T @ ((1 - np.tanh(A @ w) ** 2) * B)
+        out[7, 30] *= 1 + 1e-4
+        return out
+
+    r = gc.screen(lambda w: (np.tanh(A @ w) * B).sum(), W, g)
+    tree = parse(r.to_html())
+    counts = next(t for t in tables(tree) if t and t[0] == ["verdict", "entries", "share"])
+    screened = r.counts[Verdict.SCREENED]
+    assert screened >= W.size - 8  # the rest: the localized block, looked at entry by entry
+    assert ["MISMATCH", "1"] in [row[:2] for row in counts] and ["SCREENED", str(screened)] in [row[:2] for row in counts]
+    finite = r.detection_limit[np.isfinite(r.detection_limit)]
+    assert f"detection limit: per entry, median {np.median(finite):.3g}, largest {finite.max():.3g}" in text_of(tree)
+    non_pass = [t for t in tables(tree) if t and t[0][:2] == ["entry", "verdict"]][1]
+    assert non_pass[1][:2] == ["(7, 30)", "MISMATCH"]
+    red = np.all(pictures(tree)[0] == rgb(VERDICT_COLOURS[Verdict.MISMATCH]), axis=-1)
+    assert list(zip(*np.nonzero(red))) == [(7, 30)]
+
+
 def _adjoint_and_taylor():
     A = np.random.default_rng(0).standard_normal((30, 20))
     adjoint = gc.check_adjoint(lambda t: A @ t, lambda v: A[:, ::-1].T @ v, in_shape=(20,), name="transposed")
