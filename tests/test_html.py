@@ -301,6 +301,8 @@ def test_sweep_page_shows_the_rule_and_the_shape_grid():
     for row in grid[1:]:
         assert row[1:] == ["✓", "✗", "✓", "✗", "✓"]
     assert "the last column" in text_of(tree)
+    frag = parse(sweep._repr_html_())  # the notebook shows the grid too
+    assert next(t for t in tables(frag) if t and t[0][0] == "m \\ n")[1:] == grid[1:]
 
 
 def test_dispute_page_has_the_candidate_table_and_an_ulp_histogram():
@@ -325,6 +327,9 @@ def test_dispute_page_has_the_candidate_table_and_an_ulp_histogram():
     hist = next(t for t in tables(tree) if t and t[0][0] == "error (ulps)")
     for col in range(1, len(hist[0])):
         assert sum(int(row[col]) for row in hist[1:]) == z.size
+    frag = parse(result._repr_html_())  # the notebook shows the candidate table too
+    assert {row[0]: row[-1] for row in next(t for t in tables(frag) if t and t[0][0] == "candidate")[1:]} \
+        == {k: row[-1] for k, row in rows.items()}
 
 
 def test_a_3d_tensor_gets_heat_maps_with_its_leading_axes_flattened():
