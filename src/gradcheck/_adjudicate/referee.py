@@ -254,7 +254,7 @@ def _tight(a: float, e: float, bound: float, round_off: float, claim_scale: floa
     rule = Tolerance(rtol, atol, 1.0, resolution)
     tight = rule.bound(abs(e), bound + own)
     scale = max(abs(a), abs(e))
-    return bool(np.isfinite(a) and np.isfinite(e) and abs(a - e) <= tight and 0 < tight
+    return bool(np.isfinite(a) and np.isfinite(e) and abs(a - e) <= tight and tight > 0
                 and not rule.coarse(tight, scale))
 
 
