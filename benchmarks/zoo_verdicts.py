@@ -6,7 +6,9 @@ and the planted bug), the verdict counts of ``check`` with the referee (default)
 without it (``adjudicate=False``), whether the MISMATCH entries are exactly the planted
 ones, and a short hash of the verdict codes; then the outcome of each negative control
 (``assert_detects_wrong_gradient`` for every kind of claim) and of an ``f`` that writes
-``-0.0`` over a ``0.0`` of its input. Only public names are used, so the same script runs
+``-0.0`` over a ``0.0`` of its input. With ``--doctests`` it runs instead every docstring
+example of every module of the package (``doctest.testmod``) and prints the examples tried
+and failed per module and in total. Only public names are used, so the same script runs
 against any tree::
 
     PYTHONPATH=/tmp/before/src python benchmarks/zoo_verdicts.py > before.txt
@@ -17,7 +19,10 @@ The zoo itself is read from this checkout's ``tests/zoo.py`` (the cases, not the
 """
 from __future__ import annotations
 
+import doctest
 import hashlib
+import importlib
+import pkgutil
 import sys
 import warnings
 from pathlib import Path
@@ -85,10 +90,30 @@ def negative_zero_line() -> str:
     return f"mutation -0.0 over 0.0: {outcome}"
 
 
+def doctest_lines() -> list[str]:
+    """Every module's docstring examples: ``module tried failed``, then the totals."""
+    lines, tried, failed = [], 0, 0
+    names = ["gradcheck"] + [m.name for m in pkgutil.walk_packages(gradcheck.__path__, "gradcheck.")]
+    for name in sorted(names):
+        try:
+            module = importlib.import_module(name)
+        except Exception as exc:  # an optional dependency missing: say so, keep going
+            lines.append(f"doctest {name:45s} not imported ({type(exc).__name__})")
+            continue
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE,
+                                 report=False)
+        tried, failed = tried + result.attempted, failed + result.failed
+        if result.attempted:
+            lines.append(f"doctest {name:45s} tried={result.attempted:3d} failed={result.failed}")
+    lines.append(f"doctests total: tried={tried} failed={failed}")
+    return lines
+
+
 def main() -> None:
     warnings.simplefilter("ignore")
     print(f"gradcheck from {Path(gradcheck.__file__).parent}")
-    for line in zoo_lines() + control_lines() + [negative_zero_line()]:
+    lines = doctest_lines() if "--doctests" in sys.argv else zoo_lines() + control_lines() + [negative_zero_line()]
+    for line in lines:
         print(line)
 
 
