@@ -346,3 +346,28 @@ def test_njit_function_returning_an_array():
         return out
 
     assert mismatches(gradcheck.check(rowwise, x, wrong, independent_axes=(0,))) == {(2, j) for j in range(3)}
+
+
+def test_jax_function_through_its_adapter():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    @jax.custom_vjp
+    def rowwise(t):
+        return jnp.tanh(t) * t.sum(axis=-1, keepdims=True)
+
+    def fwd(t):
+        return rowwise(t), t
+
+    def bwd(t, g):  # row 1 dropped the sum's term: a bug in one row
+        th = jnp.tanh(t)
+        back = g * (1 - th**2) * t.sum(axis=-1, keepdims=True) + (g * th).sum(axis=-1, keepdims=True)
+        return (back.at[1].set(g[1] * (1 - th[1] ** 2) * t[1].sum()),)
+
+    rowwise.defvjp(fwd, bwd)
+    x = data((3, 4), seed=71)
+    right = gradcheck.check(lambda t: jnp.tanh(t) * t.sum(axis=-1, keepdims=True), x, backend="jax",
+                            independent_axes=(0,))
+    assert right.passed and "coloured" in right.engine
+    wrong = gradcheck.check(rowwise, x, backend="jax", independent_axes=(0,))
+    assert mismatches(wrong) == {(1, j) for j in range(4)}
