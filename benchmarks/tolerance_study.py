@@ -12,6 +12,15 @@ For a suite of smooth functions with closed-form gradients, in float64 and float
   PASS although the claim is wrong by eps: for eps above ``Config.resolution`` (1%) it
   must be 0 (a PASS means the claim is within that share of the numeric value).
 
+float32 is studied twice (issue 15): with the functions as written (precision-generic
+numpy code: differenced on the float64 upcast, the float32 claim judged against its own
+measured rounding) and "forced" (``f(x.astype(np.float32))`` returned as float64: an f
+that computes in float32 whatever it is given, differenced in float32 with Richardson).
+Both float32 modes add a float32 layer norm (a backward that cancels large terms) to the
+suite; the single planted entry is also tried at 1e-5 (float32) and 1e-3 (forced float32).
+The new modes draw from their own generators, so the float64 rows use the same inputs as
+before.
+
 Run: python benchmarks/tolerance_study.py [--quick]
 """
 from __future__ import annotations
@@ -23,6 +32,8 @@ import numpy as np
 
 import gradcheck
 from gradcheck import Config, Verdict
+from gradcheck._demo.layernorm import layer_norm, layer_norm_vjp
+from gradcheck._lowp.f32steps import PRESET as FORCED32_PRESET
 
 
 def suite(dtype, rng):
@@ -44,6 +55,74 @@ def suite(dtype, rng):
     out.append(("log1p(x^2), |x| in 1e-3..1e3", lambda x: np.log1p(x * x).sum(),
                 lambda x: 2 * x / (1 + x * x), x))
     return out
+
+
+def layer_norm_case(dtype, rng, rows: int = 8, width: int = 64):
+    """(name, f, vjp, x): a layer norm over the last axis; its backward cancels large terms."""
+    x = (rng.standard_normal((rows, width)) * 3 + 1).astype(dtype)
+    gain = (1 + 0.1 * rng.standard_normal(width)).astype(dtype)
+    bias = (0.1 * rng.standard_normal(width)).astype(dtype)
+    return (f"layer norm {rows}x{width}", lambda x: layer_norm(x, gain, bias),
+            lambda x, v: layer_norm_vjp(x, v, gain), x)
+
+
+def forced(f):
+    """``f`` computing in float32 whatever it is given, its value returned as float64."""
+    return lambda x: np.asarray(f(np.asarray(x).astype(np.float32)), dtype=np.float64)
+
+
+def scaled(g, eps):
+    """The claim ``g`` off by a relative ``eps`` on every entry (gradient or VJP)."""
+    return lambda *args: g(*args) * (1 + eps)
+
+
+def float32_modes(quick: bool, epsilons: list, results: dict) -> None:
+    """False alarms and sensitivity of the two float32 modes, layer norm included."""
+    for mode, wrap, seed in (("float32", lambda f: f, 320), ("float32 forced", forced, 321)):
+        cases = suite(np.float32, np.random.default_rng(seed))[: 4 if quick else None]
+        cases.append(layer_norm_case(np.float32, np.random.default_rng(seed)))
+        alarms = 0
+        print(f"\n{mode}: correct claims")
+        for name, f, g, x in cases:
+            r = gradcheck.check(wrap(f), x, g, adjudicate=False)
+            alarms += r.counts[Verdict.MISMATCH]
+            print(f"{mode:<15} {name:<32} {x.size:>5} {r.counts[Verdict.MISMATCH]:>12} "
+                  f"{r.counts[Verdict.UNCHECKED]:>9} {r.counts[Verdict.PASS]:>5}")
+        results[f"false_alarms_{mode}"] = alarms
+        rows = {"flagged": [], "UNCHECKED": [], "PASS": []}
+        for eps in epsilons:
+            caught = judged = blind = wrong_pass = size = 0
+            for name, f, g, x in cases:
+                r = gradcheck.check(wrap(f), x, scaled(g, eps), adjudicate=False)
+                judged += r.size - r.counts[Verdict.UNCHECKED]
+                caught += r.counts[Verdict.MISMATCH]
+                blind += r.counts[Verdict.UNCHECKED]
+                wrong_pass += r.counts[Verdict.PASS]
+                size += r.size
+            rows["flagged"].append(caught / max(judged, 1))
+            rows["UNCHECKED"].append(blind / size)
+            rows["PASS"].append(wrong_pass / size)
+        print(f"{'mode':<15} {'row':<11} " + " ".join(f"{e:>8.0e}" for e in epsilons))
+        for row, values in rows.items():
+            print(f"{mode:<15} {row:<11} " + " ".join(f"{v:>8.3f}" for v in values))
+            results[f"{row}_{mode}"] = dict(zip(map(str, epsilons), values))
+
+
+def single_entry(f, g, x, eps: float, trials: int, rng) -> str:
+    """One entry of ``x`` off by ``eps`` in each trial: how often it is the only MISMATCH
+    (and how often it was UNCHECKED: below what the check can resolve there)."""
+    found = unchecked = 0
+    for _ in range(trials):
+        ix = tuple(int(i) for i in rng.integers(0, x.shape))
+
+        def bad(z, ix=ix):
+            out = g(z)
+            out[ix] *= 1 + eps
+            return out
+        r = gradcheck.check(f, x, bad, adjudicate=False)
+        found += r.entries(Verdict.MISMATCH) == [ix]
+        unchecked += r.verdicts[ix] is Verdict.UNCHECKED
+    return f"{found}/{trials} found exactly" + (f" ({unchecked} UNCHECKED)" if unchecked else "")
 
 
 def main(quick: bool = False) -> dict:
@@ -98,7 +177,16 @@ def main(quick: bool = False) -> dict:
         found.append(gradcheck.check(f, x, bad, adjudicate=False).entries(Verdict.MISMATCH) == [ix])
     results["single_entry_1e-4_of_512"] = f"{sum(found)}/{len(found)} found exactly"
     print(f"\none entry of 512 off by 1e-4: {results['single_entry_1e-4_of_512']}")
-    print(f"defaults: float64 {Config.for_dtype('float64')}\n          float32 {Config.for_dtype('float32')}")
+
+    float32_modes(quick, epsilons, results)
+    trials = 3 if quick else 20
+    x32 = np.random.default_rng(322).standard_normal((16, 32)).astype(np.float32)
+    results["single_entry_1e-5_of_512_float32"] = single_entry(f, g, x32, 1e-5, trials, np.random.default_rng(323))
+    results["single_entry_1e-3_of_512_float32_forced"] = single_entry(forced(f), g, x32, 1e-3, trials,
+                                                                      np.random.default_rng(324))
+    print(f"\none entry of 512 off by 1e-5, float32: {results['single_entry_1e-5_of_512_float32']}")
+    print(f"one entry of 512 off by 1e-3, float32 forced: {results['single_entry_1e-3_of_512_float32_forced']}")
+    print(f"defaults: float64 {Config.for_dtype('float64')}\n          float32 forced {FORCED32_PRESET}")
     return results
 
 

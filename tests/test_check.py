@@ -224,10 +224,22 @@ def test_nonfinite_at_base_marks_every_entry():
     assert r.counts[Verdict.NONFINITE] == 3 and "not finite" in str(r)
 
 
-def test_float32_preset_is_chosen_from_the_input():
-    """With no config, the preset follows x's dtype."""
-    r = check(lambda x: (x * x).sum(), np.ones(4, np.float32), 2 * np.ones(4, np.float32))
-    assert r.config == Config.for_dtype("float32") and r.dtype == "float32"
+def test_float32_preset_is_chosen_from_the_input_and_f():
+    """With no config, the preset follows x's dtype and what f does with it: a
+    precision-generic f on float32 input is differenced on the float64 upcast; one that
+    computes in float32 (returns float32, or float64 computed from a float32 copy) gets the
+    float32 Richardson preset."""
+    from gradcheck._lowp.f32steps import PRESET
+
+    x, g = np.ones(4, np.float32), 2 * np.ones(4, np.float32)
+    r = check(lambda x: (x * x).sum(), x, g)
+    assert r.dtype == "float32" and r.config.step == Config.for_dtype("float64").step
+    assert any("precision-generic f" in n for n in r.notes), r.notes
+    for forced in (lambda x: (x.astype(np.float32) ** 2).sum(),
+                   lambda x: np.float64((x.astype(np.float32) ** 2).sum())):
+        r = check(forced, x, g)
+        assert r.config == PRESET and r.dtype == "float32" and r.passed, str(r)
+        assert any("Richardson" in n for n in r.notes), r.notes
 
 
 def test_unknown_engine_lists_choices():

@@ -293,7 +293,9 @@ def _batched_f(x):
 @pytest.mark.parametrize("change, field", [
     (dict(x=X + np.eye(6, 7) * 1e-12), "x_sha256"),
     (dict(x=X[:, :6]), "shape"),
-    (dict(x=X.astype(np.float32)), "dtype"),
+    # float32 x, precision-generic f: differenced on its float64 upcast, other values
+    (dict(x=X.astype(np.float32)), "x_sha256"),
+    (dict(x=X.astype(np.float32), f=lambda x: f(x.astype(np.float32))), "dtype"),  # f forces float32
     (dict(config=Config(rtol=2e-6)), "config_sha256"),
     (dict(config=Config(seed=1)), "config_sha256"),
     (dict(f=lambda x: float((np.sin(x) * x**3).sum())), "function_sha256"),

@@ -49,6 +49,11 @@ def test_demo_runs_every_showcase_and_exits_zero():
     assert out.returncode == 0, out.stderr
     assert "showcases behaved as expected" in out.stdout
     assert "b1.wq fails alone" in out.stdout
+    # issue 17: the demo shows a Taylor test (its remainder table) and an adjoint test
+    for title in ("Taylor test: gradient and Hessian by hand", "Taylor test: one term of a gradient 1e-4 off",
+                  "adjoint (dot-product) test: a transposed-wrong VJP on 1e5 inputs"):
+        assert f"=== {title} (as expected" in out.stdout
+    assert "R1 (grad)" in out.stdout and "<J t, v>" in out.stdout and "vjp (adjoint) is inconsistent" in out.stdout
 
 
 def test_demo_json(monkeypatch, capsys):

@@ -301,6 +301,8 @@ def test_sweep_page_shows_the_rule_and_the_shape_grid():
     for row in grid[1:]:
         assert row[1:] == ["✓", "✗", "✓", "✗", "✓"]
     assert "the last column" in text_of(tree)
+    frag = parse(sweep._repr_html_())  # the notebook shows the grid too
+    assert next(t for t in tables(frag) if t and t[0][0] == "m \\ n")[1:] == grid[1:]
 
 
 def test_dispute_page_has_the_candidate_table_and_an_ulp_histogram():
@@ -325,6 +327,97 @@ def test_dispute_page_has_the_candidate_table_and_an_ulp_histogram():
     hist = next(t for t in tables(tree) if t and t[0][0] == "error (ulps)")
     for col in range(1, len(hist[0])):
         assert sum(int(row[col]) for row in hist[1:]) == z.size
+    frag = parse(result._repr_html_())  # the notebook shows the candidate table too
+    assert {row[0]: row[-1] for row in next(t for t in tables(frag) if t and t[0][0] == "candidate")[1:]} \
+        == {k: row[-1] for k, row in rows.items()}
+
+
+def test_a_3d_tensor_gets_heat_maps_with_its_leading_axes_flattened():
+    """A 2 x 3 x 4 input: the maps are 6 x 4 pixels (axes 0 and 1 flattened into rows), and
+    the planted entry (1, 2, 3) is the only MISMATCH pixel, at row 1 * 3 + 2 = 5, column 3."""
+    x = np.random.default_rng(1).standard_normal((2, 3, 4))
+
+    def g(v):
+        out = 2 * np.sin(v) * np.cos(v)
+        out[1, 2, 3] *= 1 + 1e-4
+        return out
+
+    report = gc.check(lambda v: np.sum(np.sin(v) ** 2), x, g, adjudicate=False, progress=False)
+    for html in (report.to_html(), report._repr_html_()):
+        verdicts, errors = pictures(parse(html))
+        assert verdicts.shape == errors.shape == (6, 4, 3)
+        red = np.all(verdicts == rgb(VERDICT_COLOURS[Verdict.MISMATCH]), axis=-1)
+        assert list(zip(*np.nonzero(red))) == [(5, 3)]
+
+
+def test_a_screen_report_page_shows_the_limit_the_screened_count_and_the_localized_entry():
+    """screen's report renders like check's: SCREENED counted, the detection limit in words
+    (median and largest, the report's own numbers), the localized entry MISMATCH at the top
+    of the non-PASS table and the only MISMATCH pixel of the verdict map."""
+    rng = np.random.default_rng(0)
+    A, B, W = rng.standard_normal((3, 48, 48)) / np.sqrt(48)
+
+    def g(w):
+        out = A.T @ ((1 - np.tanh(A @ w) ** 2) * B)
+        out[7, 30] *= 1 + 1e-4
+        return out
+
+    r = gc.screen(lambda w: (np.tanh(A @ w) * B).sum(), W, g)
+    tree = parse(r.to_html())
+    counts = next(t for t in tables(tree) if t and t[0] == ["verdict", "entries", "share"])
+    screened = r.counts[Verdict.SCREENED]
+    assert screened >= W.size - 8  # the rest: the localized block, looked at entry by entry
+    assert ["MISMATCH", "1"] in [row[:2] for row in counts] and ["SCREENED", str(screened)] in [row[:2] for row in counts]
+    finite = r.detection_limit[np.isfinite(r.detection_limit)]
+    assert f"detection limit: per entry, median {np.median(finite):.3g}, largest {finite.max():.3g}" in text_of(tree)
+    non_pass = [t for t in tables(tree) if t and t[0][:2] == ["entry", "verdict"]][1]
+    assert non_pass[1][:2] == ["(7, 30)", "MISMATCH"]
+    red = np.all(pictures(tree)[0] == rgb(VERDICT_COLOURS[Verdict.MISMATCH]), axis=-1)
+    assert list(zip(*np.nonzero(red))) == [(7, 30)]
+
+
+def _adjoint_and_taylor():
+    A = np.random.default_rng(0).standard_normal((30, 20))
+    adjoint = gc.check_adjoint(lambda t: A @ t, lambda v: A[:, ::-1].T @ v, in_shape=(20,), name="transposed")
+
+    def loss(v):
+        return np.sum(np.sin(v) * v)
+
+    def grad(v):
+        return np.cos(v) * v + np.sin(v)
+
+    def hvp(v, w):
+        return (2 * np.cos(v) - v * np.sin(v)) * w
+
+    x = np.array([0.3, -1.2, 0.7])
+    return adjoint, gc.taylor_test(loss, x, grad, hvp), gc.taylor_test(loss, x, lambda v: grad(v) * 1.01)
+
+
+def test_adjoint_and_taylor_results_render_as_html():
+    """The newer global tests render too (notebook and page, strict parse): the adjoint test's
+    per-draw table with the failing draws marked, the Taylor test's remainder table with its
+    orders and an inline log-log SVG (one polyline per remainder); repr stays one short line."""
+    adjoint, taylor, wrong = _adjoint_and_taylor()
+    for result in (adjoint, taylor, wrong):
+        assert "\n" not in repr(result) and len(repr(result)) < 200
+        assert repr(result) == f"<{type(result).__name__} {result.summary()}>"
+        frag = result._repr_html_()
+        assert "<html" not in frag
+        parse(frag)
+    tree = parse(adjoint.to_html())
+    draws = next(t for t in tables(tree) if t and t[0][0] == "draw")
+    assert [row[0] for row in draws[1:]] == ["t1, v1", "t2, v2", "sums"]
+    assert all(row[-1] == "FAIL" for row in draws[1:])
+    assert "FAIL" in text_of(tree.find(".//h1"))
+    for result, status, columns in ((taylor, "PASS", 5), (wrong, "FAIL", 3)):
+        tree = parse(result.to_html())
+        assert status in text_of(tree.find(".//h1"))
+        rows = next(t for t in tables(tree) if t and t[0][0] == "h")
+        assert len(rows) == 1 + len(result.steps) and len(rows[0]) == columns
+        shown = [float(r[2]) for r in rows[1:] if r[2]]
+        assert shown == pytest.approx([o for o in result.orders[0] if np.isfinite(o)], abs=0.006)
+        svg = next(tree.iter(f"{SVG}svg"))
+        assert len(list(svg.iter(f"{SVG}polyline"))) == len(result.remainders) + 1  # + the threshold
 
 
 @pytest.fixture

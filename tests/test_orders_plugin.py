@@ -66,3 +66,23 @@ def test_fixture_runs_each_kind_after_its_control(pytester, monkeypatch):
     result.stdout.fnmatch_lines(["*R1 (grad)*", "*<J t, v>*"])
     for kind in ("adjoint", "hvp", "jvp", "taylor"):  # checks are counted per backend (6 through numpy)
         result.stdout.fnmatch_lines([f"numpy (engine auto; kind {kind}): control passed; 6 checks"])
+
+
+def test_failing_taylor_and_adjoint_tests_leave_html_and_json_pages(pytester, monkeypatch):
+    """--gradcheck-html / --gradcheck-json DIR: the two failing global tests (Taylor, adjoint)
+    leave one page and one JSON each, named after the test; the pages say FAIL and hold the
+    remainder table and the per-draw table; the passing tests write nothing."""
+    import json
+
+    pytester.makepyfile(test_inner_orders=TESTS)
+    result = run(pytester, monkeypatch, "--gradcheck-html", "pages", "--gradcheck-json", "data")
+    result.assert_outcomes(passed=4, failed=2)
+    names = {"test_inner_orders.py_test_taylor_wrong": "R1 (grad)", "test_inner_orders.py_test_adjoint_wrong": "<J t, v>"}
+    assert sorted(p.name for p in (pytester.path / "pages").iterdir()) == sorted(f"{n}.html" for n in names)
+    assert "could not write" not in result.stdout.str()
+    for n, column in names.items():
+        page = (pytester.path / "pages" / f"{n}.html").read_text(encoding="utf-8")
+        assert page.startswith("<!DOCTYPE html>") and "gc-badge gc-fail" in page
+        assert f"<th>{column.replace('<', '&lt;').replace('>', '&gt;')}</th>" in page
+        data = json.loads((pytester.path / "data" / f"{n}.json").read_text(encoding="utf-8"))
+        assert data["passed"] is False and data["status"] == "FAIL"

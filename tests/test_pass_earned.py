@@ -171,15 +171,18 @@ def test_the_quick_look_certifies_only_what_the_rule_passes():
     (1.0099, 1.0, 1e-30, 1.01e-2, 1e-15, Verdict.UNCHECKED, Cause.EXACT),  # tol 1.01%: agreement, unresolved
     (1e-17, 0.0, 1e-40, 1e-6, 1e-15, Verdict.PASS, Cause.EXACT_ZERO),      # the seed's key bias: a true 0
     (-3e-16, 2e-16, 1e-40, 1e-6, 1e-15, Verdict.PASS, Cause.EXACT_ZERO),   # both within round-off of zero
-    (5e-14, 5e-14 * (1 + 1e-12), 1e-40, 1e-6, 1e-15, Verdict.UNCHECKED, Cause.EXACT),  # allowance 2% of it
+    # The allowance is 2% of the value: a claim 1% off agrees within it (UNCHECKED); one that
+    # agrees to rtol without it was resolved (PASS).
+    (5e-14 * 1.01, 5e-14, 1e-40, 1e-6, 1e-15, Verdict.UNCHECKED, Cause.EXACT),
+    (5e-14, 5e-14 * (1 + 1e-12), 1e-40, 1e-6, 1e-15, Verdict.PASS, Cause.EXACT),
     (1e-138, 0.0, 1e-22, 1e-6, 1e-153, Verdict.UNCHECKED, Cause.EXACT),    # exact value not known below 1e-22
 ])
 def test_the_referee_passes_only_within_the_share(a, e, bound, rtol, round_off, code, cause):
     """PASS needs |a - e| <= tol and tol <= 1% of max(|a|, |e|), or an exact value that,
     with its error bound, is within the backward's round-off (k*u*max|claim|) of zero
-    (EXACT_ZERO); agreement within a tolerance that is a large share of the value is
-    UNCHECKED."""
-    assert _judge_exact(a, e, bound, round_off, rtol, 0.0, 0.01) == (int(code), int(cause))
+    (EXACT_ZERO), or agreement to rtol plus the claim's own ulps within 1% of the value;
+    agreement only within a tolerance that is a large share of the value is UNCHECKED."""
+    assert _judge_exact(a, e, bound, round_off, rtol, 0.0, 0.01, claim_scale=1.0) == (int(code), int(cause))
 
 
 @pytest.mark.parametrize("a, negligible, round_off, code", [

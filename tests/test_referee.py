@@ -61,10 +61,11 @@ def sixteen_orders_grad(x):
 def test_gradients_spanning_sixteen_orders_pass_by_adjudication():
     """Entries far below finite-difference noise are settled against the exact derivative
     (not left UNCHECKED by the differences), and none is MISMATCH. An entry PASSes when the
-    backward's round-off allowance k*u*max|claim| is within 1% of it (``resolution``), or
-    when its exact value is itself within that allowance of zero (EXACT_ZERO); the two
-    entries in between (1e-11, 1e-12: the allowance, 1.3e-13, is 1.3% and 13% of them) are
-    UNCHECKED, never PASS: there a claim 1% off would agree as well."""
+    backward's round-off allowance k*u*max|claim| is within 1% of it (``resolution``), when
+    its exact value is itself within that allowance of zero (EXACT_ZERO), or when the claim
+    agrees with the exact value to rtol and its own ulps; the two entries in between (1e-11,
+    1e-12: the allowance, 1.3e-13, is 1.3% and 13% of them) PASS only that last way: there a
+    claim 1% off agrees within the allowance, and is UNCHECKED, never PASS."""
     x = np.linspace(-1, 1, 17)
     fd_only = check(sixteen_orders, x, sixteen_orders_grad, adjudicate=False)
     assert fd_only.counts[Verdict.UNCHECKED] >= 5 and fd_only.counts[Verdict.MISMATCH] == 0
@@ -72,7 +73,10 @@ def test_gradients_spanning_sixteen_orders_pass_by_adjudication():
     allowance = r.config.noise_factor * 2.0**-53 * np.abs(r.analytic).max()
     between = [ix for ix in np.ndindex(17) if allowance < abs(SPAN[ix]) < allowance / r.config.resolution]
     assert between == [(11,), (12,)]
-    assert r.entries(Verdict.UNCHECKED) == between and r.counts[Verdict.PASS] == 15, str(r)
+    assert r.counts[Verdict.PASS] == 17 and all(r.cause(ix) is Cause.EXACT for ix in between), str(r)
+    off = lambda x: sixteen_orders_grad(x) * np.where(np.arange(17) >= 11, 1.01, 1.0)
+    r_off = check(sixteen_orders, x, off)
+    assert r_off.entries(Verdict.UNCHECKED) == between, str(r_off)
     assert all(r.cause(ix) is Cause.EXACT_ZERO for ix in [(13,), (14,), (15,), (16,)])
     adjudicated = [ix for ix in np.ndindex(17) if r.cause(ix) is Cause.EXACT]
     assert len(adjudicated) >= 5
@@ -152,6 +156,62 @@ def test_function_dropping_to_float_is_not_adjudicable(drop):
     note = " ".join(r.notes)
     assert "not adjudicable" in note and "float" in note
     assert r.counts[Verdict.MISMATCH] == 0 and r.verdicts[2] is Verdict.UNCHECKED
+
+
+def _relu_and_tiny(x):
+    """Dead relu units (x[:2]: true gradient 0), live ones, and entries 1e-14 of the rest."""
+    h = np.maximum(x[:4], 0.0)
+    return np.sum(h * h) + 1e-14 * np.sum(np.tanh(x[4:6])) + np.sum(x[6:] ** 2)
+
+
+def _relu_and_tiny_grad(x):
+    g = 2 * np.maximum(x, 0.0)
+    g[4:6] = 1e-14 * (1 - np.tanh(x[4:6]) ** 2)
+    g[6:] = 2 * x[6:]
+    return g
+
+
+FINAL_CONVERSIONS = [
+    ("float()", lambda x: float(_relu_and_tiny(x))),
+    (".item()", lambda x: _relu_and_tiny(x).item()),
+    ("np.float64()", lambda x: np.float64(_relu_and_tiny(x))),
+]
+
+
+@pytest.mark.parametrize(("name", "f"), FINAL_CONVERSIONS, ids=[c[0] for c in FINAL_CONVERSIONS])
+def test_a_final_float_conversion_is_adjudicated(name, f):
+    """``return float(loss)`` loses nothing the referee needs: relu-dead entries PASS as
+    exact zeros and entries 1e-14 of the rest PASS against their exact values, where the
+    differences alone leave both UNCHECKED. Negative controls: a dead unit claimed 1e-3 is
+    a MISMATCH, a tiny entry 2% off is not a PASS."""
+    x = np.array([-0.7, -0.3, 0.5, 1.2, 0.4, -0.8, 1.5, -2.0])
+    fd_only = check(f, x, _relu_and_tiny_grad, adjudicate=False)
+    assert fd_only.entries(Verdict.UNCHECKED) == [(0,), (1,), (4,), (5,)], str(fd_only)
+    r = check(f, x, _relu_and_tiny_grad, adjudicate=True)
+    assert r.counts[Verdict.PASS] == 8 and not any("not adjudicable" in n for n in r.notes), str(r)
+    assert [r.cause((i,)) for i in (0, 1)] == [Cause.EXACT_ZERO] * 2
+    assert [r.cause((i,)) for i in (4, 5)] == [Cause.EXACT] * 2
+    for i in (4, 5):
+        assert r.exact[i] == pytest.approx(1e-14 / np.cosh(x[i]) ** 2, rel=1e-12)
+    wrong = _relu_and_tiny_grad(x)
+    wrong[0], wrong[4] = 1e-3, wrong[4] * 1.02
+    bad = check(f, x, wrong, adjudicate=True)
+    assert bad.verdicts[0] is Verdict.MISMATCH and bad.verdicts[4] is not Verdict.PASS, str(bad)
+
+
+def test_a_float_conversion_mid_computation_is_refused_with_its_line():
+    """A float() whose value feeds the rest of the computation is refused, the line named;
+    the differences' verdicts stand."""
+    def f(x):
+        scale = float(np.sum(x[6:] ** 2))  # a conversion in the middle of the computation
+        return float(_relu_and_tiny(x) + 0.0 * scale)
+
+    x = np.array([-0.7, -0.3, 0.5, 1.2, 0.4, -0.8, 1.5, -2.0])
+    r = check(f, x, _relu_and_tiny_grad, adjudicate=True)
+    note = " ".join(r.notes)
+    assert "not adjudicable" in note and "in the middle" in note, note
+    assert "test_referee.py:" in note and " in f" in note, note
+    assert r.entries(Verdict.UNCHECKED) == [(0,), (1,), (4,), (5,)]
 
 
 def test_adjudicate_false_never_calls_the_referee():

@@ -50,12 +50,15 @@ def mismatches(report) -> set[tuple[int, ...]]:
 
 def test_correct_gradient_is_screened_not_passed():
     """A correct gradient: every entry SCREENED (never PASS: nothing was looked at alone),
-    the report passes, a finite detection limit everywhere, in a few hundred evaluations."""
+    the report passes, a finite detection limit everywhere, in a few hundred evaluations. The
+    default budget reaches a limit comparable to check's rtol: at the median entry, within 2x
+    of rtol relative (issue 14: "Default: ... a per-entry limit comparable to check's rtol")."""
     f, g, W = mlp(128)
     r = gradcheck.screen(f, W, g)
     assert r.passed
     assert r.counts[SCREENED] == W.size and r.counts[Verdict.PASS] == 0
     assert r.detection_limit.shape == W.shape and np.isfinite(r.detection_limit).all()
+    assert np.median(r.detection_limit / np.abs(g(W))) <= 2 * Config().rtol
     assert r.evaluations < 400
     assert "2 sign draws of 16 blocks" in str(r)
 
@@ -363,6 +366,23 @@ def test_compiled_engine_gives_serials_report():
         assert np.array_equal(compiled.codes, serial.codes) and compiled.evaluations == serial.evaluations
         assert np.array_equal(compiled.detection_limit, serial.detection_limit)
     assert mismatches(gradcheck.screen(f, W, bad, engine="compiled")) == {(2, 3)}
+
+
+def test_a_c_function_is_screened_and_localized():
+    """A C loss through cffi (gradcheck.native): screened on the serial engine, one entry of
+    its gradient off by 1e-4 found at exactly its index. engine='compiled' takes @njit f only
+    (a C f is refused with the reason, not run somewhere else)."""
+    from gradcheck.native import native_function
+
+    rosen = native_function("rosenbrock")
+    x = np.random.default_rng(0).uniform(-1, 1, 4096)
+    bad = rosen.gradient(x)
+    bad[100] *= 1 + 1e-4
+    r = gradcheck.screen(rosen, x, bad)
+    assert mismatches(r) == {(100,)} and r.evaluations < 600
+    assert gradcheck.screen(rosen, x, rosen.gradient).passed
+    with pytest.raises(ValueError, match="numba @njit"):
+        gradcheck.screen(rosen, x, bad, engine="compiled")
 
 
 def test_differences_far_below_checks_tolerance_are_not_chased():

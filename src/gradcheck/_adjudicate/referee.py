@@ -194,7 +194,7 @@ class Referee:
         right = np.full(n, np.nan)
         evaluations = 0
         rule = Tolerance(rtol, atol, noise_factor, resolution)
-        round_off = rule.noise_term(unit) * claim_scale
+        round_off = rule.round_off(unit, claim_scale)
         found = self._all_derivatives(np.asarray(flat_indices))
         for j, d in enumerate(found):
             a = float(analytic[positions[j]])
@@ -206,18 +206,23 @@ class Referee:
             exact[j], error[j] = e, bound
             if is_kink:
                 lo, hi = min(left[j], right[j]), max(left[j], right[j])
-                slack = rule.replace(noise_factor=1.0).bound(max(abs(lo), abs(hi)), round_off + side_error)
+                slack = rule.against_exact(max(abs(lo), abs(hi)), round_off + side_error)
                 codes[j] = Verdict.KINK if lo - slack <= a <= hi + slack else Verdict.MISMATCH
                 causes[j] = Cause.KINK_EXACT
                 continue
-            codes[j], causes[j] = _judge_exact(a, e, bound, round_off, rtol, atol, resolution, negligible)
+            codes[j], causes[j] = _judge_exact(a, e, bound, round_off, rtol, atol, resolution, negligible,
+                                               claim_scale)
         return Adjudication(positions, codes, causes, exact, digits, error, left, right, evaluations,
                             time.perf_counter() - started)
 
 
 def _judge_exact(a: float, e: float, bound: float, round_off: float, rtol: float, atol: float,
-                 resolution: float, negligible: bool = False) -> tuple[int, int]:
-    """Verdict and cause of claim ``a`` against the exact value ``e`` (error ``bound``)."""
+                 resolution: float, negligible: bool = False, claim_scale: float = 0.0) -> tuple[int, int]:
+    """Verdict and cause of claim ``a`` against the exact value ``e`` (error ``bound``).
+
+    ``round_off`` (k*u*max|a|, the backward's own round-off at the claim's largest scale)
+    can be a large share of a tiny entry: such an entry is UNCHECKED unless the claim
+    agrees with the exact value without that allowance (:func:`_tight`)."""
     rule = Tolerance(rtol, atol, 1.0, resolution)  # the noise: the backward's round-off and e's bound
     floor = rule.floor(round_off + bound)
     err, tol = abs(a - e), floor + rule.value_term(abs(e))
@@ -232,7 +237,25 @@ def _judge_exact(a: float, e: float, bound: float, round_off: float, rtol: float
         # exact value is certified zero on f's own scale and the claim is within the
         # backward's round-off of zero: every claim exactly 0 for a constant output.)
         return int(Verdict.PASS), int(Cause.EXACT_ZERO)
+    if code == Verdict.UNCHECKED and _tight(a, e, bound, round_off, claim_scale, rtol, atol, resolution):
+        return int(Verdict.PASS), int(Cause.EXACT)
     return code, int(Cause.EXACT)
+
+
+def _tight(a: float, e: float, bound: float, round_off: float, claim_scale: float, rtol: float,
+           atol: float, resolution: float) -> bool:
+    """Whether claim ``a`` agrees with exact ``e`` to ``rtol`` plus a few ulps of itself
+    (``round_off`` rescaled from the largest claim ``claim_scale`` to ``|a|``), and that
+    tolerance is within ``resolution`` of the value: then a claim off by the resolution
+    would have disagreed, so the agreement is a PASS, however far below the other entries
+    (an entry 1e-14 of the rest). A claim further off but within ``round_off`` stays
+    UNCHECKED: a backward's round-off at the largest scale could explain it."""
+    own = round_off * abs(a) / claim_scale if claim_scale > 0 else 0.0
+    rule = Tolerance(rtol, atol, 1.0, resolution)
+    tight = rule.bound(abs(e), bound + own)
+    scale = max(abs(a), abs(e))
+    return bool(np.isfinite(a) and np.isfinite(e) and abs(a - e) <= tight and tight > 0
+                and not rule.coarse(tight, scale))
 
 
 def _worker_init(parent: int, referee: Referee) -> None:

@@ -56,7 +56,8 @@ class Coloured:
         self.base_slices = self._reduce(y0)
         self.evaluations = 0
         self.rounds = 0
-        self.reason, self.notes = "", []  # what check's report says of this differencer
+        self.reason = ""  # what check's report says of this differencer
+        self.notes: list[str] = []
         self._taken = 0
         self.rows = max(2, BUDGET_BYTES // max(1, work.nbytes)) if vectorized else 1
 

@@ -29,6 +29,7 @@ class SliceReferee(Referee):
 
     def piece(self, flat_index: int) -> tuple[np.ndarray, tuple[int, ...], np.ndarray]:
         """Entry ``flat_index``'s slice of ``x``, its index there, and the cotangent's slice."""
+        assert self.cotangent is not None  # sliced only for an array output, which has one
         return piece_of(self.axes, self.x, self.cotangent, int(flat_index))
 
     def unavailable(self) -> str | None:

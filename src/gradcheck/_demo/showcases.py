@@ -35,6 +35,7 @@ from .._sweeps.sweep import grid, shape_sweep
 from ..examples.transformer import loss, loss_and_grads, make_problem
 from ..native import native_function
 from .dispute_showcases import gradient_dispute, timed_dispute
+from .layernorm import layer_norm, layer_norm_vjp
 
 
 @dataclass
@@ -60,6 +61,27 @@ def _numpy_planted() -> tuple[Any, bool, str]:
     r = check(f, x, claimed, name="tanh(x)*flip(x), planted 1e-5 at (4, 1)")
     assert isinstance(r, Report)
     return r, r.entries(Verdict.MISMATCH) == [(4, 1)], "exactly entry (4, 1) flagged"
+
+
+def _float32_layer_norm() -> tuple[Any, bool, str]:
+    """A float32 layer-norm backward whose variance divides by D - 1 (torch.var's default):
+    about 1e-3 off on every entry at D = 512. The float32 claim is judged against its own
+    measured rounding (gradcheck._lowp.float32), so the bug is found at every entry, and the
+    correct backward, which cancels terms as large as the gradient, raises no false alarm."""
+    rng = np.random.default_rng(32)
+    x = (rng.standard_normal((2, 512)) * 2 + 0.5).astype(np.float32)
+    gain = (1 + 0.1 * rng.standard_normal(512)).astype(np.float32)
+    bias = (0.1 * rng.standard_normal(512)).astype(np.float32)
+
+    def f(x):
+        return layer_norm(x, gain, bias)
+
+    good = check(f, x, lambda x, v: layer_norm_vjp(x, v, gain), name="float32 layer norm, correct backward")
+    r = check(f, x, lambda x, v: layer_norm_vjp(x, v, gain, unbiased=True),
+              name="float32 layer norm, backward with the D-1 variance (~1e-3 off)")
+    assert isinstance(r, Report) and isinstance(good, Report)
+    behaved = r.counts[Verdict.MISMATCH] == x.size and good.counts[Verdict.MISMATCH] == 0 and good.passed
+    return r, behaved, "every entry flagged, and the correct float32 backward passes"
 
 
 def _softmax_trap() -> tuple[Any, bool, str]:
@@ -167,6 +189,7 @@ def _control() -> tuple[Any, bool, str]:
 SHOWCASES = (
     Showcase("negative control", _control),
     Showcase("numpy function, planted 1e-5 relative bug", _numpy_planted),
+    Showcase("float32 layer norm: a 1e-3 bug in the backward", _float32_layer_norm),
     Showcase("softmax: why the default cotangent is random", _softmax_trap),
     Showcase("C kernel through cffi, planted bug", _native_rosenbrock),
     Showcase("C transposed matmul, shape sweep of a parity defect", _parity_sweep, _parity_pictures),

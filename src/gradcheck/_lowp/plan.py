@@ -1,4 +1,4 @@
-"""Gradient checks on float16 / bfloat16 inputs: difference in float64, judge in ulps.
+"""Gradient checks on float16 / bfloat16 / float32 inputs: difference in float64, judge in ulps.
 
 A central difference in the input's own 16-bit format is noise (``x + h == x`` for small
 ``h``, and each evaluation rounds to 8 or 11 bits). When ``f`` is precision-generic, i.e. it
@@ -42,6 +42,9 @@ claim really is that far from the derivative; ``bound_ulps=`` widens the bound.
 
 When ``f`` forces its own dtype (returns float16/bfloat16 for a float64 input, or raises),
 the check falls back to a same-precision difference and says so in ``report.notes``.
+
+float32 inputs take the same path, with the claim's float32 rounding measured entry by
+entry instead of the absolute floor (:mod:`gradcheck._lowp.float32`).
 """
 from __future__ import annotations
 
@@ -56,6 +59,14 @@ from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_for
 from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from ..engines._differences import slope_and_noise
+from . import f32steps
+from .float32 import (
+    F32_BOUND_ULPS,
+    F32_RESOLUTION,
+    ROUNDING_FACTOR,
+    claim_rounding,
+    forces_float32,
+)
 
 __all__ = ["FLOOR_UNITS", "GRAD_BOUND_ULPS", "ORDINARY", "LowPrecisionPlan", "OrdinaryPlan", "plan", "plan_for",
            "share"]
@@ -72,7 +83,7 @@ class OrdinaryPlan:
     """The plan of an ordinary dtype (float32, float64...): every step is a no-op.
 
     :func:`gradcheck.check` calls these steps on every input; :class:`LowPrecisionPlan`
-    overrides them for a float16/bfloat16 one."""
+    overrides them for a float16/bfloat16/float32 one."""
 
     upcast = False
     notes: tuple[str, ...] | list[str] = ()
@@ -94,6 +105,18 @@ class OrdinaryPlan:
         """The config once the claimed gradient is known."""
         return cfg
 
+    def measure_rounding(self, claimed64: Any, analytic: np.ndarray) -> None:
+        """A float32 claim's own rounding, from ``claimed64()`` (the claim at the float64
+        upcast); nothing for other dtypes."""
+
+    def first_estimates(self, differencer: Any, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
+                        values: np.ndarray | None = None, base_value: float = np.nan,
+                        ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
+        """``(numeric, noise)`` replacing the first pass's, and the evaluations spent
+        (an f that computes in float32: Richardson across steps, f's round-off measured at
+        ``values``, the flat input, around ``base_value = f(x)``); None for the others."""
+        return None, 0
+
     def after_differences(self, cfg: Config, analytic: np.ndarray, diffs: tuple[np.ndarray, ...]) -> Config:
         """The config once the first differences ``(fp, fm, denom)`` are known."""
         return cfg
@@ -110,7 +133,7 @@ ORDINARY = OrdinaryPlan()
 
 @dataclass(kw_only=True)
 class LowPrecisionPlan(OrdinaryPlan):
-    """How :func:`gradcheck.check` handles one float16/bfloat16 input."""
+    """How :func:`gradcheck.check` handles one float16/bfloat16/float32 input."""
 
     fmt: FloatFormat          # the input's format
     upcast: bool              # True: difference the float64 upcast, judge in ulps
@@ -119,16 +142,30 @@ class LowPrecisionPlan(OrdinaryPlan):
     notes: list[str]
     claim_fmt: FloatFormat | None = None
     floor: float = 0.0
+    #: float32 claims: |a32 - a64| per entry (flat), the claim's own measured rounding
+    rounding: np.ndarray | None = None
 
     @property
     def floor_name(self) -> str:  # type: ignore[override]
         return "the floor for a low-precision backward's round-off" if self.upcast else "atol"
 
     def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
-        """On the upcast path: the float64 upcast, float64 steps, no referee by default."""
+        """On the upcast path: the float64 upcast, float64 steps, no referee by default; an f
+        that computes in float32: the float32 Richardson preset."""
         if not self.upcast:
-            return x_np, config, adjudicate
+            forced32 = self.fmt.name == "float32" and config is None
+            return x_np, f32steps.PRESET if forced32 else config, adjudicate
         return self.x64, self.config(config), self.adjudicate(adjudicate)
+
+    def first_estimates(self, differencer: Any, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
+                        values: np.ndarray | None = None, base_value: float = np.nan,
+                        ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
+        if self.upcast or self.fmt.name != "float32":
+            return None, 0
+        sigma, probed = (0.0, 0) if values is None else f32steps.measure_roundoff(differencer, values, base_value)
+        fp, fm, denom = diffs
+        numeric, noise, spent = f32steps.richardson(differencer, np.arange(steps.size), steps, (fp, fm, denom), sigma)
+        return (numeric, noise), spent + probed
 
     def after_claim(self, cfg: Config, claimed: Any) -> Config:
         return self.with_claim(cfg, claimed) if self.upcast else cfg
@@ -161,7 +198,7 @@ class LowPrecisionPlan(OrdinaryPlan):
             base = base.replace(reduce=user.reduce, seed=user.seed, refine=user.refine,
                                 noise_factor=user.noise_factor)
         return base.replace(rtol=self.bound_ulps * _unit(self.fmt), atol=0.0,
-                            resolution=share(self.fmt, self.bound_ulps))
+                            resolution=_resolution(self.fmt, self.bound_ulps))
 
     def adjudicate(self, adjudicate: Any) -> Any:
         """``"auto"`` becomes False on the upcast path: a float64 difference is about 1e6 times
@@ -185,7 +222,21 @@ class LowPrecisionPlan(OrdinaryPlan):
         name = str(dt.name)
         self.claim_fmt = resolve_format(name) if name in ("float16", "bfloat16", "float32") else self.fmt
         return cfg.replace(rtol=self.bound_ulps * _unit(self.claim_fmt),
-                           resolution=share(self.claim_fmt, self.bound_ulps))
+                           resolution=_resolution(self.claim_fmt, self.bound_ulps))
+
+    def measure_rounding(self, claimed64: Any, analytic: np.ndarray) -> None:
+        """For a float32 claim: its float32 rounding, measured against the same claim
+        computed at the float64 upcast (``claimed64()``), used in place of the floor."""
+        if (self.claim_fmt or self.fmt).name != "float32" or not self.upcast:
+            return
+        self.rounding, why = claim_rounding(claimed64, analytic)
+        if self.rounding is not None:
+            self.rounding = self.rounding.reshape(-1)
+            self.notes.append("the float32 claim's own rounding is measured entry by entry: the claim "
+                              "recomputed at the float64 upcast, |a32 - a64| (the same formula: a bug "
+                              "is in both, only rounding differs)")
+        else:
+            self.notes.append(f"{why}: the float32 claim is judged with the absolute floor instead")
 
     def with_floor(self, cfg: Config, analytic: np.ndarray, numeric: np.ndarray) -> Config:
         """The absolute floor ``FLOOR_UNITS * u * max_j min(|a_j|, |n_j|)`` (the first
@@ -208,7 +259,9 @@ class LowPrecisionPlan(OrdinaryPlan):
             n[use] = exact[use]
         with np.errstate(invalid="ignore", over="ignore"):
             scale = np.maximum(np.abs(a), np.abs(n))
-            floor = Tolerance.of(cfg).replace(atol=self.floor).floor(judged.noise)  # ulps, not rtol, on top
+            # ulps, not rtol, on top; a float32 claim's measured rounding replaces the floor
+            atol = ROUNDING_FACTOR * self.rounding if self.rounding is not None else self.floor
+            floor = Tolerance.of(cfg).replace(atol=atol).floor(judged.noise)
             tol = self.bound_ulps * ulp(np.where(np.isfinite(scale), scale, 0.0), fmt) + floor
             err = np.abs(a - n)
         codes = judged.codes.copy()
@@ -224,16 +277,25 @@ class LowPrecisionPlan(OrdinaryPlan):
             where = tuple(int(i) for i in np.unravel_index(j, self.original.shape))
             worst = (f"; of the entries above the floor, the largest error is {in_ulps[j]:.3g} ulp"
                      f" at {where} (claimed {a[j]:.6g}, numeric {n[j]:.6g})")
+        rounding = (f"{ROUNDING_FACTOR:g}|a32 - a64| (the claim's measured rounding)" if self.rounding is not None
+                    else f"{FLOOR_UNITS:g}u*max min(|claimed|, |numeric|) (u = 2**-{fmt.mantissa_bits + 1}; "
+                         f"floor {self.floor:.3g})")
         self.notes.append(
             f"claimed gradient ({fmt.name}) judged in {fmt.name} ulps: tolerance "
-            f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {FLOOR_UNITS:g}u*max min(|claimed|, |numeric|) "
-            f"(u = 2**-{fmt.mantissa_bits + 1}; floor {self.floor:.3g}) + {cfg.noise_factor:g}*noise; "
+            f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {rounding} + {cfg.noise_factor:g}*noise; "
             f"a PASS needs that within {100 * cfg.resolution:.2g}% of the value" + worst)
         return codes, tol
 
 
 def _unit(fmt: FloatFormat) -> float:
     return 2.0 ** -(fmt.mantissa_bits + 1)
+
+
+def _resolution(fmt: FloatFormat, bound_ulps: float) -> float:
+    """The PASS share of a claim in ``fmt``: :func:`share`, and for float32 (whose rounding
+    is measured, not bounded) at least :data:`F32_RESOLUTION`."""
+    value = share(fmt, bound_ulps)
+    return max(value, F32_RESOLUTION) if fmt.name == "float32" else value
 
 
 def share(fmt: FloatFormat, bound_ulps: float) -> float:
@@ -249,17 +311,19 @@ def share(fmt: FloatFormat, bound_ulps: float) -> float:
 
 def plan_for(dtype: str, f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> OrdinaryPlan:
     """The plan for ``x_np`` (of canonical dtype name ``dtype``): :data:`ORDINARY`, every
-    step a no-op, unless it is float16 or bfloat16."""
-    if dtype not in _LOW:
+    step a no-op, unless it is float16, bfloat16 or float32."""
+    if dtype not in _LOW + ("float32",):
         return ORDINARY
     return plan(f, x_np, backend, bound_ulps)
 
 
 def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> LowPrecisionPlan:
-    """Decide how to check ``f`` at the float16/bfloat16 array ``x_np``: try ``f`` on the
-    float64 upcast; if it returns a float64 value, ``f`` is precision-generic."""
+    """Decide how to check ``f`` at the float16/bfloat16/float32 array ``x_np``: try ``f`` on
+    the float64 upcast; if it returns a float64 value (and, for float32, its value moves
+    when the input moves by less than a float32 ulp), ``f`` is precision-generic."""
     fmt = resolve_format(x_np.dtype)
-    bound = GRAD_BOUND_ULPS if bound_ulps is None else float(bound_ulps)
+    default = F32_BOUND_ULPS if fmt.name == "float32" else GRAD_BOUND_ULPS
+    bound = default if bound_ulps is None else float(bound_ulps)
     if not bound > 0:
         raise ValueError(f"bound_ulps must be a positive number, got {bound_ulps!r}")
     share(fmt, bound)  # refuses a bound too wide to prove anything
@@ -273,6 +337,10 @@ def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None
     if y.dtype != np.float64:
         p.notes.append(_fallback(fmt, f"f returned {y.dtype} for a float64 input (it forces its own dtype)"))
         return p
+    if fmt.name == "float32" and forces_float32(f, p.x64, y, backend.evaluate):
+        p.notes.append(_fallback(fmt, "f returns float64 but computes in float32 (its output does not move "
+                                      "when the input moves by less than a float32 ulp)"))
+        return p
     p.upcast = True
     p.notes.append(
         f"{fmt.name} input, precision-generic f: the numeric side is a float64 central difference "
@@ -281,6 +349,10 @@ def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None
 
 
 def _fallback(fmt: FloatFormat, why: str) -> str:
+    if fmt.name == "float32":
+        return (f"{why}: the numeric side is a float32 difference, Richardson-extrapolated across "
+                "steps h, 2h, 4h (h = 2**-5 max(1, |x|)), its noise the measured spread between the "
+                "extrapolations (gradcheck._lowp.f32steps); a precision-generic f is judged ~100x finer")
     return (f"{why}: the numeric side is a same-precision {fmt.name} difference, which is coarse "
             f"(most entries come out UNCHECKED); make f precision-generic to judge the claim in ulps")
 

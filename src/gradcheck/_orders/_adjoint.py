@@ -39,7 +39,7 @@ from ._result import FAIL, PASS, ResultMixin
 DRAWS = 3
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)  # repr: ResultMixin's one short line
 class AdjointResult(ResultMixin):
     """The dot-product test: per draw ``<J t, v>``, ``<t, J^T v>``, their difference and
     the bound it must stay under; the operators' linearity defects; and, when ``f`` was

@@ -21,6 +21,7 @@ from .._pipeline.check import check as check
 from .._pipeline.claims import ClaimBackend as ClaimBackend
 from .._pipeline.claims import with_notes as with_notes
 from .._pipeline.prepare import make_cotangent as make_cotangent
+from .._report.html import HtmlViews as HtmlViews
 from .._report.report import Report as Report
 from ..backends._numpy import _W
 from ..backends._numpy import control_function as control_function

@@ -3,8 +3,8 @@
 ``check_adjoint`` and ``taylor_test`` answer one global question each; their results
 are small dataclasses that answer like a Report: ``status`` (``"PASS"``, ``"FAIL"`` or
 ``"INCONCLUSIVE"``), ``.passed``, ``.assert_pass()``, ``str()``, ``.to_dict()``,
-``.to_json()``. A subclass supplies ``status``, ``summary()``, ``lines()`` and
-``_fields()``.
+``.to_json()``, and render as HTML (``_repr_html_``, ``to_html``). A subclass supplies
+``status``, ``summary()``, ``lines()`` and ``_fields()``.
 """
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any
 
-from ._links import GradientAssertionError, refusal
+from ._links import GradientAssertionError, HtmlViews, refusal
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 
 
-class ResultMixin(ABC):
-    """``passed``/``assert_pass``/``__str__``/``to_dict``/``to_json`` from a few hooks."""
+class ResultMixin(HtmlViews, ABC):
+    """``passed``/``assert_pass``/``__str__``/``to_dict``/``to_json`` from a few hooks, and
+    (from :class:`HtmlViews`) ``_repr_html_`` for notebooks and ``to_html(path=None)``."""
 
     name: str
 

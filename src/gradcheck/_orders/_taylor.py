@@ -52,7 +52,7 @@ RESOLUTION = 0.01
 ASYMPTOTIC_PAIRS = 3
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)  # repr: ResultMixin's one short line
 class TaylorResult(ResultMixin):
     """Remainders per step, observed orders, which steps counted, and the verdict.
 

@@ -8,7 +8,8 @@ adjudicate) -> assemble (the Report).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -68,9 +69,11 @@ def check(
     x : array_like or tuple of array_like
         The point: a numpy array, a torch tensor or a jax array (the backend follows it).
         A tuple of arrays checks each input with the others held fixed and returns a
-        :class:`MultiReport`. A float16/bfloat16 ``x`` with a precision-generic ``f`` is
-        differenced on its exact float64 upcast (see ``bound_ulps``). A complex ``x`` (or
-        output) is checked on its real view (see ``complex_convention``).
+        :class:`MultiReport`. A float16/bfloat16/float32 ``x`` with a precision-generic
+        ``f`` is differenced on its exact float64 upcast (see ``bound_ulps``); an ``f`` that
+        computes in float32 whatever it is given is differenced in float32 with Richardson
+        extrapolation (``gradcheck._lowp.f32steps``). A complex ``x`` (or output) is checked
+        on its real view (see ``complex_convention``).
     grad : array_like or callable, optional
         The claimed gradient: an array, a function ``grad(x)``, or for array outputs a
         VJP ``grad(x, v)``; for several inputs a tuple of claims (or ``grad(*xs)``
@@ -101,7 +104,9 @@ def check(
     bound_ulps : float, optional
         For float16/bfloat16 ``x``: the claimed gradient is judged in ulps of its own
         dtype, ``bound_ulps`` (default 2) ulps plus an absolute floor, both stated in
-        ``report.notes`` (``gradcheck._lowp.plan`` explains the rule).
+        ``report.notes`` (``gradcheck._lowp.plan`` explains the rule). For float32 ``x``
+        (default 4): the claim's own float32 rounding, measured by recomputing it at the
+        upcast, replaces the floor (``gradcheck._lowp.float32``).
     executor : concurrent.futures.Executor, optional
         Runs the differences on any executor (e.g. a dask cluster's
         ``client.get_executor()``; :class:`ExecutorOptions` sets retries and chunking),

@@ -54,11 +54,16 @@ def judge(subject: Subject, run: Differenced, sanity: Sanity, digits: int) -> tu
                    if run.coloured is None else run.coloured.referee(f, subject.pristine, subject.y0, digits=digits))
     # independent_axes: each entry's base value is its own slice's (the kink test's f(x))
     base = subject.f0 if run.coloured is None else run.coloured.base_values(np.arange(subject.work.size))
+    # An f that computes in float32: Richardson across steps replaces the first estimates.
+    first, spent = (None, 0) if run.coloured is not None else subject.lowp.first_estimates(
+        run.differencer, run.steps, run.diffs, subject.work.reshape(-1), float(subject.f0))
     judged = judge_entries(
         run.differencer, subject.work.reshape(-1), subject.analytic.reshape(-1), run.diffs, run.steps,
         unit=subject.unit, config=cfg, drift=sanity.drift_per_entry, base_finite=bool(np.isfinite(subject.f0)),
-        base_value=base, referee=referee, adjudicate=subject.adjudicate,
+        base_value=base if first is None else None, referee=referee, adjudicate=subject.adjudicate,
+        first=first,
     )
+    judged.evaluations += spent
     if run.coloured is not None:  # the second look's rounds, not 2 per entry
         judged.evaluations = run.coloured.take() + judged.adjudication.get("evaluations", 0)
     return judged, cfg
@@ -69,6 +74,7 @@ def judge_entries(
     unit: float, config: Config, drift: float | None, base_finite: bool,
     flat_indices: np.ndarray | None = None, base_value: float | None = None,
     referee: Referee | None = None, adjudicate: Any = "auto", claim_scale: float | None = None,
+    first: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Judged:
     """Verdicts for entries already differenced once.
 
@@ -77,13 +83,18 @@ def judge_entries(
     ``base_value`` (f at x) enables the kink test and the round-off probe; ``referee``
     the exact derivatives. ``claim_scale`` is the magnitude of the backward's values
     (default: the largest claimed entry here); a claim within ``k*u*claim_scale`` of an
-    exact value is within round-off.
+    exact value is within round-off. ``first`` (numeric, noise) replaces the estimates
+    from ``diffs`` (the forced-float32 path's Richardson values, ``_lowp.f32steps``).
     """
     cfg = config
     fp, fm, denom = (np.array(d, dtype=np.float64) for d in diffs)
     count = values.size
     idx_map = np.arange(count) if flat_indices is None else np.asarray(flat_indices)
     numeric, noise = _first_estimates(fp, fm, denom, unit, drift)
+    if first is not None:
+        numeric, noise = (np.array(v, dtype=np.float64) for v in first)
+        if drift is not None:
+            noise = noise + drift / np.abs(denom)
     codes = classify(analytic, numeric, noise, **rule_of(cfg))
     causes = np.zeros(count, dtype=np.uint8)
     judged = Judged(numeric, noise, codes, np.zeros(count, dtype=bool), 0, causes,

@@ -88,6 +88,8 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     audit_notes, violations = audit(f, claim_at.copy(), cotangent, grad, claimed) if audit else ((), ())
     analytic = as_gradient(claimed, work.shape)
     cfg = lowp.after_claim(cfg, claimed)
+    if callable(grad) or grad is None:  # a float32 claim: its own rounding, measured at the upcast
+        lowp.measure_rounding(lambda: be.claimed_gradient(f, work.copy(), cotangent, grad), analytic)
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
         evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path: no backend per call

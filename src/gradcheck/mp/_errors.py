@@ -37,6 +37,9 @@ class PrecisionLossError(TypeError):
     def __init__(self, operation: str, where: str = "<unknown>") -> None:
         self.operation = operation
         self.where = where
+        #: inside an evaluation: the MPFloat converted and the float it became (else None)
+        self.value: object = None
+        self.rounded: float | None = None
         super().__init__(f"{operation} on an MPFloat at {where} would drop to float64")
 
 

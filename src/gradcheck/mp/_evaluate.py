@@ -33,8 +33,8 @@ def evaluate(f: Callable[[Any], Any], x: ArrayLike, *, dps: int) -> Any:
 
     ``x`` is a float array (converted exactly by :func:`to_mp`) or an object array of
     ``MPFloat``; ``f`` receives a private copy. Raises :class:`NotAdjudicable` when the value
-    cannot be trusted: ``f`` converted an ``MPFloat`` to float (even if it caught the error),
-    returned a float, returned nothing computed from ``x``, used an operation with no
+    cannot be trusted: ``f`` converted an ``MPFloat`` to float in the middle of the computation
+    (a conversion of the value it returns, ``return float(loss)``, is accepted), returned a float, returned nothing computed from ``x``, used an operation with no
     arbitrary-precision form, or produced NaN/inf. Other exceptions from ``f`` propagate.
 
     The precision belongs to this call: every operation on the ``MPFloat`` values rounds in a
@@ -71,18 +71,45 @@ def run_checked(f: Callable[[Any], Any], x_mp: Any, ctx: Any) -> Any:
     finally:
         _float_events.reset(token)
     if events:
-        raise _float_conversion(events, swallowed=True)
+        final = _final_conversion(result, events)
+        if final is None:
+            raise _float_conversion(events, swallowed=False)
+        result = final
     return check_result(result)
+
+
+def _final_conversion(result: Any, events: list[PrecisionLossError]) -> MPFloat | None:
+    """The ``MPFloat`` whose conversion ``f`` returned, or None.
+
+    ``return float(loss)`` (or ``loss.item()``, ``np.float64(loss)``) loses nothing the
+    referee needs: the value returned is the float64 rounding of the last arbitrary-precision
+    scalar, so that scalar is the result. Accepted only when the evaluation saw exactly one
+    conversion and ``f`` returned a float64 scalar equal to that conversion's float: any other
+    conversion fed the computation. A loss rounded to float16 or float32 on the way out is a
+    step function in float; it is refused like a conversion in the middle.
+    """
+    if len(events) != 1 or events[0].value is None:
+        return None
+    if isinstance(result, np.ndarray) and result.ndim == 0 and result.dtype == np.float64:
+        result = result[()]
+    if not isinstance(result, float):  # a Python float or np.float64, nothing narrower
+        return None
+    rounded = events[0].rounded
+    if rounded is None or not (rounded == result or (np.isnan(rounded) and np.isnan(result))):
+        return None
+    return events[0].value  # type: ignore[return-value]
 
 
 def _float_conversion(events: list[PrecisionLossError], swallowed: bool) -> NotAdjudicable:
     first = events[0]
     caught = " (f caught the error and went on)" if swallowed else ""
+    more = f" (and {len(events) - 1} more)" if len(events) > 1 else ""
     return NotAdjudicable(
         Reason.FLOAT_CONVERSION,
-        f"{first.operation} at {first.where}{caught}: the computation left arbitrary "
-        "precision. Keep it in numpy (np.tanh, not math.tanh; no astype(float), float(), "
-        ".ctypes, np.asarray(..., dtype=float))",
+        f"{first.operation} at {first.where}{more}{caught}: the computation left arbitrary "
+        "precision in the middle (only a conversion of the value f returns, as in "
+        "'return float(loss)', is accepted). Keep it in numpy (np.tanh, not math.tanh; no "
+        "astype(float), float() on intermediate values, .ctypes, np.asarray(..., dtype=float))",
     )
 
 

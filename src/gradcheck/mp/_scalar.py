@@ -5,8 +5,11 @@ numpy runs a ufunc on an object array by calling, element by element, the Python
 ``MPFloat`` provides both, so unmodified numpy code runs at arbitrary precision. The value is
 an exact mpf tuple; the precision an operation rounds to is its computation's private mpmath
 context (``_context``), never mpmath's global one while a computation runs.
-Turning an ``MPFloat`` into a float is the one thing it refuses: ``__float__`` records the
-event and raises :class:`PrecisionLossError`, so a silent drop to 53 bits cannot go unseen.
+Turning an ``MPFloat`` into a float is the one thing it refuses: outside an evaluation
+``__float__`` raises :class:`PrecisionLossError`; inside one (:func:`gradcheck.mp.evaluate`) it
+records the event, with the value and the float it became, and lets ``f`` go on, so that the
+evaluation can accept a conversion of the value ``f`` returns (``return float(loss)``) and
+refuse one in the middle of the computation with its line. A drop to 53 bits cannot go unseen.
 """
 from __future__ import annotations
 
@@ -138,6 +141,18 @@ def _record(operation: str) -> PrecisionLossError:
     if events is not None:
         events.append(error)
     return error
+
+
+def _convert(v: MPFloat, operation: str) -> float:
+    """``float(v)`` inside an evaluation (recorded with the value, then allowed: the
+    evaluation judges whether the conversion was the last step of ``f``); a raised
+    :class:`PrecisionLossError` outside one."""
+    error = _record(operation)
+    if _float_events.get() is None:
+        raise error
+    rounded = libmp.to_float(v._t, rnd=libmp.round_nearest)
+    error.value, error.rounded = v, rounded
+    return rounded
 
 
 def _binary(op: Callable[..., tuple]) -> tuple[Callable, Callable]:
@@ -295,7 +310,11 @@ class MPFloat:
 
     # -- the refused conversions
     def __float__(self) -> float:
-        raise _record("float()")
+        return _convert(self, "float()")
+
+    def item(self) -> float:
+        """``float(self)``, as numpy scalars' ``.item()`` (``return np.sum(v).item()``)."""
+        return _convert(self, ".item()")
 
     def __complex__(self) -> complex:
         raise _record("complex()")

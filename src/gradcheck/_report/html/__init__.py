@@ -1,7 +1,8 @@
 """HTML renderings of results: a notebook fragment (``_repr_html_``) and a self-contained page
 (``to_html``) for CI artifacts.
 
-In: a result object (Report, MultiReport, ParamsReport, SweepReport, DisputeResult).
+In: a result object (Report, MultiReport, ParamsReport, SweepReport, DisputeResult,
+AdjointResult, TaylorResult).
 Out: HTML text; no file is read, nothing is fetched, no script runs in the page. Pictures are
 drawn here by hand (inline SVG around a PNG written with zlib), so no optional dependency is
 needed. Every string that comes from the user (names, notes, rules) is escaped.
@@ -10,7 +11,8 @@ Must not import: the engines, the classify kernel, matplotlib, or any framework.
 Modules: ``page`` (skeleton, CSS, escaping, numbers), ``png`` (a PNG writer),
 ``heatmap`` (downsampled verdict and error maps), ``tables`` (HTML tables),
 ``report`` (one check and several inputs), ``models`` (check_params), ``sweep``
-(shape sweeps), ``dispute`` (low-precision disputes). A feature's result is rendered here
+(shape sweeps), ``dispute`` (low-precision disputes), ``orders`` (the adjoint and Taylor
+tests). A feature's result is rendered here
 from its fields alone: this package imports no feature (the renderer is looked up by the
 result's type name).
 """
@@ -29,6 +31,8 @@ _RENDERERS = {
     "ParamsReport": ("models", "render_params"),
     "SweepReport": ("sweep", "render_sweep"),
     "DisputeResult": ("dispute", "render_dispute"),
+    "AdjointResult": ("orders", "render_adjoint"),
+    "TaylorResult": ("orders", "render_taylor"),
 }
 
 
