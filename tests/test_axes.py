@@ -371,3 +371,27 @@ def test_jax_function_through_its_adapter():
     assert right.passed and "coloured" in right.engine
     wrong = gradcheck.check(rowwise, x, backend="jax", independent_axes=(0,))
     assert mismatches(wrong) == {(1, j) for j in range(4)}
+
+
+def test_a_non_leading_axis():
+    """Softmax over axis 0 is independent along axis 1 (columns), not along axis 0."""
+    x = data((5, 7), seed=73)
+    column_softmax = lambda z: softmax(z.T).T  # noqa: E731
+    column_vjp = lambda z, g: softmax_vjp(z.T, g.T).T  # noqa: E731
+    report = gradcheck.check(column_softmax, x, column_vjp, independent_axes=(1,))
+    assert report.passed and report.evaluations < 2 * x.size
+    with pytest.raises(DependentSlicesError, match="along axis 0"):
+        gradcheck.check(column_softmax, x, column_vjp, independent_axes=(0,))
+
+
+def test_f_raising_while_the_declaration_is_verified_is_located():
+    x = data((3, 4), seed=79)
+    x[1, 2] = 10 - 1e-9  # the check's own step crosses 10 here
+
+    def fragile(z):
+        if (z > 10).any():
+            raise RuntimeError("out of the domain")
+        return np.tanh(z)
+
+    with pytest.raises(gradcheck.FunctionError, match="out of the domain"):
+        gradcheck.check(fragile, x, lambda z, g: g * (1 - np.tanh(z) ** 2), independent_axes="all")
