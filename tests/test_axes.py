@@ -395,3 +395,21 @@ def test_f_raising_while_the_declaration_is_verified_is_located():
 
     with pytest.raises(gradcheck.FunctionError, match="out of the domain"):
         gradcheck.check(fragile, x, lambda z, g: g * (1 - np.tanh(z) ** 2), independent_axes="all")
+
+
+def test_kinks_are_found_on_each_entrys_own_base_value():
+    """|x| at exact zeros: the kink test needs each entry's own slice's f(x); the verdicts
+    agree with a plain check's, KINK at exactly the zeros."""
+    x = data((4, 5), seed=83)
+    x[1, 3] = x[2, 0] = 0.0
+    rowwise_abs = lambda z: np.abs(z) * (1.0 + z.sum(axis=1, keepdims=True) ** 2)  # noqa: E731
+
+    def vjp(z, g):
+        s = z.sum(axis=1, keepdims=True)
+        return g * np.sign(z) * (1 + s**2) + (g * np.abs(z)).sum(axis=1, keepdims=True) * 2 * s
+
+    coloured = gradcheck.check(rowwise_abs, x, vjp, independent_axes=(0,), adjudicate=False)
+    plain = gradcheck.check(rowwise_abs, x, vjp, adjudicate=False)
+    kinks = {tuple(int(k) for k in i) for i in np.argwhere(coloured.codes == Verdict.KINK)}
+    assert kinks == {(1, 3), (2, 0)}
+    np.testing.assert_array_equal(coloured.codes, plain.codes)
