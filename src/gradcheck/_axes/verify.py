@@ -44,10 +44,11 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     rng = np.random.default_rng([seed, 0x5A1CE])
     flat = work.reshape(-1)
     count = 0
+    out = None if axes.elementwise else _output_slices(axes, y0.shape)  # each output entry's slice
     singles = rng.choice(axes.slices, size=min(SINGLES, axes.slices), replace=False)
     for s in singles:
         entries = _one_entry_per_slice(axes, np.array([s]), rng)
-        _leak_of(axes, evaluate, flat, entries, steps, y0, work.shape, bisect=False)
+        _leak_of(axes, evaluate, flat, entries, steps, y0, work.shape, out, bisect=False)
         count += 1
     if axes.slices < 2:
         return count, "independent_axes: one slice only, nothing to verify"
@@ -57,7 +58,7 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     scaled = steps * rng.uniform(0.5, 1.0, size=flat.size) * rng.choice([-1.0, 1.0], size=flat.size)
     for half in halves:
         entries = np.flatnonzero(half[entry_slices])
-        count += _leak_of(axes, evaluate, flat, entries, scaled, y0, work.shape, bisect=True)
+        count += _leak_of(axes, evaluate, flat, entries, scaled, y0, work.shape, out, bisect=True)
     every = "every pair of slices separated" if axes.slices <= 2**MAX_BITS else "the low-bit pairs and random halves"
     note = (f"independent_axes verified: {count} evaluations ({SINGLES} single entries, then every entry of the "
             f"slices of {len(halves)} halves of the {axes.slices} slices, {every}) left every output outside the "
@@ -92,19 +93,19 @@ def _one_entry_per_slice(axes: Axes, slices: np.ndarray, rng: np.random.Generato
     return np.ravel_multi_index(tuple(full), axes.x_shape).astype(np.int64)
 
 
-def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, *, bisect: bool) -> int:
+def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, out, *, bisect: bool) -> int:
     """Evaluate with ``entries`` perturbed; raise on a change outside their slices (bisected
     to one entry when ``bisect``). Returns the evaluations spent."""
-    spent, leak = 1, _changed_outside(axes, evaluate, flat, entries, steps, y0, shape)
+    spent, leak = 1, _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out)
     if leak is None:
         return spent
     while bisect and entries.size > 1:
         first = entries[: entries.size // 2]
-        found = _changed_outside(axes, evaluate, flat, first, steps, y0, shape)
+        found = _changed_outside(axes, evaluate, flat, first, steps, y0, shape, out)
         spent += 1
         if found is None:
             entries = entries[entries.size // 2:]
-            found = _changed_outside(axes, evaluate, flat, entries, steps, y0, shape)
+            found = _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out)
             spent += 1
             if found is None:
                 break  # only the two halves together leak: name the group's first entry
@@ -116,7 +117,7 @@ def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, *, bisect: bool) -
     raise DependentSlicesError(_axis_of(axes, entry, leak), entry, leak, how)
 
 
-def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape) -> tuple[int, ...] | None:
+def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out) -> tuple[int, ...] | None:
     """The first output entry outside the slices of ``entries`` that changed, or None."""
     old = flat[entries].copy()
     xp, _, _, finite = perturbed_points(old, steps[entries])
@@ -135,8 +136,7 @@ def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape) -> tuple[i
         return None
     mine = np.zeros(axes.slices, dtype=bool)
     mine[axes.slice_of(entries)] = True
-    out_slices = _output_slices(axes, y0.shape)
-    outside = np.flatnonzero(changed.reshape(-1) & ~mine[out_slices])
+    outside = np.flatnonzero(changed.reshape(-1) & ~(mine if out is None else mine[out]))
     if not outside.size:
         return None
     return tuple(int(k) for k in np.unravel_index(int(outside[0]), y0.shape))
