@@ -28,7 +28,6 @@ from collections.abc import Callable
 import numpy as np
 
 from .._core.errors import DependentSlicesError, FunctionError
-from ..engines._differences import perturbed_points
 from .declare import Axes
 
 #: Single-entry probes; bit partitions (each with its complement); random ones beyond them.
@@ -119,10 +118,11 @@ def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, out, *, bisect: bo
 
 def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out) -> tuple[int, ...] | None:
     """The first output entry outside the slices of ``entries`` that changed, or None."""
-    old = flat[entries].copy()
-    xp, _, _, finite = perturbed_points(old, steps[entries])
+    old = flat[entries]
+    with np.errstate(all="ignore"):  # x + h in x's dtype, as the differences round it; NaN/inf stay
+        moved = np.where(np.isfinite(old), old + steps[entries].astype(old.dtype), old)
     try:
-        flat[entries[finite]] = xp[finite]
+        flat[entries] = moved
         with np.errstate(all="ignore"):
             y = np.asarray(evaluate())
     except Exception as exc:  # noqa: BLE001  located at the first entry perturbed
