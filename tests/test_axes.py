@@ -413,3 +413,12 @@ def test_kinks_are_found_on_each_entrys_own_base_value():
     kinks = {tuple(int(k) for k in i) for i in np.argwhere(coloured.codes == Verdict.KINK)}
     assert kinks == {(1, 3), (2, 0)}
     np.testing.assert_array_equal(coloured.codes, plain.codes)
+
+
+def test_attention_is_not_independent_along_the_sequence():
+    """Causal attention mixes earlier positions into later ones: declaring the sequence axis
+    independent is refused (a leak from an earlier position into a later one)."""
+    x = data((2, 2, 4, 3), seed=89)
+    with pytest.raises(DependentSlicesError, match="along axis 2") as info:
+        gradcheck.check(attention, x, attention_vjp, independent_axes=(0, 1, 2))
+    assert info.value.leak[2] > info.value.entry[2]  # causal: only later positions see it
