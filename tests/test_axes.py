@@ -16,7 +16,7 @@ import pytest
 
 import gradcheck
 from gradcheck import Config, DependentSlicesError, Verdict
-from gradcheck._axes.colour import rounds_of
+from gradcheck._axes.colour import SliceGroups
 from gradcheck._axes.declare import declare
 
 # -- layers and their hand-written VJPs (closed forms) ------------------------------------
@@ -185,6 +185,20 @@ def test_wrong_declaration_is_refused(case):
         gradcheck.check(WRONG[case], x, layer_norm_vjp, independent_axes=(0,))
     err = info.value
     assert err.axis == 0 and err.entry[0] != err.leak[0]
+    if case == "one far slice":  # only x[12, 3] leaks, into row 5: found and named exactly
+        assert err.entry == (12, 3) and err.leak[0] == 5
+    if case == "last row feeds the first":
+        assert err.entry[0] == 15 and err.leak[0] == 0
+
+
+def test_a_leak_from_one_entry_among_many_slices_is_found():
+    """256 slices of 64 entries, one entry feeding one far slice: a single-entry probe would
+    find it with probability 1/16384; the halves perturb whole slices and always do."""
+    x = data((256, 64), seed=67)
+    with pytest.raises(DependentSlicesError) as info:
+        gradcheck.check(lambda x: layer_norm(x) + np.eye(256)[:, 200:201] * 1e-9 * x[37, 41], x, layer_norm_vjp,
+                        independent_axes=(0,))
+    assert info.value.entry == (37, 41) and info.value.leak[0] == 200
 
 
 def test_wrong_elementwise_declaration_is_refused():
@@ -253,13 +267,13 @@ def test_bad_declarations(axes, shapes, match):
 
 
 def test_rounds_hold_at_most_one_entry_per_slice():
-    slices = np.random.default_rng(41).integers(0, 5, size=40)
-    by_round, bounds = rounds_of(slices)
-    assert sorted(by_round.tolist()) == list(range(40))
-    for r in range(bounds.size - 1):
-        members = slices[by_round[bounds[r]:bounds[r + 1]]]
-        assert len(set(members.tolist())) == members.size
-    assert bounds.size - 1 == np.bincount(slices).max()
+    for slices in (np.random.default_rng(41).integers(0, 5, size=40), np.repeat(np.arange(6), 3)):
+        groups = SliceGroups(slices, 6)
+        rounds = [groups.members(r) for r in range(groups.rounds)]
+        assert sorted(np.concatenate(rounds).tolist()) == list(range(slices.size))  # each entry once
+        for members in rounds:
+            assert len(set(slices[members].tolist())) == members.size  # never two of one slice
+        assert groups.rounds == np.bincount(slices).max()
 
 
 def test_reduce_sum_config_agrees_with_a_plain_check():
@@ -295,3 +309,40 @@ def test_referee_falls_back_to_the_whole_input_when_f_needs_it():
     assert mismatches(report) == {(1, 2)}
     assert any("whole input: f raised ValueError" in n for n in report.notes)
     assert np.isfinite(report.exact[1, 2])
+
+
+# -- adapters and compiled functions --------------------------------------------------------
+
+
+def test_torch_function_through_its_adapter():
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(data((5, 6), seed=59))
+    report = gradcheck.check(lambda t: torch.nn.functional.layer_norm(t, (6,), eps=1e-5), x,
+                             independent_axes=(0,))
+    assert report.passed and report.counts[Verdict.MISMATCH] == 0
+    assert "coloured" in report.engine
+
+
+def test_njit_function_returning_an_array():
+    numba = pytest.importorskip("numba")
+
+    @numba.njit(cache=False)
+    def rowwise(x):
+        out = np.empty_like(x)
+        for i in range(x.shape[0]):
+            out[i] = np.sin(x[i]) * x[i].sum()
+        return out
+
+    def vjp(x, g):
+        s = x.sum(axis=1, keepdims=True)
+        return g * np.cos(x) * s + (g * np.sin(x)).sum(axis=1, keepdims=True)
+
+    x = data((4, 3), seed=61)
+    assert gradcheck.check(rowwise, x, vjp, independent_axes=(0,)).passed
+
+    def wrong(x, g):
+        out = vjp(x, g)
+        out[2] *= 1.001
+        return out
+
+    assert mismatches(gradcheck.check(rowwise, x, wrong, independent_axes=(0,))) == {(2, j) for j in range(3)}

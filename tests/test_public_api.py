@@ -27,7 +27,7 @@ PUBLIC = [
 
 # Public functions with many keywords: each has a numpydoc "Parameters" section naming every
 # parameter of its signature.
-DOCUMENTED_PARAMETERS = ["check", "check_params"]
+DOCUMENTED_PARAMETERS = ["check", "check_params", "screen", "dispute"]
 
 
 PUBLIC_MODULES = [
@@ -85,7 +85,7 @@ def numpydoc_parameters(doc: str) -> set[str]:
 
 @pytest.mark.parametrize("name", DOCUMENTED_PARAMETERS)
 def test_functions_with_many_keywords_document_each_parameter(name):
-    """check and check_params have a numpydoc Parameters section that names every
+    """check, check_params, screen and dispute have a numpydoc Parameters section naming every
     parameter of their signature, and a Returns section."""
     fn = getattr(gradcheck, name)
     documented = numpydoc_parameters(fn.__doc__)

@@ -194,7 +194,7 @@ class Referee:
         right = np.full(n, np.nan)
         evaluations = 0
         rule = Tolerance(rtol, atol, noise_factor, resolution)
-        round_off = rule.noise_term(unit) * claim_scale
+        round_off = rule.round_off(unit, claim_scale)
         found = self._all_derivatives(np.asarray(flat_indices))
         for j, d in enumerate(found):
             a = float(analytic[positions[j]])
@@ -206,7 +206,7 @@ class Referee:
             exact[j], error[j] = e, bound
             if is_kink:
                 lo, hi = min(left[j], right[j]), max(left[j], right[j])
-                slack = rule.replace(noise_factor=1.0).bound(max(abs(lo), abs(hi)), round_off + side_error)
+                slack = rule.against_exact(max(abs(lo), abs(hi)), round_off + side_error)
                 codes[j] = Verdict.KINK if lo - slack <= a <= hi + slack else Verdict.MISMATCH
                 causes[j] = Cause.KINK_EXACT
                 continue
@@ -254,7 +254,7 @@ def _tight(a: float, e: float, bound: float, round_off: float, claim_scale: floa
     rule = Tolerance(rtol, atol, 1.0, resolution)
     tight = rule.bound(abs(e), bound + own)
     scale = max(abs(a), abs(e))
-    return bool(np.isfinite(a) and np.isfinite(e) and abs(a - e) <= tight and 0 < tight
+    return bool(np.isfinite(a) and np.isfinite(e) and abs(a - e) <= tight and tight > 0
                 and not rule.coarse(tight, scale))
 
 

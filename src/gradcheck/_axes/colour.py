@@ -56,7 +56,8 @@ class Coloured:
         self.base_slices = self._reduce(y0)
         self.evaluations = 0
         self.rounds = 0
-        self.reason, self.notes = "", []  # what check's report says of this differencer
+        self.reason = ""  # what check's report says of this differencer
+        self.notes: list[str] = []
         self._taken = 0
         self.rows = max(2, BUDGET_BYTES // max(1, work.nbytes)) if vectorized else 1
 
@@ -85,12 +86,12 @@ class Coloured:
         if n == 0:
             return f_plus, f_minus, denom
         slices = self.axes.slice_of(idx)
-        by_round, bounds = rounds_of(slices)
+        groups = SliceGroups(slices, self.axes.slices)
         flat = self.work.reshape(-1)
         points: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]] = []
         done = 0
-        for r in range(bounds.size - 1):
-            pos = by_round[bounds[r]:bounds[r + 1]]
+        for r in range(groups.rounds):
+            pos = groups.members(r)
             old = flat[idx[pos]]
             xp, xm, d, finite = perturbed_points(old, h[pos])
             denom[pos] = d
@@ -98,7 +99,7 @@ class Coloured:
             points.append((live, idx[live], xp[finite], f_plus, "+h"))
             points.append((live, idx[live], xm[finite], f_minus, "-h"))
             self.rounds += 1
-            if len(points) >= self.rows or r == bounds.size - 2:
+            if len(points) >= self.rows or r == groups.rounds - 1:
                 self._run(points, slices)
                 done += sum(p[0].size for p in points) // 2
                 points = []
@@ -154,23 +155,26 @@ class Coloured:
         return self.axes.reduce_slices(self._v * arr.astype(np.float64))
 
 
-def rounds_of(slices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions grouped into rounds (no two of one slice in a round): ``by_round`` lists the
-    positions round after round, round ``r`` being ``by_round[bounds[r]:bounds[r+1]]``.
+class SliceGroups:
+    """The requested entries grouped by slice, read out round by round: round ``r`` holds the
+    ``r``-th requested entry of every slice that has one, so no round holds two entries of one
+    slice. Holds one index array of the request's size (none when the slices come sorted, as
+    in the first pass over leading axes) and two of the number of slices.
 
-    >>> by_round, bounds = rounds_of(np.array([0, 0, 1, 0]))
-    >>> [by_round[bounds[r]:bounds[r + 1]].tolist() for r in range(bounds.size - 1)]
+    >>> groups = SliceGroups(np.array([0, 0, 1, 0]), 2)
+    >>> [groups.members(r).tolist() for r in range(groups.rounds)]
     [[0, 2], [1], [3]]
     """
-    n = slices.size
-    if n < 2 or bool((slices[1:] > slices[:-1]).all()):  # distinct (elementwise first pass): one round
-        return np.arange(n), np.array([0, n])
-    order = np.argsort(slices, kind="stable")
-    ordered = slices[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    lengths = np.diff(np.r_[starts, n])
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n) - np.repeat(starts, lengths)
-    by_round = np.argsort(rank, kind="stable")
-    bounds = np.searchsorted(rank[by_round], np.arange(int(rank.max()) + 2))
-    return by_round, bounds
+
+    def __init__(self, slices: np.ndarray, count: int) -> None:
+        self.counts = np.bincount(slices, minlength=count)
+        self.starts = np.cumsum(self.counts) - self.counts
+        self.rounds = int(self.counts.max()) if slices.size else 0
+        ordered = slices.size < 2 or bool((slices[1:] >= slices[:-1]).all())
+        self.order = None if ordered else np.argsort(slices, kind="stable")
+
+    def members(self, r: int) -> np.ndarray:
+        """Positions (into the request) of round ``r``, in slice order."""
+        has = np.flatnonzero(self.counts > r)
+        at = self.starts[has] + r
+        return at if self.order is None else self.order[at]

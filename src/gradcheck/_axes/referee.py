@@ -29,6 +29,7 @@ class SliceReferee(Referee):
 
     def piece(self, flat_index: int) -> tuple[np.ndarray, tuple[int, ...], np.ndarray]:
         """Entry ``flat_index``'s slice of ``x``, its index there, and the cotangent's slice."""
+        assert self.cotangent is not None  # sliced only for an array output, which has one
         return piece_of(self.axes, self.x, self.cotangent, int(flat_index))
 
     def unavailable(self) -> str | None:
@@ -66,8 +67,10 @@ def piece_of(axes: Axes, x: np.ndarray, cotangent: np.ndarray, flat_index: int):
     """``(x's slice, the entry's multi-index in it, the cotangent's slice)``, the declared axes kept
     with length 1."""
     coords = np.unravel_index(flat_index, x.shape)
-    take = lambda ndim: tuple(slice(int(coords[d]), int(coords[d]) + 1) if d in axes.axes else slice(None)
-                              for d in range(ndim))
+    def take(ndim: int) -> tuple[slice, ...]:
+        return tuple(slice(int(coords[d]), int(coords[d]) + 1) if d in axes.axes else slice(None)
+                     for d in range(ndim))
+
     local = tuple(0 if d in axes.axes else int(c) for d, c in enumerate(coords))
     return x[take(x.ndim)], local, cotangent[take(cotangent.ndim)]
 

@@ -4,14 +4,15 @@ A few seeded evaluations, each compared bit for bit with ``f(x)`` outside the pe
 
 1. **single entries** (:data:`SINGLES` of them, in distinct slices): perturb one entry; every
    output entry of every other slice must keep its bits;
-2. **partitions**: perturb one seeded entry in each slice of a half at once, as the coloured
-   pass does; every output entry of the other half must keep its bits. The halves are the slices
-   whose number has bit ``k`` set, and their complements, for the low :data:`MAX_BITS` bits (then
-   :data:`RANDOM_PAIRS` seeded random halves and their complements when there are more slices):
-   any two slices differ in some bit, so for up to ``2**MAX_BITS`` slices *every* leak from one
-   slice into another shows (from the entry perturbed there), whichever slices it joins -- a roll,
-   a convolution along the axis, a statistic over it, one slice feeding one other. A leak is then
-   bisected down to one perturbed entry to name it.
+2. **partitions**: perturb *every* entry of the slices of a half at once, each by its own
+   seeded random multiple (sign and size) of its step; every output entry of the other half must
+   keep its bits. The halves are the slices whose number has bit ``k`` set, and their
+   complements, for the low :data:`MAX_BITS` bits (then :data:`RANDOM_PAIRS` seeded random halves
+   and their complements when there are more slices): any two slices differ in some bit, so for
+   up to ``2**MAX_BITS`` slices a leak from any entry of one slice into another shows, whichever
+   slices it joins -- a roll, a convolution along the axis, a statistic over it, one entry feeding
+   one other slice -- unless the leaked changes cancel exactly (the random multiples make that a
+   coincidence). A leak is then bisected down to one perturbed entry to name it.
 
 The perturbation is :data:`FACTOR` times the check's step (a leak of relative size 1e-16 still
 changes a bit). A leak raises :class:`DependentSlicesError` (the axis, the perturbed entry, the
@@ -51,12 +52,15 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     if axes.slices < 2:
         return count, "independent_axes: one slice only, nothing to verify"
     halves = _halves(axes.slices, rng)
+    entry_slices = axes.slice_of(np.arange(flat.size))
+    # Each entry's own random multiple of its step (sign and size), the same in every half.
+    scaled = steps * rng.uniform(0.5, 1.5, size=flat.size) * rng.choice([-1.0, 1.0], size=flat.size)
     for half in halves:
-        entries = _one_entry_per_slice(axes, np.flatnonzero(half), rng)
-        count += _leak_of(axes, evaluate, flat, entries, steps, y0, work.shape, bisect=True)
+        entries = np.flatnonzero(half[entry_slices])
+        count += _leak_of(axes, evaluate, flat, entries, scaled, y0, work.shape, bisect=True)
     every = "every pair of slices separated" if axes.slices <= 2**MAX_BITS else "the low-bit pairs and random halves"
-    note = (f"independent_axes verified: {count} evaluations ({SINGLES} single entries, then one entry in each "
-            f"slice of {len(halves)} halves of the {axes.slices} slices, {every}) left every output outside the "
+    note = (f"independent_axes verified: {count} evaluations ({SINGLES} single entries, then every entry of the "
+            f"slices of {len(halves)} halves of the {axes.slices} slices, {every}) left every output outside the "
             f"perturbed slices bit-identical")
     return count, note
 

@@ -71,6 +71,16 @@ class Tolerance:
         """:meth:`bound` with ``scale = max(|analytic|, |numeric|)``."""
         return self.bound(np.maximum(np.abs(analytic), np.abs(numeric)), noise)
 
+    def round_off(self, unit: float, claim_scale: float) -> float:
+        """``noise_factor * unit * claim_scale``: a backward pass's own round-off at the
+        claim's largest scale (what the referee forgives against an exact value)."""
+        return self.noise_term(unit) * claim_scale
+
+    def against_exact(self, scale: Any, allowance: Any) -> Any:
+        """The tolerance against an exact value: :meth:`bound` with ``allowance`` (round-off
+        and error bounds already scaled) as the whole noise term, ``noise_factor = 1``."""
+        return self.replace(noise_factor=1.0).bound(scale, allowance)
+
     def coarse(self, tol: Any, scale: Any) -> Any:
         """The PASS share rule: True where ``tol`` exceeds ``resolution * scale`` (the
         agreement proves too little for a PASS)."""

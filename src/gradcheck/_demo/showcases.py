@@ -79,6 +79,7 @@ def _float32_layer_norm() -> tuple[Any, bool, str]:
     good = check(f, x, lambda x, v: layer_norm_vjp(x, v, gain), name="float32 layer norm, correct backward")
     r = check(f, x, lambda x, v: layer_norm_vjp(x, v, gain, unbiased=True),
               name="float32 layer norm, backward with the D-1 variance (~1e-3 off)")
+    assert isinstance(r, Report) and isinstance(good, Report)
     behaved = r.counts[Verdict.MISMATCH] == x.size and good.counts[Verdict.MISMATCH] == 0 and good.passed
     return r, behaved, "every entry flagged, and the correct float32 backward passes"
 

@@ -97,33 +97,62 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
             cotangent: Any = None, rounds: int = ROUNDS) -> DisputeResult:
     """Judge each candidate output against the exact value of ``math_fn(*inputs)``.
 
-    ``math_fn``: the definition, numpy code run unmodified at ``dps`` significant digits
-    (:func:`gradcheck.mp.evaluate`) on the inputs converted exactly; it must not leave
-    arbitrary precision (``math.tanh``, ``astype(float)``, C code): that raises
-    :class:`gradcheck.mp.NotAdjudicable` saying where. ``inputs``: a tuple of arrays passed
-    positionally (one array is wrapped); floats of any width, integers, torch tensors.
-    ``candidates``: ``{"fast": y1, "reference": y2, ...}`` (a sequence is named "0", "1",
-    ...), arrays shaped like ``math_fn``'s result: numpy float16/float32, ``ml_dtypes.bfloat16``,
-    torch tensors; for 16-bit targets uint16/int16 arrays are read as bit patterns. Every
-    value must be a value of the target format (a float32 array of bfloat16 values is
-    fine; an unrounded float32 result is refused, naming an entry: it is not an output of
-    a kernel in that format), and a candidate needs at least one entry.
-    A candidate may also be a callable, called as ``fn(*inputs)`` with the inputs as
-    given: it is then timed (one warm-up call, whose output is judged, then ``rounds``
-    interleaved rounds; best and median per call in ``result.timings``, the speed next to
-    the accuracy in the verdict: "fast: 3.1x faster, 898x more accurate"; see
-    :mod:`gradcheck._lowp.dispute_timing` and :meth:`DisputeResult.benchmark_record`).
-    ``dtype``: the target format (float16, bfloat16, float32, float64); default: the
-    candidates' common dtype. ``bound_ulps``: the error beyond which an entry makes a
-    candidate broken (default: per entry, see the module docstring; ``result.bounds`` and
-    ``result.bound_reason`` say what it was).
+    Parameters
+    ----------
+    math_fn : callable
+        The definition, numpy code run unmodified at ``dps`` significant digits
+        (:func:`gradcheck.mp.evaluate`) on the inputs converted exactly; it must not leave
+        arbitrary precision (``math.tanh``, ``astype(float)``, C code): that raises
+        :class:`gradcheck.mp.NotAdjudicable` saying where.
+    inputs : array_like or tuple of array_like
+        Passed positionally (one array is wrapped); floats of any width, integers, torch
+        tensors.
+    candidates : mapping or sequence
+        ``{"fast": y1, "reference": y2, ...}`` (a sequence is named "0", "1", ...), arrays
+        shaped like ``math_fn``'s result: numpy float16/float32, ``ml_dtypes.bfloat16``, torch
+        tensors; for 16-bit targets uint16/int16 arrays are read as bit patterns. Every value
+        must be a value of the target format (a float32 array of bfloat16 values is fine; an
+        unrounded float32 result is refused, naming an entry: it is not an output of a kernel
+        in that format), and a candidate needs at least one entry. A candidate may also be a
+        callable, called as ``fn(*inputs)`` with the inputs as given: it is then timed (one
+        warm-up call, whose output is judged, then ``rounds`` interleaved rounds; best and
+        median per call in ``result.timings``, the speed next to the accuracy in the
+        verdict: "fast: 3.1x faster, 898x more accurate"; see
+        :mod:`gradcheck._lowp.dispute_timing` and :meth:`DisputeResult.benchmark_record`).
+    dtype : str or dtype, optional
+        The target format (float16, bfloat16, float32, float64); default: the candidates'
+        common dtype.
+    dps : int, default 40
+        Significant digits of the exact evaluation.
+    bound_ulps : float, optional
+        The error beyond which an entry makes a candidate broken (default: per entry, see
+        the module docstring; ``result.bounds`` and ``result.bound_reason`` say what it was).
+    name : str, optional
+        What the result calls ``math_fn`` (default: its ``__name__``).
+    float32_evaluation : bool, default True
+        Measure a float32 evaluation of ``math_fn`` alongside (float inputs as float32, its
+        result rounded once to ``dtype``); False skips it.
+    of : {"value", "gradient"}, default "value"
+        ``"gradient"``: the candidates are gradients, of ``sum(cotangent * math_fn(*inputs))``
+        with respect to ``inputs[wrt]``, judged against the exact gradient computed at
+        ``dps`` digits by reverse mode over ``gradcheck.mp`` values
+        (:mod:`gradcheck._lowp.dispute_gradient`); the bound is widened by the same reverse
+        pass in 24-bit arithmetic.
+    wrt : int, default 0
+        With ``of="gradient"``: which input the gradient is taken with respect to.
+    cotangent : array_like, optional
+        With ``of="gradient"``: shaped like ``math_fn``'s result; None when it returns a
+        scalar.
+    rounds : int, default 7
+        Timing rounds for callable candidates.
 
-    ``of="gradient"``: the candidates are gradients, of ``sum(cotangent * math_fn(*inputs))``
-    with respect to ``inputs[wrt]`` (``cotangent`` shaped like ``math_fn``'s result; None when
-    it returns a scalar), judged against the exact gradient computed at ``dps`` digits by
-    reverse mode over ``gradcheck.mp`` values (:mod:`gradcheck._lowp.dispute_gradient`); the
-    bound is widened by the same reverse pass in 24-bit arithmetic.
+    Returns
+    -------
+    DisputeResult
+        The table, ``most_accurate``, ``broken``, the bounds and the verdict in words.
 
+    Notes
+    -----
     Every candidate is compared, unrounded, with the exact value in ulps of ``dtype``. A
     float32 evaluation of ``math_fn`` (float inputs as float32, its result rounded once to
     ``dtype``) is measured alongside for comparison (``float32_evaluation=False`` skips it).
@@ -135,6 +164,8 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     ``bound_ulps=`` or ``float32_evaluation=False`` skips it); measuring the candidates is
     vectorized. A gradient dispute costs a few exact evaluations (reverse mode).
 
+    Examples
+    --------
     >>> import numpy as np, ml_dtypes
     >>> x = np.linspace(-3, 3, 64).astype(ml_dtypes.bfloat16)
     >>> via_f32 = np.exp(x.astype(np.float32)).astype(ml_dtypes.bfloat16)

@@ -98,7 +98,7 @@ def richardson(differencer: Callable, flat_idx: np.ndarray, steps: np.ndarray,
     (True, 8)
     """
     slopes = []
-    plus = minus = denom = None
+    plus = minus = denom = np.empty(0)  # set at k == 0
     for k, diffs in enumerate((first, differencer(flat_idx, 2 * steps), differencer(flat_idx, 4 * steps))):
         fp, fm, dn = (np.asarray(d, dtype=np.float64) for d in diffs)
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):

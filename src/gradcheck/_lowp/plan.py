@@ -163,7 +163,8 @@ class LowPrecisionPlan(OrdinaryPlan):
         if self.upcast or self.fmt.name != "float32":
             return None, 0
         sigma, probed = (0.0, 0) if values is None else f32steps.measure_roundoff(differencer, values, base_value)
-        numeric, noise, spent = f32steps.richardson(differencer, np.arange(steps.size), steps, diffs, sigma)
+        fp, fm, denom = diffs
+        numeric, noise, spent = f32steps.richardson(differencer, np.arange(steps.size), steps, (fp, fm, denom), sigma)
         return (numeric, noise), spent + probed
 
     def after_claim(self, cfg: Config, claimed: Any) -> Config:

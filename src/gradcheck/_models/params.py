@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ from .diagnosis import Diagnosis, diagnose
 try:
     from numpy.lib.array_utils import byte_bounds as _np_byte_bounds  # numpy >= 2
 except ImportError:  # pragma: no cover - numpy 1.x
-    _np_byte_bounds = np.byte_bounds
+    _np_byte_bounds = np.byte_bounds  # type: ignore[attr-defined]  # numpy 1.x only
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,7 +147,7 @@ class ParamsReport(HtmlViews):
             lines.append(f"   way out: {way_out}")
         return "\n".join(lines)
 
-    def assert_pass(self, *, allow_unchecked: bool | None = None) -> "ParamsReport":
+    def assert_pass(self, *, allow_unchecked: bool | None = None) -> ParamsReport:
         """Raise :class:`GradientAssertionError` with the whole table unless every name
         passed. ``allow_unchecked``: as for :meth:`Report.assert_pass` -- ``None``
         (default) fails when any name verified nothing, ``True`` accepts that, ``False``
@@ -394,7 +395,7 @@ def shared_memory_groups(arrays: Mapping[str, np.ndarray]) -> list[list[str]]:
     ranges do not overlap are never compared, so a model with many tensors costs a sort."""
     bounds = _byte_bounds()
     names = [n for n, a in arrays.items() if a.size > 0]
-    spans = sorted((bounds(arrays[n]) + (n,) for n in names))
+    spans = sorted(bounds(arrays[n]) + (n,) for n in names)
     parent = {n: n for n in names}
 
     def root(n: str) -> str:

@@ -8,7 +8,8 @@ adjudicate) -> assemble (the Report).
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

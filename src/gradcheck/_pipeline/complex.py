@@ -31,6 +31,7 @@ import numpy as np
 
 from .. import backends
 from .._adjudicate.referee import referee_may_run
+from .._core import arguments as _arguments
 from .._core.errors import ShapeMismatchError, UnsupportedInputError
 from .._core.verdict import Verdict
 from .._report.report import Report
@@ -75,7 +76,7 @@ def check_complex(check: Callable[..., Any], f: Callable[..., Any], x_np: np.nda
         y = np.asarray(be.evaluate(f, to_input(r)))
         return real_view(y) if complex_out else y
 
-    f_real.__name__ = getattr(f, "__name__", type(f).__name__)
+    f_real.__name__ = _arguments.label_of(f)
     mp_ok = referee_may_run(be, f)[0]
     f_real.gradcheck_mp_capable = mp_ok  # type: ignore[attr-defined]  # the user's f decides
     claim = _claim(f, be, grad, convention, complex_in, complex_out, to_input)

@@ -80,26 +80,56 @@ def screen(
     an entry-wise result), and ``report.detection_limit`` (shaped like ``x``) says the
     smallest single-entry error the screen would have found there.
 
-    ``budget``: evaluations of ``f`` (an int; default 2000), or wall time (``"90s"``,
-    ``"5min"``, a ``timedelta``). The top level takes a few hundred; the rest localizes.
-    A dense error (most blocks disagree in every draw) is reported as such, with a few
-    entries localized as examples, instead of an entry-wise check in disguise.
-    ``engine``: ``"auto"``, ``"serial"``, ``"processes"`` (a fork pool), ``"executor"``
-    (with ``executor=``, any ``concurrent.futures.Executor``, e.g. dask's), ``"compiled"``
-    (an ``@njit`` f: one parallel numba kernel per batch of directions); each gives
-    serial's report. ``complex_step``: ``"auto"`` (where finite differences cannot resolve
-    the blocks), ``True``, ``False``. ``exact``: the arbitrary-precision path, where ``f``
-    runs on :mod:`gradcheck.mp` arrays (small ``x``, so small blocks): each block's
-    directional derivative is computed exactly (``gradcheck.mp.mp_directional_derivative``)
-    instead of by finite differences, after it agrees with them on the first draw, and
-    localized entries are judged against their exact derivatives; the detection limit
-    drops to what ``check``'s rule can tell against an exact value (``rtol`` and the
-    backward's round-off) where finite differences could not get there. ``"auto"`` (where
-    the referee would run automatically, the limit at the median entry would drop more
-    than 2x, and the path is estimated to take at most ~5 s), ``True``, ``False``. ``config``,
-    ``adjudicate``, ``digits``, ``name``, ``backend`` as in :func:`gradcheck.check`;
-    ``seed`` (default ``config.seed``) seeds the draws. ``x`` is never modified.
+    ``x`` is never modified.
 
+    Parameters
+    ----------
+    f, x, grad
+        As in :func:`gradcheck.check`: the function, the point, the claimed gradient.
+    budget : int, str or datetime.timedelta, optional
+        Evaluations of ``f`` (an int; default 2000), or wall time (``"90s"``, ``"5min"``,
+        a ``timedelta``). The top level takes a few hundred; the rest localizes. A dense
+        error (most blocks disagree in every draw) is reported as such, with a few entries
+        localized as examples, instead of an entry-wise check in disguise.
+    config : Config, optional
+        As in :func:`gradcheck.check`.
+    engine : {"auto", "serial", "processes", "executor", "compiled"}, default "auto"
+        ``"processes"``: a fork pool; ``"executor"``: with ``executor=``; ``"compiled"``:
+        an ``@njit`` f, one parallel numba kernel per batch of directions. Each gives
+        serial's report.
+    executor : concurrent.futures.Executor, optional
+        Any executor (e.g. dask's), with ``engine="executor"`` or ``"auto"``.
+    draws : int, default 2
+        Independent random cuttings of the entries into blocks.
+    blocks : int, optional
+        Blocks per draw (default 16).
+    complex_step : {"auto", True, False}, default "auto"
+        The complex step for the block derivatives: ``"auto"`` where finite differences
+        cannot resolve the blocks (``f`` must be complex-safe numpy code; it is verified
+        against the finite differences first).
+    exact : {"auto", True, False}, default "auto"
+        The arbitrary-precision path, where ``f`` runs on :mod:`gradcheck.mp` arrays (small
+        ``x``, so small blocks): each block's directional derivative is computed exactly
+        (``gradcheck.mp.mp_directional_derivative``) instead of by finite differences, after
+        it agrees with them on the first draw, and localized entries are judged against
+        their exact derivatives; the detection limit drops to what ``check``'s rule can
+        tell against an exact value (``rtol`` and the backward's round-off) where finite
+        differences could not get there. ``"auto"``: where the referee would run
+        automatically, the limit at the median entry would drop more than 2x, and the path
+        is estimated to take at most ~5 s.
+    adjudicate, digits, name, backend
+        As in :func:`gradcheck.check`, for the entries judged entry by entry.
+    seed : int, optional
+        Seeds the draws (default ``config.seed``).
+
+    Returns
+    -------
+    Report
+        Verdicts per entry (``SCREENED`` for the entries cleared in every draw) and
+        ``report.detection_limit``.
+
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> rng = np.random.default_rng(0)
     >>> A, W = rng.standard_normal((40, 64)), rng.standard_normal((64, 64))

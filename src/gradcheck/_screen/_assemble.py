@@ -16,6 +16,7 @@ from .._adjudicate.notes import adjudication_notes
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .._classify.rule import tolerance
 from .._core.judged import Judged
+from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from .._report.report import Report
 from ._bisect import Bisection
@@ -63,12 +64,13 @@ def assemble(prep: Prepared, state: State, extra: list[str], deterministic: bool
         looks.studies.update({int(idx[p]): v for p, v in judged.studies.items()})
     own = screening_limit(bis.tau, bis.cleared, prep.weights, bis.depth_ratio)
     limit = np.maximum(own, prep.floor)
-    tol = tolerance(prep.analytic, numeric, noise, rtol=cfg.rtol, atol=cfg.atol, noise_factor=cfg.noise_factor)
+    rule = Tolerance.of(cfg)
+    tol = tolerance(prep.analytic, numeric, noise, **rule.keywords())
     # An entry judged against its exact derivative: the referee's tolerance is what its verdict
     # could tell (the finite difference's, often far wider, did not decide it).
     exact = localized & np.isfinite(looks.exact) & np.isin(looks.causes, [int(Cause.EXACT), int(Cause.EXACT_ZERO)])
     with np.errstate(invalid="ignore"):
-        exact_tol = cfg.atol + cfg.rtol * np.abs(looks.exact) + cfg.noise_factor * prep.unit * state.judge.claim_scale
+        exact_tol = rule.against_exact(np.abs(looks.exact), rule.round_off(prep.unit, state.judge.claim_scale))
     limit = np.where(localized, np.where(exact, exact_tol, tol), np.where(screened, limit, np.inf))
     summary = describe(np.where(screened & ~localized, limit, np.inf), prep.analytic, draws=state.draws,
                        blocks=state.blocks, screened=int((screened & ~localized).sum()), own=own)

@@ -14,6 +14,7 @@ import numpy as np
 
 from .._adjudicate.referee import MAX_ADJUDICATED, Referee
 from .._core.judged import Judged
+from .._core.tolerance import Tolerance
 from .._core.verdict import Cause
 from .._pipeline.judge import judge_entries
 from ..engines import CheckProblem, select_engine
@@ -92,7 +93,7 @@ class EntryJudge:
         self.m.evaluations += used
         self.parts.append((idx, judged))
         err = prep.analytic[idx] - judged.numeric
-        bound = cfg.noise_factor * judged.noise + cfg.atol
+        bound = Tolerance.of(cfg).floor(judged.noise)
         if self.exact_look:  # peel what the exact value says, within its own error
             known = np.isfinite(judged.exact) & np.isin(judged.causes, _EXACT_CAUSES)
             err = np.where(known, prep.analytic[idx] - judged.exact, err)
@@ -110,9 +111,8 @@ class EntryJudge:
         positions = np.flatnonzero(~done & np.isfinite(analytic))[:MAX_ADJUDICATED]
         if not positions.size or self.referee.unavailable() is not None:
             return
-        adj = self.referee.adjudicate(positions, idx[positions], analytic, judged.codes.copy(), rtol=cfg.rtol,
-                                      atol=cfg.atol, noise_factor=cfg.noise_factor, unit=prep.unit,
-                                      claim_scale=self.claim_scale, resolution=cfg.resolution)
+        adj = self.referee.adjudicate(positions, idx[positions], analytic, judged.codes.copy(),
+                                      **Tolerance.of(cfg).rule(), unit=prep.unit, claim_scale=self.claim_scale)
         got = np.isfinite(adj.exact)
         at = positions[got]
         judged.codes[at], judged.causes[at] = adj.codes[got], adj.causes[got]

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.tolerance import Tolerance
 from ._directional import exact_dot
 from ._measure import BudgetExhausted, Measured, Measurer
 
@@ -53,7 +54,8 @@ def exact_floor(analytic: np.ndarray, *, rtol: float, atol: float, k: float, uni
                 claim_scale: float) -> np.ndarray:
     """The smallest error ``check``'s rule calls MISMATCH against an exact value (the
     referee's tolerance without the exact value's own, negligible, error bound)."""
-    return (atol + rtol * np.abs(analytic) + k * unit * claim_scale) / max(1e-12, 1.0 - rtol)
+    rule = Tolerance(rtol, atol, k)
+    return rule.against_exact(np.abs(analytic), rule.round_off(unit, claim_scale)) / max(1e-12, 1.0 - rtol)
 
 
 @dataclass

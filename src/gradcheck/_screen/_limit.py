@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._core.tolerance import Tolerance
+
 #: The step (times h) at which check's quick look re-differences a noisy PASS
 #: (``gradcheck._refine.quick.QUICK_FACTORS[0]``).
 QUICK_LOOK_FACTOR = 8.0
@@ -47,7 +49,7 @@ def entrywise_floor(analytic: np.ndarray, *, rtol: float, atol: float, k: float,
     ``check``'s quick look certifies a PASS whose tolerance is mostly round-off (entries
     whose tolerance is not round-off do not depend on it)."""
     noise = unit * abs(f0) / (QUICK_LOOK_FACTOR * steps)
-    return (atol + rtol * np.abs(analytic) + k * noise) / max(1e-12, 1.0 - rtol)
+    return Tolerance(rtol, atol, k).bound(np.abs(analytic), noise) / max(1e-12, 1.0 - rtol)
 
 
 def miss_probability(draws: int, blocks: int) -> tuple[float, float]:

@@ -95,7 +95,7 @@ def _final_conversion(result: Any, events: list[PrecisionLossError]) -> MPFloat 
     if not isinstance(result, float):  # a Python float or np.float64, nothing narrower
         return None
     rounded = events[0].rounded
-    if not (rounded == result or (np.isnan(rounded) and np.isnan(result))):
+    if rounded is None or not (rounded == result or (np.isnan(rounded) and np.isnan(result))):
         return None
     return events[0].value  # type: ignore[return-value]
 
