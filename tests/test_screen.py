@@ -391,8 +391,9 @@ def test_compiled_engine_gives_serials_report():
 
 
 def test_a_c_function_is_screened_and_localized():
-    """A C loss through cffi (gradcheck.native): screened on the serial engine, one entry of
-    its gradient off by 1e-4 found at exactly its index. engine='compiled' takes @njit f only
+    """A C loss through cffi (gradcheck.native): screened on the serial engine (and the fork
+    pool, same verdicts), one entry of its gradient off by 1e-4 found at exactly its index.
+    engine='compiled' takes @njit f only
     (a C f is refused with the reason, not run somewhere else)."""
     from gradcheck.native import native_function
 
@@ -403,6 +404,8 @@ def test_a_c_function_is_screened_and_localized():
     r = gradcheck.screen(rosen, x, bad)
     assert mismatches(r) == {(100,)} and r.evaluations < 600
     assert gradcheck.screen(rosen, x, rosen.gradient).passed
+    fork = gradcheck.screen(rosen, x, bad, engine="processes")
+    assert fork.engine == "screen/processes" and np.array_equal(fork.codes, r.codes)
     with pytest.raises(ValueError, match="numba @njit"):
         gradcheck.screen(rosen, x, bad, engine="compiled")
 
