@@ -13,12 +13,15 @@ f(W) = sum(tanh(A @ W) * B), A, B, W n x n (issue 14's function), float64, numpy
 4. ``torch.autograd.gradcheck(fast_mode=True)`` on the same math at 1024x1024, the same
    planted bugs in a custom backward: time per call and how often it flags each bug over
    seeded trials (it checks one random projection; it cannot localize).
+5. (``--strict``, a separate run) errors below check's default rtol: 1e-6 with rtol=1e-7,
+   1e-7 with rtol=1e-8, and the correct gradient at rtol=1e-8.
 
 Evaluation counts are deterministic; times depend on the load (printed with the machine
 line). The time of one evaluation of f, measured in this run, gives the scale: a full check
 at 1024x1024 would take 2N times that on one core.
 
     python benchmarks/bench_screen.py [--quick]     (--quick: 64/256 instead of 256/1024)
+    python benchmarks/bench_screen.py --strict [N]  (5. below check's default rtol, at N x N)
 """
 from __future__ import annotations
 
@@ -234,5 +237,36 @@ def main(quick: bool = False) -> dict:
             "torch_fast_mode": fast}
 
 
+def strict(n: int = 1024) -> dict:
+    """Below check's default rtol: one entry off by 1e-6 with rtol=1e-7, one off by 1e-7 with
+    rtol=1e-8 (the error issue 14's sketch localized), and the correct gradient at rtol=1e-8
+    (no false alarm at the tighter rule). ``python benchmarks/bench_screen.py --strict [N]``."""
+    from gradcheck import Config
+
+    A, B, W = problem(n)
+    f, g, _, _ = functions(A, B)
+    G = g(W)
+    rows, out = [], {}
+    for name, rel, rtol in (("one entry 1e-6", 1e-6, 1e-7), ("one entry 1e-7", 1e-7, 1e-8), ("correct gradient", 0.0, 1e-8)):
+        claim = plant(G, [(3, 7)], rel) if rel else G
+        start = time.perf_counter()
+        r = gradcheck.screen(f, W, claim, config=Config(rtol=rtol))
+        took = time.perf_counter() - start
+        stated = np.isfinite(r.detection_limit) & (G != 0)
+        median = float(np.median(r.detection_limit[stated] / np.abs(G[stated]))) if stated.any() else float("inf")
+        out[name] = {"rtol": rtol, "evaluations": r.evaluations, "seconds": took, "passed": r.passed,
+                     "mismatch": sorted(r.entries(Verdict.MISMATCH)), "median_relative_limit": median, "engine": r.engine}
+        rows.append([name, f"{rtol:g}", r.evaluations, seconds(took), str(out[name]["mismatch"]) or "-",
+                     "yes" if r.passed else "no", f"{median:.2g}", r.engine])
+    print(f"   screen at W {n}x{n} with check's rtol lowered (f = sum(tanh(A @ W) * B)):")
+    print(table(["case", "rtol", "evaluations", "time", "MISMATCH", "passed", "limit (relative, median)", "engine"], rows))
+    return out
+
+
 if __name__ == "__main__":
+    if "--strict" in sys.argv[1:]:
+        rest = [a for a in sys.argv[1:] if a != "--strict"]
+        header("screen below check's default rtol", False)
+        strict(int(rest[0]) if rest else 1024)
+        sys.exit(0)
     sys.exit(run(main))

@@ -346,3 +346,79 @@ def test_njit_function_returning_an_array():
         return out
 
     assert mismatches(gradcheck.check(rowwise, x, wrong, independent_axes=(0,))) == {(2, j) for j in range(3)}
+
+
+def test_jax_function_through_its_adapter():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    @jax.custom_vjp
+    def rowwise(t):
+        return jnp.tanh(t) * t.sum(axis=-1, keepdims=True)
+
+    def fwd(t):
+        return rowwise(t), t
+
+    def bwd(t, g):  # row 1 dropped the sum's term: a bug in one row
+        th = jnp.tanh(t)
+        back = g * (1 - th**2) * t.sum(axis=-1, keepdims=True) + (g * th).sum(axis=-1, keepdims=True)
+        return (back.at[1].set(g[1] * (1 - th[1] ** 2) * t[1].sum()),)
+
+    rowwise.defvjp(fwd, bwd)
+    x = data((3, 4), seed=71)
+    right = gradcheck.check(lambda t: jnp.tanh(t) * t.sum(axis=-1, keepdims=True), x, backend="jax",
+                            independent_axes=(0,))
+    assert right.passed and "coloured" in right.engine
+    wrong = gradcheck.check(rowwise, x, backend="jax", independent_axes=(0,))
+    assert mismatches(wrong) == {(1, j) for j in range(4)}
+
+
+def test_a_non_leading_axis():
+    """Softmax over axis 0 is independent along axis 1 (columns), not along axis 0."""
+    x = data((5, 7), seed=73)
+    column_softmax = lambda z: softmax(z.T).T  # noqa: E731
+    column_vjp = lambda z, g: softmax_vjp(z.T, g.T).T  # noqa: E731
+    report = gradcheck.check(column_softmax, x, column_vjp, independent_axes=(1,))
+    assert report.passed and report.evaluations < 2 * x.size
+    with pytest.raises(DependentSlicesError, match="along axis 0"):
+        gradcheck.check(column_softmax, x, column_vjp, independent_axes=(0,))
+
+
+def test_f_raising_while_the_declaration_is_verified_is_located():
+    x = data((3, 4), seed=79)
+    x[1, 2] = 10 - 1e-9  # the check's own step crosses 10 here
+
+    def fragile(z):
+        if (z > 10).any():
+            raise RuntimeError("out of the domain")
+        return np.tanh(z)
+
+    with pytest.raises(gradcheck.FunctionError, match="out of the domain"):
+        gradcheck.check(fragile, x, lambda z, g: g * (1 - np.tanh(z) ** 2), independent_axes="all")
+
+
+def test_kinks_are_found_on_each_entrys_own_base_value():
+    """|x| at exact zeros: the kink test needs each entry's own slice's f(x); the verdicts
+    agree with a plain check's, KINK at exactly the zeros."""
+    x = data((4, 5), seed=83)
+    x[1, 3] = x[2, 0] = 0.0
+    rowwise_abs = lambda z: np.abs(z) * (1.0 + z.sum(axis=1, keepdims=True) ** 2)  # noqa: E731
+
+    def vjp(z, g):
+        s = z.sum(axis=1, keepdims=True)
+        return g * np.sign(z) * (1 + s**2) + (g * np.abs(z)).sum(axis=1, keepdims=True) * 2 * s
+
+    coloured = gradcheck.check(rowwise_abs, x, vjp, independent_axes=(0,), adjudicate=False)
+    plain = gradcheck.check(rowwise_abs, x, vjp, adjudicate=False)
+    kinks = {tuple(int(k) for k in i) for i in np.argwhere(coloured.codes == Verdict.KINK)}
+    assert kinks == {(1, 3), (2, 0)}
+    np.testing.assert_array_equal(coloured.codes, plain.codes)
+
+
+def test_attention_is_not_independent_along_the_sequence():
+    """Causal attention mixes earlier positions into later ones: declaring the sequence axis
+    independent is refused (a leak from an earlier position into a later one)."""
+    x = data((2, 2, 4, 3), seed=89)
+    with pytest.raises(DependentSlicesError, match="along axis 2") as info:
+        gradcheck.check(attention, x, attention_vjp, independent_axes=(0, 1, 2))
+    assert info.value.leak[2] > info.value.entry[2]  # causal: only later positions see it

@@ -227,7 +227,9 @@ def f16(x):
     return np.float16(np.sin(x).sum())  # float16 output: no entry can be resolved
 
 def loss(p):
-    return float((p["w"] ** 2).sum() + (0.0 * p["z"]).sum())  # z verifies nothing
+    # z verifies nothing: its true gradient is 0, and the float() in the middle keeps the
+    # referee out (a final float() alone would let it prove the zero exactly)
+    return float((p["w"] ** 2).sum()) + float((0.0 * p["z"]).sum())
 
 GRADS = {"w": 2 * P["w"], "z": np.zeros(2)}
 

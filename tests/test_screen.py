@@ -255,6 +255,28 @@ def test_complex_step_silently_wrong_is_detected_and_not_used():
     assert mismatches(gradcheck.screen(f, W, planted(g(W), [(8, 8)], 1e-4), complex_step=True)) == {(8, 8)}
 
 
+@pytest.mark.parametrize("kind", ["maximum", "comparison"])
+def test_complex_step_through_maximum_or_a_comparison_is_detected(kind):
+    """np.maximum on complex input compares real parts then imaginary parts (relu keeps or
+    drops the whole complex number), and a comparison inside np.where sees only real
+    parts: both break the complex step without an error. Detected, not used; the verdicts
+    are finite differences' (correct claim passes, a planted bug is found at its index)."""
+    rng = np.random.default_rng(5)
+    A, B, W = rng.standard_normal((64, 64)) / 8, rng.standard_normal((64, 64)), rng.standard_normal((64, 64)) / 8
+    slope = 0.0 if kind == "maximum" else 0.1
+
+    def f(w):
+        z = A @ w
+        return ((np.maximum(z, 0) if kind == "maximum" else np.where(z > 0, z, slope * z)) * B).sum()
+
+    def g(w):
+        return A.T @ (np.where(A @ w > 0, 1.0, slope) * B)
+
+    r = gradcheck.screen(f, W, g, complex_step=True)
+    assert "mishandles complex input" in str(r) and r.passed and r.counts[MISMATCH] == 0
+    assert mismatches(gradcheck.screen(f, W, planted(g(W), [(3, 3)], 1e-4), complex_step=True)) == {(3, 3)}
+
+
 def test_complex_step_refused_when_f_casts_to_float():
     """f that turns its result into a Python float drops the imaginary part (numpy warns
     with ComplexWarning): the complex step is refused with the reason."""
@@ -369,8 +391,9 @@ def test_compiled_engine_gives_serials_report():
 
 
 def test_a_c_function_is_screened_and_localized():
-    """A C loss through cffi (gradcheck.native): screened on the serial engine, one entry of
-    its gradient off by 1e-4 found at exactly its index. engine='compiled' takes @njit f only
+    """A C loss through cffi (gradcheck.native): screened on the serial engine (and the fork
+    pool, same verdicts), one entry of its gradient off by 1e-4 found at exactly its index.
+    engine='compiled' takes @njit f only
     (a C f is refused with the reason, not run somewhere else)."""
     from gradcheck.native import native_function
 
@@ -381,6 +404,8 @@ def test_a_c_function_is_screened_and_localized():
     r = gradcheck.screen(rosen, x, bad)
     assert mismatches(r) == {(100,)} and r.evaluations < 600
     assert gradcheck.screen(rosen, x, rosen.gradient).passed
+    fork = gradcheck.screen(rosen, x, bad, engine="processes")
+    assert fork.engine == "screen/processes" and np.array_equal(fork.codes, r.codes)
     with pytest.raises(ValueError, match="numba @njit"):
         gradcheck.screen(rosen, x, bad, engine="compiled")
 

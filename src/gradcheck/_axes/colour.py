@@ -88,50 +88,56 @@ class Coloured:
         slices = self.axes.slice_of(idx)
         groups = SliceGroups(slices, self.axes.slices)
         flat = self.work.reshape(-1)
-        points: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]] = []
+        points: list[tuple[Any, ...]] = []
         done = 0
         for r in range(groups.rounds):
-            pos = groups.members(r)
+            pos = groups.members(r)  # positions, or slice(None): every entry (no index copies)
             old = flat[idx[pos]]
             xp, xm, d, finite = perturbed_points(old, h[pos])
             denom[pos] = d
-            live = pos[finite]
-            points.append((live, idx[live], xp[finite], f_plus, "+h"))
-            points.append((live, idx[live], xm[finite], f_minus, "-h"))
+            if not finite.all():
+                live = np.arange(n)[pos][finite]
+                xp, xm, old = xp[finite], xm[finite], old[finite]
+            else:
+                live = pos
+            ids, mine = idx[live], slices[live]  # shared by the +h and -h points
+            points.append((live, ids, xp, old, mine, f_plus, "+h"))
+            points.append((live, ids, xm, old, mine, f_minus, "-h"))
+            del xp, xm, d, finite
             self.rounds += 1
             if len(points) >= self.rows or r == groups.rounds - 1:
-                self._run(points, slices)
-                done += sum(p[0].size for p in points) // 2
+                self._run(points)
+                done += sum(p[1].size for p in points) // 2
                 points = []
                 if progress is not None:
                     progress(min(done, n))
         return f_plus, f_minus, denom
 
-    def _run(self, points, slices: np.ndarray) -> None:
-        """Evaluate each point (entries ``ids`` set to ``values``) and store each entry's
-        slice reduction in ``out[positions]``."""
+    def _run(self, points) -> None:
+        """Evaluate each point (entries ``ids`` set to ``values``, put back to ``old``) and
+        store each entry's own slice reduction (its slice: ``mine``) in ``out[positions]``."""
         flat = self.work.reshape(-1)
         if self.vectorized:
             batch = np.empty((len(points),) + self.work.shape, dtype=self.work.dtype)
             batch[...] = self.work
-            for k, (_, ids, values, _, _) in enumerate(points):
+            for k, (_, ids, values, _, _, _, _) in enumerate(points):
                 batch[k].reshape(-1)[ids] = values
             ys = self._call(points[0], batch)
             if np.shape(ys)[:1] != (len(points),):
                 raise ValueError(f"vectorized f returned shape {np.shape(ys)} for a batch of {len(points)}")
-            for k, (pos, _, _, out, _) in enumerate(points):
-                out[pos] = self._reduce(ys[k])[slices[pos]]
+            for k, (pos, _, _, _, mine, out, _) in enumerate(points):
+                out[pos] = self._reduce(ys[k])[mine]
             self.evaluations += len(points)
             return
         for point in points:
-            pos, ids, values, out, _ = point
-            old = flat[ids].copy()
+            pos, ids, values, old, mine, out, _ = point
             try:
                 flat[ids] = values
                 y = self._call(point, None)
             finally:
                 flat[ids] = old
-            out[pos] = self._reduce(y)[slices[pos]]
+            out[pos] = self._reduce(y)[mine]
+            del y
             self.evaluations += 1
 
     def _call(self, point, batch: np.ndarray | None):
@@ -139,7 +145,7 @@ class Coloured:
             with np.errstate(all="ignore"):
                 return self._evaluate(batch)
         except Exception as exc:
-            _, ids, _, _, side = point
+            ids, side = point[1], point[-1]
             where = tuple(int(k) for k in np.unravel_index(int(ids[0]), self.work.shape)) if ids.size else None
             label = f"{side}, coloured: {ids.size} entries perturbed together"
             if isinstance(exc, OutputError):
@@ -152,7 +158,7 @@ class Coloured:
         if arr.shape != self._y_shape:
             raise OutputError(f"shape {arr.shape}", tail=f", after returning shape {self._y_shape} at the "
                               "unperturbed input; f must return the same shape at every point")
-        return self.axes.reduce_slices(self._v * arr.astype(np.float64))
+        return self.axes.reduce_slices(self._v * np.asarray(arr, dtype=np.float64))
 
 
 class SliceGroups:
@@ -167,14 +173,21 @@ class SliceGroups:
     """
 
     def __init__(self, slices: np.ndarray, count: int) -> None:
+        self.distinct = slices.size < 2 or bool((slices[1:] > slices[:-1]).all())
+        self.rounds = min(1, slices.size) if self.distinct else 0
+        if self.distinct:  # every entry in one round (elementwise): nothing to index
+            return
         self.counts = np.bincount(slices, minlength=count)
         self.starts = np.cumsum(self.counts) - self.counts
-        self.rounds = int(self.counts.max()) if slices.size else 0
-        ordered = slices.size < 2 or bool((slices[1:] >= slices[:-1]).all())
+        self.rounds = int(self.counts.max())
+        ordered = bool((slices[1:] >= slices[:-1]).all())
         self.order = None if ordered else np.argsort(slices, kind="stable")
 
-    def members(self, r: int) -> np.ndarray:
-        """Positions (into the request) of round ``r``, in slice order."""
+    def members(self, r: int) -> Any:
+        """Positions (into the request) of round ``r``, in slice order; ``slice(None)`` when
+        the one round holds every entry."""
+        if self.distinct:
+            return slice(None)
         has = np.flatnonzero(self.counts > r)
         at = self.starts[has] + r
         return at if self.order is None else self.order[at]

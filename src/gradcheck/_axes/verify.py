@@ -14,10 +14,12 @@ A few seeded evaluations, each compared bit for bit with ``f(x)`` outside the pe
    one other slice -- unless the leaked changes cancel exactly (the random multiples make that a
    coincidence). A leak is then bisected down to one perturbed entry to name it.
 
-The perturbation is :data:`FACTOR` times the check's step (a leak of relative size 1e-16 still
-changes a bit). A leak raises :class:`DependentSlicesError` (the axis, the perturbed entry, the
-output entry that moved): a wrong declaration never turns into verdicts. What verification cannot
-prove is that no *other* entry leaks (it is a test, not a proof): the report says how it was tested.
+The perturbation is at most the check's own step (a leak of relative size 1e-16 still changes a
+bit, and the probes stay where the differences will go: an ``f`` defined there is defined here).
+A leak raises :class:`DependentSlicesError` (the axis, the perturbed entry, the output entry that
+moved): a wrong declaration never turns into verdicts; ``f`` raising raises
+:class:`~gradcheck.FunctionError` at the first entry perturbed. Verification is a test, not a proof
+(past ``2**MAX_BITS`` slices, or a leak at other points only): the report says how it was tested.
 """
 from __future__ import annotations
 
@@ -25,16 +27,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._core.errors import DependentSlicesError
-from ..engines._differences import perturbed_points
+from .._core.errors import DependentSlicesError, FunctionError
 from .declare import Axes
 
 #: Single-entry probes; bit partitions (each with its complement); random ones beyond them.
 SINGLES = 3
 MAX_BITS = 12
 RANDOM_PAIRS = 2
-#: The probes' step, in multiples of the check's step.
-FACTOR = 16.0
 
 
 def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0: np.ndarray,
@@ -44,20 +43,21 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     rng = np.random.default_rng([seed, 0x5A1CE])
     flat = work.reshape(-1)
     count = 0
+    out = None if axes.elementwise else _output_slices(axes, y0.shape)  # each output entry's slice
     singles = rng.choice(axes.slices, size=min(SINGLES, axes.slices), replace=False)
     for s in singles:
         entries = _one_entry_per_slice(axes, np.array([s]), rng)
-        _leak_of(axes, evaluate, flat, entries, steps, y0, work.shape, bisect=False)
+        _leak_of(axes, evaluate, flat, entries, steps, y0, work.shape, out, bisect=False)
         count += 1
     if axes.slices < 2:
         return count, "independent_axes: one slice only, nothing to verify"
     halves = _halves(axes.slices, rng)
     entry_slices = axes.slice_of(np.arange(flat.size))
     # Each entry's own random multiple of its step (sign and size), the same in every half.
-    scaled = steps * rng.uniform(0.5, 1.5, size=flat.size) * rng.choice([-1.0, 1.0], size=flat.size)
+    scaled = steps * rng.uniform(0.5, 1.0, size=flat.size) * rng.choice([-1.0, 1.0], size=flat.size)
     for half in halves:
         entries = np.flatnonzero(half[entry_slices])
-        count += _leak_of(axes, evaluate, flat, entries, scaled, y0, work.shape, bisect=True)
+        count += _leak_of(axes, evaluate, flat, entries, scaled, y0, work.shape, out, bisect=True)
     every = "every pair of slices separated" if axes.slices <= 2**MAX_BITS else "the low-bit pairs and random halves"
     note = (f"independent_axes verified: {count} evaluations ({SINGLES} single entries, then every entry of the "
             f"slices of {len(halves)} halves of the {axes.slices} slices, {every}) left every output outside the "
@@ -92,19 +92,19 @@ def _one_entry_per_slice(axes: Axes, slices: np.ndarray, rng: np.random.Generato
     return np.ravel_multi_index(tuple(full), axes.x_shape).astype(np.int64)
 
 
-def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, *, bisect: bool) -> int:
+def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, out, *, bisect: bool) -> int:
     """Evaluate with ``entries`` perturbed; raise on a change outside their slices (bisected
     to one entry when ``bisect``). Returns the evaluations spent."""
-    spent, leak = 1, _changed_outside(axes, evaluate, flat, entries, steps, y0)
+    spent, leak = 1, _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out)
     if leak is None:
         return spent
     while bisect and entries.size > 1:
         first = entries[: entries.size // 2]
-        found = _changed_outside(axes, evaluate, flat, first, steps, y0)
+        found = _changed_outside(axes, evaluate, flat, first, steps, y0, shape, out)
         spent += 1
         if found is None:
             entries = entries[entries.size // 2:]
-            found = _changed_outside(axes, evaluate, flat, entries, steps, y0)
+            found = _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out)
             spent += 1
             if found is None:
                 break  # only the two halves together leak: name the group's first entry
@@ -116,14 +116,19 @@ def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, *, bisect: bool) -
     raise DependentSlicesError(_axis_of(axes, entry, leak), entry, leak, how)
 
 
-def _changed_outside(axes, evaluate, flat, entries, steps, y0) -> tuple[int, ...] | None:
+def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out) -> tuple[int, ...] | None:
     """The first output entry outside the slices of ``entries`` that changed, or None."""
-    old = flat[entries].copy()
-    xp, _, _, finite = perturbed_points(old, steps[entries] * FACTOR)
+    old = flat[entries]
+    with np.errstate(all="ignore"):  # x + h in x's dtype, as the differences round it; NaN/inf stay
+        moved = np.where(np.isfinite(old), old + steps[entries].astype(old.dtype), old)
     try:
-        flat[entries[finite]] = xp[finite]
+        flat[entries] = moved
         with np.errstate(all="ignore"):
             y = np.asarray(evaluate())
+    except Exception as exc:  # noqa: BLE001  located at the first entry perturbed
+        at = tuple(int(k) for k in np.unravel_index(int(entries[0]), shape))
+        side = f"+h, verifying independent_axes: {entries.size} entries perturbed together"
+        raise FunctionError(at, side, None, exc) from exc
     finally:
         flat[entries] = old
     changed = _bits_differ(y, y0)
@@ -131,8 +136,7 @@ def _changed_outside(axes, evaluate, flat, entries, steps, y0) -> tuple[int, ...
         return None
     mine = np.zeros(axes.slices, dtype=bool)
     mine[axes.slice_of(entries)] = True
-    out_slices = _output_slices(axes, y0.shape)
-    outside = np.flatnonzero(changed.reshape(-1) & ~mine[out_slices])
+    outside = np.flatnonzero(changed.reshape(-1) & ~(mine if out is None else mine[out]))
     if not outside.size:
         return None
     return tuple(int(k) for k in np.unravel_index(int(outside[0]), y0.shape))

@@ -57,22 +57,22 @@ MIN_VALUES = 8
 _LOWER = ("float32", "float16", "bfloat16")
 
 
-def representable(values: np.ndarray, unit: float) -> str | None:
+def representable(values, unit: float) -> str | None:
     """The coarsest format (float32, float16, bfloat16) with a unit round-off above ``unit``
     that holds every finite value exactly; None if there is none, if there are fewer than
     :data:`MIN_VALUES` finite values, or if they are all integers below 2**24 (every one of
     those is a float32 number, so their being float32 says nothing about f's arithmetic;
-    larger integers are float32 numbers only as multiples of float32's spacing)."""
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    v = v[np.isfinite(v)]
-    if v.size < MIN_VALUES or _every(v, lambda c: (c == np.round(c)) & (np.abs(c) < 2.0**24)):
+    larger integers are float32 numbers only as multiples of float32's spacing).
+    ``values``: an array, or a sequence of arrays (read in chunks, never concatenated)."""
+    parts = _parts(values)
+    if _finite_count(parts) < MIN_VALUES or _every(parts, lambda c: (c == np.round(c)) & (np.abs(c) < 2.0**24)):
         return None
     found = None
     # float16 and bfloat16 numbers are float32 numbers: when float32 fails, both fail too.
     for name in sorted(_LOWER, key=lambda n: UNIT_ROUNDOFF[n]):
         if UNIT_ROUNDOFF[name] <= unit:
             continue
-        if _every(v, lambda c, name=name: from_bits(round_to_format(c, name), name) == c):
+        if _every(parts, lambda c, name=name: from_bits(round_to_format(c, name), name) == c):
             found = name
         elif name == "float32":
             break
@@ -83,10 +83,27 @@ def representable(values: np.ndarray, unit: float) -> str | None:
 _CHUNK = 1 << 16
 
 
-def _every(v: np.ndarray, test) -> bool:
-    """``test(chunk).all()`` for every chunk of ``v``, stopping at the first that fails."""
+def _parts(values) -> list[np.ndarray]:
+    seq = values if isinstance(values, (list, tuple)) else [values]
+    return [np.asarray(p, dtype=np.float64).reshape(-1) for p in seq]
+
+
+def _chunks(parts: list[np.ndarray]):
+    """The finite values of ``parts``, a chunk at a time."""
+    for p in parts:
+        for i in range(0, p.size, _CHUNK):
+            c = p[i:i + _CHUNK]
+            yield c[np.isfinite(c)]
+
+
+def _finite_count(parts: list[np.ndarray]) -> int:
+    return sum(int(c.size) for c in _chunks(parts))
+
+
+def _every(parts: list[np.ndarray], test) -> bool:
+    """``test(chunk).all()`` for every chunk of finite values, stopping at the first that fails."""
     with np.errstate(all="ignore"):
-        return all(bool(test(v[i:i + _CHUNK]).all()) for i in range(0, v.size, _CHUNK))
+        return all(bool(test(c).all()) for c in _chunks(parts))
 
 
 @dataclass(frozen=True)
@@ -156,7 +173,7 @@ def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit
     re-judged with it. Returns the unit round-off to use from here on."""
     fp, fm, _ = diffs
     model = unit
-    values = np.concatenate([fp, fm, np.ravel(base_value)])
+    values = [fp, fm, np.ravel(base_value)]  # never concatenated: N-sized parts
     fmt = representable(values, unit)
     if fmt is not None:
         _note_format(judged, fmt, values, unit)
@@ -177,7 +194,7 @@ def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit
 
 def _note_format(judged: Judged, fmt: str, values, unit: float) -> None:
     judged.notes.append(
-        f"every value f returned ({int(np.isfinite(values).sum())} evaluations) is a {fmt} number: f computes "
+        f"every value f returned ({_finite_count(_parts(values))} evaluations) is a {fmt} number: f computes "
         f"in {fmt} whatever dtype it returns; {fmt}'s round-off ({UNIT_ROUNDOFF[fmt]:.2g}) is used as its noise")
     if judged.model_unit is None:
         judged.model_unit = unit
@@ -197,7 +214,7 @@ def recheck_precision(judged: Judged, record, analytic, diffs, steps, base_value
     exact there), judge every entry again with that format's round-off; the evaluations
     already made are reused. Returns the unit round-off in use."""
     fp, fm, _ = diffs
-    values = np.concatenate([fp, fm, np.ravel(np.nan if base_value is None else base_value), record.values()])
+    values = [fp, fm, np.ravel(np.nan if base_value is None else base_value), record.values()]
     fmt = representable(values, unit)
     if fmt is None:
         return unit

@@ -194,8 +194,13 @@ def _fit_blocks(count: int, draws: int, allowed: int) -> tuple[int, str]:
     if count * per_block <= room:
         return count, ""
     fitted = max(1, room // per_block)
+    # Not "a lower detection limit": measured, the limit does not shrink with smaller blocks
+    # (rtol or f's round-off sets it, and the round-off of a directional derivative does not
+    # depend on how many entries the direction moves); fewer blocks raise the chance that two
+    # errors share one and cancel.
     return fitted, (f"{fitted} blocks per draw instead of {count}: the budget of {allowed} evaluations "
-                    f"allows no more (a larger budget gives a lower detection limit)")
+                    "allows no more (with fewer blocks, two errors share one more often: see the "
+                    "miss probability)")
 
 
 def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adjudicate, digits,

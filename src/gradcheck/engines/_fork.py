@@ -79,6 +79,7 @@ def shutdown_pool(pool: Any, terminate: bool) -> None:
         pool.shutdown(wait=True, cancel_futures=True)
         return
     processes = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)  # shutdown() forgets it
     pool.shutdown(wait=False, cancel_futures=True)
     for proc in processes:
         if proc.is_alive():
@@ -88,3 +89,8 @@ def shutdown_pool(pool: Any, terminate: bool) -> None:
         if proc.is_alive():
             proc.kill()
             proc.join()
+    if manager is not None:
+        # Let the pool's manager thread finish closing its wakeup pipe now: otherwise the
+        # interpreter's exit hook may write to that pipe while the thread closes it, and
+        # print an OSError traceback after gradcheck's own one-line error.
+        manager.join(timeout=5)
