@@ -11,6 +11,11 @@ from the same stream would equal the cotangent).
 """
 from __future__ import annotations
 
+import gc
+import multiprocessing
+import os
+import signal
+
 import numpy as np
 import pytest
 
@@ -18,6 +23,9 @@ import gradcheck
 from gradcheck import Config, DependentSlicesError, Verdict
 from gradcheck._axes.colour import SliceGroups
 from gradcheck._axes.declare import declare
+from gradcheck.engines._fork import fork_available
+
+needs_fork = pytest.mark.skipif(not fork_available(), reason="needs the fork start method")
 
 # -- layers and their hand-written VJPs (closed forms) ------------------------------------
 
@@ -226,6 +234,77 @@ def test_batched_engine_gives_the_same_verdicts():
     assert batched.engine.startswith("batched")
 
 
+def _same_report(a, b) -> None:
+    """Every array of two reports equal, bit for bit (NaN where NaN), and the same counts."""
+    for name, value in vars(a).items():
+        if isinstance(value, np.ndarray):
+            other = getattr(b, name)
+            assert value.shape == other.shape and value.tobytes() == other.tobytes(), name
+    assert a.evaluations == b.evaluations and a.counts == b.counts
+
+
+def _no_children_left() -> bool:
+    gc.collect()
+    return multiprocessing.active_children() == []
+
+
+@needs_fork
+def test_processes_engine_gives_serials_report_bit_for_bit():
+    """Each +h or -h evaluation a job on the fork pool: the first pass and the second look
+    (a planted bug's step study) give serial's numbers, bit for bit; x is untouched."""
+    x = data((6, 5), seed=41)
+    before = x.copy()
+    serial = gradcheck.check(layer_norm, x, planted((4, 2)), independent_axes=(0,))
+    procs = gradcheck.check(layer_norm, x, planted((4, 2)), independent_axes=(0,), engine="processes")
+    assert procs.engine == "processes (coloured)" and serial.engine == "serial (coloured)"
+    _same_report(procs, serial)
+    assert mismatches(procs) == {(4, 2)}
+    assert np.array_equal(x, before) and x.tobytes() == before.tobytes()
+    assert _no_children_left()
+
+
+@needs_fork
+def test_processes_engine_blames_f_like_serial_and_names_a_dead_worker():
+    """f raising in a worker is serial's FunctionError (same entry, same side, f's exception as
+    the cause); a worker killed by f is WorkerDiedError, its entries holding the one that killed it."""
+    x = data((6, 5), seed=43)
+    bad, rest = float(x[3, 1]), float(x[3, 0])
+    parent = os.getpid()
+
+    def raising(x):  # x - h at (3, 1) alone in its row: not a verification probe (+h, or whole rows)
+        if x[3, 1] < bad and x[3, 0] == rest:
+            raise ZeroDivisionError("planted")
+        return layer_norm(x)
+
+    def killing(x):
+        if x[3, 1] != bad and os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return layer_norm(x)
+
+    with pytest.raises(gradcheck.FunctionError) as serial:
+        gradcheck.check(raising, x, layer_norm_vjp, independent_axes=(0,))
+    with pytest.raises(gradcheck.FunctionError) as procs:
+        gradcheck.check(raising, x, layer_norm_vjp, independent_axes=(0,), engine="processes")
+    assert procs.value.index == serial.value.index and procs.value.index[1] == 1
+    assert procs.value.side == serial.value.side and procs.value.side.startswith("-h")
+    assert isinstance(procs.value.__cause__, ZeroDivisionError)
+    with pytest.raises(gradcheck.WorkerDiedError) as died:
+        gradcheck.check(killing, x, layer_norm_vjp, independent_axes=(0,), engine="processes")
+    flat = lambda index: int(np.ravel_multi_index(index, x.shape))  # noqa: E731
+    assert flat(died.value.first) <= flat((3, 1)) <= flat(died.value.last)
+    assert "killed by SIGKILL" in str(died.value) and "coloured" in str(died.value)
+
+    def writing(x):  # a write by f into its input, on a worker, is seen there
+        out = layer_norm(x)
+        if os.getpid() != parent:
+            x[0, 0] = 0.0
+        return out
+
+    with pytest.raises(gradcheck.InputMutationError):
+        gradcheck.check(writing, x, layer_norm_vjp, independent_axes=(0,), engine="processes")
+    assert _no_children_left()
+
+
 def test_several_inputs_sharing_the_axes():
     x, w = data((5, 4), seed=31), data((5, 4), seed=37)
     report = gradcheck.check(lambda x, w: np.tanh(x * w), (x, w),
@@ -235,7 +314,7 @@ def test_several_inputs_sharing_the_axes():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"engine": "processes"}, "engine='processes'"),
+    ({"engine": "compiled"}, "engine='compiled'"),
     ({"checkpoint": "ck.json"}, "checkpoint"),
 ])
 def test_unsupported_options_are_refused(kwargs, match):

@@ -15,13 +15,14 @@ import numpy as np
 
 from .colour import Coloured
 from .declare import Axes, declare
+from .processes import PooledColoured
 from .verify import verify
 
 __all__ = ["Axes", "Coloured", "colour_plan", "declare", "refuse_unsupported"]
 
 #: The engines the coloured differencer runs on (``auto`` means serial, or batched for a
-#: vectorized ``f``).
-ENGINES = ("auto", "serial", "batched")
+#: vectorized ``f``; ``processes``: its evaluations on a fork pool, :mod:`.processes`).
+ENGINES = ("auto", "serial", "batched", "processes")
 
 
 def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, checkpoint: Any,
@@ -61,12 +62,17 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
                          "declare it with check(..., vectorized=True)")
     axes = declare(independent_axes, work.shape, y0.shape)
     spent, note = verify(axes, lambda: evaluate(None), work, y0, steps, seed)
-    coloured = Coloured(axes, evaluate, work, cotangent, y0, vectorized=vectorized)
+    if engine == "processes":
+        coloured: Coloured = PooledColoured(axes, evaluate, work, cotangent, y0)
+        way = "processes"
+    else:
+        coloured = Coloured(axes, evaluate, work, cotangent, y0, vectorized=vectorized)
+        way = "batched" if vectorized else "serial"
     coloured.evaluations += spent
-    way = "batched" if vectorized else "serial"
     coloured.name = f"{way} (coloured)"
+    spread = f", on {coloured.workers} processes" if way == "processes" else ""  # type: ignore[attr-defined]
     coloured.reason = (f"{way} (coloured): independent_axes={independent_axes!r}, {axes.slices} slices of "
-                       f"{axes.per_slice} entries: one entry of every slice per evaluation")
+                       f"{axes.per_slice} entries: one entry of every slice per evaluation{spread}")
     coloured.notes = [note]
     return coloured
 
