@@ -11,10 +11,12 @@ from the same stream would equal the cotangent).
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import gc
 import multiprocessing
 import os
 import signal
+import threading
 
 import numpy as np
 import pytest
@@ -303,6 +305,49 @@ def test_processes_engine_blames_f_like_serial_and_names_a_dead_worker():
     with pytest.raises(gradcheck.InputMutationError):
         gradcheck.check(writing, x, layer_norm_vjp, independent_axes=(0,), engine="processes")
     assert _no_children_left()
+
+
+@needs_fork
+def test_executor_gives_serials_report_bit_for_bit():
+    """Each coloured evaluation a task on an Executor (here a fork process pool: f and the
+    differencer cloudpickled once, cached per worker): serial's numbers, bit for bit."""
+    x = data((6, 5), seed=47)
+    before = x.copy()
+    serial = gradcheck.check(layer_norm, x, planted((1, 3)), independent_axes=(0,))
+    with cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as ex:
+        done = gradcheck.check(layer_norm, x, planted((1, 3)), independent_axes=(0,), executor=ex)
+    assert done.engine == "executor (coloured)"
+    _same_report(done, serial)
+    assert mismatches(done) == {(1, 3)} and x.tobytes() == before.tobytes()
+
+
+def test_executor_blames_f_like_serial():
+    """f raising on a worker thread is serial's FunctionError (same entry, same side, f's
+    exception as the cause), not retried; a write by f into its input is seen on the worker."""
+    x = data((6, 5), seed=53)
+    bad, rest = float(x[2, 4]), float(x[2, 0])
+
+    def raising(x):  # x - h at (2, 4) alone in its row: not a verification probe
+        if x[2, 4] < bad and x[2, 0] == rest:
+            raise ZeroDivisionError("planted")
+        return layer_norm(x)
+
+    def writing(x):
+        out = layer_norm(x)
+        if threading.current_thread() is not threading.main_thread():
+            x[0, 0] = 0.0
+        return out
+
+    with pytest.raises(gradcheck.FunctionError) as serial:
+        gradcheck.check(raising, x, layer_norm_vjp, independent_axes=(0,))
+    with cf.ThreadPoolExecutor(2) as ex:
+        with pytest.raises(gradcheck.FunctionError) as done:
+            gradcheck.check(raising, x, layer_norm_vjp, independent_axes=(0,), executor=ex)
+        with pytest.raises(gradcheck.InputMutationError):
+            gradcheck.check(writing, x, layer_norm_vjp, independent_axes=(0,), executor=ex)
+    assert done.value.index == serial.value.index and done.value.index[1] == 4
+    assert done.value.side == serial.value.side and done.value.side.startswith("-h")
+    assert isinstance(done.value.__cause__, ZeroDivisionError)
 
 
 def test_several_inputs_sharing_the_axes():

@@ -15,14 +15,16 @@ import numpy as np
 
 from .colour import Coloured
 from .declare import Axes, declare
+from .executor import ExecutorColoured
 from .processes import PooledColoured
 from .verify import verify
 
 __all__ = ["Axes", "Coloured", "colour_plan", "declare", "refuse_unsupported"]
 
 #: The engines the coloured differencer runs on (``auto`` means serial, or batched for a
-#: vectorized ``f``; ``processes``: its evaluations on a fork pool, :mod:`.processes`).
-ENGINES = ("auto", "serial", "batched", "processes")
+#: vectorized ``f``; ``processes``: its evaluations on a fork pool, :mod:`.processes`;
+#: ``executor``: on ``check(..., executor=ex)``, :mod:`.executor`).
+ENGINES = ("auto", "serial", "batched", "processes", "executor")
 
 
 def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, checkpoint: Any,
@@ -31,9 +33,9 @@ def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, che
     if independent_axes is None:
         return
     what = None
-    if engine not in ENGINES or executor is not None:
-        what = (f"engine={'executor' if executor is not None else engine!r}: the coloured differencer runs "
-                f"on the engines {ENGINES} (its 2*D evaluations rarely need more)")
+    if engine not in ENGINES:
+        what = (f"engine={engine!r}: the coloured differencer runs on the engines {ENGINES} (its 2*D "
+                f"evaluations rarely need more)")
     elif checkpoint is not None:
         what = "checkpoint=: a coloured check is 2*D evaluations, short enough to rerun"
     elif complex_input:
@@ -44,7 +46,7 @@ def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, che
 
 def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.ndarray,
                 cotangent: np.ndarray | None, steps: np.ndarray, seed: int, vectorized: bool,
-                engine: str, lowp: bool) -> Coloured:
+                engine: str, lowp: bool, executor: Any = None) -> Coloured:
     """The verified coloured differencer for ``f`` at ``work``. ``evaluate(batch)`` returns
     ``f``'s output at ``work`` (``batch`` None) or at a stack of copies (vectorized ``f``)."""
     if np.iscomplexobj(y0):
@@ -57,13 +59,18 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
             "independent_axes needs f to return an array whose slices match x's; f returned a scalar. "
             "For a loss that is a sum of per-example terms, return the per-example losses (shape (B,)) "
             "and declare independent_axes=(0,): the check reduces them with its own cotangent")
+    if engine == "executor" and executor is None:
+        raise ValueError("engine='executor' needs check(..., executor=...): a concurrent.futures.Executor")
     if engine == "batched" and not vectorized:
         raise ValueError("engine='batched' needs an f that accepts a leading batch axis; "
                          "declare it with check(..., vectorized=True)")
     axes = declare(independent_axes, work.shape, y0.shape)
     spent, note = verify(axes, lambda: evaluate(None), work, y0, steps, seed)
-    if engine == "processes":
-        coloured: Coloured = PooledColoured(axes, evaluate, work, cotangent, y0)
+    if executor is not None or engine == "executor":
+        coloured: Coloured = ExecutorColoured(axes, evaluate, work, cotangent, y0, executor=executor)
+        way = "executor"
+    elif engine == "processes":
+        coloured = PooledColoured(axes, evaluate, work, cotangent, y0)
         way = "processes"
     else:
         coloured = Coloured(axes, evaluate, work, cotangent, y0, vectorized=vectorized)

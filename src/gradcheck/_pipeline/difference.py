@@ -72,7 +72,8 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
     coloured = _axes.colour_plan(
         opts.independent_axes, evaluate=lambda b: be.evaluate(f, work if b is None else b), work=work,
         y0=subject.y0, cotangent=subject.cotangent, steps=steps, seed=subject.config.seed,
-        vectorized=subject.vectorized, engine=opts.engine, lowp=subject.dtype in ("float16", "bfloat16"))
+        vectorized=subject.vectorized, engine=opts.engine, lowp=subject.dtype in ("float16", "bfloat16"),
+        executor=opts.executor)
     diffs = first_differences(coloured.differences, np.arange(work.size), steps, progress=opts.progress,
                               label=subject.label)
     return Differenced(engine=coloured, engine_reason=coloured.reason, differencer=coloured.differences,
