@@ -29,15 +29,14 @@ ENGINES = ("auto", "serial", "batched", "processes", "executor")
 
 def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, checkpoint: Any,
                        complex_input: bool = False) -> None:
-    """Refuse, with the reason, what ``independent_axes`` does not support (yet)."""
+    """Refuse, with the reason, what ``independent_axes`` does not support (yet).
+    ``checkpoint=`` is supported (``coloured_difference`` records the coloured passes)."""
     if independent_axes is None:
         return
     what = None
     if engine not in ENGINES:
         what = (f"engine={engine!r}: the coloured differencer runs on the engines {ENGINES} (its 2*D "
                 f"evaluations rarely need more)")
-    elif checkpoint is not None:
-        what = "checkpoint=: a coloured check is 2*D evaluations, short enough to rerun"
     elif complex_input:
         what = "a complex input or output: check its real view without independent_axes"
     if what is not None:

@@ -77,6 +77,15 @@ class Coloured:
         """``cotangent . f(x)`` over each entry's own slice: the base value of its kink test."""
         return self.base_slices[self.axes.slice_of(flat_indices)]
 
+    def round_order(self) -> np.ndarray:
+        """Every flat index, round by round (the first pass's rounds): contiguous pieces of
+        this order are whole rounds, so a checkpoint's chunks split few of them."""
+        size = self.work.size
+        groups = SliceGroups(self.axes.slice_of(np.arange(size)), self.axes.slices)
+        if groups.distinct:
+            return np.arange(size)
+        return np.concatenate([np.asarray(groups.members(r), dtype=np.int64) for r in range(groups.rounds)])
+
     def differences(self, flat_indices: np.ndarray, steps: np.ndarray,
                     progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         idx = np.asarray(flat_indices, dtype=np.int64).reshape(-1)
