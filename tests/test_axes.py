@@ -11,6 +11,13 @@ from the same stream would equal the cotangent).
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
+import gc
+import multiprocessing
+import os
+import signal
+import threading
+
 import numpy as np
 import pytest
 
@@ -18,6 +25,9 @@ import gradcheck
 from gradcheck import Config, DependentSlicesError, Verdict
 from gradcheck._axes.colour import SliceGroups
 from gradcheck._axes.declare import declare
+from gradcheck.engines._fork import fork_available
+
+needs_fork = pytest.mark.skipif(not fork_available(), reason="needs the fork start method")
 
 # -- layers and their hand-written VJPs (closed forms) ------------------------------------
 
@@ -226,6 +236,152 @@ def test_batched_engine_gives_the_same_verdicts():
     assert batched.engine.startswith("batched")
 
 
+def _same_report(a, b) -> None:
+    """Every array of two reports equal, bit for bit (NaN where NaN), and the same counts."""
+    for name, value in vars(a).items():
+        if isinstance(value, np.ndarray):
+            other = getattr(b, name)
+            assert value.shape == other.shape and value.tobytes() == other.tobytes(), name
+    assert a.evaluations == b.evaluations and a.counts == b.counts
+
+
+def _no_children_left() -> bool:
+    gc.collect()
+    return multiprocessing.active_children() == []
+
+
+@needs_fork
+def test_processes_engine_gives_serials_report_bit_for_bit():
+    """Each +h or -h evaluation a job on the fork pool: the first pass and the second look
+    (a planted bug's step study) give serial's numbers, bit for bit; x is untouched."""
+    x = data((6, 5), seed=41)
+    before = x.copy()
+    serial = gradcheck.check(layer_norm, x, planted((4, 2)), independent_axes=(0,))
+    procs = gradcheck.check(layer_norm, x, planted((4, 2)), independent_axes=(0,), engine="processes")
+    assert procs.engine == "processes (coloured)" and serial.engine == "serial (coloured)"
+    _same_report(procs, serial)
+    assert mismatches(procs) == {(4, 2)}
+    assert np.array_equal(x, before) and x.tobytes() == before.tobytes()
+    assert _no_children_left()
+
+
+@needs_fork
+def test_processes_engine_blames_f_like_serial_and_names_a_dead_worker():
+    """f raising in a worker is serial's FunctionError (same entry, same side, f's exception as
+    the cause); a worker killed by f is WorkerDiedError, its entries holding the one that killed it."""
+    x = data((6, 5), seed=43)
+    bad, rest = float(x[3, 1]), float(x[3, 0])
+    parent = os.getpid()
+
+    def raising(x):  # x - h at (3, 1) alone in its row: not a verification probe (+h, or whole rows)
+        if x[3, 1] < bad and x[3, 0] == rest:
+            raise ZeroDivisionError("planted")
+        return layer_norm(x)
+
+    def killing(x):
+        if x[3, 1] != bad and os.getpid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return layer_norm(x)
+
+    with pytest.raises(gradcheck.FunctionError) as serial:
+        gradcheck.check(raising, x, layer_norm_vjp, independent_axes=(0,))
+    with pytest.raises(gradcheck.FunctionError) as procs:
+        gradcheck.check(raising, x, layer_norm_vjp, independent_axes=(0,), engine="processes")
+    assert procs.value.index == serial.value.index and procs.value.index[1] == 1
+    assert procs.value.side == serial.value.side and procs.value.side.startswith("-h")
+    assert isinstance(procs.value.__cause__, ZeroDivisionError)
+    with pytest.raises(gradcheck.WorkerDiedError) as died:
+        gradcheck.check(killing, x, layer_norm_vjp, independent_axes=(0,), engine="processes")
+    flat = lambda index: int(np.ravel_multi_index(index, x.shape))  # noqa: E731
+    assert flat(died.value.first) <= flat((3, 1)) <= flat(died.value.last)
+    assert "killed by SIGKILL" in str(died.value) and "coloured" in str(died.value)
+
+    def writing(x):  # a write by f into its input, on a worker, is seen there
+        out = layer_norm(x)
+        if os.getpid() != parent:
+            x[0, 0] = 0.0
+        return out
+
+    with pytest.raises(gradcheck.InputMutationError):
+        gradcheck.check(writing, x, layer_norm_vjp, independent_axes=(0,), engine="processes")
+    assert _no_children_left()
+
+
+@needs_fork
+def test_executor_gives_serials_report_bit_for_bit():
+    """Each coloured evaluation a task on an Executor (here a fork process pool: f and the
+    differencer cloudpickled once, cached per worker): serial's numbers, bit for bit."""
+    x = data((6, 5), seed=47)
+    before = x.copy()
+    serial = gradcheck.check(layer_norm, x, planted((1, 3)), independent_axes=(0,))
+    with cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as ex:
+        done = gradcheck.check(layer_norm, x, planted((1, 3)), independent_axes=(0,), executor=ex)
+    assert done.engine == "executor (coloured)"
+    _same_report(done, serial)
+    assert mismatches(done) == {(1, 3)} and x.tobytes() == before.tobytes()
+
+
+def test_executor_blames_f_like_serial():
+    """f raising on a worker thread is serial's FunctionError (same entry, same side, f's
+    exception as the cause), not retried; a write by f into its input is seen on the worker."""
+    x = data((6, 5), seed=53)
+    bad, rest = float(x[2, 4]), float(x[2, 0])
+
+    def raising(x):  # x - h at (2, 4) alone in its row: not a verification probe
+        if x[2, 4] < bad and x[2, 0] == rest:
+            raise ZeroDivisionError("planted")
+        return layer_norm(x)
+
+    def writing(x):
+        out = layer_norm(x)
+        if threading.current_thread() is not threading.main_thread():
+            x[0, 0] = 0.0
+        return out
+
+    with pytest.raises(gradcheck.FunctionError) as serial:
+        gradcheck.check(raising, x, layer_norm_vjp, independent_axes=(0,))
+    with cf.ThreadPoolExecutor(2) as ex:
+        with pytest.raises(gradcheck.FunctionError) as done:
+            gradcheck.check(raising, x, layer_norm_vjp, independent_axes=(0,), executor=ex)
+        with pytest.raises(gradcheck.InputMutationError):
+            gradcheck.check(writing, x, layer_norm_vjp, independent_axes=(0,), executor=ex)
+    assert done.value.index == serial.value.index and done.value.index[1] == 4
+    assert done.value.side == serial.value.side and done.value.side.startswith("-h")
+    assert isinstance(done.value.__cause__, ZeroDivisionError)
+
+
+def test_checkpoint_resumes_a_coloured_check_bit_for_bit(tmp_path):
+    """An interrupted coloured check resumes from its checkpoint (recorded round by round, under
+    the declaration): the report is the uninterrupted one, bit for bit, for fewer evaluations;
+    a plain check refuses the file (its values are not slice reductions)."""
+    x = data((6, 5), seed=59)
+    path = tmp_path / "coloured.npz"
+    bad, rest = float(x[5, 4]), float(x[5, 0])
+    state = {"broken": True}
+
+    def f(x):  # x - h at (5, 4), the last round's: the first chunk of rounds is on file by then
+        if state["broken"] and x[5, 4] < bad and x[5, 0] == rest:
+            raise ZeroDivisionError("interrupted")
+        return layer_norm(x)
+
+    state["broken"] = False
+    whole = gradcheck.check(f, x, planted((2, 3)), independent_axes=(0,))
+    state["broken"] = True
+    with pytest.raises(gradcheck.FunctionError):
+        gradcheck.check(f, x, planted((2, 3)), independent_axes=(0,), checkpoint=path)
+    assert path.exists()
+    with pytest.raises(gradcheck.CheckpointMismatchError, match="coloured, independent_axes=\\(0,\\)"):
+        gradcheck.check(f, x, planted((2, 3)), checkpoint=path)
+    state["broken"] = False
+    resumed = gradcheck.check(f, x, planted((2, 3)), independent_axes=(0,), checkpoint=path)
+    for name in ("numeric", "noise", "codes", "tolerance"):
+        assert getattr(resumed, name).tobytes() == getattr(whole, name).tobytes(), name
+    fresh = gradcheck.check(f, x, planted((2, 3)), independent_axes=(0,), checkpoint=tmp_path / "fresh.npz")
+    assert fresh.codes.tobytes() == whole.codes.tobytes()
+    assert mismatches(resumed) == {(2, 3)} and resumed.evaluations < fresh.evaluations
+    assert not path.exists()  # a finished check deletes its checkpoint
+
+
 def test_several_inputs_sharing_the_axes():
     x, w = data((5, 4), seed=31), data((5, 4), seed=37)
     report = gradcheck.check(lambda x, w: np.tanh(x * w), (x, w),
@@ -235,8 +391,7 @@ def test_several_inputs_sharing_the_axes():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"engine": "processes"}, "engine='processes'"),
-    ({"checkpoint": "ck.json"}, "checkpoint"),
+    ({"engine": "compiled"}, "engine='compiled'"),
 ])
 def test_unsupported_options_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):

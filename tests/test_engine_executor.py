@@ -54,7 +54,8 @@ def _settled(report):
     d = report.to_dict()
     del d["seconds"], d["engine"]
     d["adjudication"].pop("seconds", None)
-    d["notes"] = [re.sub(r"[0-9.e+-]+ s\b", "<t> s", n) for n in d["notes"] if not n.startswith("executor:")]
+    d["notes"] = [re.sub(r"[0-9.e+-]+ s\b", "<t> s", n) for n in d["notes"]
+                  if not re.match(r"(executor|\w+ \(coloured\)):", n)]  # auto's reason names the engine
     return d
 
 
@@ -485,3 +486,44 @@ def test_check_params_on_the_cluster_equals_serial_bit_for_bit(client):
         check_params(loss, params, claim, engine="executor")
     with pytest.raises(ValueError, match="drop one"):
         check_params(loss, params, claim, engine="processes", executor=client.get_executor())
+
+
+# -- independent_axes: each coloured evaluation a task ---------------------------------------
+def _rows_normed(x):
+    xc = x - x.mean(axis=1, keepdims=True)
+    return xc / np.sqrt((xc**2).mean(axis=1, keepdims=True) + 1e-5)
+
+
+def _rows_normed_vjp(x, g):
+    xc = x - x.mean(axis=1, keepdims=True)
+    inv = 1.0 / np.sqrt((xc**2).mean(axis=1, keepdims=True) + 1e-5)
+    xh = xc * inv
+    out = inv * (g - g.mean(1, keepdims=True) - xh * (g * xh).mean(1, keepdims=True))
+    out[2, 1] *= 1.001  # a planted bug: the second look runs on the executor too
+    return out
+
+
+def test_independent_axes_on_dask_equals_serial_bit_for_bit(client):
+    x = np.random.default_rng(71).standard_normal((6, 4))
+    serial = check(_rows_normed, x, _rows_normed_vjp, independent_axes=(0,))
+    dask = check(_rows_normed, x, _rows_normed_vjp, independent_axes=(0,), executor=client.get_executor())
+    assert dask.engine == "executor (coloured)"
+    assert_same_report(dask, serial)
+    assert {tuple(int(k) for k in i) for i in np.argwhere(dask.codes == gradcheck.Verdict.MISMATCH)} == {(2, 1)}
+
+
+def test_independent_axes_tasks_are_retried_then_named():
+    """A coloured evaluation whose task fails outside f is resubmitted (serial's numbers);
+    out of retries, ChunkFailedError names the entries it perturbed."""
+    x = np.random.default_rng(73).standard_normal((5, 3))
+    serial = check(_rows_normed, x, _rows_normed_vjp, independent_axes=(0,))
+    with _FlakyExecutor(entry=7, failures=2) as ex:  # entry 7 = (2, 1): in round 1, +h and -h
+        retried = check(_rows_normed, x, _rows_normed_vjp, independent_axes=(0,),
+                        executor=ExecutorOptions(ex, retries=2))
+    assert ex.calls == 2
+    assert_same_report(retried, serial)
+    with _FlakyExecutor(entry=7, failures=10) as ex:
+        with pytest.raises(ChunkFailedError) as info:
+            check(_rows_normed, x, _rows_normed_vjp, independent_axes=(0,), executor=ExecutorOptions(ex, retries=1))
+    assert (2, 1) in info.value.entries and info.value.attempts == 2
+    assert 2 <= ex.calls <= 4  # the +h and the -h evaluation of its round, each at most twice

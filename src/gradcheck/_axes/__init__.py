@@ -6,7 +6,8 @@ Three steps, one module each: :mod:`.declare` reads the declaration against the 
 differencer that perturbs one entry of every slice in the same evaluation. ``check`` hands
 the differencer and each entry's base value (its slice's) to the same verdict machinery as
 a plain check: classify, step study, kink test, quick look, referee; :mod:`.referee` is the
-referee on each entry's own slice.
+referee on each entry's own slice; :mod:`.processes` and :mod:`.executor` run the
+differencer's evaluations as jobs on a fork pool or on a ``concurrent.futures.Executor``.
 In: ``f``, ``x``, ``f(x)`` and the declared axes. Out: a verified declaration, a differencer
 for the pipeline's difference stage, a slice referee for the adjudicate stage. It ranks
 beside ``_lowp``, after the report and before the pipeline.
@@ -20,26 +21,28 @@ import numpy as np
 
 from .colour import Coloured
 from .declare import Axes, declare
+from .executor import ExecutorColoured
+from .processes import PooledColoured
 from .verify import verify
 
 __all__ = ["Axes", "Coloured", "colour_plan", "declare", "refuse_unsupported"]
 
 #: The engines the coloured differencer runs on (``auto`` means serial, or batched for a
-#: vectorized ``f``).
-ENGINES = ("auto", "serial", "batched")
+#: vectorized ``f``; ``processes``: its evaluations on a fork pool, :mod:`.processes`;
+#: ``executor``: on ``check(..., executor=ex)``, :mod:`.executor`).
+ENGINES = ("auto", "serial", "batched", "processes", "executor")
 
 
 def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, checkpoint: Any,
                        complex_input: bool = False) -> None:
-    """Refuse, with the reason, what ``independent_axes`` does not support (yet)."""
+    """Refuse, with the reason, what ``independent_axes`` does not support (yet).
+    ``checkpoint=`` is supported (``coloured_difference`` records the coloured passes)."""
     if independent_axes is None:
         return
     what = None
-    if engine not in ENGINES or executor is not None:
-        what = (f"engine={'executor' if executor is not None else engine!r}: the coloured differencer runs "
-                f"on the engines {ENGINES} (its 2*D evaluations rarely need more)")
-    elif checkpoint is not None:
-        what = "checkpoint=: a coloured check is 2*D evaluations, short enough to rerun"
+    if engine not in ENGINES:
+        what = (f"engine={engine!r}: the coloured differencer runs on the engines {ENGINES} (its 2*D "
+                f"evaluations rarely need more)")
     elif complex_input:
         what = "a complex input or output: check its real view without independent_axes"
     if what is not None:
@@ -48,7 +51,7 @@ def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, che
 
 def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.ndarray,
                 cotangent: np.ndarray | None, steps: np.ndarray, seed: int, vectorized: bool,
-                engine: str, lowp: bool) -> Coloured:
+                engine: str, lowp: bool, executor: Any = None) -> Coloured:
     """The verified coloured differencer for ``f`` at ``work``. ``evaluate(batch)`` returns
     ``f``'s output at ``work`` (``batch`` None) or at a stack of copies (vectorized ``f``)."""
     if np.iscomplexobj(y0):
@@ -61,17 +64,27 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
             "independent_axes needs f to return an array whose slices match x's; f returned a scalar. "
             "For a loss that is a sum of per-example terms, return the per-example losses (shape (B,)) "
             "and declare independent_axes=(0,): the check reduces them with its own cotangent")
+    if engine == "executor" and executor is None:
+        raise ValueError("engine='executor' needs check(..., executor=...): a concurrent.futures.Executor")
     if engine == "batched" and not vectorized:
         raise ValueError("engine='batched' needs an f that accepts a leading batch axis; "
                          "declare it with check(..., vectorized=True)")
     axes = declare(independent_axes, work.shape, y0.shape)
     spent, note = verify(axes, lambda: evaluate(None), work, y0, steps, seed)
-    coloured = Coloured(axes, evaluate, work, cotangent, y0, vectorized=vectorized)
+    if executor is not None or engine == "executor":
+        coloured: Coloured = ExecutorColoured(axes, evaluate, work, cotangent, y0, executor=executor)
+        way = "executor"
+    elif engine == "processes":
+        coloured = PooledColoured(axes, evaluate, work, cotangent, y0)
+        way = "processes"
+    else:
+        coloured = Coloured(axes, evaluate, work, cotangent, y0, vectorized=vectorized)
+        way = "batched" if vectorized else "serial"
     coloured.evaluations += spent
-    way = "batched" if vectorized else "serial"
     coloured.name = f"{way} (coloured)"
+    spread = f", on {coloured.workers} processes" if way == "processes" else ""  # type: ignore[attr-defined]
     coloured.reason = (f"{way} (coloured): independent_axes={independent_axes!r}, {axes.slices} slices of "
-                       f"{axes.per_slice} entries: one entry of every slice per evaluation")
+                       f"{axes.per_slice} entries: one entry of every slice per evaluation{spread}")
     coloured.notes = [note]
     return coloured
 

@@ -77,6 +77,15 @@ class Coloured:
         """``cotangent . f(x)`` over each entry's own slice: the base value of its kink test."""
         return self.base_slices[self.axes.slice_of(flat_indices)]
 
+    def round_order(self) -> np.ndarray:
+        """Every flat index, round by round (the first pass's rounds): contiguous pieces of
+        this order are whole rounds, so a checkpoint's chunks split few of them."""
+        size = self.work.size
+        groups = SliceGroups(self.axes.slice_of(np.arange(size)), self.axes.slices)
+        if groups.distinct:
+            return np.arange(size)
+        return np.concatenate([np.asarray(groups.members(r), dtype=np.int64) for r in range(groups.rounds)])
+
     def differences(self, flat_indices: np.ndarray, steps: np.ndarray,
                     progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         idx = np.asarray(flat_indices, dtype=np.int64).reshape(-1)
@@ -116,36 +125,39 @@ class Coloured:
     def _run(self, points) -> None:
         """Evaluate each point (entries ``ids`` set to ``values``, put back to ``old``) and
         store each entry's own slice reduction (its slice: ``mine``) in ``out[positions]``."""
-        flat = self.work.reshape(-1)
         if self.vectorized:
             batch = np.empty((len(points),) + self.work.shape, dtype=self.work.dtype)
             batch[...] = self.work
             for k, (_, ids, values, _, _, _, _) in enumerate(points):
                 batch[k].reshape(-1)[ids] = values
-            ys = self._call(points[0], batch)
+            ys = self._call(points[0][1], points[0][-1], batch)
             if np.shape(ys)[:1] != (len(points),):
                 raise ValueError(f"vectorized f returned shape {np.shape(ys)} for a batch of {len(points)}")
             for k, (pos, _, _, _, mine, out, _) in enumerate(points):
                 out[pos] = self._reduce(ys[k])[mine]
             self.evaluations += len(points)
             return
-        for point in points:
-            pos, ids, values, old, mine, out, _ = point
-            try:
-                flat[ids] = values
-                y = self._call(point, None)
-            finally:
-                flat[ids] = old
-            out[pos] = self._reduce(y)[mine]
-            del y
+        for pos, ids, values, old, mine, out, side in points:
+            out[pos] = self.point(ids, values, old, mine, side)
             self.evaluations += 1
 
-    def _call(self, point, batch: np.ndarray | None):
+    def point(self, ids: np.ndarray, values: np.ndarray, old: np.ndarray, mine: np.ndarray,
+              side: str) -> np.ndarray:
+        """One evaluation: entries ``ids`` of ``work`` set to ``values`` (put back to ``old``
+        after), each one's own slice reduction (its slice: ``mine``) returned."""
+        flat = self.work.reshape(-1)
+        try:
+            flat[ids] = values
+            y = self._call(ids, side, None)
+        finally:
+            flat[ids] = old
+        return self._reduce(y)[mine]
+
+    def _call(self, ids: np.ndarray, side: str, batch: np.ndarray | None):
         try:
             with np.errstate(all="ignore"):
                 return self._evaluate(batch)
         except Exception as exc:
-            ids, side = point[1], point[-1]
             where = tuple(int(k) for k in np.unravel_index(int(ids[0]), self.work.shape)) if ids.size else None
             label = f"{side}, coloured: {ids.size} entries perturbed together"
             if isinstance(exc, OutputError):

@@ -125,7 +125,9 @@ def check(
         per-example losses); ``"all"`` declares an elementwise ``f``. The declaration is
         tested first (a leak raises :class:`DependentSlicesError`), then one entry of every
         slice is differenced per evaluation: 2*D evaluations for a (B, D) input, every
-        entry still with its own verdict (``gradcheck._axes`` explains the rule).
+        entry still with its own verdict (``gradcheck._axes`` explains the rule). Runs on
+        the serial, batched, processes and executor engines (each evaluation a job), with
+        ``checkpoint=``; ``engine="compiled"`` is refused.
 
     Returns
     -------

@@ -72,9 +72,36 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
     coloured = _axes.colour_plan(
         opts.independent_axes, evaluate=lambda b: be.evaluate(f, work if b is None else b), work=work,
         y0=subject.y0, cotangent=subject.cotangent, steps=steps, seed=subject.config.seed,
-        vectorized=subject.vectorized, engine=opts.engine, lowp=subject.dtype in ("float16", "bfloat16"))
-    diffs = first_differences(coloured.differences, np.arange(work.size), steps, progress=opts.progress,
-                              label=subject.label)
-    return Differenced(engine=coloured, engine_reason=coloured.reason, differencer=coloured.differences,
-                       saved=None, steps=steps, diffs=diffs, hint=None, evaluations=1 + coloured.take(),
+        vectorized=subject.vectorized, engine=opts.engine, lowp=subject.dtype in ("float16", "bfloat16"),
+        executor=opts.executor)
+    differencer, saved = coloured.differences, None
+    order = np.arange(work.size)
+    if opts.checkpoint is not None:
+        # Recorded under the declaration (each entry's value is its slice's reduction), in
+        # chunks of whole rounds: the first pass asks for the entries round by round.
+        saved = open_checkpoint(opts.checkpoint, _Declared(coloured), x=subject.pristine, config=subject.config,
+                                cotangent=subject.cotangent, f=f, backend=be, vectorized=subject.vectorized)
+        differencer, order = saved.differences, coloured.round_order()
+    got = first_differences(differencer, order, steps[order], progress=opts.progress, label=subject.label)
+    diffs = got if saved is None else _unpermuted(got, order)
+    return Differenced(engine=coloured, engine_reason=coloured.reason, differencer=differencer,
+                       saved=saved, steps=steps, diffs=diffs, hint=None, evaluations=1 + coloured.take(),
                        coloured=coloured)
+
+
+class _Declared:
+    """The coloured differencer as the checkpoint sees it: its arithmetic is the declaration's
+    (the same on every engine), never a plain check's."""
+
+    def __init__(self, coloured: Any) -> None:
+        axes = coloured.axes
+        self.name = f"coloured, independent_axes={'all' if axes.elementwise else axes.axes}"
+        self.differences = coloured.differences
+
+
+def _unpermuted(diffs: Diffs, order: np.ndarray) -> Diffs:
+    """Differences asked for in ``order``, put back in flat index order."""
+    out = tuple(np.empty_like(d) for d in diffs)
+    for o, d in zip(out, diffs):
+        o[order] = d
+    return out  # type: ignore[return-value]

@@ -1,0 +1,172 @@
+"""The coloured differencer on a pool of forked processes: ``engine="processes"``.
+
+For a costly Python ``f`` and more than one core. Each evaluation of the coloured differencer
+(one round's entries, one in every slice, all at ``+h`` or all at ``-h``) is a job of its own:
+the jobs are independent, so the workers run them in any order. Each worker is forked from the
+checking process and inherits the differencer (``f``, the cotangent, the private working array):
+a job carries only the perturbed entries, their values and their slices, and answers with their
+reductions. A worker evaluates a job with the same code as the serial differencer
+(:meth:`Coloured.point`), so the numbers are serial's, bit for bit.
+
+As on the plain processes engine (:mod:`gradcheck.engines._processes`): ``f`` raising in a
+worker is :class:`~gradcheck.FunctionError` at the first entry of the earliest failing
+evaluation, as serial would report it; a write by ``f`` into its input is seen on the worker
+(its copy against the snapshot it was forked with) and raised as
+:class:`~gradcheck.InputMutationError`; a worker that dies breaks the pool, raised as
+:class:`~gradcheck.WorkerDiedError` naming the entries the unfinished evaluations perturbed;
+Ctrl-C or an error terminates and joins the workers. The declaration's verification and the
+referee run in the checking process.
+"""
+from __future__ import annotations
+
+import copy
+import multiprocessing
+import os
+import signal
+import traceback
+import weakref
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+import numpy as np
+
+from .._core.errors import FunctionError, OutputError, WorkerDiedError
+from ..engines._chunks import picklable, rebuild_error, unchanged, worker_mutation_error
+from ..engines._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
+from ..engines._processes import how_it_died
+from .colour import BUDGET_BYTES, Coloured
+
+#: Evaluations in flight per worker (each is one job): enough to keep every worker busy.
+JOBS_PER_WORKER = 4
+
+
+class PooledColoured(Coloured):
+    """:class:`Coloured` whose evaluations run on a fork pool (``workers`` processes)."""
+
+    def __init__(self, *args: Any, workers: int | None = None, **kwargs: Any) -> None:
+        if not fork_available():
+            raise RuntimeError("engine='processes' needs the 'fork' start method (Linux, macOS); "
+                               "use engine='serial' on this platform")
+        kwargs["vectorized"] = False  # a worker evaluates one point at a time
+        super().__init__(*args, **kwargs)
+        self.workers = max(1, int(workers) if workers is not None else usable_cores())
+        # Evaluations gathered before a wave is sent: each holds ~32 bytes per entry of its round.
+        per_round = max(1, self.axes.slices if not self.axes.elementwise else self.work.size)
+        self.rows = max(2, min(JOBS_PER_WORKER * self.workers, BUDGET_BYTES // (32 * per_round)))
+        self._pool: ProcessPoolExecutor | None = None
+        self._finalizer: weakref.finalize | None = None
+        self._hazard: str | None = None
+
+    def _run(self, points) -> None:
+        """Each point an evaluation on the pool; the earliest failure (in point order) raised."""
+        pool = self._ensure_pool()
+        futures: dict[Future, int] = {}
+        try:
+            for k, (_, ids, values, _, mine, _, side) in enumerate(points):
+                futures[pool.submit(_evaluate_point, ids, values, mine, side)] = k
+            failures: list[tuple[int, tuple]] = []
+            pending = set(futures)
+            while pending and not failures:
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+                failures += self._store(finished, futures, points)
+            if failures:
+                # Jobs not started yet come after every started one (FIFO): cancel them, let
+                # the running ones finish, raise the earliest failure, as serial would.
+                for fut in pending:
+                    fut.cancel()
+                failures += self._store(wait(pending).done, futures, points)
+                raise rebuild_error(min(failures, key=lambda item: item[0])[1])
+        except BrokenProcessPool as exc:
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+            self.close(terminate=True)
+            raise self._died(futures, points, processes) from exc
+        except BaseException:
+            self.close(terminate=True)  # KeyboardInterrupt or f's error: no worker outlives the check
+            raise
+        self.evaluations += len(points)
+
+    def _store(self, finished, futures: dict[Future, int], points) -> list[tuple[int, tuple]]:
+        """Store the answers of ``finished`` jobs; return their failures ``(point, payload)``."""
+        failures = []
+        for fut in finished:
+            if fut.cancelled():
+                continue
+            k = futures[fut]
+            answer = fut.result()
+            if answer[0] == "mutated":
+                first = np.unravel_index(int(points[k][1][0]), self.work.shape) if points[k][1].size else ()
+                raise worker_mutation_error(tuple(int(i) for i in first))
+            if answer[0] == "error":
+                failures.append((k, answer[1]))
+                continue
+            pos, out = points[k][0], points[k][5]
+            out[pos] = answer[1]
+        return failures
+
+    def _died(self, futures: dict[Future, int], points, processes: list[Any]) -> WorkerDiedError:
+        """The dead worker ran one of the first ``workers + 1`` unfinished evaluations (jobs
+        are picked up in order, one per worker and one queued ahead)."""
+        broken = sorted(k for fut, k in futures.items()
+                        if fut.done() and not fut.cancelled() and isinstance(fut.exception(), BrokenProcessPool))
+        suspects = broken[:self.workers + 1] or sorted(futures.values())
+        flat = np.unique(np.concatenate([points[k][1] for k in suspects]))
+        entry = lambda i: tuple(int(c) for c in np.unravel_index(int(i), self.work.shape))  # noqa: E731
+        return WorkerDiedError(
+            entry(flat.min()), entry(flat.max()), flat.size, how_it_died(processes),
+            task="a worker process of engine='processes' died ({how}) while evaluating f (coloured: one "
+                 "entry of each slice perturbed together) with")
+
+    def close(self, terminate: bool = False) -> None:
+        """Shut the pool down (``terminate=True``: kill the workers and join them)."""
+        pool, self._pool = self._pool, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if pool is not None:
+            shutdown_pool(pool, terminate)
+
+    def _ensure_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._hazard = self._hazard or fork_hazard()
+            if self._hazard is not None:
+                self.notes.append(f"engine='processes' forked its workers although {self._hazard}: f must "
+                                  "not call into jax")
+            # The workers' differencer: a shallow copy that does not hold the pool (which holds
+            # its initargs), so this one stays collectable and its finalizer shuts the pool down.
+            view = copy.copy(self)
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
+                                             initializer=_install, initargs=(view, os.getpid()))  # inherited, never pickled
+            self._finalizer = weakref.finalize(self, shutdown_pool, self._pool, False)
+        return self._pool
+
+
+# -- in the worker ------------------------------------------------------------------------
+_COLOURED: Any = None
+_PRISTINE: np.ndarray | None = None
+
+
+def _install(coloured: PooledColoured, parent: int) -> None:
+    global _COLOURED, _PRISTINE
+    die_with(parent)
+    _COLOURED = coloured
+    _PRISTINE = coloured.work.copy()  # as forked: a write by f shows against it
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it terminates the pool
+
+
+def _evaluate_point(ids: np.ndarray, values: np.ndarray, mine: np.ndarray, side: str) -> tuple:
+    """One evaluation on this worker's copy; the answer is data: ``("ok", reductions)``,
+    ``("error", payload)`` (see :func:`~gradcheck.engines._chunks.rebuild_error`) or
+    ``("mutated",)``."""
+    assert _PRISTINE is not None  # set by the pool's initializer
+    work = _COLOURED.work
+    try:
+        got = _COLOURED.point(ids, values, _PRISTINE.reshape(-1)[ids], mine, side)
+    except FunctionError as err:
+        if not unchanged(work, _PRISTINE):
+            return ("mutated",)
+        cause = err if isinstance(err, OutputError) or err.__cause__ is None else err.__cause__
+        return ("error", (err.index, err.side, picklable(cause), traceback.format_exc()))
+    if not unchanged(work, _PRISTINE):
+        return ("mutated",)
+    return ("ok", got)
