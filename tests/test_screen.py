@@ -391,10 +391,10 @@ def test_compiled_engine_gives_serials_report():
 
 
 def test_a_c_function_is_screened_and_localized():
-    """A C loss through cffi (gradcheck.native): screened on the serial engine (and the fork
-    pool, same verdicts), one entry of its gradient off by 1e-4 found at exactly its index.
-    engine='compiled' takes @njit f only
-    (a C f is refused with the reason, not run somewhere else)."""
+    """A C loss through cffi (gradcheck.native): screened on the serial engine, one entry of
+    its gradient off by 1e-4 found at exactly its index; the fork pool gives the same
+    verdicts, and engine='compiled' (the C function called from one parallel numba kernel)
+    serial's report bit for bit: verdicts, evaluations, detection limits."""
     from gradcheck.native import native_function
 
     rosen = native_function("rosenbrock")
@@ -406,8 +406,15 @@ def test_a_c_function_is_screened_and_localized():
     assert gradcheck.screen(rosen, x, rosen.gradient).passed
     fork = gradcheck.screen(rosen, x, bad, engine="processes")
     assert fork.engine == "screen/processes" and np.array_equal(fork.codes, r.codes)
-    with pytest.raises(ValueError, match="numba @njit"):
-        gradcheck.screen(rosen, x, bad, engine="compiled")
+    for claim in (bad, rosen.gradient):
+        serial = r if claim is bad else gradcheck.screen(rosen, x, claim)
+        compiled = gradcheck.screen(rosen, x, claim, engine="compiled")
+        assert compiled.engine == "screen/compiled" and compiled.evaluations == serial.evaluations
+        assert np.array_equal(compiled.codes, serial.codes) and compiled.passed == (claim is not bad)
+        assert np.array_equal(compiled.detection_limit, serial.detection_limit)
+        assert np.array_equal(compiled.numeric, serial.numeric, equal_nan=True)
+        if claim is bad:
+            assert mismatches(compiled) == {(100,)}
 
 
 def test_differences_far_below_checks_tolerance_are_not_chased():

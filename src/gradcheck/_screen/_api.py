@@ -95,8 +95,8 @@ def screen(
         As in :func:`gradcheck.check`.
     engine : {"auto", "serial", "processes", "executor", "compiled"}, default "auto"
         ``"processes"``: a fork pool; ``"executor"``: with ``executor=``; ``"compiled"``:
-        an ``@njit`` f, one parallel numba kernel per batch of directions. Each gives
-        serial's report.
+        an ``@njit`` f or a C f through cffi (:func:`gradcheck.native.native_function`),
+        one parallel numba kernel per batch of directions. Each gives serial's report.
     executor : concurrent.futures.Executor, optional
         Any executor (e.g. dask's), with ``engine="executor"`` or ``"auto"``.
     draws : int, default 2
