@@ -75,7 +75,7 @@ def kernel_codes_one_thread(a, n, z):
 
     codes = np.empty(a.size, dtype=np.uint8)
     _classify_kernel._classify_one_thread(a, n, z, RULE["rtol"], RULE["atol"], RULE["noise_factor"],
-                                          codes, _classify_kernel._NO_TOL, False)
+                                          _classify_kernel.DEFAULT_RESOLUTION, codes, _classify_kernel._NO_TOL, False)
     return codes
 
 
@@ -84,7 +84,7 @@ def kernel_codes_threads(a, n, z):
 
     codes = np.empty(a.size, dtype=np.uint8)
     _classify_kernel._classify_threads(a, n, z, RULE["rtol"], RULE["atol"], RULE["noise_factor"],
-                                       codes, _classify_kernel._NO_TOL, False)
+                                       _classify_kernel.DEFAULT_RESOLUTION, codes, _classify_kernel._NO_TOL, False)
     return codes
 
 

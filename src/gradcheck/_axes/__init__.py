@@ -5,7 +5,12 @@ Three steps, one module each: :mod:`.declare` reads the declaration against the 
 :class:`~gradcheck.DependentSlicesError`, never turned into verdicts); :mod:`.colour` is the
 differencer that perturbs one entry of every slice in the same evaluation. ``check`` hands
 the differencer and each entry's base value (its slice's) to the same verdict machinery as
-a plain check: classify, step study, kink test, quick look, referee.
+a plain check: classify, step study, kink test, quick look, referee; :mod:`.referee` is the
+referee on each entry's own slice.
+In: ``f``, ``x``, ``f(x)`` and the declared axes. Out: a verified declaration, a differencer
+for the pipeline's difference stage, a slice referee for the adjudicate stage. It ranks
+beside ``_lowp``, after the report and before the pipeline.
+Must not import: the pipeline, any feature (``gradcheck.mp`` only inside the referee).
 """
 from __future__ import annotations
 

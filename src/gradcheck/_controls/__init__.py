@@ -8,4 +8,5 @@ the other kinds of claim (``check_jvp``, ``check_hvp``, ``check_adjoint``, ``tay
 complex ``check``), ``corrupt`` the planted error.
 It ranks above the features (it runs every kind of check); nothing but the top (the package
 root, the pytest plugin, the demo) imports it.
+Must not import: the demo, the command line, the pytest plugin.
 """

@@ -5,8 +5,9 @@ configuration and unit round-offs (``config``), the one tolerance formula and PA
 (``tolerance``), the verdicts and their causes (``verdict``), the overall status rule
 (``status``), validation of user arguments and the one label rule (``arguments``) and of inputs
 and outputs (``inputs``), ``same_bits``, the one meaning of "unchanged" (``arrays``), exact
-rounding to float formats and ulps (``formats``), and the numba policy (``jit``: kernels
-compiled on first use).
+rounding to float formats and ulps (``formats``), the numba policy (``jit``: kernels
+compiled on first use), and ``Judged`` (``judged``: the verdicts so far and how each was
+reached, what classify, refine and adjudicate pass along).
 Must not import: any other part of gradcheck, nor anything heavy at import time (numba,
 mpmath and ml_dtypes are imported inside the functions that need them).
 """

@@ -1,10 +1,17 @@
 """Low precision (float16, bfloat16, float32): its judgement in ``check``, and ``dispute``.
 
-``plan`` is what ``check`` does with a float16/bfloat16 input (difference the exact float64
-upcast when ``f`` allows it, judge the claim in ulps of its own dtype); ``dispute`` settles a
-disagreement between low-precision kernels against the exact value at arbitrary precision,
-``result`` is its :class:`~gradcheck.DisputeResult`; ``subjects`` holds the C subject kernels
-(public as ``gradcheck.subjects``). Exact rounding and ulps are vocabulary: ``_core.formats``.
+In ``check``: ``plan`` is what ``check`` does with a float16/bfloat16/float32 input (difference
+the exact float64 upcast when ``f`` allows it, judge the claim in ulps of its own dtype; a
+no-op for float64); ``float32`` says which of the two float32 checks applies (a
+precision-generic ``f``, or one that computes in float32 whatever it is given) and measures
+the claim's own float32 rounding; ``f32steps`` differences a forced-float32 ``f`` in float32
+with Richardson extrapolation.
+``dispute`` settles a disagreement between low-precision kernels against the exact value at
+arbitrary precision: ``dispute_gradient`` (``of="gradient"``, backward kernels through
+``gradcheck.mp``'s reverse mode), ``dispute_bound`` (what float32 arithmetic loses on the
+inputs), ``dispute_timing`` (speed next to accuracy); ``result`` is its
+:class:`~gradcheck.DisputeResult`; ``subjects`` holds the C subject kernels (public as
+``gradcheck.subjects``). Exact rounding and ulps are vocabulary: ``_core.formats``.
 In: arrays in a low-precision format, a definition for the referee. Out: a plan for check, a
 DisputeResult. It ranks after the report (a DisputeResult renders itself) and before the
 pipeline (check uses the plan).

@@ -28,4 +28,7 @@ the negative controls of these kinds are ``gradcheck._controls.kinds``
 (``assert_detects_wrong_gradient(kind=...)``); the torch and jax adapters have ``jvp`` and ``hvp``;
 ``cli.py``, ``pytest_plugin.py`` and ``showcases`` call into ``_cli``, ``_plugin`` and
 ``_showcases``; the public names are re-exported by ``gradcheck/__init__.py``.
+
+Must not import: the other features, the negative controls, the demo, the command line
+(matplotlib only inside ``_taylor_plot``'s functions).
 """

@@ -11,11 +11,15 @@ search), ``_complex`` (the complex-step probe and its verification), ``_probe`` 
 ``_compiled`` (the same for an ``@njit`` f, in one numba kernel), ``_measure`` (blocks to
 estimates, the budget), ``_bisect`` (the bisection driver), ``_prepare`` (f at x, the
 claim, the private copy), ``_entrywise`` (check's judgement of localized entries),
+``_exact`` (exact directional derivatives of blocks at arbitrary precision, ``exact=``),
 ``_limit`` and ``_words`` (detection limit, miss probability, the report's words),
-``_assemble`` (the report), ``_budget``, and ``_api`` (the public :func:`screen`).
+``_assemble`` (the report), ``_budget`` (evaluations or seconds), and ``_api`` (the public
+:func:`screen`).
 
-Builds on the stages of ``check`` (backends, engines' serial differencer, the judge,
-the report); nothing in those stages imports this package.
+Builds on the stages of ``check`` (backends, engines' serial differencer, the pipeline's
+prepare and judge, the report); nothing in those stages imports this package.
+Must not import: the other features (``_models`` imports it, not the reverse), the negative
+controls, the demo, the command line (``gradcheck.mp`` only inside the exact path).
 """
 from ._api import screen as screen
 

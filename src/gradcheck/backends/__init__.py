@@ -1,4 +1,14 @@
-"""Backends: where the claimed gradient comes from (numpy, dual numbers, frameworks)."""
+"""Backends: where the claimed gradient comes from (numpy, dual numbers, frameworks).
+
+Stage 1 of a check, adapt ``f``. In: ``f``, ``x`` (a numpy array, a torch tensor, a jax
+array) and the claim, or none. Out: a :class:`Backend` that evaluates ``f`` on float64
+numpy arrays and gives the claimed gradient as one (``_claimed``), with the framework's
+autodiff contract audited (``_contract``). Modules: ``_protocol`` (the Backend protocol),
+``_numpy`` (a hand-written claim), ``_dual`` (the dual-number adapter over
+``gradcheck.dual``), ``_torch`` and ``_jax`` (loaded when their backend is asked for).
+Must not import: the engines and every stage after them, nor any feature; torch and jax
+only in their own modules.
+"""
 from __future__ import annotations
 
 from typing import Any

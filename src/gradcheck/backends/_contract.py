@@ -7,8 +7,6 @@ for a zero one. The contract: ``g1`` has x's dtype and shape; the backward is re
 gradient wherever the claim is finite. Each broken clause is a sentence for the report.
 
 >>> import numpy as np
-
-from .._errors import OutputError
 >>> g = np.array([1.0, 2.0])
 >>> contract_violations(AUTOGRAD, g, g, np.array([0.0, 3.0]), "float64", "float64", (2,), (2,), g)
 ['a zero output gradient gave a non-zero input gradient at (1,) (max |g| = 3)']

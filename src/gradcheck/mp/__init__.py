@@ -14,6 +14,14 @@ its result, and gradcheck never changes mpmath's global precision. Outside them,
 arithmetic rounds to ``mpmath.mp`` as any mpmath number does (``mpmath.workdps`` scopes it).
 
 This package imports mpmath; ``import gradcheck`` does not import it.
+Modules: ``_scalar`` (:class:`MPFloat`), ``_complex`` (``MPComplex``), ``_array`` (the ufuncs
+numpy has no object loop for), ``_convert`` (exact conversion in, one rounding out),
+``_context`` (private precision per operation), ``_evaluate`` (run ``f``, refuse a result
+that left mpmath), ``_errors`` (:class:`Reason`), ``_derivative`` (one entry's exact
+derivative), ``_reverse`` (``mp_vjp``: exact gradients by reverse mode).
+In: float arrays and unmodified numpy code. Out: exact values and derivatives.
+Must not import: anything of gradcheck above ``_core`` (an oracle shares no code with what
+it checks).
 
 >>> import numpy as np
 >>> from gradcheck.mp import mp_derivative
