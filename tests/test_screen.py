@@ -391,10 +391,10 @@ def test_compiled_engine_gives_serials_report():
 
 
 def test_a_c_function_is_screened_and_localized():
-    """A C loss through cffi (gradcheck.native): screened on the serial engine (and the fork
-    pool, same verdicts), one entry of its gradient off by 1e-4 found at exactly its index.
-    engine='compiled' takes @njit f only
-    (a C f is refused with the reason, not run somewhere else)."""
+    """A C loss through cffi (gradcheck.native): screened on the serial engine, one entry of
+    its gradient off by 1e-4 found at exactly its index; the fork pool gives the same
+    verdicts, and engine='compiled' (the C function called from one parallel numba kernel)
+    serial's report bit for bit: verdicts, evaluations, detection limits."""
     from gradcheck.native import native_function
 
     rosen = native_function("rosenbrock")
@@ -406,8 +406,15 @@ def test_a_c_function_is_screened_and_localized():
     assert gradcheck.screen(rosen, x, rosen.gradient).passed
     fork = gradcheck.screen(rosen, x, bad, engine="processes")
     assert fork.engine == "screen/processes" and np.array_equal(fork.codes, r.codes)
-    with pytest.raises(ValueError, match="numba @njit"):
-        gradcheck.screen(rosen, x, bad, engine="compiled")
+    for claim in (bad, rosen.gradient):
+        serial = r if claim is bad else gradcheck.screen(rosen, x, claim)
+        compiled = gradcheck.screen(rosen, x, claim, engine="compiled")
+        assert compiled.engine == "screen/compiled" and compiled.evaluations == serial.evaluations
+        assert np.array_equal(compiled.codes, serial.codes) and compiled.passed == (claim is not bad)
+        assert np.array_equal(compiled.detection_limit, serial.detection_limit)
+        assert np.array_equal(compiled.numeric, serial.numeric, equal_nan=True)
+        if claim is bad:
+            assert mismatches(compiled) == {(100,)}
 
 
 def test_differences_far_below_checks_tolerance_are_not_chased():
@@ -441,6 +448,32 @@ def test_budget_in_seconds():
     f, g, W = mlp(64)
     r = gradcheck.screen(f, W, g, budget="2s")
     assert r.passed and r.counts[SCREENED] == W.size
+
+
+def test_a_larger_budget_lowers_the_limit_only_where_the_blocks_set_it():
+    """rtol=1e-12 (not the floor) and finite differences only: on this tanh layer the 16-block
+    screen's limit (5e-9 at the median entry) is set by its blocks, above check's own floor
+    (rtol and f's measured round-off at the entry-wise step, 2e-9): a budget that pays for it
+    re-cuts into 64 blocks and the stated limit drops to the floor; an error 3x above the
+    lower limit is found at exactly its index. Control: at the default rtol, rtol is the
+    floor, the budget buys nothing for the limit, and no re-cut is spent."""
+    rng = np.random.default_rng(0)
+    A, B, W = (rng.standard_normal((64, 64)) / 2 for _ in range(3))
+    f = lambda w: np.sum(np.tanh(A @ w) * B)  # noqa: E731
+    g = A.T @ ((1 - np.tanh(A @ W) ** 2) * B)
+    fine = gradcheck.Config(rtol=1e-12)
+    small, large = (gradcheck.screen(f, W, g, config=fine, complex_step=False, exact=False, budget=b)
+                    for b in (600, 2000))
+    assert small.passed and large.passed and large.evaluations <= 2000
+    assert "re-cut from 16" in str(large) and "re-cut" not in str(small)
+    assert np.median(large.detection_limit) < 0.5 * np.median(small.detection_limit)
+    bad = g.copy()
+    bad[5, 7] += 3 * large.detection_limit[5, 7]
+    found = gradcheck.screen(f, W, bad, config=fine, complex_step=False, exact=False, budget=2000)
+    assert mismatches(found) == {(5, 7)}
+    coarse, generous = (gradcheck.screen(f, W, g, complex_step=False, exact=False, budget=b) for b in (600, 2000))
+    assert np.array_equal(coarse.detection_limit, generous.detection_limit) and "re-cut" not in str(generous)
+    assert generous.evaluations == coarse.evaluations
 
 
 @pytest.mark.parametrize("kwargs, error, match", [

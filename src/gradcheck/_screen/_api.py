@@ -13,6 +13,7 @@ The flow, one named step each:
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,6 +34,7 @@ from ._engines import SCREEN_ENGINES, select
 from ._entrywise import EntryJudge
 from ._exact import AUTO_SECONDS, EVALS_PER_BLOCK, ExactProbe, agreement, exact_floor
 from ._exact import GAIN as EXACT_GAIN
+from ._limit import screening_limit
 from ._measure import BudgetExhausted, Measured, Measurer
 from ._partition import draw
 from ._prepare import Prepared, prepare, time_and_repeat
@@ -45,6 +47,11 @@ DEFAULT_DRAWS = 2
 RELEVANCE_SHARE = 0.5
 #: The top level may use at most this share of the budget (the rest localizes).
 TOP_SHARE = 0.5
+#: With ``blocks=None``, a clean screen whose limit at the median entry is more than
+#: RECUT_OVER_FLOOR x check's own (its tolerance: rtol and the entry-wise round-off) is cut
+#: again into RECUT_FACTOR x more blocks when the budget pays for it (see _smaller_blocks).
+RECUT_OVER_FLOOR = 2.0
+RECUT_FACTOR = 4
 
 
 def screen(
@@ -88,15 +95,20 @@ def screen(
         As in :func:`gradcheck.check`: the function, the point, the claimed gradient.
     budget : int, str or datetime.timedelta, optional
         Evaluations of ``f`` (an int; default 2000), or wall time (``"90s"``, ``"5min"``,
-        a ``timedelta``). The top level takes a few hundred; the rest localizes. A dense
+        a ``timedelta``). The top level takes a few hundred; the rest localizes. With
+        ``blocks=None``, where the blocks (not check's own floor: rtol, or f's round-off at
+        the entry-wise step) set the limit, a budget that pays for it re-cuts into 4x more
+        blocks, which lowers the limit at most down to that floor (a block's round-off does
+        not depend on its size; a smaller block only allows a longer step); at the default
+        rtol, rtol is the floor and the budget buys localization, not a lower limit. A dense
         error (most blocks disagree in every draw) is reported as such, with a few entries
         localized as examples, instead of an entry-wise check in disguise.
     config : Config, optional
         As in :func:`gradcheck.check`.
     engine : {"auto", "serial", "processes", "executor", "compiled"}, default "auto"
         ``"processes"``: a fork pool; ``"executor"``: with ``executor=``; ``"compiled"``:
-        an ``@njit`` f, one parallel numba kernel per batch of directions. Each gives
-        serial's report.
+        an ``@njit`` f or a C f through cffi (:func:`gradcheck.native.native_function`),
+        one parallel numba kernel per batch of directions. Each gives serial's report.
     executor : concurrent.futures.Executor, optional
         Any executor (e.g. dask's), with ``engine="executor"`` or ``"auto"``.
     draws : int, default 2
@@ -157,8 +169,13 @@ def screen(
     eng, why = select(engine, prep.probe, executor=executor, seconds_per_call=per_call,
                       batch=count * 2 * len(FACTORS), fork_safe=prep.backend.name == "numpy")
     try:
-        state = _run(prep, eng, allowed, count, int(draws), (complex_step, exact), adjudicate, digits,
-                     prep.config.seed if seed is None else int(seed), per_call)
+        run = functools.partial(_run, prep, eng, allowed, draws=int(draws), wanted=(complex_step, exact),
+                                adjudicate=adjudicate, digits=digits, per_call=per_call,
+                                seed=prep.config.seed if seed is None else int(seed))
+        state = run(count=count)
+        if blocks is None:
+            state, recut = _smaller_blocks(prep, state, run, allowed)
+            fitted = "; ".join(x for x in (fitted, recut) if x)
     finally:
         eng.close()
     if not prep.probe.unchanged():
@@ -194,13 +211,68 @@ def _fit_blocks(count: int, draws: int, allowed: int) -> tuple[int, str]:
     if count * per_block <= room:
         return count, ""
     fitted = max(1, room // per_block)
-    # Not "a lower detection limit": measured, the limit does not shrink with smaller blocks
-    # (rtol or f's round-off sets it, and the round-off of a directional derivative does not
-    # depend on how many entries the direction moves); fewer blocks raise the chance that two
-    # errors share one and cancel.
+    # Not "a higher detection limit" in general: where rtol or f's round-off sets the limit,
+    # the block size does not change it (see _smaller_blocks for where it does); fewer
+    # blocks raise the chance that two errors share one and cancel.
     return fitted, (f"{fitted} blocks per draw instead of {count}: the budget of {allowed} evaluations "
                     "allows no more (with fewer blocks, two errors share one more often: see the "
                     "miss probability)")
+
+
+def _blocks_set_limit(prep: Prepared, state: State) -> float:
+    """The median stated limit when a clean screen's limit is set by its blocks (their finite
+    differences, not check's tolerance, at the median entry by more than
+    :data:`RECUT_OVER_FLOOR`); else 0. Clean: everything cleared in every draw, nothing
+    localized, neither the complex step nor the exact path in use."""
+    bis, m = state.bisection, state.measurer
+    if bis.budget_hit or bis.dense or bis.loc_idx.size or not bis.cleared.all() \
+            or m.complex_probe is not None or m.exact_probe is not None:
+        return 0.0
+    own = screening_limit(bis.tau, bis.cleared, prep.weights, bis.depth_ratio)
+    if not np.median(own) > RECUT_OVER_FLOOR * np.median(prep.floor):
+        return 0.0
+    return float(np.median(np.maximum(own, prep.floor)))
+
+
+def _smaller_blocks(prep: Prepared, state: State, run, allowed: int) -> tuple[State, str]:
+    """What the budget buys for the limit: while the blocks (not check's tolerance) set it
+    and the budget pays for a top level with :data:`RECUT_FACTOR` times more blocks (at
+    most half of what is left), cut again with smaller blocks (the step along a smaller
+    block can be longer before truncation shows, so its round-off is smaller) and keep the
+    new screen if its limit at the median entry is lower, or if it found a MISMATCH or a dense
+    error (a finding is never thrown away); the evaluations of a cut not kept are counted."""
+    said, n, first = "", prep.analytic.size, (state.blocks, _blocks_set_limit(prep, state))
+    while (limit := _blocks_set_limit(prep, state)) > 0:
+        count = state.blocks * RECUT_FACTOR
+        used = state.measurer.evaluations
+        if count > n // (2 * LEAF_SIZE) or 2 * (count * 2 * len(FACTORS) * state.draws + 40) > allowed - used:
+            break
+        prep.evaluations = used
+        new = run(count=count)
+        now = _median_limit(prep, new)
+        found = new.bisection.dense or any((judged.codes == Verdict.MISMATCH).any() for _, judged in new.judge.parts)
+        if found or now < limit:
+            said = (f"{count} blocks per draw (re-cut from {first[0]}: the blocks, not check's "
+                    f"tolerance, set the limit, and the budget paid for smaller ones; the limit at "
+                    f"the median entry went from {first[1]:.3g} to {now:.3g})")
+            new.phases = {"coarser cuts": used, **{k: v - (used if k == "step search" else 0)
+                                                    for k, v in new.phases.items()}}
+            state = new
+            if found:
+                break
+        else:
+            state.phases[f"{count}-block cut tried"] = new.measurer.evaluations - used
+            state.measurer.evaluations = new.measurer.evaluations
+            said += (f"{'; ' if said else ''}{count} blocks per draw were tried and did not lower the limit "
+                     f"({now:.3g} at the median entry, against {limit:.3g}): the {state.blocks}-block screen is kept")
+            break
+    return state, said
+
+
+def _median_limit(prep: Prepared, state: State) -> float:
+    bis = state.bisection
+    own = screening_limit(bis.tau, bis.cleared, prep.weights, bis.depth_ratio)
+    return float(np.median(np.maximum(own, prep.floor)))
 
 
 def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adjudicate, digits,
@@ -215,6 +287,9 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adju
     bis = Bisection(m, all_draws, judge, relevance=RELEVANCE_SHARE * prep.floor * prep.weights)
     first = (all_draws[0].blocks[0], all_draws[0].signs[all_draws[0].blocks[0]])
     step_note, known = _calibrate(prep, m, first)
+    if m.rho != prep.rho:  # check's floor with f's measured round-off (see _limit.entrywise_floor)
+        prep.rho, prep._floor = m.rho, None
+        bis.relevance = RELEVANCE_SHARE * prep.floor * prep.weights
     phases = {"step search": m.evaluations}
     complex_note = exact_note = ""
     try:

@@ -1,12 +1,18 @@
 """The compiled screening engine: evaluations along many directions in one numba kernel.
 
 For an ``f`` that is a numba ``@njit`` function (scalar- or array-valued) with the numpy
-backend. The jobs (a block's flat indices and the values written there) are packed into
+backend, or a C loss through cffi (:class:`~gradcheck.native.NativeFunction`, called from
+the kernel through its function pointer, as ``check``'s compiled engine calls it). The jobs (a block's flat indices and the values written there) are packed into
 three flat arrays; the kernel splits them into chunks over numba's threads, and each chunk
 perturbs its own copy of ``x``: writes a job's values, evaluates ``f``, restores the old
 values, with no Python in the loop. ``f``'s value (or ``np.add.reduce(v * y)`` in numpy's
 own pairwise order, for an array output) is the serial engine's to the bit, so a screen
 gives the same report on ``compiled`` and ``serial``.
+
+A C loss reads float64: each chunk works on a float64 copy of ``x``, and a job's values are
+rounded in ``x``'s dtype first and then widened exactly, which is what ``NativeFunction``
+does with the serial engine's perturbed copy. A C function cannot raise (a NaN it returns
+is a NaN value) and takes ``const double *``: no mutation check is made for it.
 
 numba cannot raise out of a parallel loop: a job whose evaluation raised is recorded, and
 evaluated again from Python afterwards, which raises ``FunctionError`` as serial does. A
@@ -18,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.jit import PRANGE, kernel
-from ..engines._compiled import _eval_reduced, _eval_scalar, _first_changed, _same
+from ..engines._compiled import _data_or_null, _eval_reduced, _eval_scalar, _first_changed, _same
+from ..native import NativeFunction
 from ._probe import Probe, run_jobs
 
 prange = PRANGE
@@ -29,7 +36,10 @@ _RAISED, _MUTATED = 1, 2
 
 
 def applies(f) -> bool:
-    """Whether ``f`` is a numba ``@njit`` function (without importing numba otherwise)."""
+    """Whether ``f`` is a numba ``@njit`` function or a C loss through cffi (a
+    :class:`~gradcheck.native.NativeFunction`), without importing numba otherwise."""
+    if isinstance(f, NativeFunction):
+        return True
     cls = type(f)
     return cls.__module__.startswith("numba.") and cls.__name__ == "CPUDispatcher"
 
@@ -39,8 +49,11 @@ class CompiledEngine:
 
     def __init__(self, probe: Probe) -> None:
         if not applies(probe.f):
-            raise ValueError(f"engine='compiled' needs a numba @njit f, got {type(probe.f).__name__}; "
+            raise ValueError(f"engine='compiled' needs a numba @njit f or a C f through cffi "
+                             f"(gradcheck.native.NativeFunction), got {type(probe.f).__name__}; "
                              "use engine='serial' or 'auto'")
+        if isinstance(probe.f, NativeFunction) and probe.cotangent is not None:
+            raise ValueError("engine='compiled' runs a C f that returns a scalar; use engine='serial'")
         import numba
 
         self.probe = probe
@@ -57,6 +70,9 @@ class CompiledEngine:
         out = np.full(len(jobs), np.nan)
         status = np.zeros(len(jobs), dtype=np.int64)
         chunks = max(1, min(len(jobs), self.threads * CHUNKS_PER_THREAD))
+        if isinstance(p.f, NativeFunction):
+            _native(p.f, p.work, idx, vals, offsets, chunks, out)
+            return out  # a C function cannot raise; a NaN it returns is the value
         if p.cotangent is None:
             _scalar_jobs(p.f, p.work, idx, vals, offsets, chunks, out, status)
         else:
@@ -120,3 +136,28 @@ def _reduced_jobs(f, work, v, idx, vals, offsets, chunks, out, status):
                 status[j] = _RAISED
         if hi > lo and status[hi - 1] == 0 and _first_changed(flat, ref) >= 0:
             status[hi - 1] = _MUTATED
+
+
+def _native(f: NativeFunction, work, idx, vals, offsets, chunks, out) -> None:
+    """Run the jobs through the C loss's function pointer (as ``check``'s compiled engine)."""
+    loss = f.ffi.cast("double(*)(const double *, int64_t, const int64_t *)", f.loss)
+    iparams = np.array(f.iparams if f.iparams else [0], dtype=np.int64)
+    _native_jobs(loss, work.reshape(-1), iparams, bool(f.iparams), idx, vals, offsets, chunks, out)
+
+
+@kernel(parallel=True)
+def _native_jobs(loss, work, iparams, has_iparams, idx, vals, offsets, chunks, out):
+    # vals are in x's dtype already; the C loss reads them widened to float64.
+    jobs = offsets.size - 1
+    n = work.size
+    for c in prange(chunks):
+        xb = work.astype(np.float64)
+        x_ptr = _data_or_null(xb, True)
+        ip_ptr = _data_or_null(iparams, has_iparams)
+        for j in range(c * jobs // chunks, (c + 1) * jobs // chunks):
+            a, b = offsets[j], offsets[j + 1]
+            for k in range(a, b):
+                xb[idx[k]] = np.float64(vals[k])
+            out[j] = loss(x_ptr, n, ip_ptr)
+            for k in range(a, b):
+                xb[idx[k]] = np.float64(work[idx[k]])

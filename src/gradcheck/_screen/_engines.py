@@ -5,7 +5,8 @@ entries: ``serial`` (in process), ``processes`` (a fork pool: each worker inheri
 probe, its own copy of ``x`` and ``f``; only indices and values travel) and ``executor``
 (any ``concurrent.futures.Executor``, e.g. dask's ``client.get_executor()``: the probe is
 cloudpickled once and cached on the workers, as the executor engine of ``check`` does) and
-``compiled`` (an ``@njit`` f: one parallel numba kernel, :mod:`._compiled`).
+``compiled`` (an ``@njit`` f or a C f through cffi: one parallel numba kernel,
+:mod:`._compiled`).
 Every engine runs :func:`._probe.run_jobs` on its share, so the values are the same bits
 whichever engine ran them (given an ``f`` that computes the same on every worker).
 
@@ -33,8 +34,12 @@ from ._probe import Probe, run_jobs
 SCREEN_ENGINES = ("auto", "serial", "processes", "executor", "compiled")
 #: auto forks a pool when one batch of evaluations would take longer than this on one core.
 AUTO_MIN_SECONDS = 1.0
-#: auto runs an njit f in the compiled kernel from this batch time (compiling it takes ~1 s).
+#: auto runs an njit (or C) f in the compiled kernel from this batch time (compiling it takes ~1 s).
 COMPILED_MIN_SECONDS = 0.5
+
+
+def _is_njit(f: Any) -> bool:
+    return type(f).__name__ == "CPUDispatcher"
 
 
 class SerialEngine:
@@ -74,7 +79,8 @@ def select(name: str, probe: Probe, *, executor: Any, seconds_per_call: float, b
     if name == "serial":
         return SerialEngine(probe), "serial: asked for"
     if name == "auto" and applies(probe.f) and fork_safe and batch * seconds_per_call > COMPILED_MIN_SECONDS:
-        return CompiledEngine(probe), (f"compiled: f is a numba @njit function and a batch of {batch} "
+        kind = "a numba @njit function" if _is_njit(probe.f) else "a C function (cffi)"
+        return CompiledEngine(probe), (f"compiled: f is {kind} and a batch of {batch} "
                                        f"evaluations takes ~{batch * seconds_per_call:.2g} s from Python")
     cores = usable_cores()
     # numpy code only: a child forked after torch (or jax) has started its thread pools can

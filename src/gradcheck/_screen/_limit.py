@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.tolerance import Tolerance
+from ._directional import MEASURED_SAFETY
 
 #: The step (times h) at which check's quick look re-differences a noisy PASS
 #: (``gradcheck._refine.quick.QUICK_FACTORS[0]``).
@@ -43,12 +44,15 @@ def screening_limit(tau: np.ndarray, cleared: np.ndarray, weights: np.ndarray, d
 
 
 def entrywise_floor(analytic: np.ndarray, *, rtol: float, atol: float, k: float, unit: float,
-                    f0: float, steps: np.ndarray) -> np.ndarray:
+                    f0: float, steps: np.ndarray, rho: float = 0.0) -> np.ndarray:
     """The smallest error ``check``'s rule calls MISMATCH at each entry. Its round-off
-    term is the model ``u (|f+| + |f-|) / 2s ~ u |f0| / s`` at ``s = 8h``, the step at which
-    ``check``'s quick look certifies a PASS whose tolerance is mostly round-off (entries
-    whose tolerance is not round-off do not depend on it)."""
-    noise = unit * abs(f0) / (QUICK_LOOK_FACTOR * steps)
+    term is the larger of the model ``u (|f+| + |f-|) / 2s ~ u |f0| / s`` and the step
+    study's ``MEASURED_SAFETY rho / 2s`` with ``rho`` f's measured round-off (far above
+    ``u |f0|`` when f sums many terms that cancel: measured 60x on a tanh layer, where the
+    model alone stated limits 10x below what check's rule can flag at rtol=1e-12), at
+    ``s = 8h``, the step at which ``check``'s quick look certifies a PASS whose tolerance
+    is mostly round-off (entries whose tolerance is not round-off do not depend on it)."""
+    noise = max(unit * abs(f0), 0.5 * MEASURED_SAFETY * rho) / (QUICK_LOOK_FACTOR * steps)
     return Tolerance(rtol, atol, k).bound(np.abs(analytic), noise) / max(1e-12, 1.0 - rtol)
 
 

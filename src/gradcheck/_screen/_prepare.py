@@ -42,6 +42,7 @@ class Prepared:
     weights: np.ndarray          # max(1, |x_i|), flat
     evaluations: int             # of f so far (the base evaluation)
     _floor: np.ndarray | None = None
+    rho: float = 0.0             # f's round-off, measured along the first block (0: not yet)
 
     @property
     def x_flat(self) -> np.ndarray:
@@ -58,7 +59,7 @@ class Prepared:
             cfg = self.config
             steps = steps_for(self.x_flat.astype(np.float64), cfg.step)
             self._floor = entrywise_floor(self.analytic, rtol=cfg.rtol, atol=cfg.atol, k=cfg.noise_factor,
-                                          unit=self.unit, f0=self.f0, steps=steps)
+                                          unit=self.unit, f0=self.f0, steps=steps, rho=self.rho)
         return self._floor
 
 
