@@ -85,9 +85,13 @@ def judge_entries(
     (default: the largest claimed entry here); a claim within ``k*u*claim_scale`` of an
     exact value is within round-off. ``first`` (numeric, noise) replaces the estimates
     from ``diffs`` (the forced-float32 path's Richardson values, ``_lowp.f32steps``).
+
+    ``diffs`` and ``steps`` are the caller's to give away: float64 writeable arrays are
+    used as they are (not copied, three arrays of N fewer), and a step that left f's
+    domain is retried in place in them.
     """
     cfg = config
-    fp, fm, denom = (np.array(d, dtype=np.float64) for d in diffs)
+    fp, fm, denom = (_owned(d) for d in diffs)
     count = values.size
     idx_map = np.arange(count) if flat_indices is None else np.asarray(flat_indices)
     numeric, noise = _first_estimates(fp, fm, denom, unit, drift)
@@ -120,6 +124,13 @@ def judge_entries(
     if referee is not None and adjudicate is not False and drift is None:
         adjudicate_doubts(judged, referee, analytic, idx_map, unit_claim(unit, judged), cfg, claim_scale)
     return judged
+
+
+def _owned(d: Any) -> np.ndarray:
+    """``d`` as a writeable float64 array: itself when it already is one, else a copy."""
+    if isinstance(d, np.ndarray) and d.dtype == np.float64 and d.flags.writeable:
+        return d
+    return np.array(d, dtype=np.float64)
 
 
 def _first_estimates(fp, fm, denom, unit, drift):

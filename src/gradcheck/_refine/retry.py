@@ -19,11 +19,12 @@ def retry_nonfinite_steps(differencer, x, a, diffs, steps, codes, numeric, noise
         np.isfinite(x) & np.isfinite(a) & ~(np.isfinite(fp) & np.isfinite(fm))
     )
     done, evaluations = [], 0
-    relative = cfg.step * np.maximum(np.abs(x), np.finfo(np.float64).tiny)
+    # Only the stuck entries' steps (not an array of N for every check).
+    relative = cfg.step * np.maximum(np.abs(x[stuck]), np.finfo(np.float64).tiny)
     for shrink in (1.0, 1e-2, 1e-4):
         if not stuck.size:
             break
-        trial = np.minimum(relative[stuck] * shrink, steps[stuck])
+        trial = np.minimum(relative * shrink, steps[stuck])
         p, m, d = differencer(stuck, trial)
         ok = np.isfinite(p) & np.isfinite(m) & (d > 0)
         if ok.any():
@@ -34,5 +35,5 @@ def retry_nonfinite_steps(differencer, x, a, diffs, steps, codes, numeric, noise
             codes[idx] = classify(a[idx], n, z, **rule_of(cfg))
             done.append(idx)
         evaluations += 2 * stuck.size
-        stuck = stuck[~ok]
+        stuck, relative = stuck[~ok], relative[~ok]
     return (np.concatenate(done) if done else np.zeros(0, dtype=np.int64)), evaluations
