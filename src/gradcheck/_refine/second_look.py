@@ -22,6 +22,17 @@ from .study import STUDY_FACTORS, step_study
 QUICK_LOOK = True
 
 
+def _noisy_passes(codes, analytic, numeric, noise, rule: Tolerance, block: int = 1 << 15) -> np.ndarray:
+    """PASS entries whose round-off allowance exceeds their relative one, block by block
+    (elementwise, so the same bits as in one go, without full-size float temporaries)."""
+    out = np.zeros(codes.size, dtype=bool)
+    for start in range(0, codes.size, block):
+        part = slice(start, start + block)
+        scale = np.maximum(np.abs(analytic[part]), np.abs(numeric[part]))
+        out[part] = (codes[part] == Verdict.PASS) & (rule.noise_term(noise[part]) > rule.value_term(scale))
+    return out
+
+
 def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> None:
     """Step study of the suspects: every MISMATCH, and with ``refine_noisy`` the noisy PASS
     entries (the quick look first) and the UNCHECKED ones. ``sub`` counts the evaluations.
@@ -32,9 +43,7 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
     if cfg.refine_noisy:
         # PASS entries whose tolerance is mostly round-off certify less than rtol;
         # UNCHECKED entries may sit on a kink, or resolve with larger steps.
-        scale = np.maximum(np.abs(analytic), np.abs(numeric))
-        rule = Tolerance.of(cfg)
-        suspect |= (codes == Verdict.PASS) & (rule.noise_term(noise) > rule.value_term(scale))
+        suspect |= _noisy_passes(codes, analytic, numeric, noise, Tolerance.of(cfg))
         suspect |= codes == Verdict.UNCHECKED
     suspects = np.flatnonzero(suspect & np.isfinite(fp) & np.isfinite(fm))
     options = dict(unit_roundoff=unit, **rule_of(cfg))

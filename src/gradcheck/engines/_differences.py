@@ -149,7 +149,26 @@ def _located(exc: Exception, index: tuple[int, ...], side: str, param: str | Non
 def slope_and_noise(
     f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray, unit_roundoff: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Difference quotient and the round-off it may carry: ``u(|f+|+|f-|)/|denom|``."""
+    """Difference quotient and the round-off it may carry: ``u(|f+|+|f-|)/|denom|``.
+
+    Long float64 1-D inputs are done in blocks (the same expression, so the same bits):
+    the two results and no full-size temporaries."""
+    arrays = (f_plus, f_minus, denom)
+    if not (all(isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1 for a in arrays)
+            and f_plus.size > _BLOCK and f_plus.size == f_minus.size == denom.size):
+        return _slope_and_noise(f_plus, f_minus, denom, unit_roundoff)
+    slope, noise = np.empty(f_plus.size), np.empty(f_plus.size)
+    for start in range(0, f_plus.size, _BLOCK):
+        part = slice(start, start + _BLOCK)
+        slope[part], noise[part] = _slope_and_noise(f_plus[part], f_minus[part], denom[part], unit_roundoff)
+    return slope, noise
+
+
+#: Entries per block of the elementwise estimates (a few hundred KiB of temporaries).
+_BLOCK = 1 << 15
+
+
+def _slope_and_noise(f_plus, f_minus, denom, unit_roundoff):
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         slope = (f_plus - f_minus) / denom
         noise = unit_roundoff * (np.abs(f_plus) + np.abs(f_minus)) / np.abs(denom)
