@@ -26,13 +26,15 @@ GROSS_CONFIRMED = 3
 
 def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit, cfg, claim_scale) -> None:
     codes = judged.codes
+    # Excess (error over tolerance) of the mismatches only: no arrays of N but the masks.
+    mismatches = np.flatnonzero(codes == Verdict.MISMATCH)
     with np.errstate(divide="ignore", invalid="ignore"):
-        tol = Tolerance.of(cfg).per_entry(analytic, judged.numeric, judged.noise)
-        excess = np.abs(analytic - judged.numeric) / tol
-    mismatch = codes == Verdict.MISMATCH
-    gross = np.flatnonzero(mismatch & (excess >= GROSS_EXCESS))
-    gross = gross[np.argsort(-excess[gross])][:GROSS_CONFIRMED]
-    doubt = (mismatch & ~(excess >= GROSS_EXCESS)) | np.isin(codes, [int(Verdict.UNCHECKED), int(Verdict.KINK)])
+        tol = Tolerance.of(cfg).per_entry(analytic[mismatches], judged.numeric[mismatches], judged.noise[mismatches])
+        excess = np.abs(analytic[mismatches] - judged.numeric[mismatches]) / tol
+    big = excess >= GROSS_EXCESS
+    gross = mismatches[big][np.argsort(-excess[big])][:GROSS_CONFIRMED]
+    doubt = np.isin(codes, [int(Verdict.UNCHECKED), int(Verdict.KINK)])
+    doubt[mismatches[~big]] = True
     positions = np.union1d(np.flatnonzero(doubt & np.isfinite(analytic)), gross)
     info: dict[str, Any] = {"attempted": False, "entries": 0}
     judged.adjudication = info

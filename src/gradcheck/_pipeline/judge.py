@@ -93,7 +93,7 @@ def judge_entries(
     cfg = config
     fp, fm, denom = (_owned(d) for d in diffs)
     count = values.size
-    idx_map = np.arange(count) if flat_indices is None else np.asarray(flat_indices)
+    idx_map = _Identity() if flat_indices is None else np.asarray(flat_indices)
     numeric, noise = _first_estimates(fp, fm, denom, unit, drift)
     if first is not None:
         numeric, noise = (np.array(v, dtype=np.float64) for v in first)
@@ -124,6 +124,18 @@ def judge_entries(
     if referee is not None and adjudicate is not False and drift is None:
         adjudicate_doubts(judged, referee, analytic, idx_map, unit_claim(unit, judged), cfg, claim_scale)
     return judged
+
+
+class _Identity:
+    """``np.arange(N)`` as an index map, without its array of N: ``m[j]`` is ``j`` (int64)."""
+
+    def __getitem__(self, j: Any) -> np.ndarray:
+        j = np.asarray(j)
+        if j.dtype == bool:
+            return np.flatnonzero(j)
+        if j.size and int(j.min()) < 0:
+            raise IndexError("negative positions are not entries")
+        return j.astype(np.int64)
 
 
 def _owned(d: Any) -> np.ndarray:
