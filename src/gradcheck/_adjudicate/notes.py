@@ -41,11 +41,12 @@ def unchecked_notes(analytic, numeric, tol, codes, resolution: float, f_scale: f
     """At most two notes on the UNCHECKED entries: the resolution they reached and why.
     The reason is the larger part of their tolerances: ``atol`` (named ``floor_name``) or
     the finite difference's round-off (``f_scale`` is |f(x)|, whose round-off it is)."""
-    share = resolved_share(analytic, numeric, tol).reshape(-1)
-    unchecked = codes.reshape(-1) == Verdict.UNCHECKED
-    if not unchecked.any():
+    unchecked = np.flatnonzero(codes.reshape(-1) == Verdict.UNCHECKED)  # only these: no arrays of N
+    if not unchecked.size:
         return []
-    rest = np.asarray(tol, dtype=np.float64).reshape(-1)[unchecked] - atol  # round-off (and rtol) part
+    tol_u = np.asarray(tol, dtype=np.float64).reshape(-1)[unchecked]
+    share = resolved_share(np.ravel(analytic)[unchecked], np.ravel(numeric)[unchecked], tol_u)
+    rest = tol_u - atol  # round-off (and rtol) part
     if atol > 0 and np.median(rest) < atol:
         why = f"{floor_name} ({atol:.3g}) is a large share of these values"
     elif f_scale is not None:
@@ -53,13 +54,13 @@ def unchecked_notes(analytic, numeric, tol, codes, resolution: float, f_scale: f
     else:
         why = "round-off swamps their slopes"
     notes = []
-    coarse = unchecked & np.isfinite(share) & (share < 1.0)
+    coarse = np.isfinite(share) & (share < 1.0)
     if coarse.any():
         s = share[coarse]
         spread = f"{_pct(s.min())} to {_pct(s.max())}" if s.min() < s.max() else _pct(s.min())
         notes.append(f"{int(coarse.sum())} entries UNCHECKED: resolved only to {spread} of the value (median "
                      f"{_pct(float(np.median(s)))}; a PASS needs {_pct(resolution)}): {why}")
-    below = unchecked & ~coarse
+    below = ~coarse
     if below.any():
         notes.append(f"{int(below.sum())} entries UNCHECKED: claimed and numeric values are both within the "
                      f"finite difference's noise (a tolerance at or above the value: a true gradient of 0, or {why})")
