@@ -82,7 +82,9 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
         saved = open_checkpoint(opts.checkpoint, _Declared(coloured), x=subject.pristine, config=subject.config,
                                 cotangent=subject.cotangent, f=f, backend=be, vectorized=subject.vectorized)
         differencer, order = saved.differences, coloured.round_order()
-    got = first_differences(differencer, order, steps[order], progress=opts.progress, label=subject.label)
+    # Without a checkpoint the order is the identity: the steps as they are (no copy of N).
+    got = first_differences(differencer, order, steps if saved is None else steps[order], progress=opts.progress,
+                            label=subject.label)
     diffs = got if saved is None else _unpermuted(got, order)
     return Differenced(engine=coloured, engine_reason=coloured.reason, differencer=differencer,
                        saved=saved, steps=steps, diffs=diffs, hint=None, evaluations=1 + coloured.take(),
