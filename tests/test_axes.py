@@ -391,7 +391,7 @@ def test_several_inputs_sharing_the_axes():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"engine": "compiled"}, "engine='compiled'"),
+    ({"engine": "forked"}, "engine"),
 ])
 def test_unsupported_options_are_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -478,29 +478,108 @@ def test_torch_function_through_its_adapter():
     assert "coloured" in report.engine
 
 
-def test_njit_function_returning_an_array():
+def _rowwise_njit():
+    """An array-valued @njit f, built once (one JIT function for the tests below)."""
     numba = pytest.importorskip("numba")
+    global _ROWWISE
+    if _ROWWISE is None:
+        @numba.njit(cache=False)
+        def rowwise(x):
+            out = np.empty_like(x)
+            for i in range(x.shape[0]):
+                out[i] = np.sin(x[i]) * x[i].sum()
+            return out
+        _ROWWISE = rowwise
+    return _ROWWISE
 
-    @numba.njit(cache=False)
-    def rowwise(x):
-        out = np.empty_like(x)
-        for i in range(x.shape[0]):
-            out[i] = np.sin(x[i]) * x[i].sum()
-        return out
 
-    def vjp(x, g):
-        s = x.sum(axis=1, keepdims=True)
-        return g * np.cos(x) * s + (g * np.sin(x)).sum(axis=1, keepdims=True)
+_ROWWISE = None
 
+
+def rowwise_vjp(x, g):
+    s = x.sum(axis=1, keepdims=True)
+    return g * np.cos(x) * s + (g * np.sin(x)).sum(axis=1, keepdims=True)
+
+
+def test_njit_function_returning_an_array():
+    rowwise = _rowwise_njit()
     x = data((4, 3), seed=61)
-    assert gradcheck.check(rowwise, x, vjp, independent_axes=(0,)).passed
+    assert gradcheck.check(rowwise, x, rowwise_vjp, independent_axes=(0,)).passed
 
     def wrong(x, g):
-        out = vjp(x, g)
+        out = rowwise_vjp(x, g)
         out[2] *= 1.001
         return out
 
     assert mismatches(gradcheck.check(rowwise, x, wrong, independent_axes=(0,))) == {(2, j) for j in range(3)}
+
+
+def test_compiled_engine_gives_serials_report_bit_for_bit():
+    """engine='compiled' with an array-valued @njit f: the coloured evaluations run in a
+    parallel numba kernel; the first pass and the second look (a planted bug at one entry)
+    give serial's numbers bit for bit; x is untouched."""
+    rowwise = _rowwise_njit()
+    x = data((9, 5), seed=67)
+    before = x.copy()
+
+    def wrong(x, g):
+        out = rowwise_vjp(x, g)
+        out[6, 3] += 1e-3 * (1.0 + abs(out[6, 3]))
+        return out
+
+    for claim, bad in ((rowwise_vjp, set()), (wrong, {(6, 3)})):
+        serial = gradcheck.check(rowwise, x, claim, independent_axes=(0,), engine="serial")
+        compiled = gradcheck.check(rowwise, x, claim, independent_axes=(0,), engine="compiled")
+        assert compiled.engine == "compiled (coloured)" and serial.engine == "serial (coloured)"
+        _same_report(compiled, serial)
+        assert mismatches(compiled) == bad and compiled.passed == (not bad)
+        assert compiled.evaluations == serial.evaluations < 2 * x.size
+    with pytest.raises(DependentSlicesError):  # a wrong declaration: refused here too
+        gradcheck.check(rowwise, x, rowwise_vjp, independent_axes="all", engine="compiled")
+    assert np.array_equal(x, before) and x.tobytes() == before.tobytes()
+
+
+def test_compiled_engine_blames_f_like_serial():
+    """An @njit f that raises at a perturbed point, or writes into its input there: the
+    compiled engine raises serial's FunctionError (same entry, same side), and
+    InputMutationError, as serial does."""
+    numba = pytest.importorskip("numba")
+
+    @numba.njit(cache=False)
+    def odd(x):
+        if x[0, 0] > 10.0:
+            raise ValueError("too big")
+        if x[0, 0] < -10.0:
+            x[0, 1] += 1.0
+        return x * x
+
+    x = data((4, 3), seed=79)
+    x[0, 0] = 10.0 - 1e-9  # +h crosses 10: f raises there
+    errors = []
+    for engine in ("serial", "compiled"):
+        with pytest.raises(gradcheck.FunctionError, match="too big") as caught:
+            gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine=engine)
+        errors.append((caught.value.index, caught.value.side))
+    assert errors[0] == errors[1] == ((0, 0), "+h, coloured: 4 entries perturbed together")
+    x[0, 0] = -10.0 + 1e-9  # -h crosses -10: f writes into x[0, 1]
+    before = x.copy()
+    for engine in ("serial", "compiled"):
+        with pytest.raises(gradcheck.InputMutationError):
+            gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine=engine)
+    assert x.tobytes() == before.tobytes()
+
+
+def test_compiled_engine_refuses_what_it_cannot_run():
+    """Not an @njit f, or a scalar-valued one: refused with the reason, never run elsewhere."""
+    rowwise = _rowwise_njit()
+    x = data((3, 4), seed=73)
+    with pytest.raises(TypeError, match="engine='compiled' with independent_axes.*numba @njit"):
+        gradcheck.check(layer_norm, x, layer_norm_vjp, independent_axes=(0,), engine="compiled")
+    numba = pytest.importorskip("numba")
+    total = numba.njit(cache=False)(lambda v: rowwise(v).sum())
+    with pytest.raises(ValueError, match="f returned a scalar"):
+        gradcheck.check(total, x, lambda v: rowwise_vjp(v, np.ones_like(v)), independent_axes=(0,),
+                        engine="compiled")
 
 
 def test_jax_function_through_its_adapter():

@@ -7,7 +7,8 @@ differencer that perturbs one entry of every slice in the same evaluation. ``che
 the differencer and each entry's base value (its slice's) to the same verdict machinery as
 a plain check: classify, step study, kink test, quick look, referee; :mod:`.referee` is the
 referee on each entry's own slice; :mod:`.processes` and :mod:`.executor` run the
-differencer's evaluations as jobs on a fork pool or on a ``concurrent.futures.Executor``.
+differencer's evaluations as jobs on a fork pool or on a ``concurrent.futures.Executor``,
+:mod:`.compiled` in a parallel numba kernel (an array-valued ``@njit`` ``f``).
 In: ``f``, ``x``, ``f(x)`` and the declared axes. Out: a verified declaration, a differencer
 for the pipeline's difference stage, a slice referee for the adjudicate stage. It ranks
 beside ``_lowp``, after the report and before the pipeline.
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .colour import Coloured
+from .compiled import CompiledColoured, unsupported
 from .declare import Axes, declare
 from .executor import ExecutorColoured
 from .processes import PooledColoured
@@ -29,8 +31,9 @@ __all__ = ["Axes", "Coloured", "colour_plan", "declare", "refuse_unsupported"]
 
 #: The engines the coloured differencer runs on (``auto`` means serial, or batched for a
 #: vectorized ``f``; ``processes``: its evaluations on a fork pool, :mod:`.processes`;
-#: ``executor``: on ``check(..., executor=ex)``, :mod:`.executor`).
-ENGINES = ("auto", "serial", "batched", "processes", "executor")
+#: ``executor``: on ``check(..., executor=ex)``, :mod:`.executor`; ``compiled``: an array-valued
+#: ``@njit`` ``f``, its evaluations in a parallel numba kernel, :mod:`.compiled`).
+ENGINES = ("auto", "serial", "batched", "processes", "executor", "compiled")
 
 
 def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, checkpoint: Any,
@@ -51,7 +54,7 @@ def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, che
 
 def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.ndarray,
                 cotangent: np.ndarray | None, steps: np.ndarray, seed: int, vectorized: bool,
-                engine: str, lowp: bool, executor: Any = None) -> Coloured:
+                engine: str, lowp: bool, executor: Any = None, f: Any = None, backend: Any = None) -> Coloured:
     """The verified coloured differencer for ``f`` at ``work``. ``evaluate(batch)`` returns
     ``f``'s output at ``work`` (``batch`` None) or at a stack of copies (vectorized ``f``)."""
     if np.iscomplexobj(y0):
@@ -69,11 +72,18 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
     if engine == "batched" and not vectorized:
         raise ValueError("engine='batched' needs an f that accepts a leading batch axis; "
                          "declare it with check(..., vectorized=True)")
+    if engine == "compiled":
+        why = unsupported(f, backend, work)
+        if why is not None:
+            raise TypeError(f"engine='compiled' with independent_axes cannot check this function: {why}")
     axes = declare(independent_axes, work.shape, y0.shape)
     spent, note = verify(axes, lambda: evaluate(None), work, y0, steps, seed)
     if executor is not None or engine == "executor":
         coloured: Coloured = ExecutorColoured(axes, evaluate, work, cotangent, y0, executor=executor)
         way = "executor"
+    elif engine == "compiled":
+        coloured = CompiledColoured(axes, evaluate, work, cotangent, y0, f=f)
+        way = "compiled"
     elif engine == "processes":
         coloured = PooledColoured(axes, evaluate, work, cotangent, y0)
         way = "processes"
@@ -82,7 +92,10 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
         way = "batched" if vectorized else "serial"
     coloured.evaluations += spent
     coloured.name = f"{way} (coloured)"
-    spread = f", on {coloured.workers} processes" if way == "processes" else ""  # type: ignore[attr-defined]
+    spread = ""
+    if way in ("processes", "compiled"):
+        unit = "processes" if way == "processes" else "numba threads"
+        spread = f", on {coloured.workers} {unit}"  # type: ignore[attr-defined]
     coloured.reason = (f"{way} (coloured): independent_axes={independent_axes!r}, {axes.slices} slices of "
                        f"{axes.per_slice} entries: one entry of every slice per evaluation{spread}")
     coloured.notes = [note]

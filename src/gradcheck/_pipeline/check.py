@@ -126,8 +126,9 @@ def check(
         tested first (a leak raises :class:`DependentSlicesError`), then one entry of every
         slice is differenced per evaluation: 2*D evaluations for a (B, D) input, every
         entry still with its own verdict (``gradcheck._axes`` explains the rule). Runs on
-        the serial, batched, processes and executor engines (each evaluation a job), with
-        ``checkpoint=``; ``engine="compiled"`` is refused.
+        the serial, batched, processes and executor engines (each evaluation a job), and
+        ``engine="compiled"`` for an array-valued ``@njit`` ``f`` (the evaluations in a
+        parallel numba kernel), with ``checkpoint=``.
 
     Returns
     -------

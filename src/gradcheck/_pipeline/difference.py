@@ -73,7 +73,7 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
         opts.independent_axes, evaluate=lambda b: be.evaluate(f, work if b is None else b), work=work,
         y0=subject.y0, cotangent=subject.cotangent, steps=steps, seed=subject.config.seed,
         vectorized=subject.vectorized, engine=opts.engine, lowp=subject.dtype in ("float16", "bfloat16"),
-        executor=opts.executor)
+        executor=opts.executor, f=f, backend=be)
     differencer, saved = coloured.differences, None
     order = np.arange(work.size)
     if opts.checkpoint is not None:
