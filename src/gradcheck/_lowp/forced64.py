@@ -2,9 +2,9 @@
 
 ``np.sin(x.astype(np.float32)).sum()`` returned as float64, a numba or C kernel that takes
 doubles and computes in floats: the input is float64, but ``f`` rounds it to float32 first,
-and its value carries float32 round-off (``u |f|``, ``u = 2**-24``). The float64 preset's
-step (6e-6) then sees round-off ``u |f| / h`` of about 3% of ``|f|``: with ``|f|`` ~ 100
-every entry is UNCHECKED and a 5% bug goes unseen. Such an ``f`` is routed through the
+and its value carries float32 round-off (``u |f|``, ``u = 2**-24``). At the float64
+preset's step (6e-6) that puts round-off ``u |f| / h`` of about ``0.01 |f|`` in every slope:
+with ``|f|`` ~ 100 every entry was UNCHECKED and a 5% bug went unseen. Such an ``f`` is routed through the
 float32 machinery of :mod:`gradcheck._lowp.f32steps` (steps h, 2h, 4h with
 ``h = 2**-5 max(1, |x|)``, Richardson, f's round-off measured), judged with the
 forced-float32 preset (rtol 2e-4, PASS share 5e-4), and the claim taken at the user's
