@@ -18,6 +18,8 @@ measured rounding) and "forced" (``f(x.astype(np.float32))`` returned as float64
 that computes in float32 whatever it is given, differenced in float32 with Richardson).
 Both float32 modes add a float32 layer norm (a backward that cancels large terms) to the
 suite; the single planted entry is also tried at 1e-5 (float32) and 1e-3 (forced float32).
+A third mode, "f64 x, f32 in", gives the forced functions float64 inputs (not float32
+numbers): ``check`` routes them through the same float32 steps (``gradcheck._lowp.forced64``).
 The new modes draw from their own generators, so the float64 rows use the same inputs as
 before.
 
@@ -78,17 +80,27 @@ def scaled(g, eps):
 
 def float32_modes(quick: bool, epsilons: list, results: dict) -> None:
     """False alarms and sensitivity of the two float32 modes, layer norm included."""
-    for mode, wrap, seed in (("float32", lambda f: f, 320), ("float32 forced", forced, 321)):
+    for mode, wrap, seed, dtype in (("float32", lambda f: f, 320, np.float32),
+                                    ("float32 forced", forced, 321, np.float32),
+                                    ("f64 x, f32 in", forced, 325, np.float64)):
         cases = suite(np.float32, np.random.default_rng(seed))[: 4 if quick else None]
         cases.append(layer_norm_case(np.float32, np.random.default_rng(seed)))
-        alarms = 0
+        if dtype == np.float64:  # the float32 kernels (constants too) at float64 x off the float32 grid
+            jitter = np.random.default_rng(seed + 1)
+            cases = [(name, f, g, x.astype(np.float64) * (1 + 2.0**-30 * jitter.uniform(-1, 1, x.shape)))
+                     for name, f, g, x in cases]
+        alarms = routed = 0
         print(f"\n{mode}: correct claims")
         for name, f, g, x in cases:
             r = gradcheck.check(wrap(f), x, g, adjudicate=False)
             alarms += r.counts[Verdict.MISMATCH]
+            routed += any(n.startswith("float64 input, but f computes in float32") for n in r.notes)
             print(f"{mode:<15} {name:<32} {x.size:>5} {r.counts[Verdict.MISMATCH]:>12} "
                   f"{r.counts[Verdict.UNCHECKED]:>9} {r.counts[Verdict.PASS]:>5}")
         results[f"false_alarms_{mode}"] = alarms
+        if dtype == np.float64:
+            print(f"{mode}: {routed} of {len(cases)} cases took the float32 route")
+            results[f"routed_{mode}"] = f"{routed}/{len(cases)}"
         rows = {"flagged": [], "UNCHECKED": [], "PASS": []}
         for eps in epsilons:
             caught = judged = blind = wrong_pass = size = 0
@@ -186,6 +198,11 @@ def main(quick: bool = False) -> dict:
                                                                       np.random.default_rng(324))
     print(f"\none entry of 512 off by 1e-5, float32: {results['single_entry_1e-5_of_512_float32']}")
     print(f"one entry of 512 off by 1e-3, float32 forced: {results['single_entry_1e-3_of_512_float32_forced']}")
+    x64 = np.random.default_rng(326).standard_normal((16, 32))
+    results["single_entry_1e-3_of_512_f64x_f32in"] = single_entry(forced(f), g, x64, 1e-3, trials,
+                                                                  np.random.default_rng(327))
+    print(f"one entry of 512 off by 1e-3, float64 x, f computing in float32: "
+          f"{results['single_entry_1e-3_of_512_f64x_f32in']}")
     print(f"defaults: float64 {Config.for_dtype('float64')}\n          float32 forced {FORCED32_PRESET}")
     return results
 

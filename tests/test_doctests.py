@@ -19,7 +19,7 @@ MODULES = [
     "gradcheck._screen._api", "gradcheck._screen._partition", "gradcheck._screen._directional",
     "gradcheck._screen._budget", "gradcheck._runtime.progress",
     "gradcheck._axes.declare", "gradcheck._axes.colour",
-    "gradcheck._lowp.float32", "gradcheck._lowp.f32steps", "gradcheck._demo.layernorm",
+    "gradcheck._lowp.float32", "gradcheck._lowp.f32steps", "gradcheck._lowp.forced64", "gradcheck._demo.layernorm",
 ]
 
 

@@ -259,8 +259,9 @@ def test_float32_values_are_recognized_and_their_round_off_used():
     """Every value of f32_inside is a float32 number: float32's round-off is the noise (a
     note says so), so the correct claim is not a MISMATCH even without the step study
     (before: MISMATCH at most entries) and the 5% wrong claim cannot PASS. No evaluation
-    is spent on it."""
-    r = check(f32_inside, X20, np.cos, refine=False, adjudicate=False)
+    is spent on it. (With ``config=None`` such an f now takes the float32 route,
+    tests/test_forced64.py; an explicit float64 config keeps the float64 check.)"""
+    r = check(f32_inside, X20, np.cos, refine=False, adjudicate=False, config=Config.for_dtype("float64"))
     assert r.counts[Verdict.MISMATCH] == 0
     assert any("is a float32 number: f computes in float32" in n for n in r.notes)
     assert r.evaluations == 2 + 2 * X20.size

@@ -63,7 +63,10 @@ def test_float32_inside_a_float64_function_is_named_as_why_nothing_was_verified(
     nothing resolved, so the reason comes from f's measured round-off (about float32's),
     with the way out that fits (compute in float64); an honest float64 f never gets it."""
     x = np.random.default_rng(0).standard_normal(20)
-    inner = check(lambda x: np.float64(np.sin(x.astype(np.float32)).sum() + np.float32(100)), x,
+    # values that are not float32 numbers (+ 0.1 in float64): the float64 check, whose round-off
+    # probe names the reason (an f returning float32 numbers takes the float32 route instead,
+    # tests/test_forced64.py)
+    inner = check(lambda x: np.float64(np.sin(x.astype(np.float32)).sum() + np.float32(100)) + 0.1, x,
                   grad=lambda x: 1.05 * np.cos(x))
     assert inner.status == INCONCLUSIVE
     assert inner.measured_roundoff is not None and 2**-26 < inner.measured_roundoff < 2**-22

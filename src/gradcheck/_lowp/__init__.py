@@ -5,7 +5,8 @@ the exact float64 upcast when ``f`` allows it, judge the claim in ulps of its ow
 no-op for float64); ``float32`` says which of the two float32 checks applies (a
 precision-generic ``f``, or one that computes in float32 whatever it is given) and measures
 the claim's own float32 rounding; ``f32steps`` differences a forced-float32 ``f`` in float32
-with Richardson extrapolation.
+with Richardson extrapolation; ``forced64`` routes a float64 input to an ``f`` that computes
+in float32 through the same steps.
 ``dispute`` settles a disagreement between low-precision kernels against the exact value at
 arbitrary precision: ``dispute_gradient`` (``of="gradient"``, backward kernels through
 ``gradcheck.mp``'s reverse mode), ``dispute_bound`` (what float32 arithmetic loses on the

@@ -89,6 +89,9 @@ class OrdinaryPlan:
     notes: tuple[str, ...] | list[str] = ()
     #: What the report calls ``config.atol`` when it explains UNCHECKED entries.
     floor_name = "atol"
+    #: True when plain central differences are not enough: the numeric side must come from
+    #: :meth:`first_estimates` (an f that computes in float32: Richardson across steps).
+    needs_estimates = False
 
     def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
         """The input to difference, the config and the referee choice."""
@@ -148,6 +151,10 @@ class LowPrecisionPlan(OrdinaryPlan):
     @property
     def floor_name(self) -> str:  # type: ignore[override]
         return "the floor for a low-precision backward's round-off" if self.upcast else "atol"
+
+    @property
+    def needs_estimates(self) -> bool:  # type: ignore[override]
+        return not self.upcast and self.fmt.name == "float32"
 
     def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
         """On the upcast path: the float64 upcast, float64 steps, no referee by default; an f

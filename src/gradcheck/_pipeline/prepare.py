@@ -13,6 +13,7 @@ from .._core import arguments as _arguments
 from .._core.config import Config
 from .._core.errors import FunctionError, OutputError
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
+from .._lowp.forced64 import route_float64
 from .._lowp.plan import OrdinaryPlan, plan_for
 from ..backends._claimed import as_gradient
 from ..engines._differences import require_moving_steps, steps_for
@@ -63,9 +64,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     dtype = float_dtype_name(x_np)
     lowp = plan_for(dtype, f, x_np, be, opts.bound_ulps)  # difference the float64 upcast when f allows it
     x_np, config, adjudicate = lowp.start(x_np, opts.config, opts.adjudicate)
-    cfg = config if config is not None else Config.for_dtype(dtype)
-    if opts.refine is not None and opts.refine != cfg.refine:
-        cfg = cfg.replace(refine=bool(opts.refine))
+    cfg = _refined(config if config is not None else Config.for_dtype(dtype), opts.refine)
     label = _arguments.label_of(f, opts.name)
     # Private copies: `work` is perturbed, `pristine` detects a function that writes to x.
     # Native byte order: the same values, and the differencing code reads them natively.
@@ -76,6 +75,11 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
         return RealView(be, x_np, vectorized)
     require_real_output(output_array(y0), f"f ({label})")
+    if dtype == "float64" and opts.config is None and opts.independent_axes is None:
+        routed = route_float64(f, work, y0, be)  # f computes in float32: float32 steps, Richardson
+        if routed is not None:
+            lowp, cfg = routed, _refined(routed.config, opts.refine)
+            require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
     cotangent = None if y0.ndim == 0 else lowp.cotangent(make_cotangent(y0.shape, cfg))
     reduce = reducer(cotangent)
     f0 = reduce(y0)
@@ -99,6 +103,10 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
                    adjudicate=adjudicate, vectorized=vectorized, work=work, pristine=pristine, y0=y0, f0=f0,
                    cotangent=cotangent, evaluate=evaluate, analytic=analytic,
                    audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit)
+
+
+def _refined(cfg: Config, refine: bool | None) -> Config:
+    return cfg.replace(refine=bool(refine)) if refine is not None and refine != cfg.refine else cfg
 
 
 def _evaluate_at_x(be: Any, f: Callable[..., Any], work: np.ndarray) -> np.ndarray:
