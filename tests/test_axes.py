@@ -20,6 +20,7 @@ import threading
 
 import numpy as np
 import pytest
+from optional_deps import need
 
 import gradcheck
 from gradcheck import Config, DependentSlicesError, Verdict
@@ -491,7 +492,7 @@ def test_referee_falls_back_to_the_whole_input_when_f_needs_it():
 
 
 def test_torch_function_through_its_adapter():
-    torch = pytest.importorskip("torch")
+    torch = need("torch")
     x = torch.tensor(data((5, 6), seed=59))
     report = gradcheck.check(lambda t: torch.nn.functional.layer_norm(t, (6,), eps=1e-5), x,
                              independent_axes=(0,))
@@ -501,7 +502,8 @@ def test_torch_function_through_its_adapter():
 
 def _rowwise_njit():
     """An array-valued @njit f, built once (one JIT function for the tests below)."""
-    numba = pytest.importorskip("numba")
+    import numba
+
     global _ROWWISE
     if _ROWWISE is None:
         @numba.njit(cache=False)
@@ -564,7 +566,8 @@ def test_compiled_engine_blames_f_like_serial():
     """An @njit f that raises at a perturbed point, or writes into its input there: the
     compiled engine raises serial's FunctionError (same entry, same side), and
     InputMutationError, as serial does."""
-    numba = pytest.importorskip("numba")
+    import numba
+
 
     @numba.njit(cache=False)
     def odd(x):
@@ -596,7 +599,8 @@ def test_compiled_engine_refuses_what_it_cannot_run():
     x = data((3, 4), seed=73)
     with pytest.raises(TypeError, match="engine='compiled' with independent_axes.*numba @njit"):
         gradcheck.check(layer_norm, x, layer_norm_vjp, independent_axes=(0,), engine="compiled")
-    numba = pytest.importorskip("numba")
+    import numba
+
     total = numba.njit(cache=False)(lambda v: rowwise(v).sum())
     with pytest.raises(ValueError, match="f returned a scalar"):
         gradcheck.check(total, x, lambda v: rowwise_vjp(v, np.ones_like(v)), independent_axes=(0,),
@@ -604,7 +608,7 @@ def test_compiled_engine_refuses_what_it_cannot_run():
 
 
 def test_jax_function_through_its_adapter():
-    jax = pytest.importorskip("jax")
+    jax = need("jax")
     jnp = jax.numpy
 
     @jax.custom_vjp

@@ -229,39 +229,56 @@ def test_report_says_what_was_adjudicated_and_at_what_cost():
     assert r.to_dict()["adjudication"]["digits"] == 30
 
 
-_PARENT = None
+_DEAD_WORKER_SCRIPT = """
+import json, os, sys
+import numpy as np
+import gradcheck
+from gradcheck._adjudicate.referee import PARALLEL_MIN, Referee
 
+PARENT = os.getpid()
 
-def _dies_in_a_worker(x):
-    """sum(x**2), except that a worker process (not the test's own) exits abruptly at
-    arbitrary precision: a crash in the referee's pool, not in the float check."""
-    import os
-    if x.dtype == object and os.getpid() != _PARENT:
+def dies_in_a_worker(x):
+    # sum(x**2), except that a worker process (not this one) exits abruptly at arbitrary
+    # precision: a crash in the referee's pool, not in the float check
+    if x.dtype == object and os.getpid() != PARENT:
         os._exit(7)
     return (x * x).sum()
+
+x = np.linspace(0.5, 2.0, 2 * PARALLEL_MIN).reshape(2, PARALLEL_MIN)
+try:
+    Referee(dies_in_a_worker, x, None, digits=20)._all_derivatives(np.arange(x.size))
+except gradcheck.WorkerDiedError as err:
+    print(json.dumps({"count": err.count, "first": list(err.first), "last": list(err.last),
+                      "expected_last": [1, PARALLEL_MIN - 1], "size": int(x.size), "text": str(err),
+                      "cause": type(err.__cause__).__name__}))
+    sys.exit(0)
+sys.exit("no WorkerDiedError")
+"""
 
 
 def test_a_dead_referee_worker_is_a_worker_died_error_naming_the_entries():
     """The referee's own fork pool breaking (a worker exits) raises WorkerDiedError with the
-    entries and how the worker ended, not a raw BrokenProcessPool."""
-    import os
+    entries and how the worker ended, not a raw BrokenProcessPool. Run in a fresh
+    interpreter: this test session may have started jax, after which the referee (rightly)
+    does not fork, and the pool would never be tested in CI's full run."""
+    import json
+    import pathlib
+    import subprocess
+    import sys
 
-    from gradcheck._adjudicate.referee import PARALLEL_MIN, Referee
-    from gradcheck.engines._fork import fork_hazard, usable_cores
+    from gradcheck.engines._fork import fork_available, usable_cores
 
-    if usable_cores() < 2 or fork_hazard() is not None:
-        pytest.skip("the referee forks a pool only with two cores and no fork hazard")
-    global _PARENT
-    _PARENT = os.getpid()
-    x = np.linspace(0.5, 2.0, 2 * PARALLEL_MIN).reshape(2, PARALLEL_MIN)
-    ref = Referee(_dies_in_a_worker, x, None, digits=20)
-    with pytest.raises(gradcheck.WorkerDiedError) as info:
-        ref._all_derivatives(np.arange(x.size))
-    err = info.value
-    assert err.count == x.size and err.first == (0, 0) and err.last == (1, PARALLEL_MIN - 1)
-    assert "exited with status 7" in str(err) and "referee" in str(err)
-    assert "adjudicate=False" in str(err)
-    assert type(err.__cause__).__name__ == "BrokenProcessPool"
+    if usable_cores() < 2 or not fork_available():
+        pytest.skip("the referee forks a pool only with two cores and the fork start method")
+    source = str(pathlib.Path(gradcheck.__file__).resolve().parents[1])
+    out = subprocess.run([sys.executable, "-c", _DEAD_WORKER_SCRIPT], capture_output=True, text=True,
+                         timeout=300, env={**__import__("os").environ, "PYTHONPATH": source})
+    assert out.returncode == 0, out.stdout + out.stderr
+    err = json.loads(out.stdout.strip().splitlines()[-1])
+    assert err["count"] == err["size"] and err["first"] == [0, 0] and err["last"] == err["expected_last"]
+    assert "exited with status 7" in err["text"] and "referee" in err["text"]
+    assert "adjudicate=False" in err["text"]
+    assert err["cause"] == "BrokenProcessPool"
 
 
 def test_whether_the_referee_may_run_is_asked_of_the_backend_and_of_f():
@@ -269,7 +286,8 @@ def test_whether_the_referee_may_run_is_asked_of_the_backend_and_of_f():
     numba function or a native C function may not (whatever the backend), nor may any f on
     a backend that is not mp-capable (torch). A check that asked for the referee on
     compiled code says why it did not run; numpy code does get adjudicated."""
-    numba = pytest.importorskip("numba")
+    import numba
+
     from gradcheck._adjudicate.referee import COMPILED_F, referee_may_run
     from gradcheck.backends import NumpyBackend
     from gradcheck.native import native_function
