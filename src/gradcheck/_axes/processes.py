@@ -20,11 +20,9 @@ referee run in the checking process.
 from __future__ import annotations
 
 import copy
-import multiprocessing
 import os
 import signal
 import traceback
-import weakref
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -33,7 +31,7 @@ import numpy as np
 
 from .._core.errors import FunctionError, OutputError, WorkerDiedError
 from ..engines._chunks import picklable, rebuild_error, unchanged, worker_mutation_error
-from ..engines._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
+from ..engines._fork import ForkPoolOwner, die_with, fork_available, fork_hazard, usable_cores
 from ..engines._processes import how_it_died
 from .colour import BUDGET_BYTES, Coloured
 
@@ -41,7 +39,7 @@ from .colour import BUDGET_BYTES, Coloured
 JOBS_PER_WORKER = 4
 
 
-class PooledColoured(Coloured):
+class PooledColoured(ForkPoolOwner, Coloured):
     """:class:`Coloured` whose evaluations run on a fork pool (``workers`` processes)."""
 
     def __init__(self, *args: Any, workers: int | None = None, **kwargs: Any) -> None:
@@ -54,8 +52,6 @@ class PooledColoured(Coloured):
         # Evaluations gathered before a wave is sent: each holds ~32 bytes per entry of its round.
         per_round = max(1, self.axes.slices if not self.axes.elementwise else self.work.size)
         self.rows = max(2, min(JOBS_PER_WORKER * self.workers, BUDGET_BYTES // (32 * per_round)))
-        self._pool: ProcessPoolExecutor | None = None
-        self._finalizer: weakref.finalize | None = None
         self._hazard: str | None = None
 
     def _run(self, points) -> None:
@@ -117,28 +113,15 @@ class PooledColoured(Coloured):
             task="a worker process of engine='processes' died ({how}) while evaluating f (coloured: one "
                  "entry of each slice perturbed together) with")
 
-    def close(self, terminate: bool = False) -> None:
-        """Shut the pool down (``terminate=True``: kill the workers and join them)."""
-        pool, self._pool = self._pool, None
-        if self._finalizer is not None:
-            self._finalizer.detach()
-            self._finalizer = None
-        if pool is not None:
-            shutdown_pool(pool, terminate)
-
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._hazard = self._hazard or fork_hazard()
             if self._hazard is not None:
                 self.notes.append(f"engine='processes' forked its workers although {self._hazard}: f must "
                                   "not call into jax")
-            # The workers' differencer: a shallow copy that does not hold the pool (which holds
-            # its initargs), so this one stays collectable and its finalizer shuts the pool down.
-            view = copy.copy(self)
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
-                                             initializer=_install, initargs=(view, os.getpid()))  # inherited, never pickled
-            self._finalizer = weakref.finalize(self, shutdown_pool, self._pool, False)
-        return self._pool
+        # The workers' differencer: a shallow copy that does not hold the pool (which holds
+        # its initargs), so this one stays collectable and its finalizer shuts the pool down.
+        return self._pool or self._fork_pool(_install, (copy.copy(self), os.getpid()))
 
 
 # -- in the worker ------------------------------------------------------------------------

@@ -14,10 +14,8 @@ An engine is ``run(jobs) -> values`` plus ``close()``; ``jobs`` are ``(idx, valu
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
-import weakref
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -27,7 +25,7 @@ from .._core.errors import FunctionError, InputMutationError, mutation_error
 from ..engines import _executor  # the payload cache and dask helpers
 from ..engines._chunks import picklable, rebuild_error
 from ..engines._executor import _problem_for
-from ..engines._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
+from ..engines._fork import ForkPoolOwner, die_with, fork_available, fork_hazard, usable_cores
 from ._compiled import CompiledEngine, applies
 from ._probe import Probe, run_jobs
 
@@ -130,7 +128,7 @@ def _unpack(answer: tuple, where: str) -> np.ndarray:
     raise rebuild_error(answer[1], where)
 
 
-class ProcessesEngine:
+class ProcessesEngine(ForkPoolOwner):
     """Chunks of jobs on a fork pool that lives as long as the screen."""
 
     name = "processes"
@@ -141,8 +139,6 @@ class ProcessesEngine:
                                "use engine='serial' on this platform")
         self.probe = probe
         self.workers = max(1, workers or usable_cores())
-        self._pool: ProcessPoolExecutor | None = None
-        self._finalizer: weakref.finalize | None = None
 
     def run(self, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
         if len(jobs) < 2:
@@ -157,22 +153,8 @@ class ProcessesEngine:
             raise
         return np.concatenate(parts)
 
-    def close(self, terminate: bool = False) -> None:
-        pool, self._pool = self._pool, None
-        if self._finalizer is not None:
-            self._finalizer.detach()
-            self._finalizer = None
-        if pool is not None:
-            shutdown_pool(pool, terminate)
-
     def _ensure_pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
-                initializer=_install, initargs=(self.probe, os.getpid()),
-            )
-            self._finalizer = weakref.finalize(self, shutdown_pool, self._pool, False)
-        return self._pool
+        return self._fork_pool(_install, (self.probe, os.getpid()))
 
 
 # -- executor ----------------------------------------------------------------------------

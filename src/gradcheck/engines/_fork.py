@@ -17,6 +17,8 @@ import multiprocessing
 import os
 import signal
 import sys
+import weakref
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -94,3 +96,31 @@ def shutdown_pool(pool: Any, terminate: bool) -> None:
         # interpreter's exit hook may write to that pipe while the thread closes it, and
         # print an OSError traceback after gradcheck's own one-line error.
         manager.join(timeout=5)
+
+
+class ForkPoolOwner:
+    """Owns one fork ``ProcessPoolExecutor`` (``self.workers`` processes), started on first
+    use and shut down by :meth:`close` or when the owner is collected. The engines of
+    ``check``, ``screen`` and ``independent_axes`` share it."""
+
+    workers: int
+    _pool: ProcessPoolExecutor | None = None
+    _finalizer: weakref.finalize | None = None
+
+    def close(self, terminate: bool = False) -> None:
+        """Shut the pool down (``terminate=True``: kill the workers and join them)."""
+        pool, self._pool = self._pool, None
+        if self._finalizer is not None:
+            self._finalizer.detach()
+            self._finalizer = None
+        if pool is not None:
+            shutdown_pool(pool, terminate)
+
+    def _fork_pool(self, initializer: Any, initargs: tuple) -> ProcessPoolExecutor:
+        """The pool, forked now if it is not running (``initargs`` are inherited through
+        fork, never pickled)."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
+                                             initializer=initializer, initargs=initargs)
+            self._finalizer = weakref.finalize(self, shutdown_pool, self._pool, False)
+        return self._pool

@@ -22,10 +22,8 @@ how it died.
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
-import weakref
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -37,7 +35,7 @@ from .._core.errors import WorkerDiedError as WorkerDiedError  # re-exported: it
 from ._base import Declined, time_call
 from ._chunks import difference_chunk, rebuild_error, worker_mutation_error
 from ._differences import central_differences
-from ._fork import die_with, fork_available, fork_hazard, shutdown_pool, usable_cores
+from ._fork import ForkPoolOwner, die_with, fork_available, fork_hazard, usable_cores
 
 #: auto picks this engine when 2N evaluations are estimated to take longer than this.
 AUTO_MIN_SECONDS = 2.0
@@ -88,7 +86,7 @@ def make_engine(problem: Any, **options: Any) -> ProcessesEngine:
     return ProcessesEngine(problem, **options)
 
 
-class ProcessesEngine:
+class ProcessesEngine(ForkPoolOwner):
     name = "processes"
 
     def __init__(
@@ -102,8 +100,6 @@ class ProcessesEngine:
         self.problem = problem
         self.workers = max(1, int(workers) if workers is not None else usable_cores())
         self.chunks_per_worker = max(1, int(chunks_per_worker))
-        self._pool: ProcessPoolExecutor | None = None
-        self._finalizer: weakref.finalize | None = None
         self._hazard: str | None = None  # set when a pool was forked in spite of one
 
     @property
@@ -181,28 +177,11 @@ class ProcessesEngine:
             raise
         return f_plus, f_minus, denom
 
-    def close(self, terminate: bool = False) -> None:
-        """Shut the pool down (``terminate=True``: kill the workers and join them)."""
-        pool, self._pool = self._pool, None
-        if self._finalizer is not None:
-            self._finalizer.detach()
-            self._finalizer = None
-        if pool is not None:
-            shutdown_pool(pool, terminate)
-
     # -- the pool ---------------------------------------------------------------------
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
             self._hazard = self._hazard or fork_hazard()
-            pool = ProcessPoolExecutor(
-                max_workers=self.workers,
-                mp_context=multiprocessing.get_context("fork"),
-                initializer=_install,
-                initargs=(self.problem, os.getpid()),  # inherited through fork, never pickled
-            )
-            self._pool = pool
-            self._finalizer = weakref.finalize(self, shutdown_pool, pool, False)
-        return self._pool
+        return self._fork_pool(_install, (self.problem, os.getpid()))
 
 
 # -- in the worker ------------------------------------------------------------------------
