@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._directional import exact_dot
-from ._measure import Measured, Measurer
+from ._measure import Measured, Measurer, disagreement
 
 #: The imaginary step, relative to max(1, |x_i|): far below any truncation, far above
 #: underflow (its square is still a normal number).
@@ -99,12 +99,8 @@ def probe_first(m: Measurer, probe, block: tuple[np.ndarray, np.ndarray]) -> tup
 def verify(fd: Measured, cs: Measured) -> tuple[bool, str]:
     """Whether the complex step agrees with finite differences on every block (within
     the sum of both bounds and roundings); else the first disagreement, in words."""
-    gap = np.abs(fd.delta - cs.delta)
-    allowed = fd.bound + cs.bound + fd.claim + cs.claim
-    bad = ~(gap <= allowed)
-    if not bad.any():
+    where = disagreement(fd, cs)
+    if not where:
         return True, ""
-    j = int(np.flatnonzero(bad)[np.argmax((gap / allowed)[bad])])
-    return False, (f"the complex step disagrees with finite differences on {int(bad.sum())} of "
-                   f"{bad.size} blocks (by {gap[j]:.3g} where the bounds allow {allowed[j]:.3g}): f "
-                   "mishandles complex input (np.abs, .real, conj, a cast to float?)")
+    return False, (f"the complex step disagrees with finite differences {where}: f mishandles complex "
+                   "input (np.abs, .real, conj, a cast to float?)")

@@ -35,7 +35,7 @@ import numpy as np
 
 from .._core.tolerance import Tolerance
 from ._directional import exact_dot
-from ._measure import BudgetExhausted, Measured, Measurer
+from ._measure import BudgetExhausted, Measured, Measurer, disagreement
 
 #: Evaluations of f (at arbitrary precision) per block: five points at two precisions.
 EVALS_PER_BLOCK = 10
@@ -135,12 +135,8 @@ def agreement(fd: Measured, ex: Measured, against: str = "finite differences") -
     """Whether the exact slopes agree with the first draw's (``against``: finite
     differences, or the complex step) on every block, within both bounds and roundings;
     else the disagreement, in words."""
-    gap = np.abs(fd.delta - ex.delta)
-    allowed = fd.bound + ex.bound + fd.claim + ex.claim
-    bad = ~(gap <= allowed)
-    if not bad.any():
+    where = disagreement(fd, ex)
+    if not where:
         return True, ""
-    j = int(np.flatnonzero(bad)[np.argmax((gap / allowed)[bad])])
-    return False, (f"the exact directional derivatives disagree with {against} on {int(bad.sum())} "
-                   f"of {bad.size} blocks (by {gap[j]:.3g} where the bounds allow {allowed[j]:.3g}): f computes "
+    return False, (f"the exact directional derivatives disagree with {against} {where}: f computes "
                    "another function on arbitrary-precision input than on floats (a branch on the dtype?)")

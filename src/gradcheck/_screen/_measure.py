@@ -28,6 +28,19 @@ class Measured:
     method: str         # "fd", "complex" or "exact"
 
 
+def disagreement(a: Measured, b: Measured) -> str:
+    """Where two measurements of the same blocks' slopes disagree beyond the sum of their
+    bounds and roundings, in words ("on 3 of 64 blocks (by ... where the bounds allow
+    ...)"), or "" where they agree on every block."""
+    gap = np.abs(a.delta - b.delta)
+    allowed = a.bound + b.bound + a.claim + b.claim
+    bad = ~(gap <= allowed)
+    if not bad.any():
+        return ""
+    j = int(np.flatnonzero(bad)[np.argmax((gap / allowed)[bad])])
+    return f"on {int(bad.sum())} of {bad.size} blocks (by {gap[j]:.3g} where the bounds allow {allowed[j]:.3g})"
+
+
 @dataclass
 class Measurer:
     engine: Any
