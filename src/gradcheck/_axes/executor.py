@@ -20,14 +20,12 @@ import asyncio
 import concurrent.futures as cf
 import copy
 import time
-import traceback
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, OutputError
-from ..engines._chunks import picklable, unchanged, worker_mutation_error
+from ..engines._chunks import worker_answer, worker_mutation_error
 from ..engines._executor import (
     IN_FLIGHT_PER_SLOT,
     ChunkFailedError,
@@ -116,15 +114,8 @@ def _evaluate_point(token: str, payload: bytes | None, ids: np.ndarray, values: 
         return ("missing",)
     coloured, work, pristine = problem
     started = time.perf_counter()
-    try:
-        got = coloured.point(ids, values, pristine.reshape(-1)[ids], mine, side)
-    except FunctionError as err:
-        if not unchanged(work, pristine):
-            _forget(token)
-            return ("mutated",)
-        cause = err if isinstance(err, OutputError) or err.__cause__ is None else err.__cause__
-        return ("error", (err.index, err.side, picklable(cause), traceback.format_exc()))
-    if not unchanged(work, pristine):
+    answer = worker_answer(lambda: (coloured.point(ids, values, pristine.reshape(-1)[ids], mine, side),),
+                           work, pristine)
+    if answer[0] == "mutated":
         _forget(token)  # this copy is spoiled; a later task starts from the payload again
-        return ("mutated",)
-    return ("ok", got, time.perf_counter() - started)
+    return answer + (time.perf_counter() - started,) if answer[0] == "ok" else answer

@@ -22,15 +22,14 @@ from __future__ import annotations
 import copy
 import os
 import signal
-import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, OutputError, WorkerDiedError
-from ..engines._chunks import picklable, rebuild_error, unchanged, worker_mutation_error
+from .._core.errors import WorkerDiedError
+from ..engines._chunks import rebuild_error, worker_answer, worker_mutation_error
 from ..engines._fork import ForkPoolOwner, die_with, fork_available, fork_hazard, usable_cores
 from ..engines._processes import how_it_died
 from .colour import BUDGET_BYTES, Coloured
@@ -142,14 +141,6 @@ def _evaluate_point(ids: np.ndarray, values: np.ndarray, mine: np.ndarray, side:
     ``("error", payload)`` (see :func:`~gradcheck.engines._chunks.rebuild_error`) or
     ``("mutated",)``."""
     assert _PRISTINE is not None  # set by the pool's initializer
-    work = _COLOURED.work
-    try:
-        got = _COLOURED.point(ids, values, _PRISTINE.reshape(-1)[ids], mine, side)
-    except FunctionError as err:
-        if not unchanged(work, _PRISTINE):
-            return ("mutated",)
-        cause = err if isinstance(err, OutputError) or err.__cause__ is None else err.__cause__
-        return ("error", (err.index, err.side, picklable(cause), traceback.format_exc()))
-    if not unchanged(work, _PRISTINE):
-        return ("mutated",)
-    return ("ok", got)
+    pristine = _PRISTINE
+    return worker_answer(lambda: (_COLOURED.point(ids, values, pristine.reshape(-1)[ids], mine, side),),
+                         _COLOURED.work, pristine)

@@ -24,27 +24,31 @@ from .._core.errors import FunctionError, InputMutationError, OutputError, mutat
 from ._differences import central_differences
 
 
-def unchanged(work: np.ndarray, pristine: np.ndarray) -> bool:
-    """Bit for bit (NaN payloads and signed zeros included): :func:`same_bits`."""
-    return same_bits(work, pristine)
-
-
 def difference_chunk(evaluate: Callable[[], float], work: np.ndarray, pristine: np.ndarray,
                      idx: np.ndarray, steps: np.ndarray) -> tuple:
     """Serial differences of one chunk on a worker's copy; the answer is data (see above)."""
     try:
-        fp, fm, den = central_differences(evaluate, work, idx, steps)
+        return worker_answer(lambda: central_differences(evaluate, work, idx, steps), work, pristine)
     except InputMutationError:  # seen mid-chunk: an entry changed before its turn
         return ("mutated",)
+
+
+def worker_answer(run: Callable[[], tuple], work: np.ndarray, pristine: np.ndarray) -> tuple:
+    """``run()`` on a worker's copy ``work`` of ``pristine``, its answer as data:
+    ``("ok", *run())``, ``("error",
+    payload)`` for :func:`rebuild_error`, or ``("mutated",)`` when ``f`` wrote into its input
+    (the same bits, :func:`same_bits`)."""
+    try:
+        got = run()
     except FunctionError as err:
-        if not unchanged(work, pristine):
+        if not same_bits(work, pristine):
             return ("mutated",)
         # f's own exception travels as the cause; gradcheck's refusal of f's output is the error itself
         cause = err if isinstance(err, OutputError) or err.__cause__ is None else err.__cause__
         return ("error", (err.index, err.side, picklable(cause), traceback.format_exc()))
-    if not unchanged(work, pristine):
+    if not same_bits(work, pristine):
         return ("mutated",)
-    return ("ok", fp, fm, den)
+    return ("ok", *got)
 
 
 def picklable(exc: BaseException) -> BaseException:
