@@ -17,22 +17,11 @@ import multiprocessing
 
 import numpy as np
 from _common import compare, cores, header, run, seconds, table, wall
+from bench_axes import layer_norm, layer_norm_vjp  # the same layer as bench_axes.py
 
 import gradcheck
 
 PER_CALL_SECONDS = 5e-3
-
-
-def layer_norm(x):
-    xc = x - x.mean(axis=-1, keepdims=True)
-    return xc / np.sqrt((xc**2).mean(axis=-1, keepdims=True) + 1e-5)
-
-
-def layer_norm_vjp(x, g):
-    xc = x - x.mean(axis=-1, keepdims=True)
-    inv = 1.0 / np.sqrt((xc**2).mean(axis=-1, keepdims=True) + 1e-5)
-    xh = xc * inv
-    return inv * (g - g.mean(-1, keepdims=True) - xh * (g * xh).mean(-1, keepdims=True))
 
 
 def costly(loops: int):
