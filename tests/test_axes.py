@@ -6,8 +6,9 @@ colouring: one entry of every slice per evaluation. The claims are hand-written 
 against the closed forms; the coloured verdicts agree entry for entry with a plain check;
 planted bugs are found exactly where they were planted; wrong declarations are refused.
 
-Test data uses seeds other than 0 (the check's cotangent is ``default_rng(0)``: data drawn
-from the same stream would equal the cotangent).
+The check's cotangent has its own random stream (``make_cotangent``): data drawn with
+``default_rng(0)``, the seed of the default config, is not the cotangent (it was: see
+``test_layer_norm_on_data_drawn_with_the_configs_seed``).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import gradcheck
 from gradcheck import Config, DependentSlicesError, Verdict
 from gradcheck._axes.colour import SliceGroups
 from gradcheck._axes.declare import declare
+from gradcheck._pipeline.prepare import make_cotangent
 from gradcheck.engines._fork import fork_available
 
 needs_fork = pytest.mark.skipif(not fork_available(), reason="needs the fork start method")
@@ -469,7 +471,7 @@ def test_referee_differentiates_each_entry_on_its_own_slice():
     report = gradcheck.check(layer_norm, x, planted((3, 5)), independent_axes=(0,))
     assert mismatches(report) == {(3, 5)}
     assert any("own slice (shape (1, 8))" in n for n in report.notes)
-    g = np.random.default_rng(0).standard_normal(x.shape)  # the check's cotangent (seed 0)
+    g = make_cotangent(x.shape, Config())  # the check's cotangent
     truth = layer_norm_vjp(x, g)[3, 5]
     assert abs(report.exact[3, 5] - truth) < 1e-12 * abs(truth)
 
@@ -658,14 +660,16 @@ def test_f_raising_while_the_declaration_is_verified_is_located():
 
 def test_kinks_are_found_on_each_entrys_own_base_value():
     """|x| at exact zeros: the kink test needs each entry's own slice's f(x); the verdicts
-    agree with a plain check's, KINK at exactly the zeros."""
+    agree with a plain check's, KINK at exactly the zeros. The claim takes the right-hand
+    slope at 0 (not sign(0) = 0, the midpoint, which the central difference confirms as it
+    stands, a PASS without a kink test whatever the cotangent)."""
     x = data((4, 5), seed=83)
     x[1, 3] = x[2, 0] = 0.0
     rowwise_abs = lambda z: np.abs(z) * (1.0 + z.sum(axis=1, keepdims=True) ** 2)  # noqa: E731
 
     def vjp(z, g):
         s = z.sum(axis=1, keepdims=True)
-        return g * np.sign(z) * (1 + s**2) + (g * np.abs(z)).sum(axis=1, keepdims=True) * 2 * s
+        return g * np.where(z >= 0, 1.0, -1.0) * (1 + s**2) + (g * np.abs(z)).sum(axis=1, keepdims=True) * 2 * s
 
     coloured = gradcheck.check(rowwise_abs, x, vjp, independent_axes=(0,), adjudicate=False)
     plain = gradcheck.check(rowwise_abs, x, vjp, adjudicate=False)
@@ -681,3 +685,54 @@ def test_attention_is_not_independent_along_the_sequence():
     with pytest.raises(DependentSlicesError, match="along axis 2") as info:
         gradcheck.check(attention, x, attention_vjp, independent_axes=(0, 1, 2))
     assert info.value.leak[2] > info.value.entry[2]  # causal: only later positions see it
+
+
+# -- the cotangent is not the data: a layer norm on default_rng(0) data ----------------------
+
+
+def layer_norm_vjp_divided(x, g):
+    """The layer norm's VJP written another way: divided by the std at the end."""
+    xc = x - x.mean(-1, keepdims=True)
+    var = (xc**2).mean(-1, keepdims=True)
+    xh = xc / np.sqrt(var + 1e-5)
+    return (g - g.mean(-1, keepdims=True) - xh * (g * xh).mean(-1, keepdims=True)) / np.sqrt(var + 1e-5)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_cotangent_stream_is_not_the_datas(seed):
+    """``make_cotangent`` with seed s is not ``default_rng(s)``'s draw, nor correlated with it."""
+    shape = (64, 256)
+    v = make_cotangent(shape, Config(seed=seed))
+    x = np.random.default_rng(seed).standard_normal(shape)
+    assert abs(np.corrcoef(v.ravel(), x.ravel())[0, 1]) < 0.05
+    assert np.array_equal(v, make_cotangent(shape, Config(seed=seed)))  # still seeded
+    assert not np.array_equal(v, make_cotangent(shape, Config(seed=seed + 1)))
+
+
+def test_layer_norm_on_data_drawn_with_the_configs_seed():
+    """x = default_rng(0) data (64, 256), the config's seed: with the cotangent drawn from the
+    same stream, v was x and J^T x ~ 0 for a layer norm (scale invariant): every entry ~1e-5 of
+    its size, 572 UNCHECKED, ~3,500 evaluations, and a 1e-5 bug PASSed (resolved to 1e-3 only).
+    Now: every entry PASS in ~2*256 evaluations, planted bugs caught at their entry."""
+    x = np.random.default_rng(0).standard_normal((64, 256))
+    at = (41, 77)
+
+    def bug(size):
+        def vjp(x, g):
+            out = layer_norm_vjp_divided(x, g)
+            out[at] *= 1 + size
+            return out
+        return vjp
+
+    ok = gradcheck.check(layer_norm, x, layer_norm_vjp_divided, independent_axes=(0,), adjudicate=False)
+    assert ok.counts[Verdict.PASS] == x.size, ok.counts
+    assert ok.evaluations <= 2 * 256 * 1.2
+    found = gradcheck.check(layer_norm, x, bug(1e-5), independent_axes=(0,), adjudicate=False)
+    assert mismatches(found) == {at} and found.counts[Verdict.PASS] == x.size - 1
+    # 1e-7 is below the default rtol (1e-6); at rtol=1e-8 it is found, the correct claim passes
+    tight = Config(rtol=1e-8)
+    ok = gradcheck.check(layer_norm, x, layer_norm_vjp_divided, independent_axes=(0,), adjudicate=False,
+                         config=tight)
+    assert ok.counts[Verdict.PASS] == x.size, ok.counts
+    found = gradcheck.check(layer_norm, x, bug(1e-7), independent_axes=(0,), adjudicate=False, config=tight)
+    assert mismatches(found) == {at} and found.counts[Verdict.PASS] == x.size - 1
