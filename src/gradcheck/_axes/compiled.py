@@ -52,6 +52,8 @@ def unsupported(f: Any, backend: Any, work: np.ndarray) -> str | None:
 class CompiledColoured(Coloured):
     """:class:`Coloured` whose evaluations run in a parallel numba kernel (``f``: ``@njit``)."""
 
+    IN_PLACE = False  # each evaluation's entries and values are shipped to its runner
+
     def __init__(self, *args: Any, f: Any, **kwargs: Any) -> None:
         import numba
 

@@ -162,6 +162,7 @@ def check_one(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: Chec
                                  complex_input=True)
         return _check_complex(f, subject, grad, opts)
     run = difference(subject, opts) if opts.independent_axes is None else coloured_difference(subject, opts)
+    subject.release_output()  # f(x) itself is not needed past the first pass
     checked = sanity(subject)
     judged, cfg = judge(subject, run, checked, opts.digits)
     return assemble(subject, run, checked, judged, cfg, opts, started)

@@ -83,17 +83,18 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
         vectorized=subject.vectorized, engine=opts.engine, lowp=subject.dtype in ("float16", "bfloat16"),
         executor=opts.executor, f=f, backend=be)
     differencer, saved = coloured.differences, None
-    order = np.arange(work.size)
-    if opts.checkpoint is not None:
+    if opts.checkpoint is None:
+        # Every entry in flat order, round by round, without index arrays of N (Coloured.first_pass).
+        with Progress(work.size, enabled=opts.progress, label=subject.label) as bar:
+            diffs = coloured.first_pass(steps, bar.update if bar.active else None)
+    else:
         # Recorded under the declaration (each entry's value is its slice's reduction), in
         # chunks of whole rounds: the first pass asks for the entries round by round.
         saved = open_checkpoint(opts.checkpoint, _Declared(coloured), x=subject.pristine, config=subject.config,
                                 cotangent=subject.cotangent, f=f, backend=be, vectorized=subject.vectorized)
         differencer, order = saved.differences, coloured.round_order()
-    # Without a checkpoint the order is the identity: the steps as they are (no copy of N).
-    got = first_differences(differencer, order, steps if saved is None else steps[order], progress=opts.progress,
-                            label=subject.label)
-    diffs = got if saved is None else _unpermuted(got, order)
+        got = first_differences(differencer, order, steps[order], progress=opts.progress, label=subject.label)
+        diffs = _unpermuted(got, order)
     return Differenced(engine=coloured, engine_reason=coloured.reason, differencer=differencer,
                        saved=saved, steps=steps, diffs=diffs, hint=None, evaluations=1 + coloured.take(),
                        coloured=coloured)

@@ -51,9 +51,9 @@ def judge(subject: Subject, run: Differenced, sanity: Sanity, digits: int) -> tu
     if subject.adjudicate is not False and referee_may_run(subject.backend, subject.f)[0]:
         f = subject.f
         referee = (Referee(lambda v: f(v), subject.pristine, subject.cotangent, digits=digits)
-                   if run.coloured is None else run.coloured.referee(f, subject.pristine, subject.y0, digits=digits))
+                   if run.coloured is None else run.coloured.referee(f, subject.pristine, digits=digits))
     # independent_axes: each entry's base value is its own slice's (the kink test's f(x))
-    base = subject.f0 if run.coloured is None else run.coloured.base_values(np.arange(subject.work.size))
+    base = subject.f0 if run.coloured is None else run.coloured.base_per_entry()
     # An f that computes in float32: Richardson across steps replaces the first estimates.
     first, spent = (None, 0) if run.coloured is not None else subject.lowp.first_estimates(
         run.differencer, run.steps, run.diffs, subject.work.reshape(-1), float(subject.f0))

@@ -74,11 +74,12 @@ def perturbed_points(old: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np
     dtype: ``x +- h`` rounds exactly as the perturbed entry will, and the realized step
     ``(x+h) - (x-h)`` keeps the representation error of ``h`` out of the slope (NaN where
     ``x`` is not finite)."""
-    h = np.asarray(steps, dtype=np.float64).reshape(-1).astype(old.dtype)
+    # copy=False: float64 arrays are used as they are (no temporaries of the request's size)
+    h = np.asarray(steps, dtype=np.float64).reshape(-1).astype(old.dtype, copy=False)
     with np.errstate(all="ignore"):
         xp, xm = old + h, old - h
-        denom = xp.astype(np.float64) - xm.astype(np.float64)
-        finite = np.isfinite(old.astype(np.float64))
+        denom = xp.astype(np.float64, copy=False) - xm.astype(np.float64, copy=False)
+        finite = np.isfinite(old.astype(np.float64, copy=False))
     denom[~finite] = np.nan
     return xp, xm, denom, finite
 
