@@ -35,7 +35,8 @@ class SparseColumn:
     __slots__ = ("shape", "fill", "_positions", "_values")
 
     def __init__(self, shape: int | tuple[int, ...], fill: Any = np.nan, dtype: Any = np.float64) -> None:
-        self.shape: tuple[int, ...] = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+        self.shape: tuple[int, ...] = ((int(shape),) if isinstance(shape, (int, np.integer))
+                                       else tuple(int(s) for s in shape))
         self.fill = np.array(fill, dtype=dtype)[()]
         self._positions = np.empty(0, dtype=np.int64)
         self._values = np.empty(0, dtype=self.fill.dtype)
