@@ -124,6 +124,17 @@ def test_complex_column():
     assert col.dtype == np.complex128 and same(col, dense) and col[1, 1] == 1 + 2j
 
 
+def test_from_dense_keeps_every_entry_that_is_not_the_fill():
+    """A dense array back to a column: the entries whose bits differ from the fill (another
+    NaN, -0.0) are kept, and the column gives back the same bits."""
+    dense = np.full((3, 5), np.nan)
+    dense[0, 1], dense[2, 4], dense[1, 0] = 1.5, -np.float64(np.nan), -0.0
+    col = SparseColumn.from_dense(dense)
+    assert col.count == 3 and col.shape == (3, 5) and same(col, dense)
+    zeros = SparseColumn.from_dense(np.array([0.0, 2.0, -0.0]), fill=0.0)
+    assert zeros.positions.tolist() == [1, 2] and same(zeros, np.array([0.0, 2.0, -0.0]))
+
+
 def test_report_stores_sparsely_and_materialises_on_read():
     """Report(exact=dense) keeps only the measured entries and gives back the same bits;
     a copy (dataclasses.replace) keeps them; nothing recorded reads as None."""
@@ -182,3 +193,24 @@ def test_check_exact_and_slopes_are_the_closed_forms_and_nan_elsewhere():
     assert entry["exact"] == truth and entry["certified_digits"] == int(r.digits[bug])
     assert f"exact {truth:.17g}" in r.explain((bug,))
     assert f"{truth:.17g}" in r.to_html()
+
+
+@pytest.mark.parametrize("convention, sign", [("torch", 1.0), ("jax", -1.0)])
+def test_complex_report_combines_the_parts_columns(convention, sign):
+    """A complex check with a bug in one imaginary part: only that part is refereed; the
+    complex report's exact value is re + i*sign*im of its parts' entry by entry (NaN bits
+    included) and the imaginary part is the closed form's, 2 W^H W z."""
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((4, 5)) + 1j * rng.standard_normal((4, 5))) / 2
+    z = rng.standard_normal(5) + 1j * rng.standard_normal(5)
+    g = 2 * w.conj().T @ (w @ z)
+    bad = g.copy()
+    bad[2] += 1e-3 * abs(g[2]) * 1j
+    r = check(lambda z: np.sum(np.abs(w @ z) ** 2), z, bad if sign > 0 else np.conj(bad),
+              complex_convention=convention)
+    assert r.entries(Verdict.MISMATCH) == [(2,)]
+    parts = r.parts.exact
+    assert np.isfinite(parts).tolist() == [[False, False]] * 2 + [[False, True]] + [[False, False]] * 2
+    assert parts[2, 1] == pytest.approx(g[2].imag, rel=1e-13)
+    assert same(r.measured["exact"], parts[..., 0] + 1j * sign * parts[..., 1])
+    assert r.measured["exact"].count == 1 and r.exact[2].imag == sign * parts[2, 1]

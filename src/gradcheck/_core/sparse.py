@@ -51,6 +51,16 @@ class SparseColumn:
         col._write(np.asarray(positions, dtype=np.int64), values)
         return col
 
+    @classmethod
+    def from_dense(cls, array: Any, fill: Any = np.nan) -> SparseColumn:
+        """The entries of ``array`` whose bits differ from ``fill`` (other NaNs included), in
+        its shape; the dtype is the array's and the fill's common one."""
+        a = np.asarray(array)
+        dtype = np.result_type(a.dtype, np.asarray(fill).dtype)
+        flat = a.reshape(-1).astype(dtype, copy=False)
+        at = np.flatnonzero(~_same_bits(flat, np.array(fill, dtype=dtype)))
+        return cls.from_entries(a.shape, at, flat[at], fill=np.array(fill, dtype=dtype))
+
     # -- what it is ----------------------------------------------------------------
     @property
     def dtype(self) -> np.dtype:

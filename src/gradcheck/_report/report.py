@@ -100,7 +100,7 @@ class Report(ReportText, ReportSerialize, HtmlViews):
         given = {k: v for k, v in zip(MEASURED, (exact, left, right)) if v is not None}
         if given:  # Report(exact=array, ...): kept sparse like the pipeline's
             store = dict(self.measured)
-            store.update({k: v if isinstance(v, SparseColumn) else _sparse(v) for k, v in given.items()})
+            store.update({k: v if isinstance(v, SparseColumn) else SparseColumn.from_dense(v) for k, v in given.items()})
             object.__setattr__(self, "measured", store)
 
     def measured_at(self, name: str, index: Any) -> Any:
@@ -210,15 +210,6 @@ class Report(ReportText, ReportSerialize, HtmlViews):
         a ``Path``); ``parts=`` and ``title=`` as in :func:`gradcheck._report.plot.plot_report`.
         Needs matplotlib: ``pip install "gradcheck[plot]"``."""
         return plot_report(self, path, **options)
-
-
-def _sparse(values: Any) -> SparseColumn:
-    """A dense array of second-look values as a sparse column (NaN: not measured)."""
-    a = np.asarray(values)
-    fill = np.array(np.nan, dtype=a.dtype if a.dtype.kind in "fc" else np.float64)
-    flat = a.reshape(-1)
-    at = np.flatnonzero(~np.isnan(flat)) if flat.dtype.kind in "fc" else np.arange(flat.size)
-    return SparseColumn.from_entries(a.shape, at, flat[at], fill=fill)
 
 
 def _materialised(name: str) -> property:
