@@ -165,6 +165,7 @@ def check_one(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: Chec
     subject.release_output()  # f(x) itself is not needed past the first pass
     checked = sanity(subject)
     judged, cfg = judge(subject, run, checked, opts.digits)
+    run.release()  # the first pass's arrays must not stack on assemble's
     return assemble(subject, run, checked, judged, cfg, opts, started)
 
 

@@ -34,6 +34,11 @@ class Differenced:
     evaluations: int             # f(x) and the 2N of the first pass
     coloured: Any = None         # independent_axes: the coloured differencer (per-entry base values, its referee)
 
+    def release(self) -> None:
+        """Drop the first pass's differences and steps (four arrays of N) once the verdicts are
+        made: the report is assembled from the verdicts alone."""
+        self.diffs, self.steps = None, None  # type: ignore[assignment]
+
 
 def difference(subject: Subject, opts: CheckOptions) -> Differenced:
     """Every entry of ``subject.work`` differenced once, on the chosen engine."""

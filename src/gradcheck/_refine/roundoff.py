@@ -81,7 +81,7 @@ def representable(values, unit: float) -> str | None:
 
 
 #: Values tested per step (the first that fails ends the test: memory and time stay small).
-_CHUNK = 1 << 16
+_CHUNK = 1 << 14  # the float32 test makes ~a dozen temporaries of a chunk
 
 
 def _parts(values) -> list[Any]:

@@ -19,7 +19,12 @@ from .._core.errors import FunctionError, OutputError, mutation_error
 def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
     """``h_i = step * max(1, |x_i|)`` as float64."""
     v = np.abs(np.asarray(values, dtype=np.float64))
-    return np.asarray(rel_step, dtype=np.float64) * np.maximum(1.0, v)
+    step = np.asarray(rel_step, dtype=np.float64)
+    if step.ndim:
+        return step * np.maximum(1.0, v)
+    # In place in the fresh |x| (the same products): one array of N, not three.
+    np.maximum(1.0, v, out=v)
+    return np.multiply(step, v, out=v)
 
 
 def _flat_handle(target: np.ndarray):
