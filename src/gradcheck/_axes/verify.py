@@ -58,7 +58,8 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     np.multiply(steps, scaled, out=scaled)
     np.multiply(scaled, rng.choice([-1.0, 1.0], size=flat.size), out=scaled)
     along_x = None if axes.elementwise else _slice_view(axes, work.ndim)
-    for half in halves:
+    for make in halves:
+        half = make()
         # The entries of the half's slices, in flat order (no array of each entry's slice).
         entries = np.flatnonzero(half if along_x is None else np.broadcast_to(half.reshape(along_x), work.shape))
         count += _leak_of(axes, evaluate, flat, entries, scaled, y0, work.shape, out, bisect=True)
@@ -69,19 +70,22 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     return count, note
 
 
-def _halves(slices: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """Boolean masks over the slices: bit ``k`` set, and not set, for the low bits; then
-    seeded random halves and their complements past :data:`MAX_BITS` bits."""
-    numbers = np.arange(slices)
+def _halves(slices: int, rng: np.random.Generator) -> list[Callable[[], np.ndarray]]:
+    """Boolean masks over the slices, each made when it is used (the list holds makers): bit
+    ``k`` set, and not set, for the low bits; then seeded random halves and their complements
+    past :data:`MAX_BITS` bits (drawn now: the seeded stream keeps its order)."""
     bits = int(np.ceil(np.log2(slices)))
-    out = []
-    for k in range(min(bits, MAX_BITS)):
-        mask = ((numbers >> k) & 1).astype(bool)
-        out += [mask, ~mask]
+    # Bit k of 0, 1, 2, ...: 2**k False then 2**k True, repeated (no array of the slice numbers).
+    low = [k for k in range(min(bits, MAX_BITS)) if slices > 1 << k]  # else bit k is never set
+    makers: list[Callable[[], np.ndarray]] = []
+    for k in low:
+        makers += [lambda k=k: np.resize(np.repeat([False, True], 1 << k), slices),
+                   lambda k=k: ~np.resize(np.repeat([False, True], 1 << k), slices)]
     for _ in range(RANDOM_PAIRS if bits > MAX_BITS else 0):
         mask = rng.random(slices) < 0.5
-        out += [mask, ~mask]
-    return [m for m in out if m.any() and not m.all()]
+        if mask.any() and not mask.all():
+            makers += [lambda m=mask: m, lambda m=mask: ~m]
+    return makers
 
 
 def _one_entry_per_slice(axes: Axes, slices: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -87,6 +87,7 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
         y0=subject.y0, cotangent=subject.cotangent, steps=steps, seed=subject.config.seed,
         vectorized=subject.vectorized, engine=opts.engine, lowp=subject.dtype in ("float16", "bfloat16"),
         executor=opts.executor, f=f, backend=be)
+    subject.release_output()  # verified and reduced per slice: f(x) must not stay through the pass
     differencer, saved = coloured.differences, None
     if opts.checkpoint is None:
         # Every entry in flat order, round by round, without index arrays of N (Coloured.first_pass).

@@ -172,7 +172,7 @@ def reducer(cotangent: np.ndarray | None) -> Callable[[np.ndarray], float]:
             raise _changed_shape(y.shape, shape)
         # numpy's pairwise sum, not BLAS's dot: the same bits on every machine and thread
         # count, and the compiled engine's in-kernel reduction reproduces them exactly.
-        return float(np.add.reduce(flat_v * y.reshape(-1).astype(np.float64)))
+        return float(np.add.reduce(flat_v * np.asarray(y.reshape(-1), dtype=np.float64)))  # float64: no copy
 
     return reduce
 

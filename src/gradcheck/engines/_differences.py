@@ -89,14 +89,25 @@ def perturbed_points(old: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np
     return xp, xm, denom, finite
 
 
+#: Entries per block where a whole-array test needs no array of N.
+_BLOCK = 1 << 16
+
+
 def require_moving_steps(values: np.ndarray, steps: np.ndarray, rel_step: float, what: str = "x") -> None:
     """Refuse a step that does not move some finite entry at all (``x + h == x - h`` in the
     array's dtype: a realized step of 0, so every difference there is 0/0), naming the
     first such entry and the relative step from which every entry moves."""
     flat = np.asarray(values).reshape(-1)
-    _, _, denom, finite = perturbed_points(flat, steps)
-    still = finite & (denom == 0)
-    if not still.any():
+    h = np.asarray(steps).reshape(-1)
+    still = None
+    for start in range(0, flat.size, _BLOCK):  # block by block: no temporaries of N
+        part = slice(start, start + _BLOCK)
+        _, _, denom, finite = perturbed_points(flat[part], h[part])
+        if (finite & (denom == 0)).any():
+            _, _, denom, finite = perturbed_points(flat, h)  # found: count them all (the message)
+            still = finite & (denom == 0)
+            break
+    if still is None:
         return
     first = int(np.flatnonzero(still)[0])
     index = tuple(int(k) for k in np.unravel_index(first, np.shape(values)))
