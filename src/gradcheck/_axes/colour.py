@@ -70,6 +70,7 @@ class Coloured:
         """The referee for this check: on each entry's own slice when ``f`` allows it
         (:mod:`.referee`); the notes say which."""
         chosen, note = slice_referee(f, x, y0, self._v, self.axes, digits=digits)
+        self.evaluations += 1  # slice_referee tried f on one slice
         self.notes.append(note)
         return chosen
 
