@@ -361,7 +361,8 @@ def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None
     p.upcast = True
     p.notes.append(
         f"{fmt.name} input, precision-generic f: the numeric side is a float64 central difference "
-        f"of the exactly-upcast input")
+        f"of the exactly-upcast input (report.config: the float64 preset's step and round-off model, "
+        f"rtol and resolution from the {fmt.name} claim's ulp rule)")
     return p
 
 
