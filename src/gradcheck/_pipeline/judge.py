@@ -26,6 +26,7 @@ from .._classify.kernel import classify  # the fused kernel from 1e5 entries, nu
 from .._classify.rule import rule_of
 from .._core.config import Config
 from .._core.judged import Judged
+from .._core.sparse import SparseColumn
 from .._core.verdict import Cause
 from .._refine.retry import retry_nonfinite_steps
 from .._refine.roundoff import probe_roundoff, recheck_precision
@@ -102,8 +103,8 @@ def judge_entries(
     codes = classify(analytic, numeric, noise, **rule_of(cfg))
     causes = np.zeros(count, dtype=np.uint8)
     judged = Judged(numeric, noise, codes, np.zeros(count, dtype=bool), 0, causes,
-                    np.full(count, np.nan), np.full(count, -1, dtype=np.int16),
-                    np.full(count, np.nan), np.full(count, np.nan))
+                    SparseColumn(count), np.full(count, -1, dtype=np.int16),
+                    SparseColumn(count), SparseColumn(count))
     sub = lambda j, h: differencer(idx_map[j], h)  # noqa: E731  positions -> perturbed indices
     if base_finite:
         retried, spent = retry_nonfinite_steps(sub, values, analytic, (fp, fm, denom), steps,
