@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, OutputError
+from .._core.arrays import same_bits
+from .._core.errors import FunctionError, OutputError, mutation_error
 from .._core.inputs import output_array, require_real_output
 from ..engines._differences import perturbed_points
 from .declare import Axes
@@ -145,13 +146,19 @@ class Coloured:
     def point(self, ids: np.ndarray, values: np.ndarray, old: np.ndarray, mine: np.ndarray,
               side: str) -> np.ndarray:
         """One evaluation: entries ``ids`` of ``work`` set to ``values`` (put back to ``old``
-        after), each one's own slice reduction (its slice: ``mine``) returned."""
+        after), each one's own slice reduction (its slice: ``mine``) returned. An ``f`` that
+        wrote into a perturbed entry (putting it back would hide the write) is
+        :class:`~gradcheck.InputMutationError`."""
         flat = self.work.reshape(-1)
         try:
             flat[ids] = values
             y = self._call(ids, side, None)
+            written = first_written(flat[ids], values)
         finally:
             flat[ids] = old
+        if written >= 0:
+            at = tuple(int(k) for k in np.unravel_index(int(ids[written]), self.work.shape))
+            raise mutation_error(seen=f" (entry {at} changed while it was perturbed, {side}, coloured)")
         return self._reduce(y)[mine]
 
     def _call(self, ids: np.ndarray, side: str, batch: np.ndarray | None):
@@ -172,6 +179,17 @@ class Coloured:
             raise OutputError(f"shape {arr.shape}", tail=f", after returning shape {self._y_shape} at the "
                               "unperturbed input; f must return the same shape at every point")
         return self.axes.reduce_slices(self._v * np.asarray(arr, dtype=np.float64))
+
+
+def first_written(now: np.ndarray, values: Any) -> int:
+    """The first position where ``now`` (the perturbed entries after ``f`` ran) no longer
+    holds the bits of ``values`` (what was set there), or -1: ``f`` wrote into an entry it
+    was given perturbed (restoring the entry would hide that write)."""
+    values = np.asarray(values, dtype=now.dtype)
+    if same_bits(now, values):
+        return -1
+    bits = f"u{now.dtype.itemsize}"
+    return int(np.flatnonzero(now.view(bits) != values.view(bits))[0])
 
 
 class SliceGroups:
