@@ -15,6 +15,7 @@ import concurrent.futures as cf
 import gc
 import multiprocessing
 import os
+import re
 import signal
 import threading
 
@@ -563,9 +564,10 @@ def test_compiled_engine_gives_serials_report_bit_for_bit():
 
 
 def test_compiled_engine_blames_f_like_serial():
-    """An @njit f that raises at a perturbed point, or writes into its input there: the
-    compiled engine raises serial's FunctionError (same entry, same side), and
-    InputMutationError, as serial does."""
+    """An @njit f that raises at a perturbed point, or writes into its input there (into
+    another entry, or into the perturbed entry itself, where putting the entry back would
+    hide the write): the compiled engine raises serial's FunctionError (same entry, same
+    side), and InputMutationError, as serial (and the executor's workers) do."""
     import numba
 
 
@@ -575,6 +577,8 @@ def test_compiled_engine_blames_f_like_serial():
             raise ValueError("too big")
         if x[0, 0] < -10.0:
             x[0, 1] += 1.0
+        if x[1, 1] > 30.0:
+            x[1, 1] = 0.0
         return x * x
 
     x = data((4, 3), seed=79)
@@ -591,6 +595,19 @@ def test_compiled_engine_blames_f_like_serial():
         with pytest.raises(gradcheck.InputMutationError):
             gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine=engine)
     assert x.tobytes() == before.tobytes()
+    x = data((4, 3), seed=79)
+    x[1, 1] = 30.0 - 1e-9  # +h crosses 30: f writes into x[1, 1], the entry perturbed there
+    before = x.copy()
+    seen = {"serial": re.escape("entry (1, 1) changed while it was perturbed, +h"),
+            "compiled": r"compiled engine, coloured, \+h, perturbing x\[0, 1\]"}
+    for engine, message in seen.items():
+        with pytest.raises(gradcheck.InputMutationError, match=message):
+            gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine=engine)
+    with cf.ThreadPoolExecutor(2) as ex, pytest.raises(gradcheck.InputMutationError):
+        gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), executor=ex)
+    assert x.tobytes() == before.tobytes()
+    x[1, 1] = 30.0 - 1.0  # control: no step reaches 30, f never writes
+    assert gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine="compiled").passed
 
 
 def test_compiled_engine_refuses_what_it_cannot_run():

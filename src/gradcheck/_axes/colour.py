@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, OutputError
+from .._core.arrays import same_bits
+from .._core.errors import FunctionError, OutputError, mutation_error
 from .._core.inputs import output_array, require_real_output
 from .._refine.second_look import PerEntry
 from ..engines._differences import perturbed_points
@@ -75,6 +76,7 @@ class Coloured:
         """The referee for this check: on each entry's own slice when ``f`` allows it
         (:mod:`.referee`); the notes say which."""
         chosen, note = slice_referee(f, x, self._y_first, self._v, self.axes, digits=digits)
+        self.evaluations += 1  # slice_referee tried f on one slice
         self.notes.append(note)
         return chosen
 
@@ -188,8 +190,12 @@ class Coloured:
                 else:
                     np.subtract(denom, flat, out=denom)
                 y = self._call(0, flat.size, side, None)
+                written = _first_moved(flat, old, step, move)
             finally:
                 flat[...] = old
+            if written >= 0:
+                at = tuple(int(k) for k in np.unravel_index(written, self.work.shape))
+                raise mutation_error(seen=f" (entry {at} changed while it was perturbed, {side}, coloured)")
             self._reduce(y, out=values)
             del y  # f's next output must not stack on this one
             self.evaluations += 1
@@ -219,13 +225,19 @@ class Coloured:
     def point(self, ids: np.ndarray, values: np.ndarray, old: np.ndarray, mine: np.ndarray,
               side: str) -> np.ndarray:
         """One evaluation: entries ``ids`` of ``work`` set to ``values`` (put back to ``old``
-        after), each one's own slice reduction (its slice: ``mine``) returned."""
+        after), each one's own slice reduction (its slice: ``mine``) returned. An ``f`` that
+        wrote into a perturbed entry (putting it back would hide the write) is
+        :class:`~gradcheck.InputMutationError`."""
         flat = self.work.reshape(-1)
         try:
             flat[ids] = values
             y = self._call(int(ids[0]) if ids.size else None, ids.size, side, None)
+            written = first_written(flat[ids], values)
         finally:
             flat[ids] = old
+        if written >= 0:
+            at = tuple(int(k) for k in np.unravel_index(int(ids[written]), self.work.shape))
+            raise mutation_error(seen=f" (entry {at} changed while it was perturbed, {side}, coloured)")
         return self._reduce(y)[mine]
 
     def _call(self, first: int | None, count: int, side: str, batch: np.ndarray | None):
@@ -252,6 +264,31 @@ class Coloured:
 def _kept(selection: Any, finite: np.ndarray) -> np.ndarray:
     """``selection`` (an index array, or ``slice(None)``: all) restricted to where ``finite``."""
     return np.flatnonzero(finite) if isinstance(selection, slice) else selection[finite]
+
+
+def _first_moved(flat: np.ndarray, old: np.ndarray, step: np.ndarray, move: Any, block: int = 65536) -> int:
+    """:func:`first_written` for the elementwise round, which perturbs ``work`` in place: the
+    first position where ``flat`` no longer holds ``move(old, step)``, recomputed a block at a
+    time (the same operation in the same dtype, so the same bits), or -1."""
+    bits = f"u{flat.dtype.itemsize}"
+    for start in range(0, flat.size, block):
+        part = slice(start, start + block)
+        want = move(old[part], step[part]).astype(flat.dtype, copy=False)
+        bad = np.flatnonzero(flat[part].view(bits) != want.view(bits))
+        if bad.size:
+            return start + int(bad[0])
+    return -1
+
+
+def first_written(now: np.ndarray, values: Any) -> int:
+    """The first position where ``now`` (the perturbed entries after ``f`` ran) no longer
+    holds the bits of ``values`` (what was set there), or -1: ``f`` wrote into an entry it
+    was given perturbed (restoring the entry would hide that write)."""
+    values = np.asarray(values, dtype=now.dtype)
+    if same_bits(now, values):
+        return -1
+    bits = f"u{now.dtype.itemsize}"
+    return int(np.flatnonzero(now.view(bits) != values.view(bits))[0])
 
 
 class SliceGroups:

@@ -32,19 +32,9 @@ class SliceReferee(Referee):
         assert self.cotangent is not None  # sliced only for an array output, which has one
         return piece_of(self.axes, self.x, self.cotangent, int(flat_index))
 
-    def unavailable(self) -> str | None:
-        if self._reason is False:
-            from ..mp import NotAdjudicable, evaluate, to_mp
-
-            x_s, _, _ = self.piece(0)
-            try:
-                evaluate(self.f_mp, to_mp(np.asarray(x_s, dtype=np.float64)), dps=20)
-                self._reason = None
-            except NotAdjudicable as exc:
-                self._reason = f"{exc.reason.value}: {exc.detail}"
-            except Exception as exc:  # noqa: BLE001  f failed on object arrays: say how
-                self._reason = f"f raised {type(exc).__name__} on arbitrary-precision input: {exc}"
-        return self._reason  # type: ignore[return-value]
+    def probe_point(self) -> np.ndarray:
+        """The first entry's slice: where :meth:`unavailable` tries ``f`` at high precision."""
+        return np.asarray(self.piece(0)[0], dtype=np.float64)
 
     def derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
         from ..mp import NotAdjudicable, mp_derivative

@@ -48,8 +48,8 @@ def assemble(subject: Subject, run: Differenced, sanity: Sanity, judged: Judged,
         tail.append(run.hint)
     report = assemble_report(
         name=subject.label, analytic=subject.analytic, judged=judged, config=cfg, dtype=subject.dtype,
-        engine=run.engine.name, evaluations=run.evaluations + sanity.evaluations, started=started,
-        base_value=subject.f0, adjudicate=subject.adjudicate, output_dtype=subject.output_dtype,
+        engine=run.engine.name, evaluations=subject.probes + run.evaluations + sanity.evaluations,
+        started=started, base_value=subject.f0, adjudicate=subject.adjudicate, output_dtype=subject.output_dtype,
         head=head, tail=tail, lowp=subject.lowp, deterministic=sanity.deterministic, drift=sanity.drift)
     if run.saved is not None:
         run.saved.finish()

@@ -135,6 +135,15 @@ def check(
     Report or MultiReport
         One :class:`Report` (a :class:`ComplexReport` for complex input), or a
         :class:`MultiReport` for a tuple ``x``; call ``.assert_pass()`` in a test.
+        ``report.dtype`` is ``x``'s dtype; ``report.config`` is the config the numeric
+        side ran with, and its ``dtype`` names the preset that set the step and the
+        round-off model: ``"float64"`` for a float16/bfloat16/float32 ``x`` differenced at
+        its float64 upcast (rtol, atol and resolution then come from the claim's ulp
+        rule, stated in the notes), ``"float32"`` for an ``f`` that computes in float32
+        whatever it is given (the forced-float32 preset, even for a float64 ``x``).
+        ``report.evaluations`` counts every call of ``f`` gradcheck made (probes, the
+        engine choice's timing, the referee's); the backend's own forward passes that
+        make a claimed gradient (torch, jax) are not among them.
 
     Examples
     --------

@@ -12,7 +12,7 @@ import numpy as np
 from .. import _axes
 from .._runtime.checkpoint import open_checkpoint
 from .._runtime.progress import Progress, differences_with_progress, screen_hint
-from ..engines import CheckProblem, select_engine
+from ..engines import CheckProblem, choose_engine
 from ..engines._differences import steps_for
 from .options import CheckOptions
 from .prepare import Subject
@@ -31,7 +31,7 @@ class Differenced:
     steps: np.ndarray
     diffs: Diffs
     hint: str | None             # a long pass: say that screen exists
-    evaluations: int             # f(x) and the 2N of the first pass
+    evaluations: int             # f(x), the engine choice's timing calls and the 2N of the first pass
     coloured: Any = None         # independent_axes: the coloured differencer (per-entry base values, its referee)
 
     def release(self) -> None:
@@ -44,7 +44,8 @@ def difference(subject: Subject, opts: CheckOptions) -> Differenced:
     """Every entry of ``subject.work`` differenced once, on the chosen engine."""
     problem = CheckProblem(f=subject.f, work=subject.work, evaluate=subject.evaluate, backend=subject.backend,
                            cotangent=subject.cotangent, vectorized=subject.vectorized, executor=opts.executor)
-    eng, reason = select_engine(opts.engine, problem)
+    choice = choose_engine(opts.engine, problem)
+    eng, reason = choice.engine, choice.reason
     differencer = eng.differences
     saved = None
     if opts.checkpoint is not None:
@@ -58,7 +59,7 @@ def difference(subject: Subject, opts: CheckOptions) -> Differenced:
     diffs = first_differences(differencer, np.arange(size), steps, progress=opts.progress, label=subject.label)
     hint = screen_hint(size, time.perf_counter() - began)
     return Differenced(engine=eng, engine_reason=reason, differencer=differencer, saved=saved, steps=steps,
-                       diffs=diffs, hint=hint, evaluations=1 + 2 * size)
+                       diffs=diffs, hint=hint, evaluations=1 + choice.evaluations + 2 * size)
 
 
 def first_differences(differencer: Callable[..., Diffs], flat_idx: np.ndarray, steps: np.ndarray, *,

@@ -52,6 +52,7 @@ class Subject:
     audit_notes: tuple[str, ...]
     violations: tuple[str, ...]
     unit: float                  # the unit round-off of f's evaluation
+    probes: int = 0              # evaluations of f besides f(x) spent choosing the plan
 
     def release_output(self) -> None:
         """Drop ``y0`` (an array of f's output size) once the difference stage is over: the later
@@ -81,8 +82,10 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
         return RealView(be, x_np, vectorized)
     require_real_output(output_array(y0), f"f ({label})")
+    probes = lowp.probes
     if dtype == "float64" and opts.config is None and opts.independent_axes is None:
-        routed = route_float64(f, work, y0, be)  # f computes in float32: float32 steps, Richardson
+        routed, spent = route_float64(f, work, y0, be)  # f computes in float32: float32 steps, Richardson
+        probes += spent
         if routed is not None:
             lowp, cfg = routed, _refined(routed.config, opts.refine)
             require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
@@ -109,7 +112,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
                    adjudicate=adjudicate, vectorized=vectorized, work=work, pristine=pristine, y0=y0,
                    output_dtype=dtype_name(y0.dtype), f0=f0,
                    cotangent=cotangent, evaluate=evaluate, analytic=analytic,
-                   audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit)
+                   audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit, probes=probes)
 
 
 def _pristine(x_np: np.ndarray, work: np.ndarray) -> np.ndarray:

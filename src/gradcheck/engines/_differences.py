@@ -138,13 +138,18 @@ def _difference_loop(evaluate, target, flat, idx, old, xp, xm, finite, f_plus, f
         try:
             flat[i] = xp[j]
             f_plus[j] = evaluate()
+            kept = probe[i] == xp[j]
             side = "-h"
             flat[i] = xm[j]
             f_minus[j] = evaluate()
+            kept = kept and probe[i] == xm[j]
         except Exception as exc:  # re-raised with the entry it happened at
             raise _located(exc, tuple(int(k) for k in np.unravel_index(i, target.shape)), side, param)  # noqa: B904
         finally:
             flat[i] = old[j]
+        if not kept:  # f wrote into the entry while it was perturbed: putting it back hid the write
+            index = tuple(int(k) for k in np.unravel_index(i, target.shape))
+            raise mutation_error(seen=f" (entry {index} changed while it was perturbed)")
         if progress is not None:
             progress(j)
 
