@@ -698,3 +698,25 @@ def test_attention_is_not_independent_along_the_sequence():
     with pytest.raises(DependentSlicesError, match="along axis 2") as info:
         gradcheck.check(attention, x, attention_vjp, independent_axes=(0, 1, 2))
     assert info.value.leak[2] > info.value.entry[2]  # causal: only later positions see it
+
+
+def test_elementwise_round_sees_a_write_into_a_perturbed_entry():
+    """independent_axes="all" perturbs every entry of the private copy in place; an f that
+    writes into one of them (putting the copy back would hide the write) is
+    InputMutationError naming the entry; the same f without the write passes (control), and
+    the user's x is untouched either way."""
+    x = data((5, 4), seed=61)
+    before = x.copy()
+    top = float(x.max())
+
+    def writing(z):
+        out = np.tanh(z)
+        if z.max() > top:  # only at +h, where every entry is moved up
+            z[2, 3] = 0.5
+        return out
+
+    grad = lambda z, g: g * (1 - np.tanh(z) ** 2)  # noqa: E731
+    with pytest.raises(gradcheck.InputMutationError, match=re.escape("entry (2, 3) changed while it was perturbed")):
+        gradcheck.check(writing, x, grad, independent_axes="all")
+    assert x.tobytes() == before.tobytes()
+    assert gradcheck.check(np.tanh, x, grad, independent_axes="all").passed
