@@ -16,6 +16,7 @@ import concurrent.futures as cf
 import gc
 import multiprocessing
 import os
+import re
 import signal
 import threading
 
@@ -565,9 +566,10 @@ def test_compiled_engine_gives_serials_report_bit_for_bit():
 
 
 def test_compiled_engine_blames_f_like_serial():
-    """An @njit f that raises at a perturbed point, or writes into its input there: the
-    compiled engine raises serial's FunctionError (same entry, same side), and
-    InputMutationError, as serial does."""
+    """An @njit f that raises at a perturbed point, or writes into its input there (into
+    another entry, or into the perturbed entry itself, where putting the entry back would
+    hide the write): the compiled engine raises serial's FunctionError (same entry, same
+    side), and InputMutationError, as serial (and the executor's workers) do."""
     import numba
 
 
@@ -577,6 +579,8 @@ def test_compiled_engine_blames_f_like_serial():
             raise ValueError("too big")
         if x[0, 0] < -10.0:
             x[0, 1] += 1.0
+        if x[1, 1] > 30.0:
+            x[1, 1] = 0.0
         return x * x
 
     x = data((4, 3), seed=79)
@@ -593,6 +597,19 @@ def test_compiled_engine_blames_f_like_serial():
         with pytest.raises(gradcheck.InputMutationError):
             gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine=engine)
     assert x.tobytes() == before.tobytes()
+    x = data((4, 3), seed=79)
+    x[1, 1] = 30.0 - 1e-9  # +h crosses 30: f writes into x[1, 1], the entry perturbed there
+    before = x.copy()
+    seen = {"serial": re.escape("entry (1, 1) changed while it was perturbed, +h"),
+            "compiled": r"compiled engine, coloured, \+h, perturbing x\[0, 1\]"}
+    for engine, message in seen.items():
+        with pytest.raises(gradcheck.InputMutationError, match=message):
+            gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine=engine)
+    with cf.ThreadPoolExecutor(2) as ex, pytest.raises(gradcheck.InputMutationError):
+        gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), executor=ex)
+    assert x.tobytes() == before.tobytes()
+    x[1, 1] = 30.0 - 1.0  # control: no step reaches 30, f never writes
+    assert gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine="compiled").passed
 
 
 def test_compiled_engine_refuses_what_it_cannot_run():
@@ -685,6 +702,28 @@ def test_attention_is_not_independent_along_the_sequence():
     with pytest.raises(DependentSlicesError, match="along axis 2") as info:
         gradcheck.check(attention, x, attention_vjp, independent_axes=(0, 1, 2))
     assert info.value.leak[2] > info.value.entry[2]  # causal: only later positions see it
+
+
+def test_elementwise_round_sees_a_write_into_a_perturbed_entry():
+    """independent_axes="all" perturbs every entry of the private copy in place; an f that
+    writes into one of them (putting the copy back would hide the write) is
+    InputMutationError naming the entry; the same f without the write passes (control), and
+    the user's x is untouched either way."""
+    x = data((5, 4), seed=61)
+    before = x.copy()
+    top = float(x.max())
+
+    def writing(z):
+        out = np.tanh(z)
+        if z.max() > top:  # only at +h, where every entry is moved up
+            z[2, 3] = 0.5
+        return out
+
+    grad = lambda z, g: g * (1 - np.tanh(z) ** 2)  # noqa: E731
+    with pytest.raises(gradcheck.InputMutationError, match=re.escape("entry (2, 3) changed while it was perturbed")):
+        gradcheck.check(writing, x, grad, independent_axes="all")
+    assert x.tobytes() == before.tobytes()
+    assert gradcheck.check(np.tanh, x, grad, independent_axes="all").passed
 
 
 # -- the cotangent is not the data: a layer norm on default_rng(0) data ----------------------

@@ -173,10 +173,11 @@ def test_a_function_writing_negative_zero_over_zero_is_refused(when):
     """-0.0 == 0.0, so a comparison by value misses this write; the bytes differ (same_bits).
     "while entry 0 is perturbed": the write lands on entry 1 before its turn, where the
     restore after perturbing it would have repaired it unseen. Control: writing +0.0 over
-    0.0 changes no bit and is no error."""
+    0.0 changes no bit and is no error. (The write lands only where z[1] is zero: over a
+    perturbed z[1] it changes bits, refused by the test below.)"""
     def writer(sign):
         def f(z):
-            if when == "every call" or z[0] != 1.0:
+            if (when == "every call" or z[0] != 1.0) and z[1] == 0.0:
                 z[1] = sign * 0.0
             return float(np.sum(z ** 2))
         return f
@@ -186,6 +187,24 @@ def test_a_function_writing_negative_zero_over_zero_is_refused(when):
         check(writer(-1.0), x, 2 * x)
     assert same_bits(x, np.array([1.0, 0.0, 2.0]))  # the user's x is untouched
     assert check(writer(1.0), x, 2 * x).passed
+
+
+def test_a_function_writing_into_the_entry_it_is_given_perturbed_is_refused():
+    """f writes only into the entry perturbed at that point (z[1] > 2 only at z[1] + h):
+    putting the entry back after the call hid the write (the final comparison saw nothing).
+    Refused, the user's x untouched; control: below the threshold f never writes and passes."""
+    def f(z):
+        if z[1] > 2.0:
+            z[1] = 0.0
+        return float(np.sum(z ** 2))
+
+    x = np.array([1.0, 2.0 - 1e-9, 3.0])
+    before = x.copy()
+    with pytest.raises(gradcheck.InputMutationError, match=r"entry \(1,\) changed while it was perturbed"):
+        check(f, x, 2 * x, engine="serial")
+    assert same_bits(x, before)
+    below = np.array([1.0, 1.5, 3.0])
+    assert check(f, below, 2 * below, engine="serial").passed
 
 
 def test_same_bits_sees_signed_zeros_and_nan_payloads():

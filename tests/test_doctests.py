@@ -13,6 +13,7 @@ MODULES = [
     "gradcheck.mp", "gradcheck._core.formats", "gradcheck._lowp.dispute", "gradcheck._lowp.dispute_bound", "gradcheck._lowp.result", "gradcheck._lowp.dispute_gradient", "gradcheck._lowp.dispute_timing", "gradcheck.mp._reverse", "gradcheck._lowp.subjects",
     "gradcheck.engines._fork", "gradcheck._core.inputs", "gradcheck._core.jit", "gradcheck.backends._contract",
     "gradcheck._core.arguments", "gradcheck._core.arrays", "gradcheck._core.errors", "gradcheck._core.tolerance",
+    "gradcheck._core.sparse",
     "gradcheck._report.html",
     "gradcheck._orders._jvp", "gradcheck._orders._adjoint", "gradcheck._orders._hvp",
     "gradcheck._orders._taylor",

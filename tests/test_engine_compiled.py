@@ -305,6 +305,28 @@ def test_f_writing_into_its_input_is_refused():
 
 
 @numba.njit
+def scribble_perturbed(x):
+    if x[1] > 2.0:  # only at x[1] + h: a write into the entry perturbed there
+        x[1] = 0.0
+    return (x * x).sum()
+
+
+def test_f_writing_into_the_perturbed_entry_is_refused():
+    """Putting the perturbed entry back after the call would hide the write: the kernel
+    compares the entry with what it set there first. Control: below 2, no write, no error."""
+    x = np.array([1.0, 2.0 - 1e-9, 3.0])
+    p = problem(scribble_perturbed, x)
+    engine, _ = select_engine("compiled", p)
+    with pytest.raises(gradcheck.InputMutationError, match=r"compiled engine at entry \(1,\)"):
+        engine.differences(np.arange(x.size), steps_for(x, 6e-6))
+    np.testing.assert_array_equal(p.work, x)
+    below = np.array([1.0, 1.5, 3.0])
+    fp, fm, _ = select_engine("compiled", problem(scribble_perturbed, below))[0].differences(
+        np.arange(3), steps_for(below, 6e-6))
+    assert np.isfinite(fp).all() and np.isfinite(fm).all()
+
+
+@numba.njit
 def pair(x):
     return x[0], x[1]
 

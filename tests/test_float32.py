@@ -118,3 +118,26 @@ def test_a_backward_that_computes_in_float32_is_not_measured_against_itself():
     assert any("holds only float32 values" in n for n in good.notes), good.notes
     bad = check(ln, XL, lambda x, v: vjp32(x, v, unbiased=True))
     assert bad.counts[Verdict.MISMATCH] >= XL.size * 0.9, str(bad)
+
+
+def test_report_dtype_is_the_inputs_and_config_dtype_the_preset_that_ran():
+    """A float32 input of a precision-generic f: report.dtype float32; the config is the
+    float64 preset's step and round-off model (the difference runs at the float64
+    upcast: a float32 step or unit round-off there would be wrong), the claim's ulp rule
+    its rtol and resolution, and a note says so. An f that computes in float32: the
+    forced-float32 preset, whatever the input's dtype."""
+    from gradcheck import Config
+    from gradcheck._lowp.float32 import F32_RESOLUTION
+
+    x = X[:2, :8]
+    generic = check(f, x, g)
+    f64 = Config.for_dtype("float64")
+    assert generic.dtype == "float32" and generic.to_dict()["dtype"] == "float32"
+    assert generic.config.dtype == "float64" and generic.config.step == f64.step
+    assert generic.config.unit_roundoff == 2.0 ** -53 and generic.config.resolution == F32_RESOLUTION
+    assert generic.config.rtol < Config.for_dtype("float32").rtol / 100  # the ulp rule's, not a preset's
+    assert any("report.config: the float64 preset's step" in n for n in generic.notes), generic.notes
+    inside = lambda v: np.float64(f(np.asarray(v).astype(np.float32)))  # noqa: E731
+    for xin in (x, x.astype(np.float64)):
+        forced = check(inside, xin, g)
+        assert forced.dtype == xin.dtype.name and forced.config == PRESET and forced.config.dtype == "float32"

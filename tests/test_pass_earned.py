@@ -261,7 +261,8 @@ def test_float32_values_are_recognized_and_their_round_off_used():
     (before: MISMATCH at most entries) and the 5% wrong claim cannot PASS. No evaluation
     is spent on it. (With ``config=None`` such an f now takes the float32 route,
     tests/test_forced64.py; an explicit float64 config keeps the float64 check.)"""
-    r = check(f32_inside, X20, np.cos, refine=False, adjudicate=False, config=Config.for_dtype("float64"))
+    r = check(f32_inside, X20, np.cos, refine=False, adjudicate=False, config=Config.for_dtype("float64"),
+              engine="serial")  # auto times one more call
     assert r.counts[Verdict.MISMATCH] == 0
     assert any("is a float32 number: f computes in float32" in n for n in r.notes)
     assert r.evaluations == 2 + 2 * X20.size
@@ -272,7 +273,7 @@ def test_lower_precision_inside_is_measured_and_said():
     float32's round-off: the first pass finds MISMATCHes on the correct claim, the probe
     (6 evaluations on each of 8 of them) measures f's round-off near float32's, the note
     says so, and every entry is re-judged with it: no MISMATCH remains."""
-    r = check(f32_then_float64, X20, np.cos, refine=False, adjudicate=False)
+    r = check(f32_then_float64, X20, np.cos, refine=False, adjudicate=False, engine="serial")
     assert r.counts[Verdict.MISMATCH] == 0, str(r)
     note = [n for n in r.notes if "measured round-off" in n]
     assert len(note) == 1 and "about float32's" in note[0] and "far above float64's" in note[0]

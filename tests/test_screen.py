@@ -451,14 +451,16 @@ def test_budget_in_seconds():
 
 
 def test_a_larger_budget_lowers_the_limit_only_where_the_blocks_set_it():
-    """rtol=1e-12 (not the floor) and finite differences only: on this tanh layer the 16-block
-    screen's limit (5e-9 at the median entry) is set by its blocks, above check's own floor
-    (rtol and f's measured round-off at the entry-wise step, 2e-9): a budget that pays for it
-    re-cuts into 64 blocks and the stated limit drops to the floor; an error 3x above the
-    lower limit is found at exactly its index. Control: at the default rtol, rtol is the
-    floor, the budget buys nothing for the limit, and no re-cut is spent."""
+    """rtol=1e-12 (not the floor) and finite differences only: on this strongly curved tanh
+    layer (entries of A, B, W ~ N(0, 4)) the 16-block screen's limit (5.5e-8 at the median
+    entry) is set by its blocks, far above check's own floor (rtol and f's measured round-off
+    at the entry-wise step): a budget that pays for it re-cuts into 64 blocks and the stated
+    limit drops (8.5e-9); an error 3x above the lower limit is found at exactly its index.
+    Control: at the default rtol, rtol is the floor, the budget buys nothing for the limit,
+    and no re-cut is spent. (With 1/2 for 2, 16 blocks reach the floor since the step search
+    no longer stops at the plain differences' optimum: test_step_search_finds_richardsons_optimum.)"""
     rng = np.random.default_rng(0)
-    A, B, W = (rng.standard_normal((64, 64)) / 2 for _ in range(3))
+    A, B, W = (rng.standard_normal((64, 64)) * 2 for _ in range(3))
     f = lambda w: np.sum(np.tanh(A @ w) * B)  # noqa: E731
     g = A.T @ ((1 - np.tanh(A @ W) ** 2) * B)
     fine = gradcheck.Config(rtol=1e-12)
@@ -474,6 +476,63 @@ def test_a_larger_budget_lowers_the_limit_only_where_the_blocks_set_it():
     coarse, generous = (gradcheck.screen(f, W, g, complex_step=False, exact=False, budget=b) for b in (600, 2000))
     assert np.array_equal(coarse.detection_limit, generous.detection_limit) and "re-cut" not in str(generous)
     assert generous.evaluations == coarse.evaluations
+
+
+def _first_block_sampler(f, W, G, blocks: int):
+    """``sample(t) = (f(x+td), f(x-td), C(t))`` along the first block of draw 0, as screen's
+    calibration samples it (its own copy of x, written by hand here)."""
+    from gradcheck._screen._directional import claimed_slope, points
+
+    x, g = W.reshape(-1), G.reshape(-1)
+    first = draw(x.size, blocks, seed=0, number=0)
+    idx = first.blocks[0]
+    d = first.signs[idx] * np.maximum(1.0, np.abs(x[idx]))
+
+    def sample(t):
+        p = points(x, idx, d, t)
+        xp, xm = x.copy(), x.copy()
+        xp[idx], xm[idx] = p.plus, p.minus
+        return float(f(xp.reshape(W.shape))), float(f(xm.reshape(W.shape))), claimed_slope(g, p, t)
+
+    return sample
+
+
+def test_step_search_finds_richardsons_optimum(monkeypatch):
+    """The step along a block is where its bound is smallest, not the first dip. On a tanh
+    layer (A, B, W ~ N(0, 1/4)), blocks of 256 and of 16 entries: the bound at the chosen step
+    is within 2x of the smallest over every power of two from 2**-30 to 2**-3, scanned here.
+    Negative control: RISE = 1, the old rule (stop once the best is not the longest step
+    searched), stops at 2**-16, where the plain differences' bound levels off, 5x and more
+    above. Then screen at rtol=1e-12 states check's floor with 16 blocks (it stated 2.5e-9
+    with the old step, 1e-9 only after a 1006-evaluation re-cut), and an error 1.5x above the
+    stated limit at a median entry is found at exactly its index, the correct gradient passes."""
+    from gradcheck._screen import _directional as dr
+
+    rng = np.random.default_rng(0)
+    A, B, W = (rng.standard_normal((64, 64)) / 2 for _ in range(3))
+    f = lambda w: np.sum(np.tanh(A @ w) * B)  # noqa: E731
+    G = A.T @ ((1 - np.tanh(A @ W) ** 2) * B)
+    unit, k = 2.0 ** -53, gradcheck.Config().noise_factor
+    for blocks in (16, 256):
+        sample = _first_block_sampler(f, W, G, blocks)
+        chosen = dr.choose_step(sample, gradcheck.Config().step, unit=unit, k=k)
+        scan = {2.0 ** e: sample(2.0 ** e) for e in range(-30, -2)}
+        best = min(dr._triple_bound(scan, 2.0 ** e, unit, k, chosen.rho) for e in range(-30, -4))
+        assert chosen.bound <= 2 * best, (blocks, chosen.t, chosen.bound, best)
+        with monkeypatch.context() as mp:
+            mp.setattr(dr, "RISE", 1.0)
+            old = dr.choose_step(sample, gradcheck.Config().step, unit=unit, k=k)
+        assert old.bound > 4 * best, (blocks, old.t, old.bound, best)  # the control sees the defect
+    fine = gradcheck.Config(rtol=1e-12)
+    clean = gradcheck.screen(f, W, G, config=fine, complex_step=False, exact=False, budget=600)
+    assert clean.passed and "re-cut" not in str(clean) and clean.evaluations < 260
+    limit = clean.detection_limit
+    ix = tuple(int(i) for i in np.unravel_index(np.argsort(limit, axis=None)[limit.size // 2], limit.shape))
+    assert limit[ix] < 1.2e-9  # check's floor here ~1e-9 (rtol 1e-12 and f's round-off); 2.5e-9 before
+    bad = G.copy()
+    bad[ix] += 1.5 * limit[ix]
+    assert mismatches(gradcheck.screen(f, W, bad, config=fine, complex_step=False, exact=False,
+                                       budget=600)) == {ix}
 
 
 @pytest.mark.parametrize("kwargs, error, match", [

@@ -41,6 +41,9 @@ def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit,
     if not positions.size:
         return
     reason = referee.unavailable()
+    probed = referee.take_probes()  # its one call of f at high precision, counted here
+    judged.evaluations += probed
+    info["evaluations"] = probed
     if reason is not None:
         info["reason"] = f"not adjudicable: {reason}"
         return
@@ -63,7 +66,7 @@ def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit,
     judged.refined[positions] = True
     judged.evaluations += adj.evaluations
     info.update(attempted=True, entries=int(positions.size), seconds=adj.seconds,
-                evaluations=adj.evaluations, digits=referee.digits,
+                evaluations=probed + adj.evaluations, digits=referee.digits,
                 min_certified_digits=int(adj.digits.min()) if adj.digits.size else None)
     _guard_disagreement(judged, positions, adj, before, idx_map, cfg, info)
 

@@ -114,14 +114,27 @@ class Referee:
                  *, digits: int = 30) -> None:
         self.f_mp, self.x, self.cotangent, self.digits = f_mp, x, cotangent, digits
         self._reason: str | None | bool = False  # False: not probed yet
+        self._probes = 0  # calls of f by unavailable() not yet taken by take_probes()
+
+    def probe_point(self) -> np.ndarray:
+        """Where :meth:`unavailable` tries ``f`` at high precision: ``x``."""
+        return np.asarray(self.x, dtype=np.float64)
+
+    def take_probes(self) -> int:
+        """The calls of ``f`` :meth:`unavailable` made since the last call (0 or 1; the
+        caller counts them once, with the referee's other evaluations)."""
+        spent, self._probes = self._probes, 0
+        return spent
 
     def unavailable(self) -> str | None:
-        """None if ``f`` runs at high precision, else why not (probed once, cheaply)."""
+        """None if ``f`` runs at high precision, else why not (probed once, cheaply: one call of
+        ``f`` at 20 digits, at :meth:`probe_point`; :meth:`take_probes` counts it)."""
         if self._reason is False:
             from ..mp import NotAdjudicable, evaluate, to_mp
 
+            self._probes += 1
             try:
-                evaluate(self.f_mp, to_mp(np.asarray(self.x, dtype=np.float64)), dps=20)
+                evaluate(self.f_mp, to_mp(self.probe_point()), dps=20)
                 self._reason = None
             except NotAdjudicable as exc:
                 self._reason = f"{exc.reason.value}: {exc.detail}"

@@ -26,11 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, OutputError
+from .._core.arrays import same_bits
+from .._core.errors import FunctionError, OutputError, mutation_error
 from .._core.inputs import output_array, require_real_output
+from .._refine.second_look import PerEntry
 from ..engines._differences import perturbed_points
 from .declare import Axes
-from .referee import slice_referee
+from .referee import first_slice, slice_referee
 
 #: The batched form's buffer (rows of perturbed copies of x) stays under this many bytes.
 BUDGET_BYTES = 16 * 2**20
@@ -46,6 +48,9 @@ class Coloured:
     """
 
     name = "coloured"
+    #: The elementwise first pass may move ``work`` itself (:meth:`_whole`); the engines
+    #: that ship each evaluation's entries elsewhere set this False.
+    IN_PLACE = True
 
     def __init__(self, axes: Axes, evaluate: Callable[[np.ndarray | None], Any], work: np.ndarray,
                  cotangent: np.ndarray, y0: np.ndarray, *, vectorized: bool = False) -> None:
@@ -54,6 +59,7 @@ class Coloured:
         self._v = np.asarray(cotangent, dtype=np.float64)
         self._y_shape = tuple(y0.shape)
         self.base_slices = self._reduce(y0)
+        self._y_first = first_slice(axes, y0)  # what the slice referee compares f of one slice with
         self.evaluations = 0
         self.rounds = 0
         self.reason = ""  # what check's report says of this differencer
@@ -66,61 +72,135 @@ class Coloured:
         fresh, self._taken = self.evaluations - self._taken, self.evaluations
         return fresh
 
-    def referee(self, f: Callable[..., Any], x: np.ndarray, y0: np.ndarray, *, digits: int):
+    def referee(self, f: Callable[..., Any], x: np.ndarray, *, digits: int):
         """The referee for this check: on each entry's own slice when ``f`` allows it
         (:mod:`.referee`); the notes say which."""
-        chosen, note = slice_referee(f, x, y0, self._v, self.axes, digits=digits)
+        chosen, note = slice_referee(f, x, self._y_first, self._v, self.axes, digits=digits)
+        self.evaluations += 1  # slice_referee tried f on one slice
         self.notes.append(note)
         return chosen
 
-    def base_values(self, flat_indices: np.ndarray) -> np.ndarray:
-        """``cotangent . f(x)`` over each entry's own slice: the base value of its kink test."""
-        return self.base_slices[self.axes.slice_of(flat_indices)]
+    def base_per_entry(self) -> Any:
+        """Each entry's base value (``cotangent . f(x)`` over its own slice, the kink test's
+        f(x)) without an array of N: with ``"all"`` the per-slice values themselves (an entry
+        is its own slice), else a :class:`PerEntry` that looks them up by position."""
+        if self.axes.elementwise:
+            return self.base_slices
+        return PerEntry(self.base_slices, self.axes.slice_of, self.axes.per_slice)
 
     def round_order(self) -> np.ndarray:
         """Every flat index, round by round (the first pass's rounds): contiguous pieces of
         this order are whole rounds, so a checkpoint's chunks split few of them."""
-        size = self.work.size
-        groups = SliceGroups(self.axes.slice_of(np.arange(size)), self.axes.slices)
-        if groups.distinct:
-            return np.arange(size)
-        return np.concatenate([np.asarray(groups.members(r), dtype=np.int64) for r in range(groups.rounds)])
+        return np.concatenate(list(self._first_rounds()))
+
+    def _first_rounds(self):
+        """The first pass's rounds, each the flat indices of its entries in slice order: round
+        ``r`` holds the ``r``-th entry (in flat order) of every slice. Built from the strides
+        (one index array of the number of slices), never from an array of N."""
+        shape = self.axes.x_shape
+        strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
+        if self.axes.elementwise:
+            yield np.arange(self.work.size)
+            return
+        offsets = np.zeros(1, dtype=np.int64)
+        for a in self.axes.axes:  # C order over the declared axes: slice order
+            offsets = (offsets[:, None] + np.arange(shape[a], dtype=np.int64) * strides[a]).reshape(-1)
+        others = [d for d in range(len(shape)) if d not in self.axes.axes]
+        for r in range(self.axes.per_slice if offsets.size else 0):
+            coords = np.unravel_index(r, tuple(shape[d] for d in others)) if others else ()
+            yield offsets + sum(int(c) * strides[d] for c, d in zip(coords, others))
+
+    def first_pass(self, steps: np.ndarray, progress: Callable[[int], None] | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``differences(np.arange(N), steps)``, the same bits, without its index arrays of N:
+        the rounds come from the strides, and the elementwise pass (one round holding every
+        entry) perturbs ``work`` in place on the serial engine (:meth:`_whole`)."""
+        n = self.work.size
+        h = np.asarray(steps, dtype=np.float64).reshape(-1)
+        out = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
+        if not n:
+            return out
+        if self.axes.elementwise and self.IN_PLACE and not self.vectorized and self._whole(h, *out):
+            if progress is not None:
+                progress(n)
+            return out
+        # The rounds' entries are their positions, and each round holds every slice in order.
+        rounds = ((ids, ids, slice(None)) for ids in self._first_rounds())
+        return self._rounds(rounds, 1 if self.axes.elementwise else self.axes.per_slice, h, out, progress)
 
     def differences(self, flat_indices: np.ndarray, steps: np.ndarray,
                     progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         idx = np.asarray(flat_indices, dtype=np.int64).reshape(-1)
         h = np.asarray(steps, dtype=np.float64).reshape(-1)
         n = idx.size
-        f_plus, f_minus, denom = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+        out = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
         if n == 0:
-            return f_plus, f_minus, denom
+            return out
         slices = self.axes.slice_of(idx)
         groups = SliceGroups(slices, self.axes.slices)
+
+        def rounds():
+            for r in range(groups.rounds):
+                pos = groups.members(r)  # positions, or slice(None): every entry (no index copies)
+                yield pos, idx[pos], slices[pos]
+
+        return self._rounds(rounds(), groups.rounds, h, out, progress)
+
+    def _rounds(self, rounds, count: int, h: np.ndarray, out, progress):
+        """Difference each round ``(positions, flat indices, their slices)`` into ``out =
+        (f_plus, f_minus, denom)`` at the positions (``h`` aligned with the positions)."""
+        f_plus, f_minus, denom = out
         flat = self.work.reshape(-1)
         points: list[tuple[Any, ...]] = []
         done = 0
-        for r in range(groups.rounds):
-            pos = groups.members(r)  # positions, or slice(None): every entry (no index copies)
-            old = flat[idx[pos]]
+        for r, (pos, ids, mine) in enumerate(rounds):
+            old = flat[ids]
             xp, xm, d, finite = perturbed_points(old, h[pos])
             denom[pos] = d
             if not finite.all():
-                live = np.arange(n)[pos][finite]
-                xp, xm, old = xp[finite], xm[finite], old[finite]
-            else:
-                live = pos
-            ids, mine = idx[live], slices[live]  # shared by the +h and -h points
-            points.append((live, ids, xp, old, mine, f_plus, "+h"))
-            points.append((live, ids, xm, old, mine, f_minus, "-h"))
+                pos, mine = _kept(pos, finite), _kept(mine, finite)
+                ids, xp, xm, old = ids[finite], xp[finite], xm[finite], old[finite]
+            points.append((pos, ids, xp, old, mine, f_plus, "+h"))  # ids, old, mine: shared by +h and -h
+            points.append((pos, ids, xm, old, mine, f_minus, "-h"))
             del xp, xm, d, finite
             self.rounds += 1
-            if len(points) >= self.rows or r == groups.rounds - 1:
+            if len(points) >= self.rows or r == count - 1:
                 self._run(points)
                 done += sum(p[1].size for p in points) // 2
                 points = []
                 if progress is not None:
-                    progress(min(done, n))
-        return f_plus, f_minus, denom
+                    progress(min(done, f_plus.size))
+        return out
+
+    def _whole(self, h: np.ndarray, f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray) -> bool:
+        """The one round of an elementwise first pass, in place: every entry of ``work`` moved
+        to ``x + h`` (then ``x - h``) in its dtype, exactly the values :func:`perturbed_points`
+        gives, ``f`` called, ``work`` put back; the reductions go straight into the outputs.
+        False (nothing done) when an entry is not finite (those are not perturbed)."""
+        flat = self.work.reshape(-1)
+        if not np.isfinite(flat).all():
+            return False
+        old = flat.copy()
+        step = h.astype(flat.dtype, copy=False)
+        for side, move, values in (("+h", np.add, f_plus), ("-h", np.subtract, f_minus)):
+            try:
+                move(old, step, out=flat)
+                if values is f_plus:
+                    denom[...] = flat  # (x + h) - (x - h) in float64, as perturbed_points takes it
+                else:
+                    np.subtract(denom, flat, out=denom)
+                y = self._call(0, flat.size, side, None)
+                written = _first_moved(flat, old, step, move)
+            finally:
+                flat[...] = old
+            if written >= 0:
+                at = tuple(int(k) for k in np.unravel_index(written, self.work.shape))
+                raise mutation_error(seen=f" (entry {at} changed while it was perturbed, {side}, coloured)")
+            self._reduce(y, out=values)
+            del y  # f's next output must not stack on this one
+            self.evaluations += 1
+        self.rounds += 1
+        return True
 
     def _run(self, points) -> None:
         """Evaluate each point (entries ``ids`` set to ``values``, put back to ``old``) and
@@ -130,7 +210,8 @@ class Coloured:
             batch[...] = self.work
             for k, (_, ids, values, _, _, _, _) in enumerate(points):
                 batch[k].reshape(-1)[ids] = values
-            ys = self._call(points[0][1], points[0][-1], batch)
+            first = points[0][1]
+            ys = self._call(int(first[0]) if first.size else None, first.size, points[0][-1], batch)
             if np.shape(ys)[:1] != (len(points),):
                 raise ValueError(f"vectorized f returned shape {np.shape(ys)} for a batch of {len(points)}")
             for k, (pos, _, _, _, mine, out, _) in enumerate(points):
@@ -144,33 +225,70 @@ class Coloured:
     def point(self, ids: np.ndarray, values: np.ndarray, old: np.ndarray, mine: np.ndarray,
               side: str) -> np.ndarray:
         """One evaluation: entries ``ids`` of ``work`` set to ``values`` (put back to ``old``
-        after), each one's own slice reduction (its slice: ``mine``) returned."""
+        after), each one's own slice reduction (its slice: ``mine``) returned. An ``f`` that
+        wrote into a perturbed entry (putting it back would hide the write) is
+        :class:`~gradcheck.InputMutationError`."""
         flat = self.work.reshape(-1)
         try:
             flat[ids] = values
-            y = self._call(ids, side, None)
+            y = self._call(int(ids[0]) if ids.size else None, ids.size, side, None)
+            written = first_written(flat[ids], values)
         finally:
             flat[ids] = old
+        if written >= 0:
+            at = tuple(int(k) for k in np.unravel_index(int(ids[written]), self.work.shape))
+            raise mutation_error(seen=f" (entry {at} changed while it was perturbed, {side}, coloured)")
         return self._reduce(y)[mine]
 
-    def _call(self, ids: np.ndarray, side: str, batch: np.ndarray | None):
+    def _call(self, first: int | None, count: int, side: str, batch: np.ndarray | None):
+        """``f``'s output with ``count`` entries perturbed (the first: flat index ``first``)."""
         try:
             with np.errstate(all="ignore"):
                 return self._evaluate(batch)
         except Exception as exc:
-            where = tuple(int(k) for k in np.unravel_index(int(ids[0]), self.work.shape)) if ids.size else None
-            label = f"{side}, coloured: {ids.size} entries perturbed together"
+            where = tuple(int(k) for k in np.unravel_index(first, self.work.shape)) if first is not None else None
+            label = f"{side}, coloured: {count} entries perturbed together"
             if isinstance(exc, OutputError):
                 raise exc.at(where, label) from None
             raise FunctionError(where, label, None, exc) from exc
 
-    def _reduce(self, y: Any) -> np.ndarray:
-        """Per slice, ``cotangent . y`` over the slice, in float64."""
+    def _reduce(self, y: Any, out: np.ndarray | None = None) -> np.ndarray:
+        """Per slice, ``cotangent . y`` over the slice, in float64 (into ``out`` when given)."""
         arr = require_real_output(output_array(y))
         if arr.shape != self._y_shape:
             raise OutputError(f"shape {arr.shape}", tail=f", after returning shape {self._y_shape} at the "
                               "unperturbed input; f must return the same shape at every point")
-        return self.axes.reduce_slices(self._v * np.asarray(arr, dtype=np.float64))
+        return self.axes.reduce_weighted(self._v, arr, out)
+
+
+def _kept(selection: Any, finite: np.ndarray) -> np.ndarray:
+    """``selection`` (an index array, or ``slice(None)``: all) restricted to where ``finite``."""
+    return np.flatnonzero(finite) if isinstance(selection, slice) else selection[finite]
+
+
+def _first_moved(flat: np.ndarray, old: np.ndarray, step: np.ndarray, move: Any, block: int = 65536) -> int:
+    """:func:`first_written` for the elementwise round, which perturbs ``work`` in place: the
+    first position where ``flat`` no longer holds ``move(old, step)``, recomputed a block at a
+    time (the same operation in the same dtype, so the same bits), or -1."""
+    bits = f"u{flat.dtype.itemsize}"
+    for start in range(0, flat.size, block):
+        part = slice(start, start + block)
+        want = move(old[part], step[part]).astype(flat.dtype, copy=False)
+        bad = np.flatnonzero(flat[part].view(bits) != want.view(bits))
+        if bad.size:
+            return start + int(bad[0])
+    return -1
+
+
+def first_written(now: np.ndarray, values: Any) -> int:
+    """The first position where ``now`` (the perturbed entries after ``f`` ran) no longer
+    holds the bits of ``values`` (what was set there), or -1: ``f`` wrote into an entry it
+    was given perturbed (restoring the entry would hide that write)."""
+    values = np.asarray(values, dtype=now.dtype)
+    if same_bits(now, values):
+        return -1
+    bits = f"u{now.dtype.itemsize}"
+    return int(np.flatnonzero(now.view(bits) != values.view(bits))[0])
 
 
 class SliceGroups:

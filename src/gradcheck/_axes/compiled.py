@@ -24,7 +24,7 @@ import numpy as np
 
 from .._core.errors import FunctionError, mutation_error
 from .._core.jit import PRANGE, kernel
-from ..engines._compiled import _DTYPES, _first_changed, _kind, _numpy_backend
+from ..engines._compiled import _DTYPES, _first_changed, _kind, _numpy_backend, _same
 from .colour import BUDGET_BYTES, Coloured
 
 prange = PRANGE
@@ -51,6 +51,8 @@ def unsupported(f: Any, backend: Any, work: np.ndarray) -> str | None:
 
 class CompiledColoured(Coloured):
     """:class:`Coloured` whose evaluations run in a parallel numba kernel (``f``: ``@njit``)."""
+
+    IN_PLACE = False  # each evaluation's entries and values are shipped to its runner
 
     def __init__(self, *args: Any, f: Any, **kwargs: Any) -> None:
         import numba
@@ -98,7 +100,8 @@ class CompiledColoured(Coloured):
         _, ids, values, old, mine, _, side = point
         if code == _MUTATED:
             where = tuple(int(k) for k in np.unravel_index(int(ids[0]), self.work.shape)) if ids.size else ()
-            raise mutation_error(seen=f" (seen in the compiled engine, coloured, perturbing x{list(where)})")
+            raise mutation_error(seen=f" (seen in the compiled engine, coloured, {side}, perturbing x{list(where)} "
+                                      f"and {ids.size - 1} more)")
         self.point(ids, values, old, mine, side)
         at = tuple(int(k) for k in np.unravel_index(int(ids[0]), self.work.shape)) if ids.size else None
         raise FunctionError(at, f"{side}, coloured", None, RuntimeError(
@@ -129,7 +132,9 @@ def _coloured_points(f, work, ids, values, starts, shape, chunks, ys, status):
     # Chunk c of the points is one prange iteration with a private copy of x; point k sets
     # entries ids[starts[k]:starts[k+1]] to values[...], stores f's output in ys[k] and puts
     # the entries back. Rows are disjoint: the values do not depend on the thread count. A
-    # copy f wrote into (seen when the chunk ends) marks the chunk's last point.
+    # perturbed entry f wrote into (seen before it is put back, which would hide the write)
+    # marks its point; any other entry of the copy f wrote into (seen when the chunk ends)
+    # marks the chunk's last point.
     ref = work.reshape(work.size)
     count = starts.size - 1
     for c in prange(chunks):
@@ -141,6 +146,8 @@ def _coloured_points(f, work, ids, values, starts, shape, chunks, ys, status):
                 flat[ids[j]] = values[j]
             status[k] = _eval_into(f, xc, shape, ys[k])
             for j in range(starts[k], starts[k + 1]):
+                if status[k] == 0 and not _same(flat[ids[j]], values[j]):
+                    status[k] = 3
                 flat[ids[j]] = ref[ids[j]]
         if hi > lo and status[hi - 1] == 0 and _first_changed(flat, ref) >= 0:
             status[hi - 1] = 3

@@ -42,6 +42,8 @@ class ExecutorColoured(Coloured):
     """:class:`Coloured` whose evaluations are tasks on ``executor`` (an Executor or
     :class:`ExecutorOptions`)."""
 
+    IN_PLACE = False  # each evaluation's entries and values are shipped to its runner
+
     def __init__(self, *args: Any, executor: Any, **kwargs: Any) -> None:
         kwargs["vectorized"] = False  # a task evaluates one point
         super().__init__(*args, **kwargs)

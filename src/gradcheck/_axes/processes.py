@@ -41,6 +41,8 @@ JOBS_PER_WORKER = 4
 class PooledColoured(ForkPoolOwner, Coloured):
     """:class:`Coloured` whose evaluations run on a fork pool (``workers`` processes)."""
 
+    IN_PLACE = False  # each evaluation's entries and values are shipped to its runner
+
     def __init__(self, *args: Any, workers: int | None = None, **kwargs: Any) -> None:
         if not fork_available():
             raise RuntimeError("engine='processes' needs the 'fork' start method (Linux, macOS); "

@@ -32,19 +32,9 @@ class SliceReferee(Referee):
         assert self.cotangent is not None  # sliced only for an array output, which has one
         return piece_of(self.axes, self.x, self.cotangent, int(flat_index))
 
-    def unavailable(self) -> str | None:
-        if self._reason is False:
-            from ..mp import NotAdjudicable, evaluate, to_mp
-
-            x_s, _, _ = self.piece(0)
-            try:
-                evaluate(self.f_mp, to_mp(np.asarray(x_s, dtype=np.float64)), dps=20)
-                self._reason = None
-            except NotAdjudicable as exc:
-                self._reason = f"{exc.reason.value}: {exc.detail}"
-            except Exception as exc:  # noqa: BLE001  f failed on object arrays: say how
-                self._reason = f"f raised {type(exc).__name__} on arbitrary-precision input: {exc}"
-        return self._reason  # type: ignore[return-value]
+    def probe_point(self) -> np.ndarray:
+        """The first entry's slice: where :meth:`unavailable` tries ``f`` at high precision."""
+        return np.asarray(self.piece(0)[0], dtype=np.float64)
 
     def derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
         from ..mp import NotAdjudicable, mp_derivative
@@ -75,12 +65,18 @@ def piece_of(axes: Axes, x: np.ndarray, cotangent: np.ndarray, flat_index: int):
     return x[take(x.ndim)], local, cotangent[take(cotangent.ndim)]
 
 
-def slice_referee(f: Callable[[Any], Any], x: np.ndarray, y0: np.ndarray, cotangent: np.ndarray, axes: Axes,
+def first_slice(axes: Axes, y0: np.ndarray) -> np.ndarray:
+    """A copy of the first slice of ``f(x)`` (the declared axes kept with length 1): all the
+    slice referee needs of ``f(x)``, so ``f(x)`` itself need not be kept."""
+    take = tuple(slice(0, 1) if d in axes.axes else slice(None) for d in range(y0.ndim))
+    return np.array(y0[take], copy=True)
+
+
+def slice_referee(f: Callable[[Any], Any], x: np.ndarray, y_s: np.ndarray, cotangent: np.ndarray, axes: Axes,
                   *, digits: int) -> tuple[Referee, str]:
-    """The slice referee when ``f`` of one slice reproduces that slice of ``f(x)`` bit for bit,
-    else the whole-input referee; and a note saying which, and why."""
+    """The slice referee when ``f`` of one slice reproduces that slice of ``f(x)`` (``y_s``,
+    :func:`first_slice`) bit for bit, else the whole-input referee; and a note saying which, and why."""
     x_s, _, _ = piece_of(axes, x, cotangent, 0)
-    _, _, y_s = piece_of(axes, x, y0, 0)
     try:
         with np.errstate(all="ignore"):
             got = np.asarray(f(x_s.copy()))

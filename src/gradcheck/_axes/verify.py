@@ -43,7 +43,7 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     rng = np.random.default_rng([seed, 0x5A1CE])
     flat = work.reshape(-1)
     count = 0
-    out = None if axes.elementwise else _output_slices(axes, y0.shape)  # each output entry's slice
+    out = None if axes.elementwise else _slice_view(axes, len(y0.shape))  # how slices lie along f(x)'s axes
     singles = rng.choice(axes.slices, size=min(SINGLES, axes.slices), replace=False)
     for s in singles:
         entries = _one_entry_per_slice(axes, np.array([s]), rng)
@@ -52,11 +52,16 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     if axes.slices < 2:
         return count, "independent_axes: one slice only, nothing to verify"
     halves = _halves(axes.slices, rng)
-    entry_slices = axes.slice_of(np.arange(flat.size))
-    # Each entry's own random multiple of its step (sign and size), the same in every half.
-    scaled = steps * rng.uniform(0.5, 1.0, size=flat.size) * rng.choice([-1.0, 1.0], size=flat.size)
-    for half in halves:
-        entries = np.flatnonzero(half[entry_slices])
+    # Each entry's own random multiple of its step (sign and size), the same in every half:
+    # steps * uniform * sign, in place (the same draws, the same products, two arrays of N).
+    scaled = rng.uniform(0.5, 1.0, size=flat.size)
+    np.multiply(steps, scaled, out=scaled)
+    np.multiply(scaled, rng.choice([-1.0, 1.0], size=flat.size), out=scaled)
+    along_x = None if axes.elementwise else _slice_view(axes, work.ndim)
+    for make in halves:
+        half = make()
+        # The entries of the half's slices, in flat order (no array of each entry's slice).
+        entries = np.flatnonzero(half if along_x is None else np.broadcast_to(half.reshape(along_x), work.shape))
         count += _leak_of(axes, evaluate, flat, entries, scaled, y0, work.shape, out, bisect=True)
     every = "every pair of slices separated" if axes.slices <= 2**MAX_BITS else "the low-bit pairs and random halves"
     note = (f"independent_axes verified: {count} evaluations ({SINGLES} single entries, then every entry of the "
@@ -65,19 +70,22 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     return count, note
 
 
-def _halves(slices: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """Boolean masks over the slices: bit ``k`` set, and not set, for the low bits; then
-    seeded random halves and their complements past :data:`MAX_BITS` bits."""
-    numbers = np.arange(slices)
+def _halves(slices: int, rng: np.random.Generator) -> list[Callable[[], np.ndarray]]:
+    """Boolean masks over the slices, each made when it is used (the list holds makers): bit
+    ``k`` set, and not set, for the low bits; then seeded random halves and their complements
+    past :data:`MAX_BITS` bits (drawn now: the seeded stream keeps its order)."""
     bits = int(np.ceil(np.log2(slices)))
-    out = []
-    for k in range(min(bits, MAX_BITS)):
-        mask = ((numbers >> k) & 1).astype(bool)
-        out += [mask, ~mask]
+    # Bit k of 0, 1, 2, ...: 2**k False then 2**k True, repeated (no array of the slice numbers).
+    low = [k for k in range(min(bits, MAX_BITS)) if slices > 1 << k]  # else bit k is never set
+    makers: list[Callable[[], np.ndarray]] = []
+    for k in low:
+        makers += [lambda k=k: np.resize(np.repeat([False, True], 1 << k), slices),
+                   lambda k=k: ~np.resize(np.repeat([False, True], 1 << k), slices)]
     for _ in range(RANDOM_PAIRS if bits > MAX_BITS else 0):
         mask = rng.random(slices) < 0.5
-        out += [mask, ~mask]
-    return [m for m in out if m.any() and not m.all()]
+        if mask.any() and not mask.all():
+            makers += [lambda m=mask: m, lambda m=mask: ~m]
+    return makers
 
 
 def _one_entry_per_slice(axes: Axes, slices: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -119,8 +127,11 @@ def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, out, *, bisect: bo
 def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out) -> tuple[int, ...] | None:
     """The first output entry outside the slices of ``entries`` that changed, or None."""
     old = flat[entries]
+    moved = steps[entries].astype(old.dtype, copy=False)
     with np.errstate(all="ignore"):  # x + h in x's dtype, as the differences round it; NaN/inf stay
-        moved = np.where(np.isfinite(old), old + steps[entries].astype(old.dtype), old)
+        np.add(old, moved, out=moved)
+        stay = ~np.isfinite(old)
+    moved[stay] = old[stay]
     try:
         flat[entries] = moved
         with np.errstate(all="ignore"):
@@ -136,23 +147,21 @@ def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out) -> tu
         return None
     mine = np.zeros(axes.slices, dtype=bool)
     mine[axes.slice_of(entries)] = True
-    outside = np.flatnonzero(changed.reshape(-1) & ~(mine if out is None else mine[out]))
+    inside = mine if out is None else np.broadcast_to(mine.reshape(out), changed.shape)
+    outside = np.flatnonzero(changed & ~inside.reshape(changed.shape))
     if not outside.size:
         return None
     return tuple(int(k) for k in np.unravel_index(int(outside[0]), y0.shape))
 
 
-def _output_slices(axes: Axes, y_shape: tuple[int, ...]) -> np.ndarray:
-    """The slice number of every output entry, flat."""
-    if axes.elementwise:
-        return np.arange(int(np.prod(y_shape, dtype=np.int64)))
-    grids = np.indices(tuple(y_shape[a] for a in axes.axes)).reshape(len(axes.axes), -1)
-    numbers = np.ravel_multi_index(tuple(grids), axes.sizes).reshape(axes.sizes)
-    view = [1] * len(y_shape)
+def _slice_view(axes: Axes, ndim: int) -> tuple[int, ...]:
+    """The shape that lays a per-slice array (C order over the declared axes) along an array
+    of ``ndim`` axes: the declared axes' sizes, 1 elsewhere (broadcast, it gives each entry
+    its slice's value without an array of N)."""
+    view = [1] * ndim
     for a, n in zip(axes.axes, axes.sizes):
         view[a] = n
-    shaped = numbers.reshape(view)
-    return np.broadcast_to(shaped, y_shape).reshape(-1)
+    return tuple(view)
 
 
 def _bits_differ(y: np.ndarray, y0: np.ndarray) -> np.ndarray:

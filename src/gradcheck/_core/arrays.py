@@ -23,4 +23,14 @@ def same_bits(a: Any, b: Any) -> bool:
     False
     """
     a, b = np.asarray(a), np.asarray(b)
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.dtype.hasobject or not a.dtype.itemsize or not (a.flags.c_contiguous and b.flags.c_contiguous):
+        return a.tobytes() == b.tobytes()
+    # The same bytes, compared a block at a time (tobytes would copy both arrays whole).
+    bytes_a, bytes_b = a.reshape(-1).view(np.uint8), b.reshape(-1).view(np.uint8)
+    return all(np.array_equal(bytes_a[i:i + _BLOCK], bytes_b[i:i + _BLOCK]) for i in range(0, bytes_a.size, _BLOCK))
+
+
+#: Bytes compared per block by :func:`same_bits`.
+_BLOCK = 1 << 19

@@ -52,7 +52,14 @@ class Config:
     ``refine_noisy``  also study PASS entries whose tolerance is dominated by round-off
                       (``k*noise > rtol*scale``): larger steps resolve them to ``rtol``.
                       Off in the float32 preset, where that is nearly every entry.
-    ``dtype``         the preset this came from (informational).
+    ``dtype``         the preset this came from: it sets ``step`` and the round-off model
+                      of the numeric side (:attr:`unit_roundoff`). ``check`` differences a
+                      float16/bfloat16/float32 input of a precision-generic ``f`` at its
+                      float64 upcast with the float64 preset (rtol, atol and resolution
+                      from the claim's ulp rule), so ``report.config.dtype`` is
+                      ``"float64"`` there while ``report.dtype`` is the input's; an ``f``
+                      that computes in float32 whatever it is given gets the
+                      forced-float32 preset, ``"float32"``, even for a float64 input.
 
     >>> Config.for_dtype("float32").step
     0.001

@@ -2,6 +2,7 @@
 
 Classify fills a :class:`Judged`; the second look (``gradcheck._refine.study``) and the referee
 (``gradcheck._adjudicate``) update it in place; the pipeline turns it into a report.
+The values only suspects get (``exact``, ``left``, ``right``) are sparse columns (:class:`~gradcheck._core.sparse.SparseColumn`).
 """
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from .sparse import SparseColumn
+
+#: Per-entry float64 values of the second look, NaN where not measured: stored sparsely.
+MEASURED = ("exact", "left", "right")
 
 #: Studied entries whose steps and slopes a report keeps (the verdicts of all are kept).
 STUDIES_KEPT = 1000
@@ -22,10 +28,10 @@ class Judged:
     refined: np.ndarray
     evaluations: int
     causes: np.ndarray
-    exact: np.ndarray
+    exact: SparseColumn
     digits: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
+    left: SparseColumn
+    right: SparseColumn
     adjudication: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # e.g. f's round-off measured far above its dtype's
     model_unit: float | None = None  # the output dtype's unit round-off, when a measured one replaced it
@@ -44,11 +50,11 @@ class Judged:
             self.studies = {q: self.studies[q] for q in sorted(keep)}
 
     def second_look(self, shape: tuple[int, ...], positions: np.ndarray | None = None) -> dict[str, Any]:
-        """The report's second-look fields (causes, exact, digits, one-sided slopes,
-        adjudication) in ``shape``; with ``positions`` (flat), these entries are the
-        judged ones and the others get the "not looked at" fill values."""
-        fills = {"causes": (0, np.uint8), "exact": (np.nan, np.float64), "digits": (-1, np.int16),
-                 "left": (np.nan, np.float64), "right": (np.nan, np.float64)}
+        """The report's second-look fields (causes, digits, the sparse ``measured`` columns
+        exact and one-sided slopes, adjudication) in ``shape``; with ``positions`` (flat),
+        these entries are the judged ones and the others get the "not looked at" fill
+        values. The measured columns stay sparse (no array of the report's size)."""
+        fills = {"causes": (0, np.uint8), "digits": (-1, np.int16)}
         out: dict[str, Any] = {"adjudication": self.adjudication, "measured_roundoff": self.measured_unit}
         size = int(np.prod(shape, dtype=np.int64))
         flat = (lambda p: p) if positions is None else (lambda p: int(positions[p]))  # noqa: E731
@@ -62,4 +68,11 @@ class Judged:
                 full = np.full(size, fill, dtype=dtype)
                 full[positions] = values
                 out[name] = full.reshape(shape)
+        columns: dict[str, SparseColumn] = {}
+        for name in MEASURED:
+            col: SparseColumn = getattr(self, name)
+            columns[name] = col.reshape(shape) if positions is None else SparseColumn.from_entries(
+                shape, np.asarray(positions)[col.positions], col.values, fill=col.fill)
+        out["measured"] = columns
         return out
+

@@ -92,6 +92,8 @@ class OrdinaryPlan:
     #: True when plain central differences are not enough: the numeric side must come from
     #: :meth:`first_estimates` (an f that computes in float32: Richardson across steps).
     needs_estimates = False
+    #: Evaluations of ``f`` spent deciding the plan (the report counts them).
+    probes = 0
 
     def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
         """The input to difference, the config and the referee choice."""
@@ -147,6 +149,9 @@ class LowPrecisionPlan(OrdinaryPlan):
     floor: float = 0.0
     #: float32 claims: |a32 - a64| per entry (flat), the claim's own measured rounding
     rounding: np.ndarray | None = None
+    #: Evaluations of ``f`` spent deciding the plan: at the float64 upcast, and for float32
+    #: the nudged input of :func:`forces_float32`.
+    probes: int = 0
 
     @property
     def floor_name(self) -> str:  # type: ignore[override]
@@ -260,10 +265,10 @@ class LowPrecisionPlan(OrdinaryPlan):
         fmt = self.claim_fmt or self.fmt
         a = analytic.reshape(-1)
         n = judged.numeric.copy()
-        exact = judged.exact
-        if exact is not None:
+        if judged.exact is not None:  # the exact values where the referee ran (a sparse column)
+            at, exact = judged.exact.positions, judged.exact.values
             use = np.isfinite(exact)
-            n[use] = exact[use]
+            n[at[use]] = exact[use]
         with np.errstate(invalid="ignore", over="ignore"):
             scale = np.maximum(np.abs(a), np.abs(n))
             # ulps, not rtol, on top; a float32 claim's measured rounding replaces the floor
@@ -327,7 +332,8 @@ def plan_for(dtype: str, f: Any, x_np: np.ndarray, backend: Any, bound_ulps: flo
 def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> LowPrecisionPlan:
     """Decide how to check ``f`` at the float16/bfloat16/float32 array ``x_np``: try ``f`` on
     the float64 upcast; if it returns a float64 value (and, for float32, its value moves
-    when the input moves by less than a float32 ulp), ``f`` is precision-generic."""
+    when the input moves by less than a float32 ulp), ``f`` is precision-generic. The plan's
+    ``probes`` counts those calls of ``f`` (one or two), which ``report.evaluations`` includes."""
     fmt = resolve_format(x_np.dtype)
     default = F32_BOUND_ULPS if fmt.name == "float32" else GRAD_BOUND_ULPS
     bound = default if bound_ulps is None else float(bound_ulps)
@@ -336,22 +342,27 @@ def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None
     share(fmt, bound)  # refuses a bound too wide to prove anything
     p = LowPrecisionPlan(fmt=fmt, upcast=False, original=np.array(x_np, copy=True),
                          bound_ulps=bound, notes=[])
+
+    def evaluate(g: Any, v: np.ndarray) -> Any:
+        p.probes += 1  # counted before the call: a call that raises was made too
+        return backend.evaluate(g, v)
     try:
-        y = np.asarray(backend.evaluate(f, p.x64))
+        y = np.asarray(evaluate(f, p.x64))
     except Exception as exc:  # noqa: BLE001 - a function that cannot take float64: fall back
         p.notes.append(_fallback(fmt, f"f raised {type(exc).__name__} on a float64 input ({exc})"))
         return p
     if y.dtype != np.float64:
         p.notes.append(_fallback(fmt, f"f returned {y.dtype} for a float64 input (it forces its own dtype)"))
         return p
-    if fmt.name == "float32" and forces_float32(f, p.x64, y, backend.evaluate):
+    if fmt.name == "float32" and forces_float32(f, p.x64, y, evaluate):
         p.notes.append(_fallback(fmt, "f returns float64 but computes in float32 (its output does not move "
                                       "when the input moves by less than a float32 ulp)"))
         return p
     p.upcast = True
     p.notes.append(
         f"{fmt.name} input, precision-generic f: the numeric side is a float64 central difference "
-        f"of the exactly-upcast input")
+        f"of the exactly-upcast input (report.config: the float64 preset's step and round-off model, "
+        f"rtol and resolution from the {fmt.name} claim's ulp rule)")
     return p
 
 

@@ -57,6 +57,9 @@ class ParamsReport(HtmlViews):
     drift: float = 0.0
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: Every call of the loss: each name's ``report.evaluations`` and the run's own (the loss
+    #: at the start and at the end, and ``engine="auto"``'s timing calls).
+    evaluations: int = 0
 
     @property
     def status(self) -> str:
@@ -167,6 +170,7 @@ class ParamsReport(HtmlViews):
             "deterministic": self.deterministic,
             "drift": self.drift,
             "seconds": self.seconds,
+            "evaluations": self.evaluations,
             "diagnosis": self.diagnosis.to_dict(),
             "notes": list(self.notes),
             "params": {n: self.reports[n].to_dict(**kwargs) for n in self.order},
@@ -288,7 +292,7 @@ def check_params(
         f0 = _scalar_loss(loss, params, None, "base", None)
         total = sum(int(np.size(params[n])) if sample is None else min(sample, int(np.size(params[n])))
                     for n in names)
-        chosen, why = _params_engine(engine, executor, screen, sample, loss, params, total)
+        chosen, why, timed = _params_engine(engine, executor, screen, sample, loss, params, total)
         for n in names:
             cfg = config if config is not None else Config.for_dtype(dtypes[n])
             if screen:  # gradcheck._screen: each name screened, not checked entry by entry
@@ -319,6 +323,7 @@ def check_params(
         drift=0.0 if deterministic else float(abs(f1 - f0)),
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
+        evaluations=2 + timed + sum(r.evaluations for r in reports.values()),  # 2: the loss at start and end
     )
 
 
@@ -342,16 +347,17 @@ def _require_names(params: Mapping[str, Any], grads: Mapping[str, Any], order: S
 
 
 def _params_engine(engine: str, executor: Any, screen: bool, sample: int | None, loss, params,
-                   total: int) -> tuple[str, str]:
-    """``(engine, why)`` for every name: the screen's, the executor, or :func:`_choose_engine`."""
+                   total: int) -> tuple[str, str, int]:
+    """``(engine, why, calls)`` for every name: the screen's, the executor, or
+    :func:`_choose_engine`; ``calls`` of the loss were made to choose."""
     if screen and sample is not None:
         raise ValueError("check_params: screen=True covers every entry; it cannot be combined with sample=")
     if screen:
-        return engine, ""
+        return engine, "", 0
     if executor is not None:
         if engine not in ("auto", "executor"):
             raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
-        return "executor", "executor: asked for"
+        return "executor", "executor: asked for", 0
     return _choose_engine(engine, loss, params, total)
 
 
@@ -476,16 +482,24 @@ def _named(differences, name: str):
     return run
 
 
-def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str]:
-    """``(engine, why)`` for check_params; auto times one loss evaluation."""
+def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str, int]:
+    """``(engine, why, calls)`` for check_params; auto times one loss evaluation (two when
+    the first says the check is long): ``calls``."""
     if engine == "executor":
         raise ValueError("check_params: engine='executor' needs executor= (a concurrent.futures.Executor)")
     if engine not in PARAMS_ENGINES:
         raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
     if engine != "auto":
-        return engine, f"{engine}: asked for"
-    choice, why = _processes.auto_decision(lambda: loss(params), total)  # check's own auto rule
-    return ("processes", f"processes: {why}") if choice == "processes" else ("serial", f"serial: {why}")
+        return engine, f"{engine}: asked for", 0
+    calls = 0
+
+    def timed() -> Any:
+        nonlocal calls
+        calls += 1
+        return loss(params)
+    choice, why = _processes.auto_decision(timed, total)  # check's own auto rule
+    name = "processes" if choice == "processes" else "serial"
+    return name, f"{name}: {why}", calls
 
 
 def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adjudicate, digits, claim_scale,

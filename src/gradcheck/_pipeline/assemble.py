@@ -16,7 +16,7 @@ import numpy as np
 from .._adjudicate.notes import adjudication_notes, unchecked_notes
 from .._adjudicate.referee import referee_may_run
 from .._classify.kernel import tolerance  # the fused kernel from 1e5 entries
-from .._core.config import Config, dtype_name
+from .._core.config import Config
 from .._core.errors import GradientAssertionError
 from .._core.judged import Judged
 from .._core.tolerance import Tolerance
@@ -48,8 +48,8 @@ def assemble(subject: Subject, run: Differenced, sanity: Sanity, judged: Judged,
         tail.append(run.hint)
     report = assemble_report(
         name=subject.label, analytic=subject.analytic, judged=judged, config=cfg, dtype=subject.dtype,
-        engine=run.engine.name, evaluations=run.evaluations + sanity.evaluations, started=started,
-        base_value=subject.f0, adjudicate=subject.adjudicate, output_dtype=dtype_name(subject.y0.dtype),
+        engine=run.engine.name, evaluations=subject.probes + run.evaluations + sanity.evaluations,
+        started=started, base_value=subject.f0, adjudicate=subject.adjudicate, output_dtype=subject.output_dtype,
         head=head, tail=tail, lowp=subject.lowp, deterministic=sanity.deterministic, drift=sanity.drift)
     if run.saved is not None:
         run.saved.finish()

@@ -135,6 +135,15 @@ def check(
     Report or MultiReport
         One :class:`Report` (a :class:`ComplexReport` for complex input), or a
         :class:`MultiReport` for a tuple ``x``; call ``.assert_pass()`` in a test.
+        ``report.dtype`` is ``x``'s dtype; ``report.config`` is the config the numeric
+        side ran with, and its ``dtype`` names the preset that set the step and the
+        round-off model: ``"float64"`` for a float16/bfloat16/float32 ``x`` differenced at
+        its float64 upcast (rtol, atol and resolution then come from the claim's ulp
+        rule, stated in the notes), ``"float32"`` for an ``f`` that computes in float32
+        whatever it is given (the forced-float32 preset, even for a float64 ``x``).
+        ``report.evaluations`` counts every call of ``f`` gradcheck made (probes, the
+        engine choice's timing, the referee's); the backend's own forward passes that
+        make a claimed gradient (torch, jax) are not among them.
 
     Examples
     --------
@@ -162,8 +171,10 @@ def check_one(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: Chec
                                  complex_input=True)
         return _check_complex(f, subject, grad, opts)
     run = difference(subject, opts) if opts.independent_axes is None else coloured_difference(subject, opts)
+    subject.release_output()  # f(x) itself is not needed past the first pass
     checked = sanity(subject)
     judged, cfg = judge(subject, run, checked, opts.digits)
+    run.release()  # the first pass's arrays must not stack on assemble's
     return assemble(subject, run, checked, judged, cfg, opts, started)
 
 

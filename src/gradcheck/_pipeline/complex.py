@@ -33,6 +33,7 @@ from .. import backends
 from .._adjudicate.referee import referee_may_run
 from .._core import arguments as _arguments
 from .._core.errors import ShapeMismatchError, UnsupportedInputError
+from .._core.sparse import SparseColumn
 from .._core.verdict import Verdict
 from .._report.report import Report
 from .claims import ClaimBackend
@@ -161,16 +162,23 @@ def combine(real: Report, convention: str, notes: tuple[str, ...]) -> ComplexRep
         "noise": real.noise.max(axis=-1), "tolerance": pick(real.tolerance), "codes": pick(codes),
         "refined": real.refined.any(axis=-1),
         "causes": None if real.causes is None else pick(real.causes),
-        "exact": None if real.exact is None else to_c(real.exact),
+        "measured": {k: _complex_column(col, to_c) for k, col in real.measured.items()},
         "digits": None if real.digits is None else real.digits.min(axis=-1),
-        "left": None if real.left is None else to_c(real.left),
-        "right": None if real.right is None else to_c(real.right),
         "step_study": {},  # a study is of one part: the real view's report (parts) holds them
     }
     base = {f.name: getattr(real, f.name) for f in dataclasses.fields(Report)}
     base.update(fields)
     base["notes"] = real.notes + notes
     return ComplexReport(**base, convention=convention, parts=real)
+
+
+def _complex_column(col: SparseColumn, to_c: Callable[[np.ndarray], np.ndarray]) -> SparseColumn:
+    """``to_c`` of a sparse column of the real view (last axis: re, im), entry by entry where
+    either part was measured: what ``to_c`` of the dense array gives, without it."""
+    entries = np.unique(col.positions // 2)
+    pairs = col.take(np.stack([2 * entries, 2 * entries + 1], axis=-1))
+    fill = to_c(np.full((1, 2), col.fill, dtype=col.dtype))[0]
+    return SparseColumn.from_entries(col.shape[:-1], entries, to_c(pairs), fill=fill)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

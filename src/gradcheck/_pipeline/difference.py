@@ -12,7 +12,7 @@ import numpy as np
 from .. import _axes
 from .._runtime.checkpoint import open_checkpoint
 from .._runtime.progress import Progress, differences_with_progress, screen_hint
-from ..engines import CheckProblem, select_engine
+from ..engines import CheckProblem, choose_engine
 from ..engines._differences import steps_for
 from .options import CheckOptions
 from .prepare import Subject
@@ -31,15 +31,21 @@ class Differenced:
     steps: np.ndarray
     diffs: Diffs
     hint: str | None             # a long pass: say that screen exists
-    evaluations: int             # f(x) and the 2N of the first pass
+    evaluations: int             # f(x), the engine choice's timing calls and the 2N of the first pass
     coloured: Any = None         # independent_axes: the coloured differencer (per-entry base values, its referee)
+
+    def release(self) -> None:
+        """Drop the first pass's differences and steps (four arrays of N) once the verdicts are
+        made: the report is assembled from the verdicts alone."""
+        self.diffs, self.steps = None, None  # type: ignore[assignment]
 
 
 def difference(subject: Subject, opts: CheckOptions) -> Differenced:
     """Every entry of ``subject.work`` differenced once, on the chosen engine."""
     problem = CheckProblem(f=subject.f, work=subject.work, evaluate=subject.evaluate, backend=subject.backend,
                            cotangent=subject.cotangent, vectorized=subject.vectorized, executor=opts.executor)
-    eng, reason = select_engine(opts.engine, problem)
+    choice = choose_engine(opts.engine, problem)
+    eng, reason = choice.engine, choice.reason
     differencer = eng.differences
     saved = None
     if opts.checkpoint is not None:
@@ -53,7 +59,7 @@ def difference(subject: Subject, opts: CheckOptions) -> Differenced:
     diffs = first_differences(differencer, np.arange(size), steps, progress=opts.progress, label=subject.label)
     hint = screen_hint(size, time.perf_counter() - began)
     return Differenced(engine=eng, engine_reason=reason, differencer=differencer, saved=saved, steps=steps,
-                       diffs=diffs, hint=hint, evaluations=1 + 2 * size)
+                       diffs=diffs, hint=hint, evaluations=1 + choice.evaluations + 2 * size)
 
 
 def first_differences(differencer: Callable[..., Diffs], flat_idx: np.ndarray, steps: np.ndarray, *,
@@ -82,18 +88,20 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
         y0=subject.y0, cotangent=subject.cotangent, steps=steps, seed=subject.config.seed,
         vectorized=subject.vectorized, engine=opts.engine, lowp=subject.dtype in ("float16", "bfloat16"),
         executor=opts.executor, f=f, backend=be)
+    subject.release_output()  # verified and reduced per slice: f(x) must not stay through the pass
     differencer, saved = coloured.differences, None
-    order = np.arange(work.size)
-    if opts.checkpoint is not None:
+    if opts.checkpoint is None:
+        # Every entry in flat order, round by round, without index arrays of N (Coloured.first_pass).
+        with Progress(work.size, enabled=opts.progress, label=subject.label) as bar:
+            diffs = coloured.first_pass(steps, bar.update if bar.active else None)
+    else:
         # Recorded under the declaration (each entry's value is its slice's reduction), in
         # chunks of whole rounds: the first pass asks for the entries round by round.
         saved = open_checkpoint(opts.checkpoint, _Declared(coloured), x=subject.pristine, config=subject.config,
                                 cotangent=subject.cotangent, f=f, backend=be, vectorized=subject.vectorized)
         differencer, order = saved.differences, coloured.round_order()
-    # Without a checkpoint the order is the identity: the steps as they are (no copy of N).
-    got = first_differences(differencer, order, steps if saved is None else steps[order], progress=opts.progress,
-                            label=subject.label)
-    diffs = got if saved is None else _unpermuted(got, order)
+        got = first_differences(differencer, order, steps[order], progress=opts.progress, label=subject.label)
+        diffs = _unpermuted(got, order)
     return Differenced(engine=coloured, engine_reason=coloured.reason, differencer=differencer,
                        saved=saved, steps=steps, diffs=diffs, hint=None, evaluations=1 + coloured.take(),
                        coloured=coloured)

@@ -26,6 +26,7 @@ from .._classify.kernel import classify  # the fused kernel from 1e5 entries, nu
 from .._classify.rule import rule_of
 from .._core.config import Config
 from .._core.judged import Judged
+from .._core.sparse import SparseColumn
 from .._core.verdict import Cause
 from .._refine.retry import retry_nonfinite_steps
 from .._refine.roundoff import probe_roundoff, recheck_precision
@@ -51,9 +52,9 @@ def judge(subject: Subject, run: Differenced, sanity: Sanity, digits: int) -> tu
     if subject.adjudicate is not False and referee_may_run(subject.backend, subject.f)[0]:
         f = subject.f
         referee = (Referee(lambda v: f(v), subject.pristine, subject.cotangent, digits=digits)
-                   if run.coloured is None else run.coloured.referee(f, subject.pristine, subject.y0, digits=digits))
+                   if run.coloured is None else run.coloured.referee(f, subject.pristine, digits=digits))
     # independent_axes: each entry's base value is its own slice's (the kink test's f(x))
-    base = subject.f0 if run.coloured is None else run.coloured.base_values(np.arange(subject.work.size))
+    base = subject.f0 if run.coloured is None else run.coloured.base_per_entry()
     # An f that computes in float32: Richardson across steps replaces the first estimates.
     first, spent = (None, 0) if run.coloured is not None else subject.lowp.first_estimates(
         run.differencer, run.steps, run.diffs, subject.work.reshape(-1), float(subject.f0))
@@ -102,8 +103,8 @@ def judge_entries(
     codes = classify(analytic, numeric, noise, **rule_of(cfg))
     causes = np.zeros(count, dtype=np.uint8)
     judged = Judged(numeric, noise, codes, np.zeros(count, dtype=bool), 0, causes,
-                    np.full(count, np.nan), np.full(count, -1, dtype=np.int16),
-                    np.full(count, np.nan), np.full(count, np.nan))
+                    SparseColumn(count), np.full(count, -1, dtype=np.int16),
+                    SparseColumn(count), SparseColumn(count))
     sub = lambda j, h: differencer(idx_map[j], h)  # noqa: E731  positions -> perturbed indices
     if base_finite:
         retried, spent = retry_nonfinite_steps(sub, values, analytic, (fp, fm, denom), steps,

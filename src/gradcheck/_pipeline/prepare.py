@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import backends as _backends
 from .._core import arguments as _arguments
-from .._core.config import Config
+from .._core.config import Config, dtype_name
 from .._core.errors import FunctionError, OutputError
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from .._lowp.forced64 import route_float64
@@ -42,8 +42,9 @@ class Subject:
     adjudicate: Any
     vectorized: bool
     work: np.ndarray             # the private copy that is perturbed
-    pristine: np.ndarray         # a copy to detect an f that writes into its input
-    y0: np.ndarray               # f(x)
+    pristine: np.ndarray         # x's values, bit for bit, to detect an f that writes into its input
+    y0: np.ndarray | None        # f(x); None once the difference stage is over (release_output)
+    output_dtype: str            # the dtype of f(x)
     f0: float                    # the scalar that is differenced, at x
     cotangent: np.ndarray | None
     evaluate: Callable[[], float]
@@ -51,6 +52,12 @@ class Subject:
     audit_notes: tuple[str, ...]
     violations: tuple[str, ...]
     unit: float                  # the unit round-off of f's evaluation
+    probes: int = 0              # evaluations of f besides f(x) spent choosing the plan
+
+    def release_output(self) -> None:
+        """Drop ``y0`` (an array of f's output size) once the difference stage is over: the later
+        stages need only its dtype (``output_dtype``) and what the differencer kept of it."""
+        self.y0 = None
 
 
 def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckOptions) -> Subject | RealView:
@@ -66,17 +73,19 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     x_np, config, adjudicate = lowp.start(x_np, opts.config, opts.adjudicate)
     cfg = _refined(config if config is not None else Config.for_dtype(dtype), opts.refine)
     label = _arguments.label_of(f, opts.name)
-    # Private copies: `work` is perturbed, `pristine` detects a function that writes to x.
+    # A private copy, `work`, is perturbed; `pristine` detects a function that writes to x.
     # Native byte order: the same values, and the differencing code reads them natively.
     work = np.array(x_np, dtype=x_np.dtype.newbyteorder("="), order="C", copy=True)
-    pristine = work.copy()
+    pristine = _pristine(x_np, work)
     require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
     y0 = _evaluate_at_x(be, f, work)
     if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
         return RealView(be, x_np, vectorized)
     require_real_output(output_array(y0), f"f ({label})")
+    probes = lowp.probes
     if dtype == "float64" and opts.config is None and opts.independent_axes is None:
-        routed = route_float64(f, work, y0, be)  # f computes in float32: float32 steps, Richardson
+        routed, spent = route_float64(f, work, y0, be)  # f computes in float32: float32 steps, Richardson
+        probes += spent
         if routed is not None:
             lowp, cfg = routed, _refined(routed.config, opts.refine)
             require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
@@ -100,9 +109,21 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     else:
         evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
     return Subject(f=f, backend=be, label=label, dtype=dtype, lowp=lowp, config=cfg,
-                   adjudicate=adjudicate, vectorized=vectorized, work=work, pristine=pristine, y0=y0, f0=f0,
+                   adjudicate=adjudicate, vectorized=vectorized, work=work, pristine=pristine, y0=y0,
+                   output_dtype=dtype_name(y0.dtype), f0=f0,
                    cotangent=cotangent, evaluate=evaluate, analytic=analytic,
-                   audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit)
+                   audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit, probes=probes)
+
+
+def _pristine(x_np: np.ndarray, work: np.ndarray) -> np.ndarray:
+    """The values of ``x``, bit for bit, beside ``work``: ``x_np`` itself when it already is
+    them in ``work``'s layout (a C-ordered ndarray of the same native dtype that shares no
+    memory with ``work``: ``f`` is only ever given ``work``, and gradcheck never writes into
+    ``x``), else a copy of ``work``. One array of N fewer for the common case."""
+    if (type(x_np) is np.ndarray and x_np.dtype == work.dtype and x_np.shape == work.shape
+            and x_np.flags.c_contiguous and not np.shares_memory(x_np, work)):
+        return x_np
+    return work.copy()
 
 
 def _refined(cfg: Config, refine: bool | None) -> Config:
@@ -165,7 +186,7 @@ def reducer(cotangent: np.ndarray | None) -> Callable[[np.ndarray], float]:
             raise _changed_shape(y.shape, shape)
         # numpy's pairwise sum, not BLAS's dot: the same bits on every machine and thread
         # count, and the compiled engine's in-kernel reduction reproduces them exactly.
-        return float(np.add.reduce(flat_v * y.reshape(-1).astype(np.float64)))
+        return float(np.add.reduce(flat_v * np.asarray(y.reshape(-1), dtype=np.float64)))  # float64: no copy
 
     return reduce
 

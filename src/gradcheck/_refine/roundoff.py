@@ -32,6 +32,7 @@ a wrong one from passing. Two looks, both only ever raising the ``u`` used:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ from .._core.formats import from_bits, round_to_format
 from .._core.judged import Judged
 from .._core.verdict import Cause, Verdict
 from ..engines._differences import slope_and_noise
-from .second_look import second_look
+from .second_look import PerEntry, base_at, finite_anywhere, second_look
 
 #: Entries probed (a seeded choice among the first pass's MISMATCH entries).
 PROBES = 8
@@ -80,24 +81,32 @@ def representable(values, unit: float) -> str | None:
 
 
 #: Values tested per step (the first that fails ends the test: memory and time stay small).
-_CHUNK = 1 << 16
+_CHUNK = 1 << 14  # the float32 test makes ~a dozen temporaries of a chunk
 
 
-def _parts(values) -> list[np.ndarray]:
+def _parts(values) -> list[Any]:
     seq = values if isinstance(values, (list, tuple)) else [values]
-    return [np.asarray(p, dtype=np.float64).reshape(-1) for p in seq]
+    return [p if isinstance(p, PerEntry) else np.asarray(p, dtype=np.float64).reshape(-1) for p in seq]
+
+
+def _base_part(base_value) -> Any:
+    """f at x as one part of the values tested: a :class:`PerEntry` as it is (its values,
+    each standing for ``per_slice`` entries), else flat."""
+    return base_value if isinstance(base_value, PerEntry) else np.ravel(base_value)
 
 
 def _chunks(parts: list[np.ndarray]):
     """The finite values of ``parts``, a chunk at a time."""
     for p in parts:
+        p = np.asarray(p.values, dtype=np.float64).reshape(-1) if isinstance(p, PerEntry) else p
         for i in range(0, p.size, _CHUNK):
             c = p[i:i + _CHUNK]
             yield c[np.isfinite(c)]
 
 
-def _finite_count(parts: list[np.ndarray]) -> int:
-    return sum(int(c.size) for c in _chunks(parts))
+def _finite_count(parts: list[Any]) -> int:
+    """The finite values in ``parts`` (a :class:`PerEntry`'s count once per entry)."""
+    return sum(int(c.size) * (p.per_slice if isinstance(p, PerEntry) else 1) for p in parts for c in _chunks([p]))
 
 
 def _every(parts: list[np.ndarray], test) -> bool:
@@ -137,11 +146,11 @@ def probe(differencer, suspects: np.ndarray, steps: np.ndarray, first, base_valu
     aligned arrays ``steps`` and ``first = (f_plus, f_minus, denom)``; ``base_value`` is f(x),
     a scalar or one per entry). None when nothing can be measured (f(x) not finite, fewer
     than 3 usable probes)."""
-    if not suspects.size or not np.isfinite(base_value).any():
+    if not suspects.size or not finite_anywhere(base_value):
         return None
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(suspects, size=min(PROBES, suspects.size), replace=False))
-    f0 = base_value if np.ndim(base_value) == 0 else np.asarray(base_value)[pick]  # one per entry
+    f0 = base_at(base_value, pick)  # a scalar, or one per entry
     h = steps[pick]
     at = {1.0: (first[0][pick], first[1][pick])}
     for factor in (0.25, 0.5, 2.0):
@@ -173,7 +182,7 @@ def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit
     re-judged with it. Returns the unit round-off to use from here on."""
     fp, fm, _ = diffs
     model = unit
-    values = [fp, fm, np.ravel(base_value)]  # never concatenated: N-sized parts
+    values = [fp, fm, _base_part(base_value)]  # never concatenated: N-sized parts
     fmt = representable(values, unit)
     if fmt is not None:
         _note_format(judged, fmt, values, unit)
@@ -214,7 +223,7 @@ def recheck_precision(judged: Judged, record, analytic, diffs, steps, base_value
     exact there), judge every entry again with that format's round-off; the evaluations
     already made are reused. Returns the unit round-off in use."""
     fp, fm, _ = diffs
-    values = [fp, fm, np.ravel(np.nan if base_value is None else base_value), record.values()]
+    values = [fp, fm, _base_part(np.nan if base_value is None else base_value), record.values()]
     fmt = representable(values, unit)
     if fmt is None:
         return unit

@@ -6,6 +6,7 @@ studied over several steps (:mod:`.study`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -78,10 +79,37 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
 
 def base_at(base_value, positions: np.ndarray):
     """f at x for the entries at ``positions``: one scalar for all (a plain check), or each
-    entry's own (``independent_axes``: the base value of the entry's slice)."""
+    entry's own (``independent_axes``: the base value of the entry's slice, an array of one
+    per entry or a :class:`PerEntry`)."""
+    if isinstance(base_value, PerEntry):
+        return base_value[positions]
     if base_value is None or np.ndim(base_value) == 0:
         return base_value
     return np.asarray(base_value)[positions]
+
+
+def finite_anywhere(base_value) -> bool:
+    """Is f at x finite for some entry? (``base_value``: a scalar, one per entry, or a
+    :class:`PerEntry`.)"""
+    values = base_value.values if isinstance(base_value, PerEntry) else base_value
+    return bool(np.isfinite(values).any())
+
+
+class PerEntry:
+    """Each entry's base value, one per slice underneath: ``base[positions]`` is the value of
+    each position's slice (``slice_of``); ``values`` and ``per_slice`` (every slice holds that
+    many entries) describe all N of them without an array of N.
+
+    >>> base = PerEntry(np.array([1.0, 2.0]), lambda i: np.asarray(i) // 3, 3)
+    >>> base[np.array([0, 4, 5])].tolist()
+    [1.0, 2.0, 2.0]
+    """
+
+    def __init__(self, values: np.ndarray, slice_of: Callable[[np.ndarray], np.ndarray], per_slice: int) -> None:
+        self.values, self.slice_of, self.per_slice = values, slice_of, per_slice
+
+    def __getitem__(self, positions: Any) -> np.ndarray:
+        return self.values[self.slice_of(np.asarray(positions))]
 
 
 class Recorded:

@@ -8,7 +8,7 @@ heat map (``plot``, :mod:`.plot`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,8 @@ import numpy as np
 from .._classify.rule import relative_error
 from .._core import status as _status
 from .._core.errors import GradientAssertionError
+from .._core.judged import MEASURED
+from .._core.sparse import SparseColumn
 from .._core.verdict import FAILING, Cause, Verdict
 from .html import HtmlViews
 from .layout import describe_layout
@@ -34,6 +36,13 @@ class Report(ReportText, ReportSerialize, HtmlViews):
     ``numeric`` (central difference, refined where a step study ran), ``noise``
     (estimated round-off of the numeric value), ``tolerance`` and ``codes`` (verdict
     codes; ``verdicts`` gives :class:`Verdict` members).
+
+    The second look's values where they were measured (NaN elsewhere), shaped like ``x``:
+    ``exact`` (the referee's exact derivative; ``digits`` its certified digits, -1
+    elsewhere) and ``left``/``right`` (one-sided slopes where a kink test ran); ``causes``
+    says how each verdict was reached. ``exact``, ``left`` and ``right`` are stored sparsely
+    (only suspects get values); each is materialised when read, a new array of the input's
+    size at each access (``measured_at`` reads one entry).
 
     ``status`` is ``"PASS"``, ``"FAIL"`` (a MISMATCH or NONFINITE entry, or a
     nondeterministic ``f``) or ``"INCONCLUSIVE"`` (no entry could be verified: not one
@@ -63,12 +72,13 @@ class Report(ReportText, ReportSerialize, HtmlViews):
     notes: tuple[str, ...] = field(default_factory=tuple)
     # Second look (None when not recorded): how each verdict was reached (Cause codes), the
     # exact derivative and its certified digits where the referee ran (NaN / -1 elsewhere),
-    # and one-sided slopes where a kink test ran.
+    # and one-sided slopes where a kink test ran. exact, left and right are init-only: they
+    # are kept in ``measured`` (sparse) and read back through the properties of those names.
     causes: np.ndarray | None = None
-    exact: np.ndarray | None = None
+    exact: InitVar[np.ndarray | SparseColumn | None] = None
     digits: np.ndarray | None = None
-    left: np.ndarray | None = None
-    right: np.ndarray | None = None
+    left: InitVar[np.ndarray | SparseColumn | None] = None
+    right: InitVar[np.ndarray | SparseColumn | None] = None
     adjudication: dict[str, Any] = field(default_factory=dict)
     # The dtype of f's output ("" when not recorded): says when low precision is why
     # nothing could be verified.
@@ -82,6 +92,23 @@ class Report(ReportText, ReportSerialize, HtmlViews):
     # The step study of each studied entry (at most 1000, failing verdicts first): index ->
     # (steps h, central differences D(h) at them). Empty when no entry was studied.
     step_study: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # The second look's measured values ("exact", "left", "right"; a name absent: not recorded),
+    # shaped like x, as sparse columns: only the suspects have values.
+    measured: dict[str, SparseColumn] = field(default_factory=dict)
+
+    def __post_init__(self, exact: Any, left: Any, right: Any) -> None:
+        given = {k: v for k, v in zip(MEASURED, (exact, left, right)) if v is not None}
+        if given:  # Report(exact=array, ...): kept sparse like the pipeline's
+            store = dict(self.measured)
+            store.update({k: v if isinstance(v, SparseColumn) else SparseColumn.from_dense(v) for k, v in given.items()})
+            object.__setattr__(self, "measured", store)
+
+    def measured_at(self, name: str, index: Any) -> Any:
+        """The second-look value ``name`` (``"exact"``, ``"left"`` or ``"right"``) at ``index``
+        (a multi-index), NaN where not measured or not recorded; read from the sparse store,
+        without the array of the report's size that ``report.exact`` (etc.) makes."""
+        col = self.measured.get(name)
+        return np.float64(np.nan) if col is None else col[index]
 
     # -- views ---------------------------------------------------------------------
     @property
@@ -183,3 +210,19 @@ class Report(ReportText, ReportSerialize, HtmlViews):
         a ``Path``); ``parts=`` and ``title=`` as in :func:`gradcheck._report.plot.plot_report`.
         Needs matplotlib: ``pip install "gradcheck[plot]"``."""
         return plot_report(self, path, **options)
+
+
+def _materialised(name: str) -> property:
+    def read(self: Report) -> np.ndarray | None:
+        col = self.measured.get(name)
+        return None if col is None else col.full()
+
+    read.__doc__ = (f"``{name}`` shaped like ``x`` (NaN where not measured), or None when not recorded: "
+                    "stored sparsely, materialised when read (a new array at each access).")
+    return property(read)
+
+
+# Properties, not dataclass fields: exact=, left=, right= are the init-only values the report
+# stores sparsely (a property in the class body would become the InitVars' default).
+for _name in MEASURED:
+    setattr(Report, _name, _materialised(_name))

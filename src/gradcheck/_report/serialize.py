@@ -52,10 +52,7 @@ class ReportSerialize:
                 "rel_error": _jsonable(rel[ix]),
                 "refined": bool(self.refined[ix]),
                 "cause": self.cause(ix).name,
-                **({"exact": _jsonable(self.exact[ix]), "certified_digits": int(self.digits[ix])}
-                   if self.exact is not None and np.isfinite(self.exact[ix]) else {}),
-                **({"left": _jsonable(self.left[ix]), "right": _jsonable(self.right[ix])}
-                   if self.left is not None and np.isfinite(self.left[ix]) else {}),
+                **_measured(self, ix),
                 **_study(self, ix),
             }
             for ix in flagged[:limit]
@@ -72,6 +69,19 @@ class ReportSerialize:
     def to_json(self, **kwargs: Any) -> str:
         """``to_dict`` as a JSON string (NaN/inf written as strings)."""
         return json.dumps(self.to_dict(**kwargs))
+
+
+def _measured(report: Any, ix: tuple[int, ...]) -> dict[str, Any]:
+    """The entry's exact value (and certified digits) and one-sided slopes, where measured;
+    read from the report's sparse store, entry by entry."""
+    out: dict[str, Any] = {}
+    exact = report.measured_at("exact", ix)
+    if np.isfinite(exact):
+        out.update(exact=_jsonable(exact), certified_digits=int(report.digits[ix]))
+    left = report.measured_at("left", ix)
+    if np.isfinite(left):
+        out.update(left=_jsonable(left), right=_jsonable(report.measured_at("right", ix)))
+    return out
 
 
 def _study(report: Any, ix: tuple[int, ...]) -> dict[str, Any]:

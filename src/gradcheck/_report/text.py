@@ -29,9 +29,10 @@ class ReportText:
         cause = self.cause(index)
         text = f"{index}: {v.name} (claimed {self.analytic[index]:.10g}, numeric {self.numeric[index]:.10g}; {cause})"
         if cause in (Cause.EXACT, Cause.EXACT_ZERO):
-            text += f"; exact {self.exact[index]:.17g} with {int(self.digits[index])} certified digits"
+            text += f"; exact {self.measured_at('exact', index):.17g} with {int(self.digits[index])} certified digits"
         if cause in (Cause.KINK_STEPS, Cause.KINK_EXACT):
-            text += f"; one-sided derivatives {self.left[index]:.10g} and {self.right[index]:.10g}"
+            left, right = self.measured_at("left", index), self.measured_at("right", index)
+            text += f"; one-sided derivatives {left:.10g} and {right:.10g}"
         if v is Verdict.UNCHECKED:
             share = float(resolved_share(self.analytic[index], self.numeric[index], self.tolerance[index]))
             needed = getattr(self.config, "resolution", None)

@@ -16,6 +16,7 @@ from .._adjudicate.notes import adjudication_notes
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .._classify.rule import tolerance
 from .._core.judged import Judged
+from .._core.sparse import SparseColumn
 from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from .._report.report import Report
@@ -53,8 +54,8 @@ def assemble(prep: Prepared, state: State, extra: list[str], deterministic: bool
     codes[screened] = Verdict.SCREENED
     numeric, noise = np.full(n, np.nan), np.full(n, np.nan)
     refined = np.zeros(n, dtype=bool)
-    looks = Judged(numeric, noise, codes, refined, 0, np.zeros(n, np.uint8), np.full(n, np.nan),
-                   np.full(n, -1, np.int16), np.full(n, np.nan), np.full(n, np.nan))
+    looks = Judged(numeric, noise, codes, refined, 0, np.zeros(n, np.uint8), SparseColumn(n),
+                   np.full(n, -1, np.int16), SparseColumn(n), SparseColumn(n))
     localized = np.zeros(n, dtype=bool)
     for idx, judged in state.judge.parts:
         localized[idx] = True
@@ -66,12 +67,14 @@ def assemble(prep: Prepared, state: State, extra: list[str], deterministic: bool
     limit = np.maximum(own, prep.floor)
     rule = Tolerance.of(cfg)
     tol = tolerance(prep.analytic, numeric, noise, **rule.keywords())
+    limit = np.where(localized, tol, np.where(screened, limit, np.inf))
     # An entry judged against its exact derivative: the referee's tolerance is what its verdict
     # could tell (the finite difference's, often far wider, did not decide it).
-    exact = localized & np.isfinite(looks.exact) & np.isin(looks.causes, [int(Cause.EXACT), int(Cause.EXACT_ZERO)])
+    at, exact = looks.exact.positions, looks.exact.values
+    by_exact = localized[at] & np.isfinite(exact) & np.isin(looks.causes[at], [int(Cause.EXACT), int(Cause.EXACT_ZERO)])
     with np.errstate(invalid="ignore"):
-        exact_tol = rule.against_exact(np.abs(looks.exact), rule.round_off(prep.unit, state.judge.claim_scale))
-    limit = np.where(localized, np.where(exact, exact_tol, tol), np.where(screened, limit, np.inf))
+        limit[at[by_exact]] = rule.against_exact(np.abs(exact[by_exact]),
+                                                 rule.round_off(prep.unit, state.judge.claim_scale))
     summary = describe(np.where(screened & ~localized, limit, np.inf), prep.analytic, draws=state.draws,
                        blocks=state.blocks, screened=int((screened & ~localized).sum()), own=own)
     notes = notes_for(state, summary, localized, codes) + extra

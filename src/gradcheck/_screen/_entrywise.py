@@ -95,9 +95,10 @@ class EntryJudge:
         err = prep.analytic[idx] - judged.numeric
         bound = Tolerance.of(cfg).floor(judged.noise)
         if self.exact_look:  # peel what the exact value says, within its own error
-            known = np.isfinite(judged.exact) & np.isin(judged.causes, _EXACT_CAUSES)
-            err = np.where(known, prep.analytic[idx] - judged.exact, err)
-            rounding = 2.0 * prep.unit * (np.abs(prep.analytic[idx]) + np.abs(judged.exact))
+            exact = np.asarray(judged.exact)  # the localized entries' (a few): dense
+            known = np.isfinite(exact) & np.isin(judged.causes, _EXACT_CAUSES)
+            err = np.where(known, prep.analytic[idx] - exact, err)
+            rounding = 2.0 * prep.unit * (np.abs(prep.analytic[idx]) + np.abs(exact))
             bound = np.where(known, rounding + cfg.atol, bound)
         return err, bound
 

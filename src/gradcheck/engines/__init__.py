@@ -18,9 +18,12 @@ from __future__ import annotations
 
 from ._base import ENGINE_NAMES as ENGINE_NAMES
 from ._base import CheckProblem as CheckProblem
+from ._base import Choice as Choice
 from ._base import Declined as Declined
 from ._base import Engine as Engine
+from ._base import choose_engine as choose_engine
 from ._base import select_engine as select_engine
 from ._executor import ExecutorOptions as ExecutorOptions
 
-__all__ = ["ENGINE_NAMES", "CheckProblem", "Declined", "Engine", "ExecutorOptions", "select_engine"]
+__all__ = ["ENGINE_NAMES", "CheckProblem", "Choice", "Declined", "Engine", "ExecutorOptions", "choose_engine",
+           "select_engine"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,8 +37,24 @@ class CheckProblem:
     executor: Any = None                   # check(executor=...): a concurrent.futures.Executor
 
 
+@dataclass(frozen=True)
+class Choice:
+    """The engine for a check, why it was picked (said in the report), and the calls of
+    ``f`` the choice made (``auto`` times one or two; the report counts them)."""
+
+    engine: Engine
+    reason: str
+    evaluations: int = 0
+
+
 def select_engine(name: str, problem: CheckProblem) -> tuple[Engine, str]:
-    """The engine for ``name`` and the reason it was picked (said in the report).
+    """``(engine, reason)`` of :func:`choose_engine`."""
+    choice = choose_engine(name, problem)
+    return choice.engine, choice.reason
+
+
+def choose_engine(name: str, problem: CheckProblem) -> Choice:
+    """The engine for ``name``, the reason it was picked, and the evaluations spent.
 
     ``auto``: ``executor`` when ``check`` was given one; ``compiled`` for a numba
     ``@njit`` function or a native (cffi) function with the numpy backend, when the
@@ -49,15 +65,16 @@ def select_engine(name: str, problem: CheckProblem) -> tuple[Engine, str]:
     if name not in ENGINE_NAMES:
         raise ValueError(f"engine={name!r} is not one of {ENGINE_NAMES}")
     if name == "serial":
-        return SerialEngine(problem), "serial: asked for"
+        return Choice(SerialEngine(problem), "serial: asked for")
+    spent = 0
     if name == "auto":
-        name, reason = _auto(problem)
+        name, reason, spent = _auto(problem)
     else:
         reason = f"{name}: asked for"
     if name == "serial":
-        return SerialEngine(problem), reason
+        return Choice(SerialEngine(problem), reason, spent)
     module = importlib.import_module(f"._{name}", __package__)
-    return module.make_engine(problem), reason
+    return Choice(module.make_engine(problem), reason, spent)
 
 
 def time_call(evaluate: Callable[[], Any]) -> float:
@@ -76,16 +93,24 @@ class Declined(str):
     off for this check: the reason ``auto`` gives if serial ends up running it."""
 
 
-def _auto(problem: CheckProblem) -> tuple[str, str]:
+def _auto(problem: CheckProblem) -> tuple[str, str, int]:
+    """The engine's name, why, and the calls of ``f`` the candidates made to time it."""
+    calls = 0
+
+    def timed() -> Any:
+        nonlocal calls
+        calls += 1  # counted before the call: a call that raises was made too
+        return problem.evaluate()
+    probing = replace(problem, evaluate=timed)
     serial_reason = "serial: a general Python callable (no faster engine applies)"
     for candidate in ("executor", "compiled", "batched", "processes"):
         try:
             module = importlib.import_module(f"._{candidate}", __package__)
         except ModuleNotFoundError:
             continue
-        why = module.auto_reason(problem)
+        why = module.auto_reason(probing)
         if isinstance(why, Declined):
             serial_reason = f"serial: {why}"
         elif why:
-            return candidate, f"{candidate}: {why}"
-    return "serial", serial_reason
+            return candidate, f"{candidate}: {why}", calls
+    return "serial", serial_reason, calls

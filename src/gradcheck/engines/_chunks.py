@@ -27,19 +27,19 @@ from ._differences import central_differences
 def difference_chunk(evaluate: Callable[[], float], work: np.ndarray, pristine: np.ndarray,
                      idx: np.ndarray, steps: np.ndarray) -> tuple:
     """Serial differences of one chunk on a worker's copy; the answer is data (see above)."""
-    try:
-        return worker_answer(lambda: central_differences(evaluate, work, idx, steps), work, pristine)
-    except InputMutationError:  # seen mid-chunk: an entry changed before its turn
-        return ("mutated",)
+    return worker_answer(lambda: central_differences(evaluate, work, idx, steps), work, pristine)
 
 
 def worker_answer(run: Callable[[], tuple], work: np.ndarray, pristine: np.ndarray) -> tuple:
     """``run()`` on a worker's copy ``work`` of ``pristine``, its answer as data:
     ``("ok", *run())``, ``("error",
     payload)`` for :func:`rebuild_error`, or ``("mutated",)`` when ``f`` wrote into its input
-    (the same bits, :func:`same_bits`)."""
+    (the same bits, :func:`same_bits`, or ``run()`` saw it: an entry changed before its turn,
+    a perturbed entry written)."""
     try:
         got = run()
+    except InputMutationError:
+        return ("mutated",)
     except FunctionError as err:
         if not same_bits(work, pristine):
             return ("mutated",)

@@ -278,7 +278,9 @@ class CompiledEngine:
 # perturbed and restored entry by entry. Results go to disjoint slots, so no two
 # threads write the same memory and the values do not depend on the thread count.
 # An f that writes into its input would corrupt the copy for the entries after: each
-# entry is compared with x before it is perturbed, and the whole copy at the chunk's end.
+# entry is compared with x before it is perturbed, the perturbed entry with what was set
+# there after each call (putting it back would hide a write), and the whole copy at the
+# chunk's end.
 
 @kernel()
 def _same(a, b):
@@ -324,14 +326,20 @@ def _njit_scalar_differences(f, work, idx, h, chunks, f_plus, f_minus, denom, st
             xp = old + h[j]
             xm = old - h[j]
             flat[i] = xp
+            set_p = flat[i]
             fp, raised_p = _eval_scalar(f, xc)
+            kept = _same(flat[i], set_p)
             flat[i] = xm
+            set_m = flat[i]
             fm, raised_m = _eval_scalar(f, xc)
+            kept = kept and _same(flat[i], set_m)
             flat[i] = old
             if raised_p:
                 status[j] = _RAISED_PLUS
             elif raised_m:
                 status[j] = _RAISED_MINUS
+            elif not kept:  # f wrote into the perturbed entry: putting it back hides the write
+                status[j] = _MUTATED
             f_plus[j] = fp
             f_minus[j] = fm
             denom[j] = np.float64(xp) - np.float64(xm)
@@ -445,14 +453,20 @@ def _njit_array_differences(f, work, v, idx, h, chunks, f_plus, f_minus, denom, 
             xp = old + h[j]
             xm = old - h[j]
             flat[i] = xp
+            set_p = flat[i]
             fp, bad_p = _eval_reduced(f, xc, v, vflat)
+            kept = _same(flat[i], set_p)
             flat[i] = xm
+            set_m = flat[i]
             fm, bad_m = _eval_reduced(f, xc, v, vflat)
+            kept = kept and _same(flat[i], set_m)
             flat[i] = old
             if bad_p:
                 status[j] = _RAISED_PLUS if bad_p == 1 else _SHAPE_PLUS
             elif bad_m:
                 status[j] = _RAISED_MINUS if bad_m == 1 else _SHAPE_MINUS
+            elif not kept:  # f wrote into the perturbed entry: putting it back hides the write
+                status[j] = _MUTATED
             f_plus[j] = fp
             f_minus[j] = fm
             denom[j] = np.float64(xp) - np.float64(xm)

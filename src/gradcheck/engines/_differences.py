@@ -19,7 +19,12 @@ from .._core.errors import FunctionError, OutputError, mutation_error
 def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
     """``h_i = step * max(1, |x_i|)`` as float64."""
     v = np.abs(np.asarray(values, dtype=np.float64))
-    return np.asarray(rel_step, dtype=np.float64) * np.maximum(1.0, v)
+    step = np.asarray(rel_step, dtype=np.float64)
+    if step.ndim:
+        return step * np.maximum(1.0, v)
+    # In place in the fresh |x| (the same products): one array of N, not three.
+    np.maximum(1.0, v, out=v)
+    return np.multiply(step, v, out=v)
 
 
 def _flat_handle(target: np.ndarray):
@@ -74,13 +79,18 @@ def perturbed_points(old: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np
     dtype: ``x +- h`` rounds exactly as the perturbed entry will, and the realized step
     ``(x+h) - (x-h)`` keeps the representation error of ``h`` out of the slope (NaN where
     ``x`` is not finite)."""
-    h = np.asarray(steps, dtype=np.float64).reshape(-1).astype(old.dtype)
+    # copy=False: float64 arrays are used as they are (no temporaries of the request's size)
+    h = np.asarray(steps, dtype=np.float64).reshape(-1).astype(old.dtype, copy=False)
     with np.errstate(all="ignore"):
         xp, xm = old + h, old - h
-        denom = xp.astype(np.float64) - xm.astype(np.float64)
-        finite = np.isfinite(old.astype(np.float64))
+        denom = xp.astype(np.float64, copy=False) - xm.astype(np.float64, copy=False)
+        finite = np.isfinite(old.astype(np.float64, copy=False))
     denom[~finite] = np.nan
     return xp, xm, denom, finite
+
+
+#: Entries per block where a whole-array test needs no array of N.
+_BLOCK = 1 << 16
 
 
 def require_moving_steps(values: np.ndarray, steps: np.ndarray, rel_step: float, what: str = "x") -> None:
@@ -88,9 +98,16 @@ def require_moving_steps(values: np.ndarray, steps: np.ndarray, rel_step: float,
     array's dtype: a realized step of 0, so every difference there is 0/0), naming the
     first such entry and the relative step from which every entry moves."""
     flat = np.asarray(values).reshape(-1)
-    _, _, denom, finite = perturbed_points(flat, steps)
-    still = finite & (denom == 0)
-    if not still.any():
+    h = np.asarray(steps).reshape(-1)
+    still = None
+    for start in range(0, flat.size, _BLOCK):  # block by block: no temporaries of N
+        part = slice(start, start + _BLOCK)
+        _, _, denom, finite = perturbed_points(flat[part], h[part])
+        if (finite & (denom == 0)).any():
+            _, _, denom, finite = perturbed_points(flat, h)  # found: count them all (the message)
+            still = finite & (denom == 0)
+            break
+    if still is None:
         return
     first = int(np.flatnonzero(still)[0])
     index = tuple(int(k) for k in np.unravel_index(first, np.shape(values)))
@@ -121,13 +138,18 @@ def _difference_loop(evaluate, target, flat, idx, old, xp, xm, finite, f_plus, f
         try:
             flat[i] = xp[j]
             f_plus[j] = evaluate()
+            kept = probe[i] == xp[j]
             side = "-h"
             flat[i] = xm[j]
             f_minus[j] = evaluate()
+            kept = kept and probe[i] == xm[j]
         except Exception as exc:  # re-raised with the entry it happened at
             raise _located(exc, tuple(int(k) for k in np.unravel_index(i, target.shape)), side, param)  # noqa: B904
         finally:
             flat[i] = old[j]
+        if not kept:  # f wrote into the entry while it was perturbed: putting it back hid the write
+            index = tuple(int(k) for k in np.unravel_index(i, target.shape))
+            raise mutation_error(seen=f" (entry {index} changed while it was perturbed)")
         if progress is not None:
             progress(j)
 

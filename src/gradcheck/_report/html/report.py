@@ -28,11 +28,18 @@ def _order(report: Any, flat: np.ndarray, excess: np.ndarray) -> np.ndarray:
 def _columns(report: Any, flat: np.ndarray) -> tuple[bool, bool, bool]:
     """Whether the rows at ``flat`` need the exact-value, the one-sided-slope and the
     step-study columns."""
-    exact = report.exact is not None and bool(np.isfinite(report.exact.reshape(-1)[flat]).any())
-    slopes = report.left is not None and bool(np.isfinite(report.left.reshape(-1)[flat]).any())
+    exact = bool(np.isfinite(_values(report, "exact", flat)).any())
+    slopes = bool(np.isfinite(_values(report, "left", flat)).any())
     studies = getattr(report, "step_study", None) or {}
     studied = bool(studies) and any(_index(report, j) in studies for j in flat)
     return exact, slopes, studied
+
+
+def _values(report: Any, name: str, flat: np.ndarray) -> np.ndarray:
+    """The second-look values ``name`` at the flat indices ``flat`` (NaN where not measured),
+    from the report's sparse store (``report.exact`` would make an array of the report's size)."""
+    col = getattr(report, "measured", {}).get(name)
+    return np.full(np.shape(flat), np.nan) if col is None else col.take(flat)
 
 
 def _index(report: Any, j: int) -> tuple[int, ...]:
@@ -59,15 +66,16 @@ def entry_table(report: Any, flat: np.ndarray, *, caption: str = "") -> str:
     head += ["step study (central difference at each step h)"] if with_study else []
     a, n = report.analytic.reshape(-1), report.numeric.reshape(-1)
     rel, ex = report.rel_error.reshape(-1), report.excess().reshape(-1)
+    exact, left, right = (_values(report, k, flat) for k in ("exact", "left", "right"))
     rows = []
-    for j in flat:
+    for r, j in enumerate(flat):
         ix = tuple(int(i) for i in np.unravel_index(int(j), report.shape))
         row = [(esc(ix), "gc-ix"), verdict_cell(Verdict(int(report.codes.reshape(-1)[j]))), num(a[j]), num(n[j])]
         if with_exact:
             d = int(report.digits.reshape(-1)[j]) if report.digits is not None else -1
-            row += [_measured(report.exact, j, ".17g"), str(d) if d >= 0 else ""]
+            row += [_measured(exact[r], ".17g"), str(d) if d >= 0 else ""]
         if with_slopes:
-            row += [_measured(report.left, j, ".10g"), _measured(report.right, j, ".10g")]
+            row += [_measured(left[r], ".10g"), _measured(right[r], ".10g")]
         row += [num(rel[j], ".2e"), num(ex[j], ".2e"), (esc(report.cause(ix)), "gc-l")]
         if with_study:
             row.append((_study_cell(report, ix), "gc-l gc-study"))
@@ -75,9 +83,8 @@ def entry_table(report: Any, flat: np.ndarray, *, caption: str = "") -> str:
     return table(head, rows, caption=caption, cls="gc-entries")
 
 
-def _measured(values: np.ndarray, j: int, spec: str) -> str:
+def _measured(v: Any, spec: str) -> str:
     """A second-look value, blank where it was not measured (stored as NaN)."""
-    v = values.reshape(-1)[j]
     return "" if np.isnan(v) else num(v, spec)
 
 
@@ -121,9 +128,10 @@ def _non_pass(report: Any, excess: np.ndarray) -> str:
 
 
 def _refereed(report: Any, excess: np.ndarray) -> str:
-    if report.exact is None:
+    col = getattr(report, "measured", {}).get("exact")
+    if col is None:
         return ""
-    flat = np.flatnonzero(np.isfinite(report.exact.reshape(-1)))
+    flat = col.finite_positions()
     if flat.size == 0:
         return ""
     shown = _order(report, flat, excess)[:REFEREED_ROWS]
