@@ -775,3 +775,32 @@ def test_layer_norm_on_data_drawn_with_the_configs_seed():
     assert ok.counts[Verdict.PASS] == x.size, ok.counts
     found = gradcheck.check(layer_norm, x, bug(1e-7), independent_axes=(0,), adjudicate=False, config=tight)
     assert mismatches(found) == {at} and found.counts[Verdict.PASS] == x.size - 1
+
+
+def test_second_look_in_chunks_gives_the_same_verdicts_in_less_memory(monkeypatch):
+    """Data that IS the cotangent (x = make_cotangent): J^T v ~ 0 for a layer norm, nearly every
+    entry a suspect of the second look. Studied CHUNK suspects at a time, every verdict and
+    estimate is the same bits, for a few more evaluations (the interleaved chunks' rounds) and
+    a lower peak (one study of all of them held ~100 arrays of the suspects)."""
+    import tracemalloc
+
+    from gradcheck._refine import second_look as look
+
+    x = make_cotangent((32, 64), Config())
+
+    def run():
+        tracemalloc.start()
+        try:
+            r = gradcheck.check(layer_norm, x, layer_norm_vjp, independent_axes=(0,), adjudicate=False)
+            return r, tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    whole, whole_peak = run()
+    assert whole.refined.sum() > 0.9 * x.size  # most entries were suspects
+    monkeypatch.setattr(look, "CHUNK", 256)
+    chunked, chunked_peak = run()
+    for name in ("codes", "numeric", "noise", "tolerance", "refined", "causes"):
+        np.testing.assert_array_equal(getattr(chunked, name), getattr(whole, name), err_msg=name)
+    assert whole.evaluations <= chunked.evaluations <= 1.3 * whole.evaluations
+    assert chunked_peak < 0.8 * whole_peak, (chunked_peak, whole_peak)

@@ -34,11 +34,20 @@ def _noisy_passes(codes, analytic, numeric, noise, rule: Tolerance, block: int =
     return out
 
 
+#: The second look studies at most this many suspects at once: a study holds ~60 floats per
+#: suspect, so with most entries suspects (a claim everywhere within round-off of its size)
+#: one study of all of them held ~130 arrays of N. The chunks interleave (chunk k is every
+#: K-th suspect): a coloured differencer's rounds (the most suspects one slice holds) grow by
+#: fewer than K; each entry's verdict is the same bits.
+CHUNK = 1 << 16
+
+
 def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> None:
     """Step study of the suspects: every MISMATCH, and with ``refine_noisy`` the noisy PASS
     entries (the quick look first) and the UNCHECKED ones. ``sub`` counts the evaluations.
-    ``base_value`` is f at x: a scalar, or one per entry (aligned with ``analytic``)."""
-    fp, fm, denom = diffs
+    ``base_value`` is f at x: a scalar, or one per entry (aligned with ``analytic``).
+    At most :data:`CHUNK` suspects are studied at once."""
+    fp, fm = diffs[0], diffs[1]
     numeric, noise, codes = judged.numeric, judged.noise, judged.codes
     suspect = codes == Verdict.MISMATCH
     if cfg.refine_noisy:
@@ -47,6 +56,25 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
         suspect |= _noisy_passes(codes, analytic, numeric, noise, Tolerance.of(cfg))
         suspect |= codes == Verdict.UNCHECKED
     suspects = np.flatnonzero(suspect & np.isfinite(fp) & np.isfinite(fm))
+    del suspect
+    chunks = max(1, -(-suspects.size // CHUNK))
+    if chunks == 1:
+        _study(judged, sub, analytic, diffs, steps, base_value, unit, cfg, suspects)
+        return
+    for k in range(chunks):
+        if isinstance(sub, Recorded):  # search only this chunk's blocks (and those outside chunks)
+            sub.tag = k
+        try:
+            _study(judged, sub, analytic, diffs, steps, base_value, unit, cfg, suspects[k::chunks])
+        finally:
+            if isinstance(sub, Recorded):
+                sub.tag = None
+
+
+def _study(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg, suspects: np.ndarray) -> None:
+    """The quick look and the step study of ``suspects`` (sorted positions)."""
+    fp, fm, denom = diffs
+    numeric, noise, codes = judged.numeric, judged.noise, judged.codes
     options = dict(unit_roundoff=unit, **rule_of(cfg))
     per_bound = lambda b: b / cfg.noise_factor if cfg.noise_factor else b  # noqa: E731
     # Noisy PASS entries get the quick look first; what it certifies skips the study.
@@ -119,13 +147,19 @@ class Recorded:
     def __init__(self, differencer) -> None:
         self._differencer, self.evaluations = differencer, 0
         self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # sorted positions, steps, values
+        # Per block, the chunk of the second look that took it (None: outside chunks). While
+        # ``tag`` is set, blocks of other chunks are not searched (they hold other positions).
+        self._tags: list[int | None] = []
+        self.tag: int | None = None
 
     def __call__(self, positions, steps):
         pos = np.asarray(positions, dtype=np.int64).reshape(-1)
         h = np.asarray(steps, dtype=np.float64).reshape(-1)
         out = np.full((3, pos.size), np.nan)
         found = np.zeros(pos.size, dtype=bool)
-        for known, known_h, values in self._blocks:
+        for (known, known_h, values), tag in zip(self._blocks, self._tags):
+            if tag is not None and self.tag is not None and tag != self.tag:
+                continue
             j = np.minimum(np.searchsorted(known, pos), known.size - 1)
             hit = ~found & (known[j] == pos) & (known_h[j] == h)
             out[:, hit], found = values[:, j[hit]], found | hit
@@ -136,8 +170,11 @@ class Recorded:
             out[:, miss] = fresh
             order = np.argsort(pos[miss], kind="stable")
             self._blocks.append((pos[miss][order], h[miss][order], fresh[:, order]))
-        return out[0].copy(), out[1].copy(), out[2].copy()
+            self._tags.append(self.tag)
+        return out[0], out[1], out[2]  # views of one fresh array: no copies
 
-    def values(self) -> np.ndarray:
-        """Every f(x ± s) taken so far."""
-        return np.concatenate([v[:2].reshape(-1) for _, _, v in self._blocks] or [np.zeros(0)])
+    def values(self) -> list[np.ndarray]:
+        """Every f(x ± s) taken so far, a part per block (not concatenated: with most entries
+        suspects, the blocks hold several arrays of N)."""
+        return [v[:2].reshape(-1) for _, _, v in self._blocks]
+
