@@ -76,6 +76,7 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
     # The quick look's leftovers of every chunk are studied together (fewer rounds of a
     # coloured differencer than chunk by chunk), in chunks again if they are many.
     rest, measured = _joined(rests)
+    rests.clear()  # the parts, now copied into the joined group
     for group, known in ((suspects[~quick], None), (rest, measured)):
         chunks = max(1, -(-group.size // CHUNK))
         for k, part in enumerate(_in_chunks(sub, "study", group)):
