@@ -47,7 +47,7 @@ CASES = [  # shape, declared axes, dtype, a non-finite entry
 ]
 
 
-def _coloured(shape, axes, dtype, nonfinite, seed=17):
+def _coloured(shape, axes, dtype, nonfinite, vectorized=False, seed=17):
     x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
     if nonfinite:
         x.reshape(-1)[3] = np.nan
@@ -55,14 +55,18 @@ def _coloured(shape, axes, dtype, nonfinite, seed=17):
     y0 = _within_slices(work, axes)
     v = np.random.default_rng(seed + 1).standard_normal(y0.shape)
     declared = declare_module.declare(axes, work.shape, y0.shape)
-    coloured = Coloured(declared, lambda batch: _within_slices(work, axes), work, v, y0)
+    def evaluate(batch):  # a vectorized f takes a stack of points
+        return _within_slices(work, axes) if batch is None else np.stack([_within_slices(b, axes) for b in batch])
+
+    coloured = Coloured(declared, evaluate, work, v, y0, vectorized=vectorized)
     return x, work, coloured
 
 
+@pytest.mark.parametrize("vectorized", [False, True])
 @pytest.mark.parametrize("shape, axes, dtype, nonfinite", CASES)
-def test_first_pass_is_the_differences_of_every_index_bit_for_bit(shape, axes, dtype, nonfinite):
-    x, work, fast = _coloured(shape, axes, dtype, nonfinite)
-    _, _, plain = _coloured(shape, axes, dtype, nonfinite)
+def test_first_pass_is_the_differences_of_every_index_bit_for_bit(shape, axes, dtype, nonfinite, vectorized):
+    x, work, fast = _coloured(shape, axes, dtype, nonfinite, vectorized)
+    _, _, plain = _coloured(shape, axes, dtype, nonfinite, vectorized)
     steps = steps_for(work.reshape(-1), 1e-3)
     got = fast.first_pass(steps)
     want = plain.differences(np.arange(work.size), steps)

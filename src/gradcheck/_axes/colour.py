@@ -120,7 +120,8 @@ class Coloured:
         out = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
         if not n:
             return out
-        if self.axes.elementwise and self.IN_PLACE and not self.vectorized and self._whole(h, *out):
+        whole = self._whole_batch if self.vectorized else self._whole
+        if self.axes.elementwise and self.IN_PLACE and whole(h, *out):
             if progress is not None:
                 progress(n)
             return out
@@ -199,6 +200,28 @@ class Coloured:
             self._reduce(y, out=values)
             del y  # f's next output must not stack on this one
             self.evaluations += 1
+        self.rounds += 1
+        return True
+
+    def _whole_batch(self, h: np.ndarray, f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray) -> bool:
+        """:meth:`_whole` for a vectorized ``f``: the batch of two is ``x + h`` and ``x - h``
+        themselves, made from ``work`` (left as it is) with no index or value arrays."""
+        flat = self.work.reshape(-1)
+        if not np.isfinite(flat).all():
+            return False
+        step = h.astype(flat.dtype, copy=False)
+        batch = np.empty((2,) + self.work.shape, dtype=self.work.dtype)
+        np.add(flat, step, out=batch[0].reshape(-1))
+        np.subtract(flat, step, out=batch[1].reshape(-1))
+        denom[...] = batch[0].reshape(-1)  # (x + h) - (x - h) in float64, as perturbed_points takes it
+        np.subtract(denom, batch[1].reshape(-1), out=denom)
+        ys = self._call(0, flat.size, "+h", batch)
+        del batch
+        if np.shape(ys)[:1] != (2,):
+            raise ValueError(f"vectorized f returned shape {np.shape(ys)} for a batch of 2")
+        self._reduce(ys[0], out=f_plus)
+        self._reduce(ys[1], out=f_minus)
+        self.evaluations += 2
         self.rounds += 1
         return True
 

@@ -89,10 +89,6 @@ def perturbed_points(old: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np
     return xp, xm, denom, finite
 
 
-#: Entries per block where a whole-array test needs no array of N.
-_BLOCK = 1 << 16
-
-
 def require_moving_steps(values: np.ndarray, steps: np.ndarray, rel_step: float, what: str = "x") -> None:
     """Refuse a step that does not move some finite entry at all (``x + h == x - h`` in the
     array's dtype: a realized step of 0, so every difference there is 0/0), naming the
@@ -169,17 +165,22 @@ def _located(exc: Exception, index: tuple[int, ...], side: str, param: str | Non
 
 
 def slope_and_noise(
-    f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray, unit_roundoff: float
+    f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray, unit_roundoff: float,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Difference quotient and the round-off it may carry: ``u(|f+|+|f-|)/|denom|``.
 
     Long float64 1-D inputs are done in blocks (the same expression, so the same bits):
-    the two results and no full-size temporaries."""
+    the two results and no full-size temporaries; ``out``: two arrays to write them into."""
     arrays = (f_plus, f_minus, denom)
     if not (all(isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1 for a in arrays)
             and f_plus.size > _BLOCK and f_plus.size == f_minus.size == denom.size):
-        return _slope_and_noise(f_plus, f_minus, denom, unit_roundoff)
-    slope, noise = np.empty(f_plus.size), np.empty(f_plus.size)
+        slope, noise = _slope_and_noise(f_plus, f_minus, denom, unit_roundoff)
+        if out is None:
+            return slope, noise
+        out[0][...], out[1][...] = slope, noise
+        return out
+    slope, noise = (np.empty(f_plus.size), np.empty(f_plus.size)) if out is None else out
     for start in range(0, f_plus.size, _BLOCK):
         part = slice(start, start + _BLOCK)
         slope[part], noise[part] = _slope_and_noise(f_plus[part], f_minus[part], denom[part], unit_roundoff)
