@@ -175,3 +175,32 @@ def test_peak_memory_of_an_elementwise_check():
         tracemalloc.stop()
     assert report.passed
     assert peak / x.nbytes < 12.0
+
+
+@pytest.mark.parametrize("axes", ["all", (0,)])
+def test_steps_computed_where_read_give_the_arrays_report(axes, monkeypatch):
+    """The coloured check reads each step where it needs it (StepsOf): the report is the one
+    made with the steps as an array, bit for bit, also when a retry sets smaller steps (log
+    with entries near 0, where x - h leaves the domain) and the step study of a planted error
+    at a retried entry reads them back."""
+    difference_module = importlib.import_module("gradcheck._pipeline.difference")
+    x = np.abs(np.random.default_rng(47).standard_normal((6, 5))) + 0.5
+    x[1, 2], x[4, 0] = 1e-9, 3e-9  # the default step leaves log's domain there
+
+    def f(z):
+        return np.log(z) * (z.sum(axis=1, keepdims=True) if axes != "all" else 1.0)
+
+    def vjp(z, g):
+        s = z.sum(axis=1, keepdims=True)
+        out = g / z if axes == "all" else g * s / z + (g * np.log(z)).sum(axis=1, keepdims=True)
+        out[1, 2] *= 1 + 1e-3  # a planted error at a retried entry: its study reads the retry's step
+        return out
+
+    lazy = gradcheck.check(f, x, vjp, independent_axes=axes)
+    monkeypatch.setattr(difference_module, "StepsOf", lambda values, rel: steps_for(values, rel))
+    dense = gradcheck.check(f, x, vjp, independent_axes=axes)
+    assert (lazy.causes == gradcheck.Cause.STEP_RETRY).any()  # the retry ran (and set steps)
+    for name in ("numeric", "noise", "tolerance", "codes", "causes", "exact", "left", "right"):
+        assert same_bits(np.asarray(getattr(lazy, name)), np.asarray(getattr(dense, name))), name
+    assert lazy.evaluations == dense.evaluations
+    assert lazy.codes[1, 2] == gradcheck.Verdict.MISMATCH and lazy.refined[1, 2]

@@ -30,7 +30,7 @@ from .._core.arrays import same_bits
 from .._core.errors import FunctionError, OutputError, mutation_error
 from .._core.inputs import output_array, require_real_output
 from .._refine.second_look import PerEntry
-from ..engines._differences import perturbed_points
+from ..engines._differences import StepsOf, perturbed_points
 from .declare import Axes
 from .referee import first_slice, slice_referee
 
@@ -116,7 +116,8 @@ class Coloured:
         the rounds come from the strides, and the elementwise pass (one round holding every
         entry) perturbs ``work`` in place on the serial engine (:meth:`_whole`)."""
         n = self.work.size
-        h = np.asarray(steps, dtype=np.float64).reshape(-1)
+        # StepsOf: each round's steps computed when it is made (no array of N)
+        h = steps if isinstance(steps, StepsOf) else np.asarray(steps, dtype=np.float64).reshape(-1)
         out = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
         if not n:
             return out
@@ -182,16 +183,16 @@ class Coloured:
         if not np.isfinite(flat).all():
             return False
         old = flat.copy()
-        step = h.astype(flat.dtype, copy=False)
+        h = h.reading(old) if isinstance(h, StepsOf) else h  # work moves below: read x from the copy
         for side, move, values in (("+h", np.add, f_plus), ("-h", np.subtract, f_minus)):
             try:
-                move(old, step, out=flat)
+                _moved(move, old, h, flat)
                 if values is f_plus:
                     denom[...] = flat  # (x + h) - (x - h) in float64, as perturbed_points takes it
                 else:
                     np.subtract(denom, flat, out=denom)
                 y = self._call(0, flat.size, side, None)
-                written = _first_moved(flat, old, step, move)
+                written = _first_moved(flat, old, h, move)
             finally:
                 flat[...] = old
             if written >= 0:
@@ -209,10 +210,9 @@ class Coloured:
         flat = self.work.reshape(-1)
         if not np.isfinite(flat).all():
             return False
-        step = h.astype(flat.dtype, copy=False)
         batch = np.empty((2,) + self.work.shape, dtype=self.work.dtype)
-        np.add(flat, step, out=batch[0].reshape(-1))
-        np.subtract(flat, step, out=batch[1].reshape(-1))
+        _moved(np.add, flat, h, batch[0].reshape(-1))
+        _moved(np.subtract, flat, h, batch[1].reshape(-1))
         denom[...] = batch[0].reshape(-1)  # (x + h) - (x - h) in float64, as perturbed_points takes it
         np.subtract(denom, batch[1].reshape(-1), out=denom)
         ys = self._call(0, flat.size, "+h", batch)
@@ -289,14 +289,24 @@ def _kept(selection: Any, finite: np.ndarray) -> np.ndarray:
     return np.flatnonzero(finite) if isinstance(selection, slice) else selection[finite]
 
 
-def _first_moved(flat: np.ndarray, old: np.ndarray, step: np.ndarray, move: Any, block: int = 65536) -> int:
+def _moved(move: Any, old: np.ndarray, h: Any, out: np.ndarray, block: int = 65536) -> None:
+    """``out = move(old, h)`` in ``old``'s dtype (``h``, float64 steps or a
+    :class:`~gradcheck.engines._differences.StepsOf`, rounded to it first, as
+    :func:`perturbed_points` does), a block at a time: no array of N besides ``out``."""
+    for start in range(0, old.size, block):
+        part = slice(start, start + block)
+        move(old[part], np.asarray(h[part], dtype=np.float64).astype(old.dtype, copy=False), out=out[part])
+
+
+def _first_moved(flat: np.ndarray, old: np.ndarray, step: Any, move: Any, block: int = 65536) -> int:
     """:func:`first_written` for the elementwise round, which perturbs ``work`` in place: the
     first position where ``flat`` no longer holds ``move(old, step)``, recomputed a block at a
     time (the same operation in the same dtype, so the same bits), or -1."""
     bits = f"u{flat.dtype.itemsize}"
     for start in range(0, flat.size, block):
         part = slice(start, start + block)
-        want = move(old[part], step[part]).astype(flat.dtype, copy=False)
+        want = move(old[part], np.asarray(step[part], dtype=np.float64).astype(flat.dtype, copy=False))
+        want = want.astype(flat.dtype, copy=False)
         bad = np.flatnonzero(flat[part].view(bits) != want.view(bits))
         if bad.size:
             return start + int(bad[0])

@@ -24,6 +24,7 @@ moved): a wrong declaration never turns into verdicts; ``f`` raising raises
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ RANDOM_PAIRS = 2
 
 
 def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0: np.ndarray,
-           steps: np.ndarray, seed: int) -> tuple[int, str]:
+           steps: Any, seed: int) -> tuple[int, str]:
     """Test the declaration on ``work`` (perturbed in place, restored bit for bit); ``evaluate()``
     returns ``f``'s output at the current ``work``. Returns the evaluations spent and a note."""
     rng = np.random.default_rng([seed, 0x5A1CE])
@@ -55,7 +56,9 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     # Each entry's own random multiple of its step (sign and size), the same in every half:
     # steps * uniform * sign, in place (the same draws, the same products, two arrays of N).
     scaled = rng.uniform(0.5, 1.0, size=flat.size)
-    np.multiply(steps, scaled, out=scaled)
+    for start in range(0, flat.size, 1 << 16):  # steps may be computed where read (StepsOf)
+        part = slice(start, start + (1 << 16))
+        np.multiply(steps[part], scaled[part], out=scaled[part])
     np.multiply(scaled, rng.choice([-1.0, 1.0], size=flat.size), out=scaled)
     along_x = None if axes.elementwise else _slice_view(axes, work.ndim)
     moves = scaled.astype(work.dtype, copy=False)  # each entry's x + h rounds in x's dtype

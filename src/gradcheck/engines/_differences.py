@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,48 @@ def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
     # In place in the fresh |x| (the same products): one array of N, not three.
     np.maximum(1.0, v, out=v)
     return np.multiply(step, v, out=v)
+
+
+class StepsOf:
+    """``steps_for(values, rel_step)`` computed where it is read (``steps[positions]``), without
+    an array of N: the same bits, entry by entry, as long as ``values`` hold still between reads
+    (a check's ``work``, put back after every evaluation). Steps set at positions (a retry's
+    smaller ones) are kept and read back.
+
+    >>> x = np.array([0.5, -3.0, 2.0])
+    >>> steps = StepsOf(x, 1e-3)
+    >>> steps[np.array([1, 2])].tolist() == steps_for(x, 1e-3)[1:].tolist()
+    True
+    >>> steps[np.array([2])] = 1e-9
+    >>> steps[np.array([0, 2])].tolist() == [1e-3, 1e-9]
+    True
+    """
+
+    def __init__(self, values: np.ndarray, rel_step: float) -> None:
+        self.values, self.rel_step, self.size = values, rel_step, int(values.size)
+        self._set_at, self._set_to = np.zeros(0, dtype=np.int64), np.zeros(0)  # sorted positions, steps
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        out = steps_for(self.values[key], self.rel_step)
+        if self._set_at.size:
+            at = np.arange(self.size)[key]
+            j = np.minimum(np.searchsorted(self._set_at, at), self._set_at.size - 1)
+            hit = self._set_at[j] == at
+            out[hit] = self._set_to[j[hit]]
+        return out
+
+    def reading(self, values: np.ndarray) -> StepsOf:
+        """The same steps read from a copy of the values (the values may move meanwhile)."""
+        twin = StepsOf(values, self.rel_step)
+        twin._set_at, twin._set_to = self._set_at, self._set_to
+        return twin
+
+    def __setitem__(self, key: Any, new: Any) -> None:
+        at = np.asarray(np.arange(self.size)[key]).reshape(-1)
+        kept = dict(zip(self._set_at.tolist(), self._set_to.tolist()))
+        kept.update(zip(at.tolist(), np.broadcast_to(np.asarray(new, dtype=np.float64), at.shape).tolist()))
+        self._set_at = np.array(sorted(kept), dtype=np.int64)
+        self._set_to = np.array([kept[k] for k in self._set_at.tolist()], dtype=np.float64)
 
 
 def _flat_handle(target: np.ndarray):
