@@ -156,12 +156,14 @@ class Coloured:
         points: list[tuple[Any, ...]] = []
         done = 0
         for r, (pos, ids, mine) in enumerate(rounds):
-            old = flat[ids]
+            old = flat[ids]  # kept for the serial engine's points only (the others never put back)
             xp, xm, d, finite = perturbed_points(old, h[pos])
             denom[pos] = d
             if not finite.all():
                 pos, mine = _kept(pos, finite), _kept(mine, finite)
                 ids, xp, xm, old = ids[finite], xp[finite], xm[finite], old[finite]
+            if not self.IN_PLACE or self.vectorized:
+                old = None
             points.append((pos, ids, xp, old, mine, f_plus, "+h"))  # ids, old, mine: shared by +h and -h
             points.append((pos, ids, xm, old, mine, f_minus, "-h"))
             del xp, xm, d, finite
@@ -245,21 +247,24 @@ class Coloured:
             out[pos] = self.point(ids, values, old, mine, side)
             self.evaluations += 1
 
-    def point(self, ids: np.ndarray, values: np.ndarray, old: np.ndarray, mine: np.ndarray,
+    def point(self, ids: Any, values: np.ndarray, old: np.ndarray, mine: np.ndarray,
               side: str) -> np.ndarray:
         """One evaluation: entries ``ids`` of ``work`` set to ``values`` (put back to ``old``
         after), each one's own slice reduction (its slice: ``mine``) returned. An ``f`` that
         wrote into a perturbed entry (putting it back would hide the write) is
-        :class:`~gradcheck.InputMutationError`."""
+        :class:`~gradcheck.InputMutationError`. ``ids`` may be ``slice(None)``: every entry,
+        in flat order (what :func:`wire_ids` sends a worker for a round holding them all)."""
         flat = self.work.reshape(-1)
+        every = isinstance(ids, slice)
+        count = flat.size if every else ids.size
         try:
             flat[ids] = values
-            y = self._call(int(ids[0]) if ids.size else None, ids.size, side, None)
+            y = self._call((0 if every else int(ids[0])) if count else None, count, side, None)
             written = first_written(flat[ids], values)
         finally:
             flat[ids] = old
         if written >= 0:
-            at = tuple(int(k) for k in np.unravel_index(int(ids[written]), self.work.shape))
+            at = tuple(int(k) for k in np.unravel_index(written if every else int(ids[written]), self.work.shape))
             raise mutation_error(seen=f" (entry {at} changed while it was perturbed, {side}, coloured)")
         return self._reduce(y)[mine]
 
@@ -282,6 +287,13 @@ class Coloured:
             raise OutputError(f"shape {arr.shape}", tail=f", after returning shape {self._y_shape} at the "
                               "unperturbed input; f must return the same shape at every point")
         return self.axes.reduce_weighted(self._v, arr, out)
+
+
+def wire_ids(ids: np.ndarray, size: int) -> Any:
+    """What a worker is sent for a round's entries: ``slice(None)`` for a round holding all
+    ``size`` of them (then in flat order: a round holds them by slice, and with one entry per
+    slice slice order is flat order), else the indices themselves."""
+    return slice(None) if ids.size == size else ids
 
 
 def _kept(selection: Any, finite: np.ndarray) -> np.ndarray:
