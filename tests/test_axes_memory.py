@@ -25,7 +25,7 @@ from gradcheck._pipeline.options import validate
 from gradcheck._pipeline.prepare import prepare
 from gradcheck._refine.roundoff import _finite_count, _parts, representable
 from gradcheck._refine.second_look import PerEntry, base_at, finite_anywhere
-from gradcheck.engines._differences import steps_for
+from gradcheck.engines._differences import DenominatorsOf, StepsOf, perturbed_points, slope_and_noise, steps_for
 from gradcheck.engines._fork import fork_available
 
 declare_module = importlib.import_module("gradcheck._axes.declare")
@@ -182,10 +182,11 @@ def test_peak_memory_of_an_elementwise_check():
 
 @pytest.mark.parametrize("axes", ["all", (0,)])
 def test_steps_computed_where_read_give_the_arrays_report(axes, monkeypatch):
-    """The coloured check reads each step where it needs it (StepsOf): the report is the one
-    made with the steps as an array, bit for bit, also when a retry sets smaller steps (log
-    with entries near 0, where x - h leaves the domain) and the step study of a planted error
-    at a retried entry reads them back."""
+    """The coloured check reads each step and each realized denominator where it needs them
+    (StepsOf, DenominatorsOf): the report is the one made with them as arrays, bit for bit,
+    also when a retry sets smaller steps and their denominators (log with entries near 0,
+    where x - h leaves the domain) and the step study of a planted error at a retried entry
+    reads them back."""
     difference_module = importlib.import_module("gradcheck._pipeline.difference")
     x = np.abs(np.random.default_rng(47).standard_normal((6, 5))) + 0.5
     x[1, 2], x[4, 0] = 1e-9, 3e-9  # the default step leaves log's domain there
@@ -201,12 +202,27 @@ def test_steps_computed_where_read_give_the_arrays_report(axes, monkeypatch):
 
     lazy = gradcheck.check(f, x, vjp, independent_axes=axes)
     monkeypatch.setattr(difference_module, "StepsOf", lambda values, rel: steps_for(values, rel))
+    monkeypatch.setattr(difference_module, "DenominatorsOf", lambda values, steps: perturbed_points(values, steps)[2])
     dense = gradcheck.check(f, x, vjp, independent_axes=axes)
     assert (lazy.causes == gradcheck.Cause.STEP_RETRY).any()  # the retry ran (and set steps)
     for name in ("numeric", "noise", "tolerance", "codes", "causes", "exact", "left", "right"):
         assert same_bits(np.asarray(getattr(lazy, name)), np.asarray(getattr(dense, name))), name
     assert lazy.evaluations == dense.evaluations
     assert lazy.codes[1, 2] == gradcheck.Verdict.MISMATCH and lazy.refined[1, 2]
+
+
+def test_denominators_computed_where_read_are_perturbed_points_and_keep_what_is_set():
+    x = np.random.default_rng(59).standard_normal(70000)  # past slope_and_noise's blocks
+    x[[5, 40000]] = np.nan, np.inf
+    steps = StepsOf(x, 1e-6)
+    lazy, dense = DenominatorsOf(x, steps), perturbed_points(x, steps_for(x, 1e-6))[2]
+    assert same_bits(lazy[:], dense) and same_bits(lazy[np.array([7, 5, 69999])], dense[[7, 5, 69999]])
+    with np.errstate(invalid="ignore"):
+        fp, fm = np.sin(x + 1e-6), np.sin(x - 1e-6)
+    for a, b in zip(slope_and_noise(fp, fm, lazy, 1.1e-16), slope_and_noise(fp, fm, dense, 1.1e-16)):
+        assert same_bits(a, b)
+    lazy[np.array([9])] = 0.5  # a retry's denominator
+    assert lazy[np.array([8, 9])].tolist() == [dense[8], 0.5] and lazy[9:10].tolist() == [0.5]
 
 
 @pytest.mark.skipif(not fork_available(), reason="needs the fork start method")

@@ -110,15 +110,17 @@ class Coloured:
             coords = np.unravel_index(r, tuple(shape[d] for d in others)) if others else ()
             yield offsets + sum(int(c) * strides[d] for c, d in zip(coords, others))
 
-    def first_pass(self, steps: np.ndarray, progress: Callable[[int], None] | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def first_pass(self, steps: Any, progress: Callable[[int], None] | None = None, *,
+                   denominators: bool = True) -> tuple[np.ndarray, np.ndarray, Any]:
         """``differences(np.arange(N), steps)``, the same bits, without its index arrays of N:
         the rounds come from the strides, and the elementwise pass (one round holding every
-        entry) perturbs ``work`` in place on the serial engine (:meth:`_whole`)."""
+        entry) perturbs ``work`` in place on the serial engine (:meth:`_whole`). Without
+        ``denominators`` the third array is None (the caller computes them where it reads
+        them: :class:`~gradcheck.engines._differences.DenominatorsOf`)."""
         n = self.work.size
         # StepsOf: each round's steps computed when it is made (no array of N)
         h = steps if isinstance(steps, StepsOf) else np.asarray(steps, dtype=np.float64).reshape(-1)
-        out = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
+        out = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan) if denominators else None)
         if not n:
             return out
         whole = self._whole_batch if self.vectorized else self._whole
@@ -158,7 +160,8 @@ class Coloured:
         for r, (pos, ids, mine) in enumerate(rounds):
             old = flat[ids]  # kept for the serial engine's points only (the others never put back)
             xp, xm, d, finite = perturbed_points(old, h[pos])
-            denom[pos] = d
+            if denom is not None:  # None: the caller computes them where it reads them
+                denom[pos] = d
             if not finite.all():
                 pos, mine = _kept(pos, finite), _kept(mine, finite)
                 ids, xp, xm, old = ids[finite], xp[finite], xm[finite], old[finite]
@@ -189,7 +192,9 @@ class Coloured:
         for side, move, values in (("+h", np.add, f_plus), ("-h", np.subtract, f_minus)):
             try:
                 _moved(move, old, h, flat)
-                if values is f_plus:
+                if denom is None:
+                    pass  # computed where read (DenominatorsOf)
+                elif values is f_plus:
                     denom[...] = flat  # (x + h) - (x - h) in float64, as perturbed_points takes it
                 else:
                     np.subtract(denom, flat, out=denom)
@@ -215,8 +220,9 @@ class Coloured:
         batch = np.empty((2,) + self.work.shape, dtype=self.work.dtype)
         _moved(np.add, flat, h, batch[0].reshape(-1))
         _moved(np.subtract, flat, h, batch[1].reshape(-1))
-        denom[...] = batch[0].reshape(-1)  # (x + h) - (x - h) in float64, as perturbed_points takes it
-        np.subtract(denom, batch[1].reshape(-1), out=denom)
+        if denom is not None:
+            denom[...] = batch[0].reshape(-1)  # (x + h) - (x - h) in float64, as perturbed_points takes it
+            np.subtract(denom, batch[1].reshape(-1), out=denom)
         ys = self._call(0, flat.size, "+h", batch)
         del batch
         if np.shape(ys)[:1] != (2,):

@@ -13,7 +13,7 @@ from .. import _axes
 from .._runtime.checkpoint import open_checkpoint
 from .._runtime.progress import Progress, differences_with_progress, screen_hint
 from ..engines import CheckProblem, choose_engine
-from ..engines._differences import StepsOf, steps_for
+from ..engines._differences import DenominatorsOf, StepsOf, steps_for
 from .options import CheckOptions
 from .prepare import Subject
 
@@ -94,7 +94,9 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
     if opts.checkpoint is None:
         # Every entry in flat order, round by round, without index arrays of N (Coloured.first_pass).
         with Progress(work.size, enabled=opts.progress, label=subject.label) as bar:
-            diffs = coloured.first_pass(steps, bar.update if bar.active else None)
+            f_plus, f_minus, _ = coloured.first_pass(steps, bar.update if bar.active else None, denominators=False)
+        # The realized denominators, computed where judge reads them (the same bits): no array of N.
+        diffs = (f_plus, f_minus, DenominatorsOf(work.reshape(-1), steps))
     else:
         # Recorded under the declaration (each entry's value is its slice's reduction), in
         # chunks of whole rounds: the first pass asks for the entries round by round.

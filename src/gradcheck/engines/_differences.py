@@ -28,7 +28,37 @@ def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
     return np.multiply(step, v, out=v)
 
 
-class StepsOf:
+class _ComputedWhereRead:
+    """An array of N computed from ``values`` where it is read (``a[positions]``), without
+    holding it: the same bits, entry by entry, as long as ``values`` hold still between reads (a
+    check's ``work``, put back after every evaluation). Values set at positions (a retry's) are
+    kept and read back."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values, self.size = values, int(values.size)
+        self._set_at, self._set_to = np.zeros(0, dtype=np.int64), np.zeros(0)  # sorted positions, values
+
+    def _computed(self, key: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        out = self._computed(key)
+        if self._set_at.size:
+            at = np.arange(self.size)[key]
+            j = np.minimum(np.searchsorted(self._set_at, at), self._set_at.size - 1)
+            hit = self._set_at[j] == at
+            out[hit] = self._set_to[j[hit]]
+        return out
+
+    def __setitem__(self, key: Any, new: Any) -> None:
+        at = np.asarray(np.arange(self.size)[key]).reshape(-1)
+        kept = dict(zip(self._set_at.tolist(), self._set_to.tolist()))
+        kept.update(zip(at.tolist(), np.broadcast_to(np.asarray(new, dtype=np.float64), at.shape).tolist()))
+        self._set_at = np.array(sorted(kept), dtype=np.int64)
+        self._set_to = np.array([kept[k] for k in self._set_at.tolist()], dtype=np.float64)
+
+
+class StepsOf(_ComputedWhereRead):
     """``steps_for(values, rel_step)`` computed where it is read (``steps[positions]``), without
     an array of N: the same bits, entry by entry, as long as ``values`` hold still between reads
     (a check's ``work``, put back after every evaluation). Steps set at positions (a retry's
@@ -44,17 +74,11 @@ class StepsOf:
     """
 
     def __init__(self, values: np.ndarray, rel_step: float) -> None:
-        self.values, self.rel_step, self.size = values, rel_step, int(values.size)
-        self._set_at, self._set_to = np.zeros(0, dtype=np.int64), np.zeros(0)  # sorted positions, steps
+        super().__init__(values)
+        self.rel_step = rel_step
 
-    def __getitem__(self, key: Any) -> np.ndarray:
-        out = steps_for(self.values[key], self.rel_step)
-        if self._set_at.size:
-            at = np.arange(self.size)[key]
-            j = np.minimum(np.searchsorted(self._set_at, at), self._set_at.size - 1)
-            hit = self._set_at[j] == at
-            out[hit] = self._set_to[j[hit]]
-        return out
+    def _computed(self, key: Any) -> np.ndarray:
+        return steps_for(self.values[key], self.rel_step)
 
     def reading(self, values: np.ndarray) -> StepsOf:
         """The same steps read from a copy of the values (the values may move meanwhile)."""
@@ -62,12 +86,26 @@ class StepsOf:
         twin._set_at, twin._set_to = self._set_at, self._set_to
         return twin
 
-    def __setitem__(self, key: Any, new: Any) -> None:
-        at = np.asarray(np.arange(self.size)[key]).reshape(-1)
-        kept = dict(zip(self._set_at.tolist(), self._set_to.tolist()))
-        kept.update(zip(at.tolist(), np.broadcast_to(np.asarray(new, dtype=np.float64), at.shape).tolist()))
-        self._set_at = np.array(sorted(kept), dtype=np.int64)
-        self._set_to = np.array([kept[k] for k in self._set_at.tolist()], dtype=np.float64)
+
+class DenominatorsOf(_ComputedWhereRead):
+    """The realized denominators ``(x + h) - (x - h)`` of :func:`perturbed_points` (NaN where x
+    is not finite) at ``values`` with ``steps`` (an array or a :class:`StepsOf`), computed where
+    read: the first pass's, bit for bit, without an array of N.
+
+    >>> x, h = np.array([0.5, np.nan, 2.0]), np.array([1e-3, 1e-3, 1e-3])
+    >>> lazy = DenominatorsOf(x, h)
+    >>> np.array_equal(lazy[np.arange(3)], perturbed_points(x, h)[2], equal_nan=True)
+    True
+    """
+
+    dtype, ndim = np.dtype(np.float64), 1
+
+    def __init__(self, values: np.ndarray, steps: Any) -> None:
+        super().__init__(values)
+        self.steps = steps
+
+    def _computed(self, key: Any) -> np.ndarray:
+        return perturbed_points(np.atleast_1d(self.values[key]), np.atleast_1d(self.steps[key]))[2]
 
 
 def _flat_handle(target: np.ndarray):
@@ -215,9 +253,11 @@ def slope_and_noise(
 
     Long float64 1-D inputs are done in blocks (the same expression, so the same bits):
     the two results and no full-size temporaries; ``out``: two arrays to write them into."""
+    if isinstance(denom, DenominatorsOf) and not (f_plus.size > _BLOCK and f_plus.ndim == 1):
+        denom = denom[:]  # short: read them all
     arrays = (f_plus, f_minus, denom)
-    if not (all(isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1 for a in arrays)
-            and f_plus.size > _BLOCK and f_plus.size == f_minus.size == denom.size):
+    if not (all(isinstance(a, (np.ndarray, DenominatorsOf)) and a.dtype == np.float64 and a.ndim == 1
+                for a in arrays) and f_plus.size > _BLOCK and f_plus.size == f_minus.size == denom.size):
         slope, noise = _slope_and_noise(f_plus, f_minus, denom, unit_roundoff)
         if out is None:
             return slope, noise
