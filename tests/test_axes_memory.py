@@ -164,9 +164,9 @@ def test_a_write_into_the_input_is_still_caught_and_x_untouched():
 
 
 def test_peak_memory_of_an_elementwise_check():
-    """The whole check, tanh on 2**19 entries with independent_axes="all": at most 11 arrays
-    of N at once (10.1 measured; it was 17.5 before the first pass, verify, the steps, the
-    judge's base values and the prepare stage were cut; the report alone holds about 4.6)."""
+    """The whole check, tanh on 2**19 entries with independent_axes="all": at most 10 arrays
+    of N at once (9.1 measured; 17.5 before the first pass, verify, the steps and denominators,
+    the judge's base values and the prepare stage were cut; the report alone holds about 4.6)."""
     x = np.random.default_rng(43).standard_normal(2**19)
     vjp = lambda x, g: g * (1 - np.tanh(x) ** 2)  # noqa: E731
     gradcheck.check(np.tanh, x, vjp, independent_axes="all")  # warm-up (kernels, imports)
@@ -177,7 +177,7 @@ def test_peak_memory_of_an_elementwise_check():
     finally:
         tracemalloc.stop()
     assert report.passed
-    assert peak / x.nbytes < 11.0
+    assert peak / x.nbytes < 10.0
 
 
 @pytest.mark.parametrize("axes", ["all", (0,)])
