@@ -223,7 +223,7 @@ def recheck_precision(judged: Judged, record, analytic, diffs, steps, base_value
     exact there), judge every entry again with that format's round-off; the evaluations
     already made are reused. Returns the unit round-off in use."""
     fp, fm, _ = diffs
-    values = [fp, fm, _base_part(np.nan if base_value is None else base_value), record.values()]
+    values = [fp, fm, _base_part(np.nan if base_value is None else base_value), *record.values()]
     fmt = representable(values, unit)
     if fmt is None:
         return unit

@@ -34,11 +34,21 @@ def _noisy_passes(codes, analytic, numeric, noise, rule: Tolerance, block: int =
     return out
 
 
+#: The second look studies at most this many suspects at once: a study holds ~60 floats per
+#: suspect, so with most entries suspects (a claim everywhere within round-off of its size)
+#: one study of all of them held ~130 arrays of N. The chunks interleave (chunk k is every
+#: K-th suspect): a coloured differencer's rounds (the most suspects one slice holds) grow by
+#: fewer than K per step; the quick look's leftovers are gathered before their study (chunk by
+#: chunk they would cost more rounds); each entry's verdict is the same bits.
+CHUNK = 1 << 16
+
+
 def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> None:
     """Step study of the suspects: every MISMATCH, and with ``refine_noisy`` the noisy PASS
     entries (the quick look first) and the UNCHECKED ones. ``sub`` counts the evaluations.
-    ``base_value`` is f at x: a scalar, or one per entry (aligned with ``analytic``)."""
-    fp, fm, denom = diffs
+    ``base_value`` is f at x: a scalar, or one per entry (aligned with ``analytic``).
+    At most :data:`CHUNK` suspects are studied at once."""
+    fp, fm = diffs[0], diffs[1]
     numeric, noise, codes = judged.numeric, judged.noise, judged.codes
     suspect = codes == Verdict.MISMATCH
     if cfg.refine_noisy:
@@ -47,34 +57,78 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
         suspect |= _noisy_passes(codes, analytic, numeric, noise, Tolerance.of(cfg))
         suspect |= codes == Verdict.UNCHECKED
     suspects = np.flatnonzero(suspect & np.isfinite(fp) & np.isfinite(fm))
+    del suspect
     options = dict(unit_roundoff=unit, **rule_of(cfg))
     per_bound = lambda b: b / cfg.noise_factor if cfg.noise_factor else b  # noqa: E731
     # Noisy PASS entries get the quick look first; what it certifies skips the study.
     quick = (codes[suspects] == Verdict.PASS) & QUICK_LOOK
     noisy = suspects[quick]
-    batches: list[tuple[np.ndarray, Any]] = [(suspects[~quick], None)]
-    if noisy.size:
-        q = quick_certify(sub, noisy, steps[noisy], analytic[noisy], (fp[noisy], fm[noisy], denom[noisy]),
-                          base_value=base_at(base_value, noisy), **options)
-        ok = noisy[q.certified]
+    rests: list[tuple[np.ndarray, dict]] = []
+    for part in _in_chunks(sub, "quick", noisy):
+        q = quick_certify(sub, part, steps[part], analytic[part], tuple(d[part] for d in diffs),
+                          base_value=base_at(base_value, part), **options)
+        ok = part[q.certified]
         numeric[ok], noise[ok] = q.numeric[q.certified], per_bound(q.bound[q.certified])
         judged.refined[ok] = True
         judged.causes[ok] = Cause.STEP_STUDY
         rest = ~q.certified
-        batches.append((noisy[rest], {f: tuple(d[rest] for d in q.raw[f]) for f in q.raw}))
-    for group, measured in batches:
-        if not group.size:
-            continue
-        study = step_study(sub, group, steps[group], analytic[group], (fp[group], fm[group], denom[group]),
-                           measured=measured, base_value=base_at(base_value, group), **options)
-        numeric[group] = study.numeric
-        noise[group] = per_bound(study.bound)
-        codes[group] = study.codes
-        judged.refined[group] = True
-        judged.causes[group] = np.where(study.kink, Cause.KINK_STEPS, Cause.STEP_STUDY)
-        judged.left[group], judged.right[group] = study.left, study.right
-        if study.slopes is not None:
-            judged.keep_study(group, np.outer(steps[group], STUDY_FACTORS), study.slopes.T)
+        rests.append((part[rest], {f: tuple(d[rest] for d in q.raw[f]) for f in q.raw}))
+    # The quick look's leftovers of every chunk are studied together (fewer rounds of a
+    # coloured differencer than chunk by chunk), in chunks again if they are many.
+    rest, measured = _joined(rests)
+    for group, known in ((suspects[~quick], None), (rest, measured)):
+        chunks = max(1, -(-group.size // CHUNK))
+        for k, part in enumerate(_in_chunks(sub, "study", group)):
+            part_known = None if known is None else {f: tuple(d[k::chunks] for d in v) for f, v in known.items()}
+            _study(judged, sub, analytic, diffs, steps, base_value, options, per_bound, part, part_known)
+
+
+def _in_chunks(sub, stage: str, positions: np.ndarray):
+    """``positions`` in interleaved chunks of at most :data:`CHUNK` (chunk k: every K-th), the
+    Recorded ``sub`` searching only the blocks of the chunk at hand (and those outside chunks)."""
+    chunks = max(1, -(-positions.size // CHUNK))
+    if chunks == 1:
+        if positions.size:
+            yield positions
+        return
+    tagged = isinstance(sub, Recorded)
+    try:
+        for k in range(chunks):
+            if tagged:
+                sub.tag = (stage, k)
+            yield positions[k::chunks]
+    finally:
+        if tagged:
+            sub.tag = None
+
+
+def _joined(rests: list[tuple[np.ndarray, dict]]) -> tuple[np.ndarray, dict | None]:
+    """The quick look's leftovers of every chunk as one sorted group, their differences aligned."""
+    if len(rests) == 1:
+        return rests[0]
+    if not rests:
+        return np.zeros(0, dtype=np.int64), None
+    group = np.concatenate([r[0] for r in rests])
+    order = np.argsort(group, kind="stable")
+    measured = {f: tuple(np.concatenate([r[1][f][i] for r in rests])[order] for i in range(3)) for f in rests[0][1]}
+    return group[order], measured
+
+
+def _study(judged: Judged, sub, analytic, diffs, steps, base_value, options, per_bound, group: np.ndarray,
+           measured) -> None:
+    """The step study of ``group`` (sorted positions); ``measured``: differences already taken."""
+    if not group.size:
+        return
+    study = step_study(sub, group, steps[group], analytic[group], tuple(d[group] for d in diffs),
+                       measured=measured, base_value=base_at(base_value, group), **options)
+    judged.numeric[group] = study.numeric
+    judged.noise[group] = per_bound(study.bound)
+    judged.codes[group] = study.codes
+    judged.refined[group] = True
+    judged.causes[group] = np.where(study.kink, Cause.KINK_STEPS, Cause.STEP_STUDY)
+    judged.left[group], judged.right[group] = study.left, study.right
+    if study.slopes is not None:
+        judged.keep_study(group, np.outer(steps[group], STUDY_FACTORS), study.slopes.T)
 
 
 def base_at(base_value, positions: np.ndarray):
@@ -119,13 +173,19 @@ class Recorded:
     def __init__(self, differencer) -> None:
         self._differencer, self.evaluations = differencer, 0
         self._blocks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # sorted positions, steps, values
+        # Per block, the chunk of the second look that took it (None: outside chunks). While
+        # ``tag`` is set, blocks of other chunks are not searched (they hold other positions).
+        self._tags: list[Any] = []
+        self.tag: Any = None
 
     def __call__(self, positions, steps):
         pos = np.asarray(positions, dtype=np.int64).reshape(-1)
         h = np.asarray(steps, dtype=np.float64).reshape(-1)
         out = np.full((3, pos.size), np.nan)
         found = np.zeros(pos.size, dtype=bool)
-        for known, known_h, values in self._blocks:
+        for (known, known_h, values), tag in zip(self._blocks, self._tags):
+            if tag is not None and self.tag is not None and tag != self.tag:
+                continue
             j = np.minimum(np.searchsorted(known, pos), known.size - 1)
             hit = ~found & (known[j] == pos) & (known_h[j] == h)
             out[:, hit], found = values[:, j[hit]], found | hit
@@ -136,8 +196,11 @@ class Recorded:
             out[:, miss] = fresh
             order = np.argsort(pos[miss], kind="stable")
             self._blocks.append((pos[miss][order], h[miss][order], fresh[:, order]))
-        return out[0].copy(), out[1].copy(), out[2].copy()
+            self._tags.append(self.tag)
+        return out[0], out[1], out[2]  # views of one fresh array: no copies
 
-    def values(self) -> np.ndarray:
-        """Every f(x ± s) taken so far."""
-        return np.concatenate([v[:2].reshape(-1) for _, _, v in self._blocks] or [np.zeros(0)])
+    def values(self) -> list[np.ndarray]:
+        """Every f(x ± s) taken so far, a part per block (not concatenated: with most entries
+        suspects, the blocks hold several arrays of N)."""
+        return [v[:2].reshape(-1) for _, _, v in self._blocks]
+

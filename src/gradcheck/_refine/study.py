@@ -98,28 +98,7 @@ def step_study(
         half = {s: np.abs(raw[s][2]) / 2.0 for s in STUDY_FACTORS}
         roundoff = np.max([np.abs(slopes[s] - slopes[2 * s]) * half[s] for s in (0.5, 1.0, 2.0)], axis=0)
         bound_noise = {s: np.maximum(k * noises[s], 3.0 * roundoff / half[s]) for s in STUDY_FACTORS}
-    candidates: list[tuple[np.ndarray, np.ndarray]] = []
-    lower = STUDY_FACTORS[:-1]
-    for s in lower:
-        trunc = np.abs(slopes[2 * s] - slopes[s]) / 3.0
-        candidates.append((slopes[s], bound_noise[s] + trunc))
-    richardson = {}
-    for s in lower:
-        value = (4.0 * slopes[s] - slopes[2 * s]) / 3.0
-        noise = (4.0 * bound_noise[s] + bound_noise[2 * s]) / 3.0
-        richardson[s] = (value, noise)
-    for s in lower[:-1]:
-        value, noise = richardson[s]
-        candidates.append((value, noise + np.abs(value - richardson[2 * s][0])))
-
-    values = np.stack([c[0] for c in candidates])
-    bounds = np.stack([c[1] for c in candidates])
-    with np.errstate(invalid="ignore"):
-        bounds = np.where(np.isfinite(bounds) & np.isfinite(values), bounds, np.inf)
-        best = np.argmin(bounds, axis=0)
-    cols = np.arange(values.shape[1])
-    numeric = values[best, cols]
-    bound = bounds[best, cols]
+    numeric, bound = _best_estimate(slopes, bound_noise)
 
     a = np.asarray(analytic, dtype=np.float64)
     # The one rule, the decisive estimate's whole bound as its noise floor (k = 1).
@@ -136,3 +115,34 @@ def step_study(
     codes[kink & ~inside & np.isfinite(a)] = Verdict.MISMATCH
     table = np.stack([slopes[s] for s in STUDY_FACTORS])
     return StepStudy(numeric, bound, codes, evaluations, left, right, kink, table)
+
+
+def _candidates(slopes: dict[float, np.ndarray], bound_noise: dict[float, np.ndarray]):
+    """The study's estimates and their error bounds, one pair at a time: D(s) at each step
+    but the largest, then Richardson R(s) at each step but the two largest."""
+    lower = STUDY_FACTORS[:-1]
+    for s in lower:
+        yield slopes[s], bound_noise[s] + np.abs(slopes[2 * s] - slopes[s]) / 3.0
+    richardson = {s: ((4.0 * slopes[s] - slopes[2 * s]) / 3.0, (4.0 * bound_noise[s] + bound_noise[2 * s]) / 3.0)
+                  for s in lower}
+    for s in lower[:-1]:
+        value, noise = richardson[s]
+        yield value, noise + np.abs(value - richardson[2 * s][0])
+
+
+def _best_estimate(slopes: dict[float, np.ndarray], bound_noise: dict[float, np.ndarray]):
+    """Per suspect, the candidate with the smallest bound (a bound or value that is not finite
+    counts as an infinite bound; ties and all-infinite go to the first candidate, as
+    ``argmin`` over them stacked would), kept as a running best: two arrays of the suspects
+    instead of every candidate stacked (the second look of a million suspects)."""
+    numeric = bound = None
+    for value, b in _candidates(slopes, bound_noise):
+        with np.errstate(invalid="ignore"):
+            b = np.where(np.isfinite(b) & np.isfinite(value), b, np.inf)
+        if numeric is None:
+            numeric, bound = np.array(value, dtype=np.float64), b
+            continue
+        better = b < bound
+        numeric[better], bound[better] = value[better], b[better]
+    return numeric, bound
+
