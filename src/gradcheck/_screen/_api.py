@@ -166,8 +166,7 @@ def screen(
     count, fitted = int(blocks or 0), ""
     if blocks is None:  # asked-for blocks are kept even when the budget cannot pay for them
         count, fitted = _fit_blocks(min(DEFAULT_BLOCKS, max(1, n // (2 * LEAF_SIZE))), int(draws), allowed)
-    eng, why = select(engine, prep.probe, executor=executor, seconds_per_call=per_call,
-                      batch=count * 2 * len(FACTORS), fork_safe=prep.backend.name == "numpy")
+    eng, why = select(engine, prep.probe, executor=executor, fork_safe=prep.backend.name == "numpy")
     try:
         run = functools.partial(_run, prep, eng, allowed, draws=int(draws), wanted=(complex_step, exact),
                                 adjudicate=adjudicate, digits=digits, per_call=per_call,
@@ -178,6 +177,7 @@ def screen(
             fitted = "; ".join(x for x in (fitted, recut) if x)
     finally:
         eng.close()
+    why = getattr(eng, "why", why)  # auto decides as the screen runs
     if not prep.probe.unchanged():
         raise mutation_error(prep.label)
     extra = ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
