@@ -165,7 +165,7 @@ def test_the_budget_re_cut_of_a_cheap_f_runs_in_process():
     then a 64-block re-cut tried); f takes ~30 us. engine='auto' runs it all in process, and
     the report's note says what the decision took."""
     rng = np.random.default_rng(0)
-    A, B, W = (rng.standard_normal((64, 64)) * 2 for _ in range(3))
+    A, B, W = (rng.standard_normal((64, 64)) * 4 for _ in range(3))
     f = lambda w: np.sum(np.tanh(A @ w) * B)  # noqa: E731
     g = A.T @ ((1 - np.tanh(A @ W) ** 2) * B)
     r = gradcheck.screen(f, W, g, config=gradcheck.Config(rtol=1e-12), complex_step=False, exact=False,
