@@ -9,7 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from gradcheck import Verdict, check, check_params
+from gradcheck import Verdict, check, check_params, screen
 from gradcheck._lowp.f32steps import PRESET
 
 X = np.random.default_rng(3).standard_normal(12)
@@ -91,3 +91,32 @@ def test_check_params_counts_the_loss_calls_of_the_run_and_of_every_name():
     assert report.passed
     assert report.evaluations == calls[0] > sum(r.evaluations for r in report.reports.values())
     assert report.to_dict()["evaluations"] == calls[0]
+
+
+def test_complex_input_and_complex_output_count_the_calls_that_saw_them():
+    """A complex x (checked on its real view) and a float32 x whose f returns complex
+    values: the calls that found the complex output (and chose the float32 plan) count."""
+    z = X[:6] + 1j * X[6:]
+    g, calls = counted(lambda v: float(np.sum(np.abs(v) ** 2)))
+    report = check(g, z, lambda v: 2 * v)
+    assert report.passed and report.evaluations == calls[0], (report.evaluations, calls[0])
+    g, calls = counted(lambda v: np.exp(1j * v))
+    x32 = X.astype(np.float32)
+    report = check(g, x32, lambda v, ct: np.real(np.conj(ct) * 1j * np.exp(1j * v)))
+    assert report.passed and report.evaluations == calls[0], (report.evaluations, calls[0])
+
+
+@pytest.mark.parametrize("bug, exact", [(False, "auto"), (True, "auto"), (True, True)])
+def test_screen_counts_every_call(bug, exact):
+    """screen: its referee's trial and timing calls at arbitrary precision count too (the
+    exact path, and the referee of a localized MISMATCH)."""
+    w = X.reshape(3, 4)
+
+    def grad(v):
+        g = (1 - np.tanh(v) ** 2) * w
+        g[1, 2] *= 1 + 1e-3 if bug else 1
+        return g
+    g, calls = counted(lambda v: float(np.sum(np.tanh(v) * w)))
+    report = screen(g, w, grad, exact=exact)
+    assert report.entries(Verdict.MISMATCH) == ([(1, 2)] if bug else []), str(report)
+    assert report.evaluations == calls[0], (report.evaluations, calls[0])

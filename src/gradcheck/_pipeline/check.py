@@ -190,7 +190,8 @@ def _check_complex(f: Callable[..., Any], view: RealView, grad: Any, opts: Check
         return check_one(f_real, xr, claim, backend, real_opts.replace(adjudicate=adjudicate))
 
     options = {"adjudicate": opts.adjudicate}
-    return _complex.check_complex(check_real, f, view.x_np, grad, view.backend, opts.complex_convention, options)
+    return _complex.check_complex(check_real, f, view.x_np, grad, view.backend, opts.complex_convention, options,
+                                  spent=view.evaluations)
 
 
 # -- several inputs: check(f, (x1, x2, ...)) ----------------------------------------------

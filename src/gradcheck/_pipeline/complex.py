@@ -58,9 +58,11 @@ def validate_convention(convention: str | None) -> None:
 
 
 def check_complex(check: Callable[..., Any], f: Callable[..., Any], x_np: np.ndarray, grad: Any, be: Any,
-                  convention: str | None, options: dict[str, Any]) -> Report:
+                  convention: str | None, options: dict[str, Any], spent: int = 0) -> Report:
     """``check`` of ``f`` at a complex ``x_np`` (or of an ``f`` with complex output) on
-    the real view; a complex input's report has one verdict per complex entry."""
+    the real view; a complex input's report has one verdict per complex entry. Its
+    ``evaluations`` add ``spent`` (the calls of ``f`` made before) and the call here
+    that tells whether the output is complex."""
     convention = convention or default_convention(be)
     complex_in = x_np.dtype.kind == "c"
     if complex_in and x_np.dtype.name not in _REAL_OF:
@@ -83,6 +85,7 @@ def check_complex(check: Callable[..., Any], f: Callable[..., Any], x_np: np.nda
     claim = _claim(f, be, grad, convention, complex_in, complex_out, to_input)
     wrapper = ClaimBackend(backends.resolve("numpy", xr), claim, name=f"complex-{be.name}", mp_capable=mp_ok)
     real = check(f_real, xr, None, backend=wrapper, **options)
+    real = dataclasses.replace(real, evaluations=real.evaluations + spent + 1)
     notes = [_convention_note(convention, complex_in, complex_out)]
     if not complex_in:
         return dataclasses.replace(real, notes=real.notes + tuple(notes))

@@ -27,6 +27,7 @@ class RealView:
     backend: Any
     x_np: np.ndarray
     vectorized: bool
+    evaluations: int = 0         # calls of f made before the complex output was seen
 
 
 @dataclass
@@ -80,7 +81,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
     y0 = _evaluate_at_x(be, f, work)
     if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
-        return RealView(be, x_np, vectorized)
+        return RealView(be, x_np, vectorized, lowp.probes + 1)
     require_real_output(output_array(y0), f"f ({label})")
     probes = lowp.probes
     if dtype == "float64" and opts.config is None and opts.independent_axes is None:

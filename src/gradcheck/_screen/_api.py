@@ -388,6 +388,7 @@ def _try_exact(prep: Prepared, m: Measurer, bis: Bisection, judge: EntryJudge, w
     why_not = judge.referee_note or "f does not run on gradcheck.mp arrays here (numpy code on the numpy backend)"
     if wanted is not False and referee is not None:
         why_not = referee.unavailable() or ""
+        m.evaluations += referee.take_probes()
     if wanted is False or why_not:
         return f"exact directional derivatives not used: {why_not}" if wanted is True else ""
     assert referee is not None  # why_not is empty only when a referee is at hand
@@ -400,7 +401,10 @@ def _try_exact(prep: Prepared, m: Measurer, bis: Bisection, judge: EntryJudge, w
     if wanted == "auto" and not now > EXACT_GAIN * float(np.median(floor)):
         return ""
     tops = [n for n in bis.tops if n.draw == 0]
-    per_call = judge.mp_seconds if judge.mp_seconds is not None else _time_mp(referee)
+    per_call = judge.mp_seconds
+    if per_call is None:
+        per_call = _time_mp(referee)
+        m.evaluations += 1  # its one call of f
     guess = per_call * EVALS_PER_BLOCK * (len(bis.tops) + len(tops))
     if wanted == "auto" and guess > AUTO_SECONDS:
         return (f"exact directional derivatives not used: ~{guess:.2g} s estimated at arbitrary precision, "

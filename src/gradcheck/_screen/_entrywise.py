@@ -70,7 +70,9 @@ class EntryJudge:
         why = "no referee (adjudicate=True asks for it): f at arbitrary precision is too slow here"
         if prep.analytic.size > MP_MAX_ENTRIES or per_call > MP_MAX_CALL_SECONDS:
             return None, f"{why} ({prep.analytic.size} entries, {per_call:.2g} s per float evaluation)"
-        seconds = self.mp_seconds = _time_mp_call(f, prep.probe.pristine)
+        seconds, calls = _time_mp_call(f, prep.probe.pristine)
+        self.mp_seconds = seconds
+        self.m.evaluations += calls  # counted with the phase under way (the step search)
         if seconds is None or seconds > MP_MAX_SECONDS:
             return None, f"{why} ({'fails' if seconds is None else f'{seconds:.2g} s per evaluation'})"
         return referee, ""
@@ -110,7 +112,11 @@ class EntryJudge:
         analytic = prep.analytic[idx]
         done = np.isin(judged.causes, _EXACT_CAUSES + [int(Cause.KINK_EXACT)])
         positions = np.flatnonzero(~done & np.isfinite(analytic))[:MAX_ADJUDICATED]
-        if not positions.size or self.referee.unavailable() is not None:
+        if not positions.size:
+            return
+        reason = self.referee.unavailable()
+        judged.evaluations += self.referee.take_probes()
+        if reason is not None:
             return
         adj = self.referee.adjudicate(positions, idx[positions], analytic, judged.codes.copy(),
                                       **Tolerance.of(cfg).rule(), unit=prep.unit, claim_scale=self.claim_scale)
@@ -131,21 +137,21 @@ class EntryJudge:
                     min_certified_digits=min(fewest) if fewest else None)
 
 
-def _time_mp_call(f, x: np.ndarray) -> float | None:
-    """Seconds one evaluation of f on an arbitrary-precision copy of x takes (None: fails).
-    A first call over :data:`MP_MAX_SECONDS` is timed again (the first pays for warm-up:
-    imports, caches), and the faster of the two counts."""
+def _time_mp_call(f, x: np.ndarray) -> tuple[float | None, int]:
+    """Seconds one evaluation of f on an arbitrary-precision copy of x takes (None: fails),
+    and the calls of f made. A first call over :data:`MP_MAX_SECONDS` is timed again (the
+    first pays for warm-up: imports, caches), and the faster of the two counts."""
     from ..mp import evaluate, to_mp
 
     x_mp = to_mp(np.asarray(x, dtype=np.float64))
     best = np.inf
-    for _ in range(2):
+    for calls in (1, 2):
         start = time.perf_counter()
         try:
             evaluate(f, x_mp, dps=20)
         except Exception:
-            return None
+            return None, calls
         best = min(best, time.perf_counter() - start)
         if best <= MP_MAX_SECONDS:
             break
-    return best
+    return best, calls
