@@ -22,15 +22,13 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-
 from _common import compare, header, naive_loop, run, seconds, table
 
 import gradcheck
-from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem
-from gradcheck.engines import _batched
+from gradcheck.engines import CheckProblem, _batched
 from gradcheck.engines._batched import BatchedEngine
+from gradcheck.engines._differences import steps_for
 
 TARGET = 10.0
 

@@ -24,9 +24,9 @@ import numba
 import numpy as np
 
 import gradcheck
-from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem, select_engine
+from gradcheck.engines._differences import steps_for
 from gradcheck.native import native_function
 
 

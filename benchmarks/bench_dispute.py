@@ -17,14 +17,21 @@ import sys
 import time
 
 import numpy as np
-
 from _common import header, run, seconds, table
 
 
 def _problems(quick: bool):
     from gradcheck._core.formats import round_to_format
-    from gradcheck.subjects import (matvec_fast, matvec_inputs, matvec_math, matvec_reference,
-                                    rope_fast, rope_inputs, rope_math, rope_reference)
+    from gradcheck.subjects import (
+        matvec_fast,
+        matvec_inputs,
+        matvec_math,
+        matvec_reference,
+        rope_fast,
+        rope_inputs,
+        rope_math,
+        rope_reference,
+    )
 
     rows = 320 if quick else 1600
     x, pos = rope_inputs(rows=rows, dim=64, start=1000, stop=8000)
@@ -50,8 +57,8 @@ def _problems(quick: bool):
 
 
 def _phases(math_fn, inputs, dps: int = 40) -> tuple[float, float]:
-    from gradcheck._lowp.dispute import _exact_values, _float32_run
     from gradcheck._core.formats import BFLOAT16
+    from gradcheck._lowp.dispute import _exact_values, _float32_run
 
     t0 = time.perf_counter()
     exact = _exact_values(math_fn, inputs, dps)

@@ -23,7 +23,6 @@ import functools
 import sys
 
 import numpy as np
-
 from _common import header, run, table
 
 
@@ -48,8 +47,16 @@ def _rope_numpy_f32(x, positions, base=10000.0):
 @functools.cache
 def cases(quick: bool = False) -> dict:
     """name -> (math_fn, inputs, {candidate: callable})."""
-    from gradcheck.subjects import (matvec_fast, matvec_inputs, matvec_math, matvec_reference,
-                                    rope_fast, rope_inputs, rope_math, rope_reference)
+    from gradcheck.subjects import (
+        matvec_fast,
+        matvec_inputs,
+        matvec_math,
+        matvec_reference,
+        rope_fast,
+        rope_inputs,
+        rope_math,
+        rope_reference,
+    )
 
     x, pos = rope_inputs(rows=64, dim=64, heads=2 if quick else 8, start=65536, stop=131072)
     a, v = matvec_inputs(rows=64 if quick else 256, n=1024)

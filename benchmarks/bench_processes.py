@@ -12,13 +12,12 @@ import math
 import sys
 
 import numpy as np
-
 from _common import compare, cores, header, run, seconds, table, wall
 
 import gradcheck
-from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem
+from gradcheck.engines._differences import steps_for
 from gradcheck.engines._processes import ProcessesEngine
 from gradcheck.engines._serial import SerialEngine
 

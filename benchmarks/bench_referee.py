@@ -15,7 +15,6 @@ import sys
 import time
 
 import numpy as np
-
 from _common import header, run, seconds, table
 
 import gradcheck

@@ -15,13 +15,12 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-
 from _common import compare, header, naive_loop, run, seconds, table
 
 import gradcheck
-from gradcheck.engines._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem
+from gradcheck.engines._differences import steps_for
 from gradcheck.engines._serial import SerialEngine
 
 TARGET = 1.10
@@ -65,9 +64,9 @@ def main(quick: bool = False) -> dict:
         scratch = np.array(x, copy=True)
         times = compare(
             {
-                "naive": lambda: naive_loop(f, scratch),
-                "engine": lambda: engine.differences(idx, steps),
-                "check": lambda: gradcheck.check(f, x, grad, engine="serial", progress=False),
+                "naive": lambda f=f, scratch=scratch: naive_loop(f, scratch),
+                "engine": lambda engine=engine, idx=idx, steps=steps: engine.differences(idx, steps),
+                "check": lambda f=f, x=x, grad=grad: gradcheck.check(f, x, grad, engine="serial", progress=False),
             },
             repeat=repeat,
         )

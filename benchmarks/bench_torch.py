@@ -22,7 +22,6 @@ from __future__ import annotations
 import sys
 
 import numpy as np
-
 from _common import best_of, compare, header, run, seconds, table
 
 import gradcheck

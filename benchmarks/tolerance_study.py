@@ -104,7 +104,7 @@ def float32_modes(quick: bool, epsilons: list, results: dict) -> None:
         rows = {"flagged": [], "UNCHECKED": [], "PASS": []}
         for eps in epsilons:
             caught = judged = blind = wrong_pass = size = 0
-            for name, f, g, x in cases:
+            for _name, f, g, x in cases:
                 r = gradcheck.check(wrap(f), x, scaled(g, eps), adjudicate=False)
                 judged += r.size - r.counts[Verdict.UNCHECKED]
                 caught += r.counts[Verdict.MISMATCH]
@@ -158,8 +158,8 @@ def main(quick: bool = False) -> dict:
         fracs, unchecked, passed = [], [], []
         for eps in epsilons:
             caught = total = blind = wrong_pass = size = 0
-            for name, f, g, x in suite(dtype, rng)[: 4 if quick else None]:
-                r = gradcheck.check(f, x, lambda z, g=g: g(z) * (1 + eps), adjudicate=False)
+            for _name, f, g, x in suite(dtype, rng)[: 4 if quick else None]:
+                r = gradcheck.check(f, x, lambda z, g=g, eps=eps: g(z) * (1 + eps), adjudicate=False)
                 judged = r.size - r.counts[Verdict.UNCHECKED]
                 caught += r.counts[Verdict.MISMATCH]
                 total += judged
@@ -177,10 +177,14 @@ def main(quick: bool = False) -> dict:
             print(f"{name:<8} {row:<11} " + " ".join(f"{v:>8.3f}" for v in values))
 
     x = rng.standard_normal((16, 32))
-    f = lambda x: (np.sin(x) * x * x).sum()
-    g = lambda x: np.cos(x) * x * x + 2 * x * np.sin(x)
+    def f(x):
+        return (np.sin(x) * x * x).sum()
+
+    def g(x):
+        return np.cos(x) * x * x + 2 * x * np.sin(x)
+
     found = []
-    for trial in range(3 if quick else 20):
+    for _ in range(3 if quick else 20):
         ix = tuple(int(i) for i in rng.integers(0, (16, 32)))
         def bad(z, ix=ix):
             out = g(z)
