@@ -109,6 +109,10 @@ def screen(
         ``"processes"``: a fork pool; ``"executor"``: with ``executor=``; ``"compiled"``:
         an ``@njit`` f or a C f through cffi (:func:`gradcheck.native.native_function`),
         one parallel numba kernel per batch of directions. Each gives serial's report.
+        ``"auto"``: in process while it times f (the step search's runs), then, for a batch
+        that would take over 1 s on one core (0.5 s for an @njit or C f), a fork pool (the
+        compiled kernel), decided from the median time per evaluation; a pool whose first
+        batch was not faster is closed (see ``_engines.AutoEngine``).
     executor : concurrent.futures.Executor, optional
         Any executor (e.g. dask's), with ``engine="executor"`` or ``"auto"``.
     draws : int, default 2
