@@ -4,8 +4,8 @@ Each stage of ``check_one`` (prepare, the coloured first pass, sanity, judge, as
 wrapped: tracemalloc's peak is reset when it starts, so each line gives the stage's own
 peak, in multiples of N (one float64 array of the input's size), above what was held
 before the check (after a warm-up check of the same case). Cases: ``tanh`` (1e6 entries,
-``independent_axes="all"``), ``layer`` and ``bug`` (bench_axes's (4096, 256) layer norm,
-correct and with its planted bug). The report's arrays and evaluation count are pickled to
+``independent_axes="all"``; ``tanh_batched``: the same, ``vectorized=True``), ``layer`` and
+``bug`` (bench_axes's (4096, 256) layer norm, correct and with its planted bug). The report's arrays and evaluation count are pickled to
 OUT, so two trees can be compared bit for bit::
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/axes_memory.py OUT.pkl tanh layer bug
@@ -47,10 +47,10 @@ def _wrap(name: str) -> None:
 
 
 def case_call(case: str):
-    if case == "tanh":
+    if case in ("tanh", "tanh_batched"):  # tanh_batched: the same check, f vectorized (a batch of +h, -h)
         x = np.random.default_rng(0).standard_normal(10**6)
         return x.size, lambda: gradcheck.check(np.tanh, x, lambda x, g: g * (1 - np.tanh(x) ** 2),
-                                               independent_axes="all")
+                                               independent_axes="all", vectorized=case == "tanh_batched")
     x = np.random.default_rng(1).standard_normal((4096, 256))
     grad = with_bug if case == "bug" else layer_norm_vjp
     return x.size, lambda: gradcheck.check(layer_norm, x, grad, independent_axes=(0,))

@@ -22,6 +22,7 @@ at 1024x1024 would take 2N times that on one core.
 
     python benchmarks/bench_screen.py [--quick]     (--quick: 64/256 instead of 256/1024)
     python benchmarks/bench_screen.py --strict [N]  (5. below check's default rtol, at N x N)
+    python benchmarks/bench_screen.py --limits      (6. the stated limit at rtol=1e-12, 64 x 64)
 """
 from __future__ import annotations
 
@@ -263,7 +264,42 @@ def strict(n: int = 1024) -> dict:
     return out
 
 
+def limits() -> dict:
+    """The stated limit where the blocks, not rtol, set it: rtol=1e-12, finite differences,
+    tanh layers 64x64 with entries of A, B, W scaled by 1/2, 2 and 4 (as in
+    tests/test_screen.py), budgets 600 and 2000; the step along a block, evaluations and the
+    median stated limit. ``python benchmarks/bench_screen.py --limits`` (run it on an older
+    tree with PYTHONPATH=<tree>/src for the before)."""
+    import re
+
+    from gradcheck import Config
+
+    rows, out = [], {}
+    for scale in (0.5, 2.0, 4.0):
+        rng = np.random.default_rng(0)
+        A, B, W = (rng.standard_normal((64, 64)) * scale for _ in range(3))
+        f = lambda w, A=A, B=B: np.sum(np.tanh(A @ w) * B)  # noqa: E731
+        G = A.T @ ((1 - np.tanh(A @ W) ** 2) * B)
+        for budget in (600, 2000):
+            r = gradcheck.screen(f, W, G, config=Config(rtol=1e-12), complex_step=False, exact=False, budget=budget)
+            step = re.search(r"step along a block ([0-9.e+-]+)", str(r))
+            cut = re.search(r"(\d+) blocks per draw \(re-cut", str(r))
+            key = f"x{scale:g} budget {budget}"
+            out[key] = {"evaluations": r.evaluations, "median_limit": float(np.median(r.detection_limit)),
+                        "step": float(step.group(1)) if step else None, "passed": r.passed}
+            rows.append([f"x{scale:g}", budget, cut.group(1) if cut else "16",
+                         f"2^{np.log2(out[key]['step']):.0f}" if step else "-", r.evaluations,
+                         f"{out[key]['median_limit']:.3g}", "yes" if r.passed else "no"])
+    print("   screen at rtol=1e-12, finite differences, tanh layer 64x64 (A, B, W ~ N(0, scale^2)), correct gradient:")
+    print(table(["scale", "budget", "blocks", "step", "evaluations", "limit (median)", "passed"], rows))
+    return out
+
+
 if __name__ == "__main__":
+    if "--limits" in sys.argv[1:]:
+        header("screen's stated limit where the blocks set it", False)
+        limits()
+        sys.exit(0)
     if "--strict" in sys.argv[1:]:
         rest = [a for a in sys.argv[1:] if a != "--strict"]
         header("screen below check's default rtol", False)

@@ -53,7 +53,7 @@ def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, che
 
 
 def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.ndarray,
-                cotangent: np.ndarray | None, steps: np.ndarray, seed: int, vectorized: bool,
+                cotangent: np.ndarray | None, steps: Any, seed: int, vectorized: bool,
                 engine: str, lowp: bool, executor: Any = None, f: Any = None, backend: Any = None) -> Coloured:
     """The verified coloured differencer for ``f`` at ``work``. ``evaluate(batch)`` returns
     ``f``'s output at ``work`` (``batch`` None) or at a stack of copies (vectorized ``f``)."""

@@ -30,7 +30,7 @@ from .._core.arrays import same_bits
 from .._core.errors import FunctionError, OutputError, mutation_error
 from .._core.inputs import output_array, require_real_output
 from .._refine.second_look import PerEntry
-from ..engines._differences import perturbed_points
+from ..engines._differences import StepsOf, perturbed_points
 from .declare import Axes
 from .referee import first_slice, slice_referee
 
@@ -110,17 +110,21 @@ class Coloured:
             coords = np.unravel_index(r, tuple(shape[d] for d in others)) if others else ()
             yield offsets + sum(int(c) * strides[d] for c, d in zip(coords, others))
 
-    def first_pass(self, steps: np.ndarray, progress: Callable[[int], None] | None = None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def first_pass(self, steps: Any, progress: Callable[[int], None] | None = None, *,
+                   denominators: bool = True) -> tuple[np.ndarray, np.ndarray, Any]:
         """``differences(np.arange(N), steps)``, the same bits, without its index arrays of N:
         the rounds come from the strides, and the elementwise pass (one round holding every
-        entry) perturbs ``work`` in place on the serial engine (:meth:`_whole`)."""
+        entry) perturbs ``work`` in place on the serial engine (:meth:`_whole`). Without
+        ``denominators`` the third array is None (the caller computes them where it reads
+        them: :class:`~gradcheck.engines._differences.DenominatorsOf`)."""
         n = self.work.size
-        h = np.asarray(steps, dtype=np.float64).reshape(-1)
-        out = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
+        # StepsOf: each round's steps computed when it is made (no array of N)
+        h = steps if isinstance(steps, StepsOf) else np.asarray(steps, dtype=np.float64).reshape(-1)
+        out = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan) if denominators else None)
         if not n:
             return out
-        if self.axes.elementwise and self.IN_PLACE and not self.vectorized and self._whole(h, *out):
+        whole = self._whole_batch if self.vectorized else self._whole
+        if self.axes.elementwise and self.IN_PLACE and whole(h, *out):
             if progress is not None:
                 progress(n)
             return out
@@ -154,12 +158,15 @@ class Coloured:
         points: list[tuple[Any, ...]] = []
         done = 0
         for r, (pos, ids, mine) in enumerate(rounds):
-            old = flat[ids]
+            old = flat[ids]  # kept for the serial engine's points only (the others never put back)
             xp, xm, d, finite = perturbed_points(old, h[pos])
-            denom[pos] = d
+            if denom is not None:  # None: the caller computes them where it reads them
+                denom[pos] = d
             if not finite.all():
                 pos, mine = _kept(pos, finite), _kept(mine, finite)
                 ids, xp, xm, old = ids[finite], xp[finite], xm[finite], old[finite]
+            if not self.IN_PLACE or self.vectorized:
+                old = None
             points.append((pos, ids, xp, old, mine, f_plus, "+h"))  # ids, old, mine: shared by +h and -h
             points.append((pos, ids, xm, old, mine, f_minus, "-h"))
             del xp, xm, d, finite
@@ -181,16 +188,18 @@ class Coloured:
         if not np.isfinite(flat).all():
             return False
         old = flat.copy()
-        step = h.astype(flat.dtype, copy=False)
+        h = h.reading(old) if isinstance(h, StepsOf) else h  # work moves below: read x from the copy
         for side, move, values in (("+h", np.add, f_plus), ("-h", np.subtract, f_minus)):
             try:
-                move(old, step, out=flat)
-                if values is f_plus:
+                _moved(move, old, h, flat)
+                if denom is None:
+                    pass  # computed where read (DenominatorsOf)
+                elif values is f_plus:
                     denom[...] = flat  # (x + h) - (x - h) in float64, as perturbed_points takes it
                 else:
                     np.subtract(denom, flat, out=denom)
                 y = self._call(0, flat.size, side, None)
-                written = _first_moved(flat, old, step, move)
+                written = _first_moved(flat, old, h, move)
             finally:
                 flat[...] = old
             if written >= 0:
@@ -199,6 +208,28 @@ class Coloured:
             self._reduce(y, out=values)
             del y  # f's next output must not stack on this one
             self.evaluations += 1
+        self.rounds += 1
+        return True
+
+    def _whole_batch(self, h: np.ndarray, f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray) -> bool:
+        """:meth:`_whole` for a vectorized ``f``: the batch of two is ``x + h`` and ``x - h``
+        themselves, made from ``work`` (left as it is) with no index or value arrays."""
+        flat = self.work.reshape(-1)
+        if not np.isfinite(flat).all():
+            return False
+        batch = np.empty((2,) + self.work.shape, dtype=self.work.dtype)
+        _moved(np.add, flat, h, batch[0].reshape(-1))
+        _moved(np.subtract, flat, h, batch[1].reshape(-1))
+        if denom is not None:
+            denom[...] = batch[0].reshape(-1)  # (x + h) - (x - h) in float64, as perturbed_points takes it
+            np.subtract(denom, batch[1].reshape(-1), out=denom)
+        ys = self._call(0, flat.size, "+h", batch)
+        del batch
+        if np.shape(ys)[:1] != (2,):
+            raise ValueError(f"vectorized f returned shape {np.shape(ys)} for a batch of 2")
+        self._reduce(ys[0], out=f_plus)
+        self._reduce(ys[1], out=f_minus)
+        self.evaluations += 2
         self.rounds += 1
         return True
 
@@ -222,21 +253,24 @@ class Coloured:
             out[pos] = self.point(ids, values, old, mine, side)
             self.evaluations += 1
 
-    def point(self, ids: np.ndarray, values: np.ndarray, old: np.ndarray, mine: np.ndarray,
+    def point(self, ids: Any, values: np.ndarray, old: np.ndarray, mine: np.ndarray,
               side: str) -> np.ndarray:
         """One evaluation: entries ``ids`` of ``work`` set to ``values`` (put back to ``old``
         after), each one's own slice reduction (its slice: ``mine``) returned. An ``f`` that
         wrote into a perturbed entry (putting it back would hide the write) is
-        :class:`~gradcheck.InputMutationError`."""
+        :class:`~gradcheck.InputMutationError`. ``ids`` may be ``slice(None)``: every entry,
+        in flat order (what :func:`wire_ids` sends a worker for a round holding them all)."""
         flat = self.work.reshape(-1)
+        every = isinstance(ids, slice)
+        count = flat.size if every else ids.size
         try:
             flat[ids] = values
-            y = self._call(int(ids[0]) if ids.size else None, ids.size, side, None)
+            y = self._call((0 if every else int(ids[0])) if count else None, count, side, None)
             written = first_written(flat[ids], values)
         finally:
             flat[ids] = old
         if written >= 0:
-            at = tuple(int(k) for k in np.unravel_index(int(ids[written]), self.work.shape))
+            at = tuple(int(k) for k in np.unravel_index(written if every else int(ids[written]), self.work.shape))
             raise mutation_error(seen=f" (entry {at} changed while it was perturbed, {side}, coloured)")
         return self._reduce(y)[mine]
 
@@ -261,19 +295,36 @@ class Coloured:
         return self.axes.reduce_weighted(self._v, arr, out)
 
 
+def wire_ids(ids: np.ndarray, size: int) -> Any:
+    """What a worker is sent for a round's entries: ``slice(None)`` for a round holding all
+    ``size`` of them (then in flat order: a round holds them by slice, and with one entry per
+    slice slice order is flat order), else the indices themselves."""
+    return slice(None) if ids.size == size else ids
+
+
 def _kept(selection: Any, finite: np.ndarray) -> np.ndarray:
     """``selection`` (an index array, or ``slice(None)``: all) restricted to where ``finite``."""
     return np.flatnonzero(finite) if isinstance(selection, slice) else selection[finite]
 
 
-def _first_moved(flat: np.ndarray, old: np.ndarray, step: np.ndarray, move: Any, block: int = 65536) -> int:
+def _moved(move: Any, old: np.ndarray, h: Any, out: np.ndarray, block: int = 65536) -> None:
+    """``out = move(old, h)`` in ``old``'s dtype (``h``, float64 steps or a
+    :class:`~gradcheck.engines._differences.StepsOf`, rounded to it first, as
+    :func:`perturbed_points` does), a block at a time: no array of N besides ``out``."""
+    for start in range(0, old.size, block):
+        part = slice(start, start + block)
+        move(old[part], np.asarray(h[part], dtype=np.float64).astype(old.dtype, copy=False), out=out[part])
+
+
+def _first_moved(flat: np.ndarray, old: np.ndarray, step: Any, move: Any, block: int = 65536) -> int:
     """:func:`first_written` for the elementwise round, which perturbs ``work`` in place: the
     first position where ``flat`` no longer holds ``move(old, step)``, recomputed a block at a
     time (the same operation in the same dtype, so the same bits), or -1."""
     bits = f"u{flat.dtype.itemsize}"
     for start in range(0, flat.size, block):
         part = slice(start, start + block)
-        want = move(old[part], step[part]).astype(flat.dtype, copy=False)
+        want = move(old[part], np.asarray(step[part], dtype=np.float64).astype(flat.dtype, copy=False))
+        want = want.astype(flat.dtype, copy=False)
         bad = np.flatnonzero(flat[part].view(bits) != want.view(bits))
         if bad.size:
             return start + int(bad[0])

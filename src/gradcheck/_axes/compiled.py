@@ -97,12 +97,12 @@ class CompiledColoured(Coloured):
 
     def _raise_at(self, point, code: int) -> None:
         """The earliest failing point evaluated again from Python (serial's error)."""
-        _, ids, values, old, mine, _, side = point
+        _, ids, values, _, mine, _, side = point
         if code == _MUTATED:
             where = tuple(int(k) for k in np.unravel_index(int(ids[0]), self.work.shape)) if ids.size else ()
             raise mutation_error(seen=f" (seen in the compiled engine, coloured, {side}, perturbing x{list(where)} "
                                       f"and {ids.size - 1} more)")
-        self.point(ids, values, old, mine, side)
+        self.point(ids, values, self.work.reshape(-1)[ids], mine, side)  # work is never moved here
         at = tuple(int(k) for k in np.unravel_index(int(ids[0]), self.work.shape)) if ids.size else None
         raise FunctionError(at, f"{side}, coloured", None, RuntimeError(
             "f raised (or returned another shape) inside the compiled engine, but not when evaluated "

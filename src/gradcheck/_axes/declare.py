@@ -60,7 +60,9 @@ class Axes:
 
     def reduce_weighted(self, cotangent: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """:meth:`reduce_slices` of ``cotangent * float64(y)``, the same bits, computed a block
-        of slices at a time (into ``out`` when given): no temporary of the output's size.
+        of slices at a time (into ``out`` when given): no temporary of the output's size when
+        the slices are elementwise or lie along leading axes of C-ordered arrays (the common
+        layouts); other layouts are reduced whole, as :meth:`reduce_slices` sums them.
 
         >>> axes = declare((0,), (2, 3), (2, 3))
         >>> v, y = np.ones((2, 3)), np.arange(6.0).reshape(2, 3)
@@ -77,15 +79,19 @@ class Axes:
                 np.multiply(flat_v[part], np.asarray(flat_y[part], dtype=np.float64), out=out[part])
             return out
         k = len(self.axes)
-        front_v = np.moveaxis(cotangent, self.axes, tuple(range(k)))
-        front_y = np.moveaxis(y, self.axes, tuple(range(k)))
-        per_first = self.slices // max(1, self.sizes[0])  # slices per index along the first declared axis
-        rows = max(1, REDUCE_BLOCK // max(1, (y.size // max(1, self.slices)) * per_first))
-        for i in range(0, self.sizes[0], rows):
-            j = min(i + rows, self.sizes[0])
-            # Each slice's products in the order reduce_slices sums them (C order of the moved axes).
-            weighted = (front_v[i:j] * np.asarray(front_y[i:j], dtype=np.float64)).reshape((j - i) * per_first, -1)
-            np.add.reduce(weighted, axis=1, out=out[i * per_first:j * per_first])
+        if self.axes != tuple(range(k)) or not (cotangent.flags.c_contiguous and y.flags.c_contiguous):
+            # numpy sums a strided slice in another order than a contiguous one: the same bits
+            # need the same layout, so other layouts take the whole-array path.
+            out[...] = self.reduce_slices(cotangent * np.asarray(y, dtype=np.float64))
+            return out
+        # Leading declared axes, C order: each slice is a contiguous row, summed (pairwise) alone.
+        rows = self.slices // max(1, self.sizes[0])  # slices per index along the first axis
+        per = y.size // self.slices
+        step = max(1, REDUCE_BLOCK // max(1, per * rows))
+        for i in range(0, self.sizes[0], step):
+            j = min(i + step, self.sizes[0])
+            weighted = (cotangent[i:j] * np.asarray(y[i:j], dtype=np.float64)).reshape((j - i) * rows, per)
+            np.add.reduce(weighted, axis=1, out=out[i * rows:j * rows])
         return out
 
     def reduce_slices(self, weighted: np.ndarray) -> np.ndarray:

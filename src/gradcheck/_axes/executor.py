@@ -35,7 +35,7 @@ from ..engines._executor import (
     _problem_for,
     _rebuild_error,
 )
-from .colour import BUDGET_BYTES, Coloured
+from .colour import BUDGET_BYTES, Coloured, wire_ids
 
 
 class ExecutorColoured(Coloured):
@@ -96,6 +96,7 @@ class ExecutorColoured(Coloured):
 
     def _submit(self, point, force_payload: bool) -> cf.Future:
         _, ids, values, _, mine, _, side = point
+        ids = wire_ids(ids, self.work.size)  # a round of every entry travels without its indices
         eng = self.engine
         payload = eng._payload_argument(force_payload)
         if eng._client is not None:  # pure=False: a resubmitted task must be a new one

@@ -32,7 +32,7 @@ from .._core.errors import WorkerDiedError
 from ..engines._chunks import rebuild_error, worker_answer, worker_mutation_error
 from ..engines._fork import ForkPoolOwner, die_with, fork_available, fork_hazard, usable_cores
 from ..engines._processes import how_it_died
-from .colour import BUDGET_BYTES, Coloured
+from .colour import BUDGET_BYTES, Coloured, wire_ids
 
 #: Evaluations in flight per worker (each is one job): enough to keep every worker busy.
 JOBS_PER_WORKER = 4
@@ -61,7 +61,7 @@ class PooledColoured(ForkPoolOwner, Coloured):
         futures: dict[Future, int] = {}
         try:
             for k, (_, ids, values, _, mine, _, side) in enumerate(points):
-                futures[pool.submit(_evaluate_point, ids, values, mine, side)] = k
+                futures[pool.submit(_evaluate_point, wire_ids(ids, self.work.size), values, mine, side)] = k
             failures: list[tuple[int, tuple]] = []
             pending = set(futures)
             while pending and not failures:

@@ -24,6 +24,7 @@ moved): a wrong declaration never turns into verdicts; ``f`` raising raises
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ RANDOM_PAIRS = 2
 
 
 def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0: np.ndarray,
-           steps: np.ndarray, seed: int) -> tuple[int, str]:
+           steps: Any, seed: int) -> tuple[int, str]:
     """Test the declaration on ``work`` (perturbed in place, restored bit for bit); ``evaluate()``
     returns ``f``'s output at the current ``work``. Returns the evaluations spent and a note."""
     rng = np.random.default_rng([seed, 0x5A1CE])
@@ -55,14 +56,20 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     # Each entry's own random multiple of its step (sign and size), the same in every half:
     # steps * uniform * sign, in place (the same draws, the same products, two arrays of N).
     scaled = rng.uniform(0.5, 1.0, size=flat.size)
-    np.multiply(steps, scaled, out=scaled)
+    for start in range(0, flat.size, 1 << 16):  # steps may be computed where read (StepsOf)
+        part = slice(start, start + (1 << 16))
+        np.multiply(steps[part], scaled[part], out=scaled[part])
     np.multiply(scaled, rng.choice([-1.0, 1.0], size=flat.size), out=scaled)
     along_x = None if axes.elementwise else _slice_view(axes, work.ndim)
+    moves = scaled.astype(work.dtype, copy=False)  # each entry's x + h rounds in x's dtype
     for make in halves:
         half = make()
-        # The entries of the half's slices, in flat order (no array of each entry's slice).
-        entries = np.flatnonzero(half if along_x is None else np.broadcast_to(half.reshape(along_x), work.shape))
-        count += _leak_of(axes, evaluate, flat, entries, scaled, y0, work.shape, out, bisect=True)
+        # The entries of the half's slices, as a mask in flat order (no array of each entry's slice).
+        mask = half if along_x is None else np.broadcast_to(half.reshape(along_x), work.shape).reshape(-1)
+        leak = _half_leak(evaluate, flat, mask, half, moves, y0, work.shape, out)
+        # A leak: its entries bisected (the failing path: index arrays are fine there).
+        count += 1 if leak is None else _leak_of(axes, evaluate, flat, np.flatnonzero(mask), scaled, y0,
+                                                 work.shape, out, bisect=True, leak=leak)
     every = "every pair of slices separated" if axes.slices <= 2**MAX_BITS else "the low-bit pairs and random halves"
     note = (f"independent_axes verified: {count} evaluations ({SINGLES} single entries, then every entry of the "
             f"slices of {len(halves)} halves of the {axes.slices} slices, {every}) left every output outside the "
@@ -100,10 +107,12 @@ def _one_entry_per_slice(axes: Axes, slices: np.ndarray, rng: np.random.Generato
     return np.ravel_multi_index(tuple(full), axes.x_shape).astype(np.int64)
 
 
-def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, out, *, bisect: bool) -> int:
+def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, out, *, bisect: bool, leak=None) -> int:
     """Evaluate with ``entries`` perturbed; raise on a change outside their slices (bisected
-    to one entry when ``bisect``). Returns the evaluations spent."""
-    spent, leak = 1, _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out)
+    to one entry when ``bisect``). Returns the evaluations spent. ``leak``: that evaluation
+    was made already, and found this output entry changed."""
+    spent, leak = 1, leak if leak is not None else _changed_outside(axes, evaluate, flat, entries, steps, y0,
+                                                                     shape, out)
     if leak is None:
         return spent
     while bisect and entries.size > 1:
@@ -142,11 +151,37 @@ def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out) -> tu
         raise FunctionError(at, side, None, exc) from exc
     finally:
         flat[entries] = old
+    mine = np.zeros(axes.slices, dtype=bool)
+    mine[axes.slice_of(entries)] = True
+    return _outside(y, y0, mine, out)
+
+
+def _half_leak(evaluate, flat, mask, half, moves, y0, shape, out) -> tuple[int, ...] | None:
+    """:func:`_changed_outside` for the entries of the slices ``half`` (``mask`` over the flat
+    entries), perturbed in place: ``x + h`` in x's dtype where ``mask`` and x is finite (the
+    values :func:`_changed_outside` sets), without index or value arrays of the entries."""
+    old = flat[mask]
+    with np.errstate(all="ignore"):
+        move = mask & np.isfinite(flat)
+    try:
+        with np.errstate(all="ignore"):
+            np.add(flat, moves, out=flat, where=move)
+            y = np.asarray(evaluate())
+    except Exception as exc:  # noqa: BLE001  located at the first entry perturbed
+        at = tuple(int(k) for k in np.unravel_index(int(np.argmax(mask)), shape))
+        side = f"+h, verifying independent_axes: {int(np.count_nonzero(mask))} entries perturbed together"
+        raise FunctionError(at, side, None, exc) from exc
+    finally:
+        flat[mask] = old
+    return _outside(y, y0, half, out)
+
+
+def _outside(y, y0, mine: np.ndarray, out) -> tuple[int, ...] | None:
+    """The first output entry outside the slices ``mine`` (a mask over the slices) whose bits
+    changed from ``y0`` to ``y``, or None."""
     changed = _bits_differ(y, y0)
     if not changed.any():
         return None
-    mine = np.zeros(axes.slices, dtype=bool)
-    mine[axes.slice_of(entries)] = True
     inside = mine if out is None else np.broadcast_to(mine.reshape(out), changed.shape)
     outside = np.flatnonzero(changed & ~inside.reshape(changed.shape))
     if not outside.size:

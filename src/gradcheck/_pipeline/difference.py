@@ -13,7 +13,7 @@ from .. import _axes
 from .._runtime.checkpoint import open_checkpoint
 from .._runtime.progress import Progress, differences_with_progress, screen_hint
 from ..engines import CheckProblem, choose_engine
-from ..engines._differences import steps_for
+from ..engines._differences import DenominatorsOf, StepsOf, steps_for
 from .options import CheckOptions
 from .prepare import Subject
 
@@ -28,7 +28,7 @@ class Differenced:
     engine_reason: str           # why ``engine="auto"`` picked it
     differencer: Callable[..., Diffs]  # more differences on demand (the step study's)
     saved: Any                   # the open checkpoint, or None
-    steps: np.ndarray
+    steps: Any                   # an array, or StepsOf (computed where read)
     diffs: Diffs
     hint: str | None             # a long pass: say that screen exists
     evaluations: int             # f(x), the engine choice's timing calls and the 2N of the first pass
@@ -82,7 +82,8 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
             "independent_axes does not support (yet) an f that computes in float32 whatever it is "
             "given: its check needs Richardson estimates the coloured pass does not make. Check it "
             "without independent_axes, or make f precision-generic (float64 in, float64 out)")
-    steps = steps_for(work.reshape(-1), subject.config.step)
+    # Each entry's step computed where it is read (the same bits): no array of N kept for the check.
+    steps = StepsOf(work.reshape(-1), subject.config.step)
     coloured = _axes.colour_plan(
         opts.independent_axes, evaluate=lambda b: be.evaluate(f, work if b is None else b), work=work,
         y0=subject.y0, cotangent=subject.cotangent, steps=steps, seed=subject.config.seed,
@@ -93,7 +94,9 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
     if opts.checkpoint is None:
         # Every entry in flat order, round by round, without index arrays of N (Coloured.first_pass).
         with Progress(work.size, enabled=opts.progress, label=subject.label) as bar:
-            diffs = coloured.first_pass(steps, bar.update if bar.active else None)
+            f_plus, f_minus, _ = coloured.first_pass(steps, bar.update if bar.active else None, denominators=False)
+        # The realized denominators, computed where judge reads them (the same bits): no array of N.
+        diffs = (f_plus, f_minus, DenominatorsOf(work.reshape(-1), steps))
     else:
         # Recorded under the declaration (each entry's value is its slice's reduction), in
         # chunks of whole rounds: the first pass asks for the entries round by round.

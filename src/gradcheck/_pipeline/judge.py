@@ -31,7 +31,7 @@ from .._core.verdict import Cause
 from .._refine.retry import retry_nonfinite_steps
 from .._refine.roundoff import probe_roundoff, recheck_precision
 from .._refine.second_look import Recorded, second_look
-from ..engines._differences import slope_and_noise
+from ..engines._differences import DenominatorsOf, slope_and_noise
 
 if TYPE_CHECKING:
     from .difference import Differenced
@@ -99,7 +99,7 @@ def judge_entries(
     if first is not None:
         numeric, noise = (np.array(v, dtype=np.float64) for v in first)
         if drift is not None:
-            noise = noise + drift / np.abs(denom)
+            noise = noise + drift / np.abs(_dense(denom))
     codes = classify(analytic, numeric, noise, **rule_of(cfg))
     causes = np.zeros(count, dtype=np.uint8)
     judged = Judged(numeric, noise, codes, np.zeros(count, dtype=bool), 0, causes,
@@ -139,11 +139,17 @@ class _Identity:
         return j.astype(np.int64)
 
 
-def _owned(d: Any) -> np.ndarray:
-    """``d`` as a writeable float64 array: itself when it already is one, else a copy."""
-    if isinstance(d, np.ndarray) and d.dtype == np.float64 and d.flags.writeable:
+def _owned(d: Any) -> Any:
+    """``d`` as a writeable float64 array: itself when it already is one (or denominators
+    computed where read, :class:`DenominatorsOf`), else a copy."""
+    if isinstance(d, DenominatorsOf) or (isinstance(d, np.ndarray) and d.dtype == np.float64 and d.flags.writeable):
         return d
     return np.array(d, dtype=np.float64)
+
+
+def _dense(denom: Any) -> np.ndarray:
+    """The denominators as an array (read them all when they are computed where read)."""
+    return denom[:] if isinstance(denom, DenominatorsOf) else denom
 
 
 def _first_estimates(fp, fm, denom, unit, drift):
@@ -151,7 +157,7 @@ def _first_estimates(fp, fm, denom, unit, drift):
     if drift is not None:
         # Run-to-run drift is noise the difference cannot see through.
         with np.errstate(divide="ignore", invalid="ignore"):
-            noise = noise + drift / np.abs(denom)
+            noise = noise + drift / np.abs(_dense(denom))
     return numeric, noise
 
 

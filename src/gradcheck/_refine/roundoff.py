@@ -212,7 +212,7 @@ def _note_format(judged: Judged, fmt: str, values, unit: float) -> None:
 def _reclassify(judged: Judged, analytic, diffs, unit, cfg) -> np.ndarray:
     """Every entry's first-pass estimate and verdict again, with unit round-off ``unit``."""
     fp, fm, denom = diffs
-    judged.numeric[:], judged.noise[:] = slope_and_noise(fp, fm, denom, unit)
+    slope_and_noise(fp, fm, denom, unit, out=(judged.numeric, judged.noise))  # in place: no arrays of N
     judged.codes[:] = classify(analytic, judged.numeric, judged.noise, **rule_of(cfg))
     return judged.codes
 

@@ -35,7 +35,7 @@ from ._entrywise import EntryJudge
 from ._exact import AUTO_SECONDS, EVALS_PER_BLOCK, ExactProbe, agreement, exact_floor
 from ._exact import GAIN as EXACT_GAIN
 from ._limit import screening_limit
-from ._measure import BudgetExhausted, Measured, Measurer
+from ._measure import REFINE_OVER, BudgetExhausted, Measured, Measurer
 from ._partition import draw
 from ._prepare import Prepared, prepare, time_and_repeat
 
@@ -109,6 +109,10 @@ def screen(
         ``"processes"``: a fork pool; ``"executor"``: with ``executor=``; ``"compiled"``:
         an ``@njit`` f or a C f through cffi (:func:`gradcheck.native.native_function`),
         one parallel numba kernel per batch of directions. Each gives serial's report.
+        ``"auto"``: in process while it times f (the step search's runs), then, for a batch
+        that would take over 1 s on one core (0.5 s for an @njit or C f), a fork pool (the
+        compiled kernel), decided from the median time per evaluation; a pool whose first
+        batch was not faster is closed (see ``_engines.AutoEngine``).
     executor : concurrent.futures.Executor, optional
         Any executor (e.g. dask's), with ``engine="executor"`` or ``"auto"``.
     draws : int, default 2
@@ -166,8 +170,7 @@ def screen(
     count, fitted = int(blocks or 0), ""
     if blocks is None:  # asked-for blocks are kept even when the budget cannot pay for them
         count, fitted = _fit_blocks(min(DEFAULT_BLOCKS, max(1, n // (2 * LEAF_SIZE))), int(draws), allowed)
-    eng, why = select(engine, prep.probe, executor=executor, seconds_per_call=per_call,
-                      batch=count * 2 * len(FACTORS), fork_safe=prep.backend.name == "numpy")
+    eng, why = select(engine, prep.probe, executor=executor, fork_safe=prep.backend.name == "numpy")
     try:
         run = functools.partial(_run, prep, eng, allowed, draws=int(draws), wanted=(complex_step, exact),
                                 adjudicate=adjudicate, digits=digits, per_call=per_call,
@@ -178,6 +181,7 @@ def screen(
             fitted = "; ".join(x for x in (fitted, recut) if x)
     finally:
         eng.close()
+    why = getattr(eng, "why", why)  # auto decides as the screen runs
     if not prep.probe.unchanged():
         raise mutation_error(prep.label)
     extra = ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
@@ -290,6 +294,7 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adju
     if m.rho != prep.rho:  # check's floor with f's measured round-off (see _limit.entrywise_floor)
         prep.rho, prep._floor = m.rho, None
         bis.relevance = RELEVANCE_SHARE * prep.floor * prep.weights
+    m.worth = prep.floor * prep.weights  # a block bound below this at all its entries lifts no limit
     phases = {"step search": m.evaluations}
     complex_note = exact_note = ""
     try:
@@ -305,6 +310,9 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adju
     bis.finish()
     phases["bisection"] = m.evaluations - phases["top level"] - phases["step search"] - judge.evaluations
     phases["entry-wise"] = judge.evaluations
+    if m.refined:
+        step_note += (f"; {m.refined} blocks whose bound at that step was over {REFINE_OVER:g}x the searched "
+                      "block's (truncation-dominated there) were measured again at 1/4 and 1/2 of it")
     if m.exact_probe is not None and m.exact_probe.fallbacks:
         exact_note += (f"; {m.exact_probe.fallbacks} blocks where f did not run at arbitrary precision "
                        "were measured by finite differences")
@@ -326,7 +334,7 @@ def _calibrate(prep: Prepared, m: Measurer, block) -> tuple[str, tuple[float, fl
         return float(fp), float(fm), claimed_slope(prep.analytic, pts, t)
 
     choice = choose_step(sample, prep.config.step, unit=m.unit, k=m.k)
-    m.t, m.rho = choice.t, choice.rho
+    m.t, m.rho, m.calibrated = choice.t, choice.rho, choice.bound
     trio = [choice.samples[m.t * f] for f in FACTORS]
     steps = m.t * np.asarray(FACTORS)
     fp = np.array([[v[0]] for v in trio])

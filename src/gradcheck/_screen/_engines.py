@@ -30,10 +30,18 @@ from ._compiled import CompiledEngine, applies
 from ._probe import Probe, run_jobs
 
 SCREEN_ENGINES = ("auto", "serial", "processes", "executor", "compiled")
-#: auto forks a pool when one batch of evaluations would take longer than this on one core.
+#: auto forks a pool when one batch of evaluations would take longer than this on one core
+#: (what forking costs is measured: see KEEP_SHARE).
 AUTO_MIN_SECONDS = 1.0
 #: auto runs an njit (or C) f in the compiled kernel from this batch time (compiling it takes ~1 s).
 COMPILED_MIN_SECONDS = 0.5
+#: auto decides from the median time of at least this many serial runs of f in this screen
+#: (the step search makes ~14, of two evaluations each), never from one call.
+MIN_TIMED = 6
+#: auto keeps a pool only if its first batch took at most this share of the serial time per
+#: evaluation (fork included): where it did not (no idle core, f's own threads fighting the
+#: workers'), the pool is closed and the screen goes on in process.
+KEEP_SHARE = 0.8
 
 
 def _is_njit(f: Any) -> bool:
@@ -53,9 +61,9 @@ class SerialEngine:
         pass
 
 
-def select(name: str, probe: Probe, *, executor: Any, seconds_per_call: float, batch: int,
-           fork_safe: bool) -> tuple[Any, str]:
-    """The engine for ``name`` and why (said in the report's notes)."""
+def select(name: str, probe: Probe, *, executor: Any, fork_safe: bool) -> tuple[Any, str]:
+    """The engine for ``name`` and why (said in the report's notes; for ``"auto"`` without
+    an executor, an :class:`AutoEngine`, whose ``why`` is final once the screen has run)."""
     if name not in SCREEN_ENGINES:
         raise ValueError(f"engine={name!r} is not one of {SCREEN_ENGINES} for screen")
     if executor is not None and name not in ("auto", "executor"):
@@ -76,18 +84,109 @@ def select(name: str, probe: Probe, *, executor: Any, seconds_per_call: float, b
         return CompiledEngine(probe), "compiled: asked for"
     if name == "serial":
         return SerialEngine(probe), "serial: asked for"
-    if name == "auto" and applies(probe.f) and fork_safe and batch * seconds_per_call > COMPILED_MIN_SECONDS:
-        kind = "a numba @njit function" if _is_njit(probe.f) else "a C function (cffi)"
-        return CompiledEngine(probe), (f"compiled: f is {kind} and a batch of {batch} "
-                                       f"evaluations takes ~{batch * seconds_per_call:.2g} s from Python")
-    cores = usable_cores()
-    # numpy code only: a child forked after torch (or jax) has started its thread pools can
-    # deadlock on its first parallel operation.
-    if cores >= 2 and fork_available() and fork_safe and fork_hazard() is None \
-            and batch * seconds_per_call > AUTO_MIN_SECONDS:
-        return ProcessesEngine(probe), (f"processes: a batch of {batch} evaluations at "
-                                        f"{seconds_per_call:.3g} s each, spread over {cores} processes")
-    return SerialEngine(probe), "serial: evaluations are quick or no process pool applies"
+    auto = AutoEngine(probe, fork_safe=fork_safe)
+    return auto, auto.why
+
+
+def auto_choice(seconds_per_call: float, batch: int, *, cores: int, compiled: bool, fork_ok: bool) -> tuple[str, str]:
+    """``("compiled" | "processes" | "serial", why)`` for one batch of ``batch`` evaluations
+    at ``seconds_per_call`` each (serial, measured), from these numbers alone.
+
+    ``compiled``: f runs in the compiled kernel (an @njit or C f, numpy backend);
+    ``fork_ok``: a pool may be forked now (cores to share, fork available, no framework's
+    threads running).
+
+    >>> auto_choice(3e-5, 96, cores=2, compiled=False, fork_ok=True)[0]   # a cheap f
+    'serial'
+    >>> auto_choice(0.1, 96, cores=2, compiled=False, fork_ok=True)[0]    # ~10 s a batch
+    'processes'
+    """
+    serial = batch * seconds_per_call
+    if compiled and serial > COMPILED_MIN_SECONDS:
+        return "compiled", f"a batch of {batch} evaluations takes ~{serial:.2g} s from Python"
+    if not serial > AUTO_MIN_SECONDS:
+        return "serial", (f"a batch of {batch} evaluations at {seconds_per_call:.2g} s each takes ~{serial:.2g} s "
+                          "on one core: too little to pay for a process pool")
+    if not fork_ok:
+        return "serial", (f"a batch of {batch} evaluations takes ~{serial:.2g} s on one core, but no process "
+                          "pool applies (one core, no fork, or a framework's threads are running)")
+    return "processes", (f"a batch of {batch} evaluations at {seconds_per_call:.3g} s each "
+                         f"(~{serial:.2g} s on one core), spread over {cores} processes")
+
+
+class AutoEngine:
+    """``engine="auto"`` without an executor: f runs in process, each run timed, until a batch
+    large enough to share arrives; then :func:`auto_choice` decides for that batch from the
+    median seconds per evaluation over the runs so far in this screen (the step search's
+    ~14 at least: one call timed before the screen can be descheduled, 100x off on a loaded
+    machine). While serial, each larger batch (a re-cut's) is decided again; a kernel, once
+    chosen, serves the rest of the screen, and so does a pool whose first batch (its fork
+    included) took at most :data:`KEEP_SHARE` of the serial time per evaluation; one that did
+    not is closed, and the screen stays in process. The values are the same bits whichever
+    runs them, so switching mid-screen changes no result."""
+
+    def __init__(self, probe: Probe, *, fork_safe: bool, clock: Any = None) -> None:
+        import time
+
+        self.probe = probe
+        self.fork_safe = fork_safe
+        self.clock = clock or time.perf_counter
+        self.timed: list[float] = []     # seconds per evaluation, one per serial run
+        self.chosen: Any = None
+        self.trial = False               # the pool's first batch is still to be timed
+        self.closed_pool = False         # a pool was tried and was no faster: never again
+        self.why = "serial: evaluations are quick or no process pool applies"
+
+    @property
+    def name(self) -> str:
+        return "serial" if self.chosen is None else self.chosen.name
+
+    def run(self, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        if self.chosen is None and not self.closed_pool and len(jobs) > 2 and len(self.timed) >= MIN_TIMED:
+            self._decide(len(jobs))
+        if self.trial and len(jobs) > 2:
+            return self._trial_batch(jobs)
+        if self.chosen is not None:
+            return self.chosen.run(jobs)
+        start = self.clock()
+        values = run_jobs(self.probe, jobs)
+        if jobs:
+            self.timed.append((self.clock() - start) / len(jobs))
+        return values
+
+    def _decide(self, batch: int) -> None:
+        per_call = float(np.median(self.timed))
+        compiled = applies(self.probe.f) and self.fork_safe
+        # numpy code only: a child forked after torch (or jax) has started its thread pools
+        # can deadlock on its first parallel operation.
+        cores = usable_cores()
+        fork_ok = cores >= 2 and fork_available() and self.fork_safe and fork_hazard() is None
+        choice, why = auto_choice(per_call, batch, cores=cores, compiled=compiled, fork_ok=fork_ok)
+        if choice == "compiled":
+            kind = "a numba @njit function" if _is_njit(self.probe.f) else "a C function (cffi)"
+            self.chosen, why = CompiledEngine(self.probe), f"f is {kind} and {why}"
+        elif choice == "processes":
+            self.chosen, self.trial = ProcessesEngine(self.probe), True
+        self.why = f"{choice}: {why} (median of {len(self.timed)} timed runs of f in this screen)"
+
+    def _trial_batch(self, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """The pool's first batch, timed against the serial median; a pool no faster is closed."""
+        serial = float(np.median(self.timed))
+        start = self.clock()
+        values = self.chosen.run(jobs)
+        pooled = (self.clock() - start) / len(jobs)
+        self.trial = False
+        if not pooled <= KEEP_SHARE * serial:
+            self.chosen.close()
+            self.chosen, self.closed_pool = None, True
+            self.why = (f"serial: a process pool was tried on a batch of {len(jobs)} evaluations and took "
+                        f"{pooled:.2g} s per evaluation (its fork included) against {serial:.2g} s in process: "
+                        "no faster, so it was closed (no idle core, or f's own threads compete with the workers)")
+        return values
+
+    def close(self) -> None:
+        if self.chosen is not None:
+            self.chosen.close()
 
 
 # -- processes ---------------------------------------------------------------------------

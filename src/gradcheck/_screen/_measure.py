@@ -15,6 +15,14 @@ import numpy as np
 
 from ._directional import FACTORS, claimed_slope, estimate, points, roundoff_per_step
 
+#: A block measured by finite differences whose bound is more than this many times the bound
+#: the step search reached on its own block (at the step's optimum there, round-off and
+#: truncation balanced) is truncation-dominated at that step: it is measured again at
+#: ``t/4`` and ``t/2`` (4 evaluations), and the better of the two estimates kept. Only where
+#: the bound matters: where it lifts the limit above check's own floor at the block's median
+#: entry (as the re-cut decides; at the default rtol, rtol is that floor almost everywhere).
+REFINE_OVER = 4.0
+
 
 class BudgetExhausted(Exception):
     """The next batch would exceed the budget of evaluations."""
@@ -56,6 +64,9 @@ class Measurer:
     exact_probe: Any = None     # set when the arbitrary-precision path is accepted
     evaluations: int = 0
     by_method: dict[str, int] = field(default_factory=lambda: {"fd": 0, "complex": 0})
+    calibrated: float = np.inf  # the bound the step search reached at t on its block
+    worth: np.ndarray | None = None  # per entry: w_i x check's floor (a bound below matters not)
+    refined: int = 0            # blocks measured again at shorter steps
 
     def afford(self, count: int) -> bool:
         return self.evaluations + count <= self.budget
@@ -103,4 +114,39 @@ class Measurer:
         noises = roundoff_per_step(fp, fm, steps, unit=self.unit, k=self.k, rho=self.rho)
         claim_error = self.unit * np.max(np.abs(claims), axis=0)
         est = estimate(deltas, noises, np.zeros(len(blocks)))
-        return Measured(est.delta, est.bound, claim_error, "fd")
+        delta, bound = est.delta.copy(), est.bound.copy()
+        self._refine(blocks, delta, bound, claim_error, (deltas[0], noises[0]))
+        return Measured(delta, bound, claim_error, "fd")
+
+    def _refine(self, blocks, delta, bound, claim_error, at_t) -> None:
+        """Blocks truncation-dominated at ``t`` (see :data:`REFINE_OVER`), where it matters:
+        measured again at ``t/4, t/2`` and estimated over ``t/4, t/2, t``; the smaller bound
+        kept (in place). Skipped when the budget cannot pay for it."""
+        worth = self.worth
+        pick = [b for b, (idx, _) in enumerate(blocks)
+                if bound[b] > REFINE_OVER * self.calibrated
+                and (worth is None or 2.0 * bound[b] + claim_error[b] > float(np.median(worth[idx])))]
+        if not pick or not self.afford(4 * len(pick)):
+            return
+        shorter = (0.25, 0.5)
+        jobs, claims = [], np.empty((len(shorter), len(pick)))
+        for c, b in enumerate(pick):
+            idx, signs = blocks[b]
+            d = self.direction(idx, signs)
+            for j, factor in enumerate(shorter):
+                pts = points(self.x_flat, idx, d, self.t * factor)
+                claims[j, c] = claimed_slope(self.analytic, pts, self.t * factor)
+                jobs += [(idx, pts.plus), (idx, pts.minus)]
+        values = self.run(jobs, "fd").reshape(len(pick), len(shorter), 2)
+        fp, fm = values[..., 0].T, values[..., 1].T
+        steps = (self.t * np.asarray(shorter))[:, None]
+        with np.errstate(invalid="ignore", over="ignore"):
+            deltas = claims - (fp - fm) / (2.0 * steps)
+        noises = roundoff_per_step(fp, fm, steps, unit=self.unit, k=self.k, rho=self.rho)
+        d_t, n_t = at_t[0][pick], at_t[1][pick]
+        est = estimate(np.vstack([deltas, d_t[None]]), np.vstack([noises, n_t[None]]), np.zeros(len(pick)))
+        self.refined += len(pick)
+        for c, b in enumerate(pick):
+            claim_error[b] = max(claim_error[b], self.unit * float(np.max(np.abs(claims[:, c]))))
+            if est.bound[c] < bound[b]:
+                delta[b], bound[b] = est.delta[c], est.bound[c]

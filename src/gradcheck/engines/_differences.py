@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,86 @@ def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
     # In place in the fresh |x| (the same products): one array of N, not three.
     np.maximum(1.0, v, out=v)
     return np.multiply(step, v, out=v)
+
+
+class _ComputedWhereRead:
+    """An array of N computed from ``values`` where it is read (``a[positions]``), without
+    holding it: the same bits, entry by entry, as long as ``values`` hold still between reads (a
+    check's ``work``, put back after every evaluation). Values set at positions (a retry's) are
+    kept and read back."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values, self.size = values, int(values.size)
+        self._set_at, self._set_to = np.zeros(0, dtype=np.int64), np.zeros(0)  # sorted positions, values
+
+    def _computed(self, key: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        out = self._computed(key)
+        if self._set_at.size:
+            at = np.arange(self.size)[key]
+            j = np.minimum(np.searchsorted(self._set_at, at), self._set_at.size - 1)
+            hit = self._set_at[j] == at
+            out[hit] = self._set_to[j[hit]]
+        return out
+
+    def __setitem__(self, key: Any, new: Any) -> None:
+        at = np.asarray(np.arange(self.size)[key]).reshape(-1)
+        kept = dict(zip(self._set_at.tolist(), self._set_to.tolist()))
+        kept.update(zip(at.tolist(), np.broadcast_to(np.asarray(new, dtype=np.float64), at.shape).tolist()))
+        self._set_at = np.array(sorted(kept), dtype=np.int64)
+        self._set_to = np.array([kept[k] for k in self._set_at.tolist()], dtype=np.float64)
+
+
+class StepsOf(_ComputedWhereRead):
+    """``steps_for(values, rel_step)`` computed where it is read (``steps[positions]``), without
+    an array of N: the same bits, entry by entry, as long as ``values`` hold still between reads
+    (a check's ``work``, put back after every evaluation). Steps set at positions (a retry's
+    smaller ones) are kept and read back.
+
+    >>> x = np.array([0.5, -3.0, 2.0])
+    >>> steps = StepsOf(x, 1e-3)
+    >>> steps[np.array([1, 2])].tolist() == steps_for(x, 1e-3)[1:].tolist()
+    True
+    >>> steps[np.array([2])] = 1e-9
+    >>> steps[np.array([0, 2])].tolist() == [1e-3, 1e-9]
+    True
+    """
+
+    def __init__(self, values: np.ndarray, rel_step: float) -> None:
+        super().__init__(values)
+        self.rel_step = rel_step
+
+    def _computed(self, key: Any) -> np.ndarray:
+        return steps_for(self.values[key], self.rel_step)
+
+    def reading(self, values: np.ndarray) -> StepsOf:
+        """The same steps read from a copy of the values (the values may move meanwhile)."""
+        twin = StepsOf(values, self.rel_step)
+        twin._set_at, twin._set_to = self._set_at, self._set_to
+        return twin
+
+
+class DenominatorsOf(_ComputedWhereRead):
+    """The realized denominators ``(x + h) - (x - h)`` of :func:`perturbed_points` (NaN where x
+    is not finite) at ``values`` with ``steps`` (an array or a :class:`StepsOf`), computed where
+    read: the first pass's, bit for bit, without an array of N.
+
+    >>> x, h = np.array([0.5, np.nan, 2.0]), np.array([1e-3, 1e-3, 1e-3])
+    >>> lazy = DenominatorsOf(x, h)
+    >>> np.array_equal(lazy[np.arange(3)], perturbed_points(x, h)[2], equal_nan=True)
+    True
+    """
+
+    dtype, ndim = np.dtype(np.float64), 1
+
+    def __init__(self, values: np.ndarray, steps: Any) -> None:
+        super().__init__(values)
+        self.steps = steps
+
+    def _computed(self, key: Any) -> np.ndarray:
+        return perturbed_points(np.atleast_1d(self.values[key]), np.atleast_1d(self.steps[key]))[2]
 
 
 def _flat_handle(target: np.ndarray):
@@ -87,10 +168,6 @@ def perturbed_points(old: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np
         finite = np.isfinite(old.astype(np.float64, copy=False))
     denom[~finite] = np.nan
     return xp, xm, denom, finite
-
-
-#: Entries per block where a whole-array test needs no array of N.
-_BLOCK = 1 << 16
 
 
 def require_moving_steps(values: np.ndarray, steps: np.ndarray, rel_step: float, what: str = "x") -> None:
@@ -169,17 +246,24 @@ def _located(exc: Exception, index: tuple[int, ...], side: str, param: str | Non
 
 
 def slope_and_noise(
-    f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray, unit_roundoff: float
+    f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray, unit_roundoff: float,
+    out: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Difference quotient and the round-off it may carry: ``u(|f+|+|f-|)/|denom|``.
 
     Long float64 1-D inputs are done in blocks (the same expression, so the same bits):
-    the two results and no full-size temporaries."""
+    the two results and no full-size temporaries; ``out``: two arrays to write them into."""
+    if isinstance(denom, DenominatorsOf) and not (f_plus.size > _BLOCK and f_plus.ndim == 1):
+        denom = denom[:]  # short: read them all
     arrays = (f_plus, f_minus, denom)
-    if not (all(isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 1 for a in arrays)
-            and f_plus.size > _BLOCK and f_plus.size == f_minus.size == denom.size):
-        return _slope_and_noise(f_plus, f_minus, denom, unit_roundoff)
-    slope, noise = np.empty(f_plus.size), np.empty(f_plus.size)
+    if not (all(isinstance(a, (np.ndarray, DenominatorsOf)) and a.dtype == np.float64 and a.ndim == 1
+                for a in arrays) and f_plus.size > _BLOCK and f_plus.size == f_minus.size == denom.size):
+        slope, noise = _slope_and_noise(f_plus, f_minus, denom, unit_roundoff)
+        if out is None:
+            return slope, noise
+        out[0][...], out[1][...] = slope, noise
+        return out
+    slope, noise = (np.empty(f_plus.size), np.empty(f_plus.size)) if out is None else out
     for start in range(0, f_plus.size, _BLOCK):
         part = slice(start, start + _BLOCK)
         slope[part], noise[part] = _slope_and_noise(f_plus[part], f_minus[part], denom[part], unit_roundoff)
