@@ -113,8 +113,9 @@ def test_control_fails_when_another_engine_ran(monkeypatch):
     """A control asked of one engine that ran on another says nothing about the one asked
     for: it fails, naming both."""
     import gradcheck._pipeline.difference as dif
+    from gradcheck.engines import Choice
     from gradcheck.engines._serial import SerialEngine
 
-    monkeypatch.setattr(dif, "select_engine", lambda name, problem: (SerialEngine(problem), "serial: forced"))
+    monkeypatch.setattr(dif, "choose_engine", lambda name, problem: Choice(SerialEngine(problem), "serial: forced"))
     with pytest.raises(gradcheck.GradientAssertionError, match="'processes' was asked for.*'serial'"):
         assert_detects_wrong_gradient("numpy", engine="processes")
