@@ -2,7 +2,7 @@
 
 Each stage of ``check_one`` (prepare, the coloured first pass, sanity, judge, assemble) is
 wrapped: tracemalloc's peak is reset when it starts, so each line gives the stage's own
-peak, in multiples of N (one float64 array of the input's size), above what was held
+peak (and the first line what the returned report still holds), in multiples of N (one float64 array of the input's size), above what was held
 before the check (after a warm-up check of the same case). Cases: ``tanh`` (1e6 entries,
 ``independent_axes="all"``; ``tanh_batched``: the same, ``vectorized=True``), ``layer`` and
 ``bug`` (bench_axes's (4096, 256) layer norm, correct and with its planted bug). The report's arrays and evaluation count are pickled to
@@ -66,11 +66,12 @@ def run(case: str) -> dict:
     t = time.perf_counter()
     report = call()
     took = time.perf_counter() - t
+    held, _ = tracemalloc.get_traced_memory()  # what outlives the check: the report
     tracemalloc.stop()
     unit = 8 * n
     peak = max(p for _, _, p, _ in stages)
     print(f"{case}: peak {(peak - base) / unit:.1f} N ({(peak - base) / 2**20:.0f} MiB), "
-          f"{took:.1f} s, {report.evaluations} evaluations")
+          f"the report holds {(held - base) / unit:.2f} N, {took:.1f} s, {report.evaluations} evaluations")
     for name, start, p, end in stages:
         print(f"  {name:20s} start {(start - base) / unit:5.1f} N  peak {(p - base) / unit:5.1f} N  "
               f"end {(end - base) / unit:5.1f} N")

@@ -29,7 +29,6 @@ import time
 import tracemalloc
 
 import numpy as np
-
 from _common import best_of, header, run, seconds, table
 
 import gradcheck
@@ -93,12 +92,12 @@ def layer_case(x, grad, axes=(0,)) -> dict:
 
 def one_base_value(x) -> dict:
     """The ablation: every entry's kink test and round-off probe see the whole output's base value."""
-    own = Coloured.base_values
-    Coloured.base_values = lambda self, idx: np.full(np.size(idx), self.base_slices.sum())  # type: ignore[method-assign]
+    own = Coloured.base_per_entry
+    Coloured.base_per_entry = lambda self: float(self.base_slices.sum())  # type: ignore[method-assign]
     try:
         case = layer_case(x, layer_norm_vjp)
     finally:
-        Coloured.base_values = own  # type: ignore[method-assign]
+        Coloured.base_per_entry = own  # type: ignore[method-assign]
     return case
 
 
@@ -120,10 +119,10 @@ def torch_ladder(limit: float) -> list[dict] | None:
     for b, d in [(16, 32), (32, 64), (64, 64), (96, 96), (128, 96), (128, 128), (160, 128)]:
         x = torch.randn(b, d, dtype=torch.float64, generator=torch.Generator().manual_seed(5), requires_grad=True)
         began = time.perf_counter()
-        ok = torch.autograd.gradcheck(lambda t: torch.nn.functional.layer_norm(t, (d,), eps=1e-5), (x,))
+        ok = torch.autograd.gradcheck(lambda t, d=d: torch.nn.functional.layer_norm(t, (d,), eps=1e-5), (x,))
         took = time.perf_counter() - began
         xn = x.detach().numpy().copy()
-        ours, ours_took, _ = measured(lambda: gradcheck.check(layer_norm, xn, layer_norm_vjp, independent_axes=(0,)))
+        ours, ours_took, _ = measured(lambda xn=xn: gradcheck.check(layer_norm, xn, layer_norm_vjp, independent_axes=(0,)))
         rows.append({"shape": (b, d), "entries": b * d, "torch_seconds": took, "torch_ok": bool(ok),
                      "gradcheck_seconds": ours_took, "gradcheck_evaluations": ours.evaluations,
                      "gradcheck_passed": ours.passed, "_version": torch.__version__})

@@ -30,7 +30,6 @@ import sys
 import time
 
 import numpy as np
-
 from _common import best_of, header, run, seconds, table
 
 import gradcheck

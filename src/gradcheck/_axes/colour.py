@@ -150,7 +150,7 @@ class Coloured:
 
         return self._rounds(rounds(), groups.rounds, h, out, progress)
 
-    def _rounds(self, rounds, count: int, h: np.ndarray, out, progress):
+    def _rounds(self, rounds, count: int, h: Any, out, progress):
         """Difference each round ``(positions, flat indices, their slices)`` into ``out =
         (f_plus, f_minus, denom)`` at the positions (``h`` aligned with the positions)."""
         f_plus, f_minus, denom = out
@@ -179,7 +179,7 @@ class Coloured:
                     progress(min(done, f_plus.size))
         return out
 
-    def _whole(self, h: np.ndarray, f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray) -> bool:
+    def _whole(self, h: Any, f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray | None) -> bool:
         """The one round of an elementwise first pass, in place: every entry of ``work`` moved
         to ``x + h`` (then ``x - h``) in its dtype, exactly the values :func:`perturbed_points`
         gives, ``f`` called, ``work`` put back; the reductions go straight into the outputs.
@@ -211,7 +211,7 @@ class Coloured:
         self.rounds += 1
         return True
 
-    def _whole_batch(self, h: np.ndarray, f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray) -> bool:
+    def _whole_batch(self, h: Any, f_plus: np.ndarray, f_minus: np.ndarray, denom: np.ndarray | None) -> bool:
         """:meth:`_whole` for a vectorized ``f``: the batch of two is ``x + h`` and ``x - h``
         themselves, made from ``work`` (left as it is) with no index or value arrays."""
         flat = self.work.reshape(-1)

@@ -24,6 +24,7 @@ moved): a wrong declaration never turns into verdicts; ``f`` raising raises
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -86,13 +87,22 @@ def _halves(slices: int, rng: np.random.Generator) -> list[Callable[[], np.ndarr
     low = [k for k in range(min(bits, MAX_BITS)) if slices > 1 << k]  # else bit k is never set
     makers: list[Callable[[], np.ndarray]] = []
     for k in low:
-        makers += [lambda k=k: np.resize(np.repeat([False, True], 1 << k), slices),
-                   lambda k=k: ~np.resize(np.repeat([False, True], 1 << k), slices)]
+        makers += [partial(_bit_mask, k, slices, False), partial(_bit_mask, k, slices, True)]
     for _ in range(RANDOM_PAIRS if bits > MAX_BITS else 0):
         mask = rng.random(slices) < 0.5
         if mask.any() and not mask.all():
-            makers += [lambda m=mask: m, lambda m=mask: ~m]
+            makers += [partial(_given, mask), partial(_given, ~mask)]
     return makers
+
+
+def _bit_mask(k: int, slices: int, flip: bool) -> np.ndarray:
+    """Over the slices: bit ``k`` of the slice number is set (``flip``: is not set)."""
+    mask = np.resize(np.repeat([False, True], 1 << k), slices)
+    return ~mask if flip else mask
+
+
+def _given(mask: np.ndarray) -> np.ndarray:
+    return mask
 
 
 def _one_entry_per_slice(axes: Axes, slices: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -84,6 +84,7 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
             "without independent_axes, or make f precision-generic (float64 in, float64 out)")
     # Each entry's step computed where it is read (the same bits): no array of N kept for the check.
     steps = StepsOf(work.reshape(-1), subject.config.step)
+    assert subject.y0 is not None, "f(x) is released only after the difference stage"
     coloured = _axes.colour_plan(
         opts.independent_axes, evaluate=lambda b: be.evaluate(f, work if b is None else b), work=work,
         y0=subject.y0, cotangent=subject.cotangent, steps=steps, seed=subject.config.seed,
@@ -96,7 +97,7 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
         with Progress(work.size, enabled=opts.progress, label=subject.label) as bar:
             f_plus, f_minus, _ = coloured.first_pass(steps, bar.update if bar.active else None, denominators=False)
         # The realized denominators, computed where judge reads them (the same bits): no array of N.
-        diffs = (f_plus, f_minus, DenominatorsOf(work.reshape(-1), steps))
+        diffs: Any = (f_plus, f_minus, DenominatorsOf(work.reshape(-1), steps))
     else:
         # Recorded under the declaration (each entry's value is its slice's reduction), in
         # chunks of whole rounds: the first pass asks for the entries round by round.

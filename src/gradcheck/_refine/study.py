@@ -135,11 +135,12 @@ def _best_estimate(slopes: dict[float, np.ndarray], bound_noise: dict[float, np.
     counts as an infinite bound; ties and all-infinite go to the first candidate, as
     ``argmin`` over them stacked would), kept as a running best: two arrays of the suspects
     instead of every candidate stacked (the second look of a million suspects)."""
-    numeric = bound = None
+    numeric: np.ndarray | None = None
+    bound: np.ndarray | None = None
     for value, b in _candidates(slopes, bound_noise):
         with np.errstate(invalid="ignore"):
             b = np.where(np.isfinite(b) & np.isfinite(value), b, np.inf)
-        if numeric is None:
+        if numeric is None or bound is None:
             numeric, bound = np.array(value, dtype=np.float64), b
             continue
         better = b < bound
