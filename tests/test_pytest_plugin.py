@@ -6,10 +6,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ml_dtypes  # noqa: F401  (see below)
 import pytest
 from optional_deps import needs
 
 import gradcheck
+
+# ml_dtypes (a dependency) is imported by this process before any inner run: pytester's
+# in-process runs restore sys.modules after them, and an ml_dtypes first imported (and then
+# dropped) inside one cannot be imported again ("bfloat16 appears already registered"), which
+# failed the jax test when this file ran alone.
 
 pytest_plugins = ["pytester"]
 
