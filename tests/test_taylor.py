@@ -58,9 +58,16 @@ def test_observed_orders(claim, hessian, expected, status):
 
 def test_a_subtle_gradient_error_still_lowers_the_order():
     """A relative error of 1e-7 in the gradient is far below what order-counting at large
-    steps sees, but the smallest counted steps show it (order < 1.9)."""
-    r = taylor_test(f, X, lambda x: grad(x) * (1 + 1e-7))
+    steps sees, but the smallest counted steps show it (order < 1.9) along a direction with
+    a large slope (here the gradient's own; along a random direction it shows for about
+    half of them at 1e-7, for nearly all at 1e-5: the slope g.d sets the sensitivity); the
+    correct gradient along the same direction passes (control)."""
+    d = grad(X)
+    r = taylor_test(f, X, lambda x: grad(x) * (1 + 1e-7), direction=d)
     assert r.status == "FAIL" and r.observed[0] < 1.9
+    assert taylor_test(f, X, grad, direction=d).status == "PASS"
+    random = [taylor_test(f, X, lambda x: grad(x) * (1 + 1e-5), seed=s).status for s in range(4)]
+    assert random == ["FAIL"] * 4
 
 
 def test_round_off_steps_are_not_counted():

@@ -48,6 +48,10 @@ from ._links import (
     with_notes,
 )
 
+#: Tags the random direction's stream (``default_rng([seed, DIRECTION_STREAM])``): never the
+#: stream of ``default_rng(seed)``, the usual way to draw a test input.
+DIRECTION_STREAM = 0xD12EC7
+
 
 def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = None, *,
               grad: Callable[..., Any] | None = None, reference: str = "auto", check_grad: bool = True,
@@ -145,7 +149,8 @@ def _second_differences(f, x_np, inner, claim_fn, label, config, options) -> Rep
     unit = UNIT_ROUNDOFF.get(dtype, UNIT_ROUNDOFF["float64"])
     step = (2 * unit) ** 0.25
     cfg = (config or Config.for_dtype(dtype)).replace(step=step)
-    v = np.random.default_rng(cfg.seed).standard_normal(x_np.shape)
+    # Its own stream (not default_rng(seed)'s, which would make v = x for x drawn with the seed).
+    v = np.random.default_rng([int(cfg.seed), DIRECTION_STREAM]).standard_normal(x_np.shape)
     k = step * max(1.0, float(np.abs(x_np).max(initial=0))) / float(np.abs(v).max(initial=1))
     plus, minus = (float(np.asarray(inner.evaluate(f, (x_np + s * k * v).astype(x_np.dtype)))) for s in (1, -1))
     offset = (abs(plus) + abs(minus)) / (2 * k)

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from ._hvp import DIRECTION_STREAM
 from ._hvp import _claim as hvp_claim
 from ._links import UNIT_ROUNDOFF, ShapeMismatchError, backends, dtype_name, label_of
 from ._result import FAIL, INCONCLUSIVE, PASS, ResultMixin
@@ -199,7 +200,9 @@ def _scalar_function(f, inner, x_np: np.ndarray) -> tuple[Callable[[np.ndarray],
 
 def _direction(direction, x_np: np.ndarray, seed: int) -> np.ndarray:
     if direction is None:
-        return np.random.default_rng(seed).standard_normal(x_np.shape)
+        # Its own stream, never default_rng(seed)'s: x drawn with the same seed would be the
+        # direction itself (degenerate for a scale-invariant f: f(x + h x) = f(x)).
+        return np.random.default_rng([int(seed), DIRECTION_STREAM]).standard_normal(x_np.shape)
     d = np.asarray(direction, dtype=np.float64)
     if d.shape != x_np.shape:
         raise ShapeMismatchError("direction", x_np.shape, d.shape)
