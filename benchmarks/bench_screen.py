@@ -23,6 +23,7 @@ at 1024x1024 would take 2N times that on one core.
     python benchmarks/bench_screen.py [--quick]     (--quick: 64/256 instead of 256/1024)
     python benchmarks/bench_screen.py --strict [N]  (5. below check's default rtol, at N x N)
     python benchmarks/bench_screen.py --limits      (6. the stated limit at rtol=1e-12, 64 x 64)
+    python benchmarks/bench_screen.py --promise     (7. errors 1.5x the stated limit found, rtol=1e-12)
 """
 from __future__ import annotations
 
@@ -294,7 +295,52 @@ def limits() -> dict:
     return out
 
 
+def promise(factor: float = 1.5, entries: int = 12) -> dict:
+    """Is the stated limit a promise where check's step study is loose? rtol=1e-12, finite
+    differences, tanh layers 64x64 with A, B, W ~ N(0, scale^2): the correct gradient is
+    screened, then one entry at a time (``entries`` seeded picks per layer, alternating signs)
+    gets an error of ``factor`` x the limit stated there; an entry not MISMATCH is missed, any
+    other MISMATCH is a false alarm. ``python benchmarks/bench_screen.py --promise [factor]``
+    (with PYTHONPATH=<tree>/src on an older tree for the before)."""
+    from gradcheck import Config
+
+    rows, out = [], {}
+    for scale in (0.5, 1.0, 2.0, 4.0):
+        rng = np.random.default_rng(0)
+        A, B, W = (rng.standard_normal((64, 64)) * scale for _ in range(3))
+        f = lambda w, A=A, B=B: np.sum(np.tanh(A @ w) * B)  # noqa: E731
+        G = A.T @ ((1 - np.tanh(A @ W) ** 2) * B)
+        cfg = Config(rtol=1e-12)
+        clean = gradcheck.screen(f, W, G, config=cfg, complex_step=False, exact=False)
+        limit = clean.detection_limit.reshape(-1)
+        missed = alarms = 0
+        evaluations = []
+        for i, p in enumerate(np.random.default_rng(1).choice(W.size, entries, replace=False)):
+            claim = G.copy().reshape(-1)
+            claim[p] += factor * (1 if i % 2 else -1) * limit[p]
+            r = gradcheck.screen(f, W, claim.reshape(W.shape), config=cfg, complex_step=False, exact=False)
+            codes = r.codes.reshape(-1)
+            missed += int(codes[p] != Verdict.MISMATCH)
+            alarms += int((codes == Verdict.MISMATCH).sum()) - int(codes[p] == Verdict.MISMATCH)
+            evaluations.append(r.evaluations)
+        key = f"x{scale:g}"
+        out[key] = {"clean_passed": clean.passed, "clean_evaluations": clean.evaluations,
+                    "median_limit": float(np.median(limit)), "missed": missed, "false_alarms": alarms,
+                    "evaluations_median": float(np.median(evaluations)), "evaluations_max": max(evaluations)}
+        rows.append([key, "yes" if clean.passed else "no", clean.evaluations, f"{np.median(limit):.3g}",
+                     f"{missed} / {entries}", alarms, f"{np.median(evaluations):.0f} / {max(evaluations)}"])
+    print(f"   rtol=1e-12, finite differences, tanh layer 64x64; one entry at a time off by {factor:g}x its stated limit:")
+    print(table(["scale", "clean passed", "clean evaluations", "limit (median)", "missed", "other MISMATCH",
+                 "evaluations (median / max)"], rows))
+    return out
+
+
 if __name__ == "__main__":
+    if "--promise" in sys.argv[1:]:
+        header("screen's stated limit as a promise at rtol=1e-12", False)
+        rest = [a for a in sys.argv[1:] if a != "--promise"]
+        promise(float(rest[0]) if rest else 1.5)
+        sys.exit(0)
     if "--limits" in sys.argv[1:]:
         header("screen's stated limit where the blocks set it", False)
         limits()
