@@ -128,3 +128,19 @@ def test_measured_rounding_bounds_the_true_error():
     # a rescaled cotangent alone misses most of it (the rounding of x-only quantities)
     s = 1 + 2.0**-40
     assert np.mean(err > 8 * np.abs(layer_norm_vjp(x, v * s) / s - a).reshape(-1)) > 0.2
+
+
+def test_a_claim_that_cannot_be_called_again_keeps_the_old_allowance():
+    v, x = cancelling(0, 1e-6)
+    calls = []
+
+    def once(z):
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("called twice")
+        return layer_norm_vjp(z, v)
+
+    r = gradcheck.check(lambda z: float(np.add.reduce(v * layer_norm(z))), x, grad=once)
+    assert "called twice" in r.adjudication["claim_rounding_failed"]
+    assert any("could not be measured" in n for n in r.notes)
+    assert r.verdicts[AT] == Verdict.MISMATCH  # the old referee's verdict, as before

@@ -63,9 +63,12 @@ def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit,
         claim_scale = float(np.abs(finite).max()) if finite.size else 0.0
     claim_noise = None
     if claim_rounding is not None:
-        claim_noise = claim_rounding()[positions]
         # One more call of the claimed gradient (not of f: report.evaluations counts f's calls).
         info["claim_calls"] = 1
+        try:
+            claim_noise = claim_rounding()[positions]
+        except Exception as exc:  # a claim that cannot be called again: the old allowance, said
+            info["claim_rounding_failed"] = f"{type(exc).__name__}: {exc}"
     before = (codes[positions].copy(), judged.causes[positions].copy())
     adj = referee.adjudicate(positions, idx_map[positions], analytic, codes.copy(), **Tolerance.of(cfg).rule(), unit=unit,
                              claim_scale=claim_scale, claim_noise=claim_noise)

@@ -29,6 +29,10 @@ def adjudication_notes(info: dict[str, Any], adjudicate: Any, shape: tuple[int, 
             " gradient's own round-off, measured by calling it once more at inputs moved by a few ulps (a"
             " cancelling backward rounds at the size of its terms, not of its result): not a MISMATCH;"
             " UNCHECKED where that round-off exceeds the resolution a PASS needs")
+    if info.get("claim_rounding_failed"):
+        notes.append("the claimed gradient's own round-off could not be measured (calling it again at inputs"
+                     f" moved by a few ulps raised {info['claim_rounding_failed']}): the referee allowed"
+                     " k*u*max|claim| of round-off")
     if info.get("skipped"):
         notes.append(f"{info['skipped']} more entries in doubt were not adjudicated (limit {MAX_ADJUDICATED})")
     if info.get("disagreement"):
