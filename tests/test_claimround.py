@@ -144,3 +144,16 @@ def test_a_claim_that_cannot_be_called_again_keeps_the_old_allowance():
     assert "called twice" in r.adjudication["claim_rounding_failed"]
     assert any("could not be measured" in n for n in r.notes)
     assert r.verdicts[AT] == Verdict.MISMATCH  # the old referee's verdict, as before
+
+
+def test_a_claim_that_turns_nonfinite_an_ulp_away_is_not_forgiven():
+    x = np.linspace(1.0, 2.0, 6)
+    a = 3 * x**2
+
+    def flaky(z, g):
+        out = 3 * z**2
+        out[2] = np.nan if not np.array_equal(z, x) else out[2]
+        return out
+    est = measure_claim_rounding(flaky, x, None, a)
+    assert est[2] == 0.0 and np.all(np.isfinite(est))
+    assert np.all(est[[0, 1, 3, 4, 5]] <= 4 * 8 * 2.0**-52 * 3 * 4 * 4)

@@ -36,9 +36,9 @@ def measure_claim_rounding(reclaim: Reclaim, x: np.ndarray, cotangent: np.ndarra
     """Per entry of ``analytic`` (flat, aligned with ``x.reshape(-1)``): ``SAFETY`` times the
     larger of ``|claim(x', v') - claim(x, v)|`` and its median over the finite entries, where
     ``x'`` and ``v'`` are ``x`` and ``v`` with each entry moved by at most ``NUDGE_ULPS`` of
-    its own rounding. One call of ``reclaim(x', v')`` (the caller counts it). Entries where
-    either claim is not finite get ``inf`` (nothing is forgiven there by the caller, which
-    skips non-finite claims).
+    its own rounding. One call of ``reclaim(x', v')``. Entries where either claim is not
+    finite get 0: no measured round-off, the referee's old allowance (a claim that turns NaN
+    an ulp away is no licence to forgive).
 
     >>> import numpy as np
     >>> x = np.linspace(1.0, 2.0, 5)
@@ -59,7 +59,7 @@ def measure_claim_rounding(reclaim: Reclaim, x: np.ndarray, cotangent: np.ndarra
     finite = np.isfinite(change)
     pooled = float(np.median(change[finite])) if finite.any() else 0.0
     out = SAFETY * np.maximum(change, pooled)
-    out[~finite] = np.inf
+    out[~finite] = 0.0
     return out
 
 

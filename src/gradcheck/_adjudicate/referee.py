@@ -6,7 +6,11 @@ could not explain), UNCHECKED (below finite-difference noise) or KINK. When ``f`
 precisions; the digits on which they agree are certified. The claim is then judged against
 that exact value by the verdict rule (``gradcheck._classify.rule.verdicts``), with
 
-    tol = atol + rtol*|exact| + k*u*max|a| + bound(exact)
+    tol = atol + rtol*|exact| + max(k*u*max|a|, r_i) + bound(exact)
+
+where ``r_i`` is the claim's own round-off at the entry as measured (``claimround``: a
+backward that computes an entry by cancellation rounds at the size of its terms); 0 when
+not measured (a claim given as an array, screening, check_params).
 
     MISMATCH  |a - exact| > tol -- now confirmed against the exact value
     PASS      |a - exact| <= tol and tol <= resolution * max(|a|, |exact|), as everywhere;
