@@ -6,6 +6,7 @@ and a confident finite difference disagree, the finite difference's verdict stan
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,14 @@ GROSS_EXCESS = 4.0
 GROSS_CONFIRMED = 3
 
 
-def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit, cfg, claim_scale) -> None:
+def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit, cfg, claim_scale,
+                      claim_rounding: Callable[[], np.ndarray] | None = None) -> None:
+    """Send the entries in doubt to ``referee`` and write its verdicts into ``judged``.
+
+    ``claim_rounding`` (None: not measured) returns the claim's own round-off per entry of
+    ``analytic`` at the cost of one more call of the claim (:mod:`.claimround`); it is called
+    only when the referee runs, and widens the referee's allowance for a MISMATCH where it
+    exceeds ``k*u*claim_scale``."""
     codes = judged.codes
     # Excess (error over tolerance) of the mismatches only: no arrays of N but the masks.
     mismatches = np.flatnonzero(codes == Verdict.MISMATCH)
@@ -53,9 +61,19 @@ def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit,
     if claim_scale is None:
         finite = analytic[np.isfinite(analytic)]
         claim_scale = float(np.abs(finite).max()) if finite.size else 0.0
+    claim_noise = None
+    if claim_rounding is not None:
+        # One more call of the claimed gradient (not of f: report.evaluations counts f's calls).
+        info["claim_calls"] = 1
+        try:
+            claim_noise = claim_rounding()[positions]
+        except Exception as exc:  # a claim that cannot be called again: the old allowance, said
+            info["claim_rounding_failed"] = f"{type(exc).__name__}: {exc}"
     before = (codes[positions].copy(), judged.causes[positions].copy())
     adj = referee.adjudicate(positions, idx_map[positions], analytic, codes.copy(), **Tolerance.of(cfg).rule(), unit=unit,
-                             claim_scale=claim_scale)
+                             claim_scale=claim_scale, claim_noise=claim_noise)
+    if adj.forgiven:
+        info["claim_rounding"] = adj.forgiven
     judged.codes[positions] = adj.codes
     judged.causes[positions] = adj.causes
     judged.exact[positions] = adj.exact

@@ -23,6 +23,16 @@ def adjudication_notes(info: dict[str, Any], adjudicate: Any, shape: tuple[int, 
         )
     if "reason" in info:
         notes.append(info["reason"] + " (entries in doubt keep their step-study verdicts)")
+    if info.get("claim_rounding"):
+        notes.append(
+            f"{info['claim_rounding']} entries differ from the exact derivative by no more than the claimed"
+            " gradient's own round-off, measured by calling it once more at inputs moved by a few ulps (a"
+            " cancelling backward rounds at the size of its terms, not of its result): not a MISMATCH;"
+            " UNCHECKED where that round-off exceeds the resolution a PASS needs")
+    if info.get("claim_rounding_failed"):
+        notes.append("the claimed gradient's own round-off could not be measured (calling it again at inputs"
+                     f" moved by a few ulps raised {info['claim_rounding_failed']}): the referee allowed"
+                     " k*u*max|claim| of round-off")
     if info.get("skipped"):
         notes.append(f"{info['skipped']} more entries in doubt were not adjudicated (limit {MAX_ADJUDICATED})")
     if info.get("disagreement"):

@@ -6,7 +6,11 @@ could not explain), UNCHECKED (below finite-difference noise) or KINK. When ``f`
 precisions; the digits on which they agree are certified. The claim is then judged against
 that exact value by the verdict rule (``gradcheck._classify.rule.verdicts``), with
 
-    tol = atol + rtol*|exact| + k*u*max|a| + bound(exact)
+    tol = atol + rtol*|exact| + max(k*u*max|a|, r_i) + bound(exact)
+
+where ``r_i`` is the claim's own round-off at the entry as measured (``claimround``: a
+backward that computes an entry by cancellation rounds at the size of its terms); 0 when
+not measured (a claim given as an array, screening, check_params).
 
     MISMATCH  |a - exact| > tol -- now confirmed against the exact value
     PASS      |a - exact| <= tol and tol <= resolution * max(|a|, |exact|), as everywhere;
@@ -102,6 +106,7 @@ class Adjudication:
     right: np.ndarray
     evaluations: int
     seconds: float
+    forgiven: int = 0            # entries the claim's measured round-off kept from a MISMATCH
 
 
 class Referee:
@@ -193,9 +198,13 @@ class Referee:
 
     def adjudicate(self, positions: np.ndarray, flat_indices: np.ndarray, analytic: np.ndarray,
                    current: np.ndarray, *, rtol: float, atol: float, noise_factor: float, unit: float,
-                   claim_scale: float, resolution: float = DEFAULT_RESOLUTION) -> Adjudication:
+                   claim_scale: float, resolution: float = DEFAULT_RESOLUTION,
+                   claim_noise: np.ndarray | None = None) -> Adjudication:
         """Judge ``analytic[positions]`` against the exact derivatives at ``flat_indices``;
-        entries f cannot be evaluated at keep their ``current`` codes."""
+        entries f cannot be evaluated at keep their ``current`` codes. ``claim_noise``
+        (aligned with ``positions``) is the claim's own round-off as measured
+        (:mod:`.claimround`): where it exceeds ``k*u*claim_scale`` it is what a MISMATCH
+        must exceed (``forgiven`` counts the entries it kept from one)."""
         started = time.perf_counter()
         n = positions.size
         codes = np.empty(n, dtype=np.uint8)
@@ -205,7 +214,7 @@ class Referee:
         digits = np.full(n, -1, dtype=np.int16)
         left = np.full(n, np.nan)
         right = np.full(n, np.nan)
-        evaluations = 0
+        evaluations = forgiven = 0
         rule = Tolerance(rtol, atol, noise_factor, resolution)
         round_off = rule.round_off(unit, claim_scale)
         found = self._all_derivatives(np.asarray(flat_indices))
@@ -223,21 +232,29 @@ class Referee:
                 codes[j] = Verdict.KINK if lo - slack <= a <= hi + slack else Verdict.MISMATCH
                 causes[j] = Cause.KINK_EXACT
                 continue
+            measured = 0.0 if claim_noise is None else float(claim_noise[j])
             codes[j], causes[j] = _judge_exact(a, e, bound, round_off, rtol, atol, resolution, negligible,
-                                               claim_scale)
+                                               claim_scale, measured)
+            if measured > round_off and codes[j] != Verdict.MISMATCH:
+                forgiven += _judge_exact(a, e, bound, round_off, rtol, atol, resolution, negligible,
+                                         claim_scale)[0] == Verdict.MISMATCH
         return Adjudication(positions, codes, causes, exact, digits, error, left, right, evaluations,
-                            time.perf_counter() - started)
+                            time.perf_counter() - started, int(forgiven))
 
 
 def _judge_exact(a: float, e: float, bound: float, round_off: float, rtol: float, atol: float,
-                 resolution: float, negligible: bool = False, claim_scale: float = 0.0) -> tuple[int, int]:
+                 resolution: float, negligible: bool = False, claim_scale: float = 0.0,
+                 measured: float = 0.0) -> tuple[int, int]:
     """Verdict and cause of claim ``a`` against the exact value ``e`` (error ``bound``).
 
     ``round_off`` (k*u*max|a|, the backward's own round-off at the claim's largest scale)
     can be a large share of a tiny entry: such an entry is UNCHECKED unless the claim
-    agrees with the exact value without that allowance (:func:`_tight`)."""
+    agrees with the exact value without that allowance (:func:`_tight`). ``measured`` (the
+    claim's own round-off at this entry, as measured) widens the allowance for a
+    MISMATCH only: it never makes a PASS (a wide tolerance is UNCHECKED by the share rule,
+    and the exact-zero and tight PASSes keep ``round_off``)."""
     rule = Tolerance(rtol, atol, 1.0, resolution)  # the noise: the backward's round-off and e's bound
-    floor = rule.floor(round_off + bound)
+    floor = rule.floor(max(round_off, measured) + bound)
     err, tol = abs(a - e), floor + rule.value_term(abs(e))
     one = lambda v: np.array([v], dtype=np.float64)  # noqa: E731
     code = int(verdicts(one(err), one(max(abs(a), abs(e))), one(floor), one(tol),

@@ -16,10 +16,12 @@ calls ``judge_entries`` on the first pass.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._adjudicate.claimround import measure_claim_rounding
 from .._adjudicate.doubt import adjudicate_doubts
 from .._adjudicate.referee import Referee, referee_may_run
 from .._classify.kernel import classify  # the fused kernel from 1e5 entries, numpy below
@@ -62,7 +64,7 @@ def judge(subject: Subject, run: Differenced, sanity: Sanity, digits: int) -> tu
         run.differencer, subject.work.reshape(-1), subject.analytic.reshape(-1), run.diffs, run.steps,
         unit=subject.unit, config=cfg, drift=sanity.drift_per_entry, base_finite=bool(np.isfinite(subject.f0)),
         base_value=base if first is None else None, referee=referee, adjudicate=subject.adjudicate,
-        first=first,
+        first=first, claim_rounding=_claim_rounding(subject, cfg),
     )
     judged.evaluations += spent
     if run.coloured is not None:  # the second look's rounds, not 2 per entry
@@ -76,6 +78,7 @@ def judge_entries(
     flat_indices: np.ndarray | None = None, base_value: float | None = None,
     referee: Referee | None = None, adjudicate: Any = "auto", claim_scale: float | None = None,
     first: tuple[np.ndarray, np.ndarray] | None = None,
+    claim_rounding: Callable[[], np.ndarray] | None = None,
 ) -> Judged:
     """Verdicts for entries already differenced once.
 
@@ -86,6 +89,8 @@ def judge_entries(
     (default: the largest claimed entry here); a claim within ``k*u*claim_scale`` of an
     exact value is within round-off. ``first`` (numeric, noise) replaces the estimates
     from ``diffs`` (the forced-float32 path's Richardson values, ``_lowp.f32steps``).
+    ``claim_rounding`` measures the claim's own round-off per entry (one more call of the
+    claim, made only if the referee runs; ``gradcheck._adjudicate.claimround``).
 
     ``diffs`` and ``steps`` are the caller's to give away: float64 writeable arrays are
     used as they are (not copied, three arrays of N fewer), and a step that left f's
@@ -123,8 +128,19 @@ def judge_entries(
     if judged.model_unit is not None:
         judged.measured_unit = unit
     if referee is not None and adjudicate is not False and drift is None:
-        adjudicate_doubts(judged, referee, analytic, idx_map, unit_claim(unit, judged), cfg, claim_scale)
+        adjudicate_doubts(judged, referee, analytic, idx_map, unit_claim(unit, judged), cfg, claim_scale,
+                          claim_rounding)
     return judged
+
+
+def _claim_rounding(subject: Subject, cfg: Config) -> Callable[[], np.ndarray] | None:
+    """The measurement of the claim's own round-off, to run if the referee does (None when
+    the claim is not a function gradcheck may call again)."""
+    reclaim = subject.reclaim
+    if reclaim is None:
+        return None
+    return lambda: measure_claim_rounding(reclaim, subject.pristine, subject.cotangent,
+                                          subject.analytic.reshape(-1), cfg.seed)
 
 
 class _Identity:

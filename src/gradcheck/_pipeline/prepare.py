@@ -54,6 +54,9 @@ class Subject:
     violations: tuple[str, ...]
     unit: float                  # the unit round-off of f's evaluation
     probes: int = 0              # evaluations of f besides f(x) spent choosing the plan
+    # The claim called again, reclaim(x, cotangent) -> gradient shaped like x: set for a callable
+    # grad in float32/float64 (the referee measures the claim's own round-off with it).
+    reclaim: Callable[[np.ndarray, np.ndarray | None], np.ndarray] | None = None
 
     def release_output(self) -> None:
         """Drop ``y0`` (an array of f's output size) once the difference stage is over: the later
@@ -109,7 +112,10 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
         evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path: no backend per call
     else:
         evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
-    return Subject(f=f, backend=be, label=label, dtype=dtype, lowp=lowp, config=cfg,
+    reclaim = None
+    if callable(grad) and claim_at.dtype == work.dtype and work.dtype in (np.float32, np.float64):
+        reclaim = lambda xx, vv: as_gradient(be.claimed_gradient(f, xx, vv, grad), work.shape)  # noqa: E731
+    return Subject(f=f, backend=be, label=label, dtype=dtype, lowp=lowp, config=cfg, reclaim=reclaim,
                    adjudicate=adjudicate, vectorized=vectorized, work=work, pristine=pristine, y0=y0,
                    output_dtype=dtype_name(y0.dtype), f0=f0,
                    cotangent=cotangent, evaluate=evaluate, analytic=analytic,

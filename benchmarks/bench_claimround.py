@@ -1,0 +1,86 @@
+"""The referee against a cancelling backward: before / after the claim's measured round-off.
+
+A layer norm's VJP of ``v . layer_norm(x)`` at ``x = 5 + v``, with ``x[3]`` within ``off`` of
+the mean of the others: entry 3 is ~``1e-5 * off`` computed from terms of order 1, so the
+claim's own rounding is ~1e-16, far above the referee's old allowance ``k*u*max|a|`` (~4e-20).
+Each case is checked twice in the same run: "before" with the measurement switched off
+(``gradcheck._pipeline.judge._claim_rounding`` returning None: the old referee), "after" as
+shipped. Printed: false MISMATCHes (a correct claim), verdicts at entry 3, the planted-bug
+control (1e-4 relative at the largest entry, which reaches the referee), time ratio.
+
+    PYTHONPATH=src nice -n 10 python benchmarks/bench_claimround.py
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+import gradcheck
+import gradcheck._pipeline.judge as judge
+from gradcheck import Verdict
+
+N, AT = 64, 3
+SEEDS = range(8)
+
+
+def layer_norm(x):
+    xc = x - x.mean(axis=-1, keepdims=True)
+    return xc / np.sqrt((xc**2).mean(axis=-1, keepdims=True) + 1e-5)
+
+
+def layer_norm_vjp(x, g):
+    xc = x - x.mean(-1, keepdims=True)
+    inv = 1.0 / np.sqrt((xc**2).mean(-1, keepdims=True) + 1e-5)
+    xh = xc * inv
+    return inv * (g - g.mean(-1, keepdims=True) - xh * (g * xh).mean(-1, keepdims=True))
+
+
+def case(seed, off, bug=0.0):
+    v = np.random.default_rng(seed).standard_normal(N)
+    v[AT] = (v.sum() - v[AT]) / (N - 1) + off
+    x = 5 + v
+    at = int(np.argmax(np.abs(layer_norm_vjp(x, v))))
+
+    def grad(z):
+        out = layer_norm_vjp(z, v)
+        out[at] *= 1 + bug
+        return out
+    return (lambda z: float(np.add.reduce(v * layer_norm(z)))), x, grad, at
+
+
+def run(measure: bool) -> dict:
+    shipped = judge._claim_rounding
+    if not measure:
+        judge._claim_rounding = lambda subject, cfg: None
+    out = {"false": 0, "at3": {}, "caught": 0, "bugs": 0, "seconds": 0.0}
+    try:
+        for seed in SEEDS:
+            for off in (1e-6, 1e-8):
+                f, x, grad, _ = case(seed, off)
+                began = time.perf_counter()
+                r = gradcheck.check(f, x, grad=grad)
+                out["seconds"] += time.perf_counter() - began
+                out["false"] += r.counts[Verdict.MISMATCH]
+                key = f"{off:g}:{r.verdicts[AT].name}"
+                out["at3"][key] = out["at3"].get(key, 0) + 1
+            f, x, grad, at = case(seed, 1e-6, bug=1e-4)
+            r = gradcheck.check(f, x, grad=grad)
+            out["bugs"] += 1
+            out["caught"] += r.verdicts[at] == Verdict.MISMATCH
+    finally:
+        judge._claim_rounding = shipped
+    return out
+
+
+def main() -> None:
+    before, after = run(False), run(True)
+    for name, r in (("before", before), ("after", after)):
+        print(f"{name:6}  false MISMATCH {r['false']:2d} / {2 * len(SEEDS)} correct checks  "
+              f"entry 3: {dict(sorted(r['at3'].items()))}  planted 1e-4 caught {r['caught']}/{r['bugs']}  "
+              f"{r['seconds']:.2f} s")
+    print(f"time after/before: {after['seconds'] / before['seconds']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
