@@ -5,6 +5,11 @@ serial engine on the screen's private copy), then ``judge_entries`` (the verdict
 retries, step study with the kink test, and the referee where ``f`` is cheap enough at
 arbitrary precision). Each entry's error estimate ``a_i - n_i`` and its bound go back to
 the bisection, which subtracts them from every block that holds the entry.
+
+Where that look cannot exclude an error above the screen's floor (at a tight rtol, check's
+step study forgives ~5 h^2 times f's third derivative along the entry), the entry is also
+measured along its own direction with the screen's estimator and judged by the same rule
+with that bound (:meth:`EntryJudge._look_along`; why, in :mod:`._limit`).
 """
 from __future__ import annotations
 

@@ -20,6 +20,11 @@ def notes_for(state: Any, summary: str, localized: np.ndarray, codes: np.ndarray
     if found:
         bad = int(np.sum(codes[localized] == _MISMATCH))
         notes.append(f"localized {found} entries by bisection for an entry-wise look ({bad} MISMATCH)")
+        judge = state.judge
+        if getattr(judge, "looked_along", 0):
+            notes.append(f"{judge.looked_along} localized entries whose entry-wise look could not exclude an error "
+                         "above the screen's floor were measured along their own direction (a step search, "
+                         f"Richardson and its bound, as for a block): {judge.flagged_along} MISMATCH found so")
         notes += _traced(state, codes)
     notes += _stops(state, int(np.sum(codes[localized] == _MISMATCH)))
     phases = ", ".join(f"{v} {k}" for k, v in state.phases.items() if v)
