@@ -32,13 +32,16 @@ Reclaim = Callable[[np.ndarray, "np.ndarray | None"], np.ndarray]
 
 
 def measure_claim_rounding(reclaim: Reclaim, x: np.ndarray, cotangent: np.ndarray | None,
-                           analytic: np.ndarray, seed: int = 0) -> np.ndarray:
+                           analytic: np.ndarray, seed: int = 0, positions: np.ndarray | None = None) -> np.ndarray:
     """Per entry of ``analytic`` (flat, aligned with ``x.reshape(-1)``): ``SAFETY`` times the
     larger of ``|claim(x', v') - claim(x, v)|`` and its median over the finite entries, where
     ``x'`` and ``v'`` are ``x`` and ``v`` with each entry moved by at most ``NUDGE_ULPS`` of
     its own rounding. One call of ``reclaim(x', v')``. Entries where either claim is not
     finite get 0: no measured round-off, the referee's old allowance (a claim that turns NaN
-    an ulp away is no licence to forgive).
+    an ulp away is no licence to forgive). With ``positions`` (flat), only those entries'
+    estimates are returned; beside the claim's own call, the measurement holds one array of
+    the claim's size (the nudged inputs are dropped before the changes are taken, and the
+    median partitions the changes in place).
 
     >>> import numpy as np
     >>> x = np.linspace(1.0, 2.0, 5)
@@ -50,16 +53,24 @@ def measure_claim_rounding(reclaim: Reclaim, x: np.ndarray, cotangent: np.ndarra
     xn = _nudged(x, rng)
     vn = None if cotangent is None else _nudged(np.asarray(cotangent), rng)
     again = np.asarray(reclaim(xn, vn), dtype=np.float64).reshape(-1)
+    del xn, vn
     a = np.asarray(analytic, dtype=np.float64).reshape(-1)
     if again.shape != a.shape:
         raise ValueError(f"the claimed gradient changed shape from {a.shape} to {again.shape} "
                          "when called again at a nudged input")
+    change = again if again.flags.writeable and not np.shares_memory(again, a) else again.copy()
     with np.errstate(invalid="ignore", over="ignore"):
-        change = np.abs(again - a)
+        np.subtract(change, a, out=change)
+        np.abs(change, out=change)
+    mine = change.copy() if positions is None else change[np.asarray(positions)]
     finite = np.isfinite(change)
-    pooled = float(np.median(change[finite])) if finite.any() else 0.0
-    out = SAFETY * np.maximum(change, pooled)
-    out[~finite] = 0.0
+    if finite.all():
+        pooled = float(np.median(change, overwrite_input=True))
+    else:
+        pooled = float(np.median(change[finite], overwrite_input=True)) if finite.any() else 0.0
+    del change, again, finite
+    out = SAFETY * np.maximum(mine, pooled)
+    out[~np.isfinite(mine)] = 0.0
     return out
 
 
@@ -70,5 +81,8 @@ def _nudged(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if not np.issubdtype(z.dtype, np.floating):
         return z.copy()
     u = float(np.finfo(z.dtype).eps) / 2
-    factor = 1 + NUDGE_ULPS * u * rng.uniform(-1.0, 1.0, z.shape)
-    return (z * factor).astype(z.dtype)
+    factor = rng.uniform(-1.0, 1.0, z.shape)  # 1 + NUDGE_ULPS*u*r, made in place (one array)
+    factor *= NUDGE_ULPS * u
+    factor += 1
+    np.multiply(z, factor, out=factor)
+    return factor.astype(z.dtype, copy=False) if z.dtype != factor.dtype else factor

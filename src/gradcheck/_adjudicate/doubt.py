@@ -26,11 +26,11 @@ GROSS_CONFIRMED = 3
 
 
 def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit, cfg, claim_scale,
-                      claim_rounding: Callable[[], np.ndarray] | None = None) -> None:
+                      claim_rounding: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
     """Send the entries in doubt to ``referee`` and write its verdicts into ``judged``.
 
-    ``claim_rounding`` (None: not measured) returns the claim's own round-off per entry of
-    ``analytic`` at the cost of one more call of the claim (:mod:`.claimround`); it is called
+    ``claim_rounding(positions)`` (None: not measured) returns the claim's own round-off at
+    those entries of ``analytic`` at the cost of one more call of the claim (:mod:`.claimround`); it is called
     only when the referee runs, and widens the referee's allowance for a MISMATCH where it
     exceeds ``k*u*claim_scale``."""
     codes = judged.codes
@@ -66,7 +66,7 @@ def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit,
         # One more call of the claimed gradient (not of f: report.evaluations counts f's calls).
         info["claim_calls"] = 1
         try:
-            claim_noise = claim_rounding()[positions]
+            claim_noise = claim_rounding(positions)
         except Exception as exc:  # a claim that cannot be called again: the old allowance, said
             info["claim_rounding_failed"] = f"{type(exc).__name__}: {exc}"
     before = (codes[positions].copy(), judged.causes[positions].copy())

@@ -78,7 +78,7 @@ def judge_entries(
     flat_indices: np.ndarray | None = None, base_value: float | None = None,
     referee: Referee | None = None, adjudicate: Any = "auto", claim_scale: float | None = None,
     first: tuple[np.ndarray, np.ndarray] | None = None,
-    claim_rounding: Callable[[], np.ndarray] | None = None,
+    claim_rounding: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> Judged:
     """Verdicts for entries already differenced once.
 
@@ -133,14 +133,14 @@ def judge_entries(
     return judged
 
 
-def _claim_rounding(subject: Subject, cfg: Config) -> Callable[[], np.ndarray] | None:
+def _claim_rounding(subject: Subject, cfg: Config) -> Callable[[np.ndarray], np.ndarray] | None:
     """The measurement of the claim's own round-off, to run if the referee does (None when
     the claim is not a function gradcheck may call again)."""
     reclaim = subject.reclaim
     if reclaim is None:
         return None
-    return lambda: measure_claim_rounding(reclaim, subject.pristine, subject.cotangent,
-                                          subject.analytic.reshape(-1), cfg.seed)
+    return lambda positions: measure_claim_rounding(reclaim, subject.pristine, subject.cotangent,
+                                                    subject.analytic.reshape(-1), cfg.seed, positions)
 
 
 class _Identity:

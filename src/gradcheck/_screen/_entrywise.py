@@ -200,7 +200,8 @@ class EntryJudge:
         if reason is not None:
             return
         adj = self.referee.adjudicate(positions, idx[positions], analytic, judged.codes.copy(),
-                                      **Tolerance.of(cfg).rule(), unit=prep.unit, claim_scale=self.claim_scale)
+                                      **Tolerance.of(cfg).rule(), unit=prep.unit, claim_scale=self.claim_scale,
+                                      claim_noise=None)
         got = np.isfinite(adj.exact)
         at = positions[got]
         judged.codes[at], judged.causes[at] = adj.codes[got], adj.causes[got]
