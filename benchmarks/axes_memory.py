@@ -5,7 +5,9 @@ wrapped: tracemalloc's peak is reset when it starts, so each line gives the stag
 peak (and the first line what the returned report still holds), in multiples of N (one float64 array of the input's size), above what was held
 before the check (after a warm-up check of the same case). Cases: ``tanh`` (1e6 entries,
 ``independent_axes="all"``; ``tanh_batched``: the same, ``vectorized=True``), ``layer`` and
-``bug`` (bench_axes's (4096, 256) layer norm, correct and with its planted bug). The report's arrays and evaluation count are pickled to
+``bug`` (bench_axes's (4096, 256) layer norm, correct and with its planted bug), ``suspects``
+(the same layer norm at x = the check's own cotangent, ``adjudicate=False``: nearly every
+entry a suspect of the second look; ``suspects512``: at (512, 256)). The report's arrays and evaluation count are pickled to
 OUT, so two trees can be compared bit for bit::
 
     OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/axes_memory.py OUT.pkl tanh layer bug
@@ -23,6 +25,7 @@ import numpy as np
 
 import gradcheck
 from gradcheck._pipeline import check as pipeline
+from gradcheck._pipeline.prepare import make_cotangent
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_axes import layer_norm, layer_norm_vjp, with_bug  # noqa: E402
@@ -51,6 +54,10 @@ def case_call(case: str):
         x = np.random.default_rng(0).standard_normal(10**6)
         return x.size, lambda: gradcheck.check(np.tanh, x, lambda x, g: g * (1 - np.tanh(x) ** 2),
                                                independent_axes="all", vectorized=case == "tanh_batched")
+    if case.startswith("suspects"):  # nearly every entry a suspect: x is the check's own cotangent
+        shape = (512, 256) if case == "suspects512" else (4096, 256)
+        x = make_cotangent(shape, gradcheck.Config.for_dtype("float64"))
+        return x.size, lambda: gradcheck.check(layer_norm, x, layer_norm_vjp, independent_axes=(0,), adjudicate=False)
     x = np.random.default_rng(1).standard_normal((4096, 256))
     grad = with_bug if case == "bug" else layer_norm_vjp
     return x.size, lambda: gradcheck.check(layer_norm, x, grad, independent_axes=(0,))

@@ -20,14 +20,16 @@ import pytest
 import gradcheck
 from gradcheck._axes.colour import Coloured, wire_ids
 from gradcheck._core.arrays import same_bits
+from gradcheck._core.formats import from_bits, round_to_format
 from gradcheck._pipeline.options import validate
 from gradcheck._pipeline.prepare import prepare
-from gradcheck._refine.roundoff import _finite_count, _parts, representable
+from gradcheck._refine.roundoff import PROBES, LowerFormats, _finite_count, _parts, representable
 from gradcheck._refine.second_look import PerEntry, base_at, finite_anywhere
 from gradcheck.engines._differences import DenominatorsOf, StepsOf, perturbed_points, slope_and_noise, steps_for
 from gradcheck.engines._fork import fork_available
 
 declare_module = importlib.import_module("gradcheck._axes.declare")
+judge_module = importlib.import_module("gradcheck._pipeline.judge")
 
 
 def _within_slices(x: np.ndarray, axes) -> np.ndarray:
@@ -228,3 +230,79 @@ def test_a_round_of_every_entry_travels_as_a_slice_and_gives_serials_report():
         for name in ("numeric", "noise", "tolerance", "codes", "causes", "exact", "left", "right"):
             assert same_bits(np.asarray(getattr(other, name)), np.asarray(getattr(serial, name))), name
     assert serial.codes[2, 3] == gradcheck.Verdict.MISMATCH and (serial.codes == gradcheck.Verdict.MISMATCH).sum() == 1
+
+
+# -- the second look keeps its differences only while a re-study may need them ------------------
+def _values_in(fmt: str, n: int, seed: int) -> np.ndarray:
+    """``n`` non-integer values that are ``fmt`` numbers (and, for float16, not bfloat16 ones)."""
+    v = np.random.default_rng(seed).uniform(0.1, 60.0, n)
+    if fmt == "float64":
+        return v
+    return from_bits(round_to_format(v, fmt), fmt).astype(np.float64)
+
+
+@pytest.mark.parametrize("unit", [1.1e-16, 6e-8])  # a float64 output, a float32 one
+def test_lower_formats_kept_running_never_miss_what_representable_finds(unit):
+    """LowerFormats, fed part by part, gives up only when representable() of all the parts is
+    None: over mixtures of float32, float16, bfloat16 and float64 values, in either order."""
+    kinds = ("float32", "float16", "bfloat16", "float64")
+    for seed, (first, later) in enumerate((a, b) for a in kinds for b in kinds):
+        parts = [_values_in(first, 30, seed), _values_in(later, 30, seed + 100)]
+        watch = LowerFormats(unit, parts[:1])
+        watch.feed(parts[1])
+        found = representable(parts, unit)
+        assert watch.possible or found is None, (first, later)
+        if found is not None:
+            assert found in watch.left
+    # negative control: float16 values keep float16 possible for a float32 output
+    assert LowerFormats(6e-8, [_values_in("float16", 30, 1)]).left == ["float16"]
+    assert not LowerFormats(1.1e-16, [_values_in("float64", 30, 2)]).possible
+
+
+def _recorded_runs(f, x, grad, monkeypatch, watch: bool, **kw):
+    """The check's report and the Recorded it used, with or without the watch."""
+    made = []
+    real = judge_module.Recorded
+
+    def recorded(sub):
+        made.append(real(sub))
+        return made[-1]
+    monkeypatch.setattr(judge_module, "Recorded", recorded)
+    if not watch:
+        monkeypatch.setattr(judge_module, "watch_lower_formats", lambda *a: None)
+    report = gradcheck.check(f, x, grad, engine="serial", config=gradcheck.Config.for_dtype("float64"),
+                             adjudicate=False, **kw)  # the referee's note holds its timing
+    monkeypatch.undo()
+    return report, made[0]
+
+
+def _coarse(x):
+    """float32 numbers, all the integer 3000 across the first step (no format seen there), not at
+    the study's larger steps: the re-study with float32's round-off (recheck_precision) runs."""
+    return np.float64(np.float32(3000 + 3.0 * np.sin(x).sum()))
+
+
+@pytest.mark.parametrize("f, x, grad, restudied", [
+    (_coarse, np.zeros(12), lambda x: 3.0 * np.cos(x), True),
+    (_coarse, np.zeros(12), lambda x: 3.3 * np.cos(x), True),
+    (lambda x: np.sin(x).sum() + 3e10, np.linspace(-1, 1, 12), np.cos, False),  # every entry a suspect
+    (lambda x: np.sin(x).sum(), np.linspace(-1, 1, 12), lambda x: 1.01 * np.cos(x), False),
+])
+def test_the_watch_drops_the_differences_only_when_no_re_study_can_need_them(f, x, grad, restudied,
+                                                                             monkeypatch):
+    """With the watch, the report is the same bits and the same evaluations as keeping every
+    difference; the second look's differences are dropped when f's values are in no lower
+    format, and all kept (and re-studied) when they are."""
+    kept, kept_record = _recorded_runs(f, x, grad, monkeypatch, watch=False)
+    report, record = _recorded_runs(f, x, grad, monkeypatch, watch=True)
+    for name in ("codes", "numeric", "noise", "tolerance", "refined", "causes", "left", "right"):
+        assert same_bits(np.asarray(getattr(report, name)), np.asarray(getattr(kept, name))), name
+    assert report.evaluations == kept.evaluations and report.notes == kept.notes
+    assert any("is a float32 number" in n for n in report.notes) == restudied
+    assert record.watch.possible == restudied
+    taken = sum(v.size for v in kept_record.values())
+    left = sum(v.size for v in record.values())
+    if restudied:
+        assert left == taken > 0
+    else:  # only the round-off probe's differences (taken before the watch) stay
+        assert left <= 2 * 3 * PROBES < taken

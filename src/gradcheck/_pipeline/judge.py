@@ -31,7 +31,7 @@ from .._core.judged import Judged
 from .._core.sparse import SparseColumn
 from .._core.verdict import Cause
 from .._refine.retry import retry_nonfinite_steps
-from .._refine.roundoff import probe_roundoff, recheck_precision
+from .._refine.roundoff import probe_roundoff, recheck_precision, watch_lower_formats
 from .._refine.second_look import Recorded, second_look
 from ..engines._differences import DenominatorsOf, slope_and_noise
 
@@ -122,6 +122,7 @@ def judge_entries(
     if drift is None and base_value is not None:
         unit = probe_roundoff(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
     if cfg.refine and drift is None:
+        watch_lower_formats(record, (fp, fm, denom), base_value, unit)  # keeps only what a re-study needs
         second_look(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
         unit = recheck_precision(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
     judged.evaluations += record.evaluations

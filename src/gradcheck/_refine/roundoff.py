@@ -43,7 +43,7 @@ from .._core.formats import from_bits, round_to_format
 from .._core.judged import Judged
 from .._core.verdict import Cause, Verdict
 from ..engines._differences import slope_and_noise
-from .second_look import PerEntry, base_at, finite_anywhere, second_look
+from .second_look import PerEntry, Recorded, base_at, finite_anywhere, second_look
 
 #: Entries probed (a seeded choice among the first pass's MISMATCH entries).
 PROBES = 8
@@ -70,14 +70,69 @@ def representable(values, unit: float) -> str | None:
         return None
     found = None
     # float16 and bfloat16 numbers are float32 numbers: when float32 fails, both fail too.
-    for name in sorted(_LOWER, key=lambda n: UNIT_ROUNDOFF[n]):
-        if UNIT_ROUNDOFF[name] <= unit:
-            continue
-        if _every(parts, lambda c, name=name: from_bits(round_to_format(c, name), name) == c):
+    for name in _coarser(unit):
+        if _holds(parts, name):
             found = name
         elif name == "float32":
             break
     return found
+
+
+def _coarser(unit: float) -> list[str]:
+    """The lower formats whose unit round-off is above ``unit``, finest first."""
+    return [n for n in sorted(_LOWER, key=lambda n: UNIT_ROUNDOFF[n]) if UNIT_ROUNDOFF[n] > unit]
+
+
+def _holds(parts: list[Any], name: str) -> bool:
+    """Is every finite value of ``parts`` a ``name`` number?"""
+    return _every(parts, lambda c: from_bits(round_to_format(c, name), name) == c)
+
+
+class LowerFormats:
+    """The lower formats that could still hold every value fed so far, kept as values come
+    (:meth:`feed`): when none is left, :func:`representable` of those values and any more is
+    None, whatever they are, so :func:`recheck_precision` has nothing to re-study and the
+    step study's differences need not be kept for it (``Recorded.watch_from_now``: with
+    most entries suspects, those are ~30 arrays of N).
+
+    >>> watch = LowerFormats(1.1e-16, [np.array([0.5, 0.25])])
+    >>> watch.possible, watch.feed(np.array([0.1]))
+    (True, False)
+    """
+
+    def __init__(self, unit: float, values) -> None:
+        self.unit, self.left = unit, _coarser(unit)
+        self.feed(values)
+
+    @property
+    def possible(self) -> bool:
+        return bool(self.left)
+
+    def feed(self, values) -> bool:
+        """Take ``values`` (an array or a sequence of parts, as :func:`representable`)
+        into account; True while some lower format holds every value fed."""
+        if self.left:
+            parts = _parts(values)
+            left = []
+            for name in self.left:
+                if _holds(parts, name):
+                    left.append(name)
+                elif name == "float32":  # float16 and bfloat16 numbers are float32 numbers
+                    left = []
+                    break
+            self.left = left
+        return self.possible
+
+
+def watch_lower_formats(record, diffs, base_value, unit: float) -> None:
+    """Before the second look: ``record`` (a :class:`Recorded`) keeps the differences it takes
+    only while :func:`recheck_precision` (with the same ``unit``) may re-study them."""
+    if isinstance(record, Recorded):
+        record.watch_from_now(LowerFormats(unit, [diffs[0], diffs[1], _base_part(_nan_if_none(base_value))]))
+
+
+def _nan_if_none(base_value):
+    return np.nan if base_value is None else base_value
 
 
 #: Values tested per step (the first that fails ends the test: memory and time stay small).
@@ -223,7 +278,13 @@ def recheck_precision(judged: Judged, record, analytic, diffs, steps, base_value
     exact there), judge every entry again with that format's round-off; the evaluations
     already made are reused. Returns the unit round-off in use."""
     fp, fm, _ = diffs
-    values = [fp, fm, _base_part(np.nan if base_value is None else base_value), *record.values()]
+    watch = record.watch if isinstance(record, Recorded) else None
+    if watch is not None:
+        if watch.unit != unit:
+            raise AssertionError("the record was watched for another unit round-off")
+        if not watch.possible:  # some value is in no lower format: representable() is None
+            return unit
+    values = [fp, fm, _base_part(_nan_if_none(base_value)), *record.values()]
     fmt = representable(values, unit)
     if fmt is None:
         return unit

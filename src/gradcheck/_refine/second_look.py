@@ -178,6 +178,12 @@ class Recorded:
         # ``tag`` is set, blocks of other chunks are not searched (they hold other positions).
         self._tags: list[Any] = []
         self.tag: Any = None
+        # What may still need the values (``watch``): None keeps every block. Otherwise the
+        # blocks from ``_watched_from`` on are kept only while ``watch.feed(values)`` says
+        # they can still be needed (:class:`.roundoff.LowerFormats`: a re-study with a lower
+        # format's round-off); the blocks before it (the probe's) are always kept.
+        self.watch: Any = None
+        self._watched_from = 0
 
     def __call__(self, positions, steps):
         pos = np.asarray(positions, dtype=np.int64).reshape(-1)
@@ -195,10 +201,22 @@ class Recorded:
             fresh = np.vstack(self._differencer(pos[miss], h[miss])).astype(np.float64)
             self.evaluations += 2 * int(miss.size)
             out[:, miss] = fresh
-            order = np.argsort(pos[miss], kind="stable")
-            self._blocks.append((pos[miss][order], h[miss][order], fresh[:, order]))
-            self._tags.append(self.tag)
+            if self.watch is None or self.watch.feed(fresh[:2]):
+                order = np.argsort(pos[miss], kind="stable")
+                self._blocks.append((pos[miss][order], h[miss][order], fresh[:, order]))
+                self._tags.append(self.tag)
+            else:  # no longer needed: the watched blocks go, and the next ones are not kept
+                del self._blocks[self._watched_from:], self._tags[self._watched_from:]
         return out[0], out[1], out[2]  # views of one fresh array: no copies
+
+    def watch_from_now(self, watch) -> None:
+        """Keep the blocks taken from now on only while ``watch.feed(values)`` is True (it is
+        given each fresh block's ``f(x + s)`` and ``f(x - s)``; once False, those blocks
+        are dropped and no more are kept). Within one second look no ``(position, step)`` is
+        asked twice (a study reuses the quick look's differences as arrays, and chunks hold
+        different positions): only the blocks taken before (the probe's) and a re-study
+        (:func:`.roundoff.recheck_precision`, which asks ``watch`` first) reuse blocks."""
+        self.watch, self._watched_from = watch, len(self._blocks)
 
     def values(self) -> list[np.ndarray]:
         """Every f(x ± s) taken so far, a part per block (not concatenated: with most entries
