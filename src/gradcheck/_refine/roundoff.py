@@ -49,6 +49,11 @@ from .second_look import PerEntry, base_at, finite_anywhere, second_look
 PROBES = 8
 #: Measured round-off this many times the output dtype's model: f computes in lower precision.
 FAR_ABOVE = 100.0
+#: Measured round-off this many times the model's (but not FAR_ABOVE): f cancels large
+#: intermediate values (a sum of many terms much larger than the result); the measured value
+#: (not rounded up) is the noise from then on. Without it a correct claim at a tight rtol
+#: (1e-12) was confirmed MISMATCH by a step study whose bounds came from the model.
+ABOVE = 2.0
 #: |K(h)| / |K(h/2)| above this (median over probes) is truncation (16 for pure truncation),
 #: not round-off (1 on average): the measurement is not used.
 TRUNCATION_RATIO = 4.0
@@ -131,6 +136,10 @@ class RoundOff:
         return self.unit > self.model
 
     def note(self) -> str:
+        if self.measured <= FAR_ABOVE * self.model:
+            return (f"f's measured round-off is {self.measured:.2g}*|f|, {self.measured / self.model:.3g} times "
+                    f"the model's {self.model:.2g}: f cancels large intermediate values; the measured round-off "
+                    f"is used as its noise ({self.evaluations} evaluations on {self.probes} entries measured it)")
         near = min(UNIT_ROUNDOFF, key=lambda name: abs(np.log2(UNIT_ROUNDOFF[name] / self.measured)))
         model_name = min(UNIT_ROUNDOFF, key=lambda name: abs(np.log2(UNIT_ROUNDOFF[name] / self.model)))
         return (f"f's measured round-off is {self.measured:.2g}*|f| (about {near}'s), far above "
@@ -172,6 +181,8 @@ def probe(differencer, suspects: np.ndarray, steps: np.ndarray, first, base_valu
     noise_like = not growth > TRUNCATION_RATIO  # NaN (0/0: no round-off at all) counts as noise
     if noise_like and measured > FAR_ABOVE * unit:
         return RoundOff(float(2.0 ** np.ceil(np.log2(measured))), unit, measured, int(pick.size), evaluations)
+    if noise_like and measured > ABOVE * unit:
+        return RoundOff(measured, unit, measured, int(pick.size), evaluations)
     return RoundOff(unit, unit, measured, int(pick.size), evaluations)
 
 
