@@ -2,8 +2,9 @@
 
 ``sum(tanh(A @ W) * B)`` with small entries sums terms ~900 times larger than its result: its
 round-off is ~15 times the float64 model's ``u*|f|``. The step study's bounds, built on the
-model, let 6 of 1024 correct entries through as MISMATCH (60 of 4096 at 64x64) before the
-round-off probe's measurement was used below 100x the model (``_refine.roundoff.ABOVE``).
+model, let 6 of 1024 correct entries through as MISMATCH (60 of 4096 at 64x64) before a
+MISMATCH had to hold under the round-off the probe measured (``_refine.roundoff.demote_unproven``):
+one that does not is UNCHECKED, not proven.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def test_correct_gradient_of_a_cancelling_sum_is_never_a_mismatch_and_planted_er
     clean = check(f, W, G, config=cfg, adjudicate=False)  # no referee: the step study alone
     codes = clean.codes.reshape(-1)
     assert int((codes == Verdict.MISMATCH).sum()) == 0
+    assert int((codes == Verdict.UNCHECKED).sum()) <= 12  # the unproven ones, said so, not hidden as PASS
     assert any("cancels large intermediate values" in note for note in clean.notes)
     # Negative control: a 1e-9 relative error on entries the differences resolved to well
     # below it (their tolerance under a third of it) is still a MISMATCH, and only there.

@@ -107,10 +107,7 @@ def why_nothing_verified(report: Any) -> tuple[str, str]:
         figures = (f"noise floor {report.config.noise_factor:g}*noise: median {_median(floor):.2g}, "
                    f"against values of median {_median(scale):.2g}")
         inner = getattr(report, "measured_roundoff", None)
-        # A measured round-off far above the output dtype's: f computes in lower precision (a
-        # smaller excess is cancellation inside f, the generic reason below).
-        model = UNIT_ROUNDOFF.get(str(report.output_dtype or report.dtype), 0.0)
-        if low is None and inner is not None and inner > 100.0 * model:
+        if low is None and inner is not None:
             why.append(f"f computes in lower precision than its {report.output_dtype or report.dtype} output "
                        f"suggests (its round-off, measured, is {inner:.2g}*|f|, {_nearest_format(inner)}), "
                        f"and that round-off swamps the slope at every entry ({figures})")
