@@ -31,7 +31,7 @@ from .._core.judged import Judged
 from .._core.sparse import SparseColumn
 from .._core.verdict import Cause
 from .._refine.retry import retry_nonfinite_steps
-from .._refine.roundoff import probe_roundoff, recheck_precision, watch_lower_formats
+from .._refine.roundoff import demote_unproven, probe_roundoff, recheck_precision, watch_lower_formats
 from .._refine.second_look import Recorded, second_look
 from ..engines._differences import DenominatorsOf, slope_and_noise
 
@@ -119,12 +119,16 @@ def judge_entries(
     # Every later difference goes through one record: the step study reuses the probe's,
     # a re-study reuses the study's, and the evaluations are counted once, where they happen.
     record = Recorded(sub)
+    cancelling = None
     if drift is None and base_value is not None:
-        unit = probe_roundoff(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
+        unit, cancelling = probe_roundoff(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
     if cfg.refine and drift is None:
-        watch_lower_formats(record, (fp, fm, denom), base_value, unit)  # keeps only what a re-study needs
+        if cancelling is None:  # else demote_unproven may re-study from every difference recorded
+            watch_lower_formats(record, (fp, fm, denom), base_value, unit)  # keeps only what a re-study needs
         second_look(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
         unit = recheck_precision(judged, record, analytic, (fp, fm, denom), steps, base_value, unit, cfg)
+    if cancelling is not None and cancelling > unit:  # f cancels large terms: a MISMATCH must hold under it
+        demote_unproven(judged, record, analytic, (fp, fm, denom), steps, base_value, cancelling, cfg)
     judged.evaluations += record.evaluations
     if judged.model_unit is not None:
         judged.measured_unit = unit

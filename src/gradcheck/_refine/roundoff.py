@@ -44,11 +44,18 @@ from .._core.judged import Judged
 from .._core.verdict import Cause, Verdict
 from ..engines._differences import slope_and_noise
 from .second_look import PerEntry, Recorded, base_at, finite_anywhere, second_look
+from .study import step_study
 
 #: Entries probed (a seeded choice among the first pass's MISMATCH entries).
 PROBES = 8
 #: Measured round-off this many times the output dtype's model: f computes in lower precision.
 FAR_ABOVE = 100.0
+#: Measured round-off this many times the model's (but not FAR_ABOVE): f cancels large
+#: intermediate values (a sum of many terms much larger than the result). A MISMATCH must
+#: then hold under the measured round-off too, else it is UNCHECKED (the referee settles it
+#: when it runs; :func:`demote_unproven`). Without it a correct claim at a tight rtol (1e-12)
+#: was confirmed MISMATCH by a step study whose bounds came from the model.
+ABOVE = 2.0
 #: |K(h)| / |K(h/2)| above this (median over probes) is truncation (16 for pure truncation),
 #: not round-off (1 on average): the measurement is not used.
 TRUNCATION_RATIO = 4.0
@@ -180,10 +187,16 @@ class RoundOff:
     measured: float
     probes: int
     evaluations: int
+    noise_like: bool = True
 
     @property
     def lower_precision(self) -> bool:
         return self.unit > self.model
+
+    @property
+    def cancelling(self) -> bool:
+        """Round-off measured above the model but not far above: f cancels large terms."""
+        return not self.lower_precision and self.noise_like and self.measured > ABOVE * self.model
 
     def note(self) -> str:
         near = min(UNIT_ROUNDOFF, key=lambda name: abs(np.log2(UNIT_ROUNDOFF[name] / self.measured)))
@@ -227,14 +240,17 @@ def probe(differencer, suspects: np.ndarray, steps: np.ndarray, first, base_valu
     noise_like = not growth > TRUNCATION_RATIO  # NaN (0/0: no round-off at all) counts as noise
     if noise_like and measured > FAR_ABOVE * unit:
         return RoundOff(float(2.0 ** np.ceil(np.log2(measured))), unit, measured, int(pick.size), evaluations)
-    return RoundOff(unit, unit, measured, int(pick.size), evaluations)
+    return RoundOff(unit, unit, measured, int(pick.size), evaluations, noise_like)
 
 
-def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit, cfg) -> float:
+def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit,
+                   cfg) -> tuple[float, float | None]:
     """f's round-off, looked at twice (:func:`representable`, :func:`probe`): are all its values float32 (or 16-bit)
     numbers? (free) And, when the first pass finds a MISMATCH, what does the probe
     measure? When either is far above the output dtype's unit round-off, every entry is
-    re-judged with it. Returns the unit round-off to use from here on."""
+    re-judged with it. Returns the unit round-off to use from here on, and the measured one
+    when it is above the model but not far above (f cancels large terms; None otherwise),
+    for :func:`demote_unproven`."""
     fp, fm, _ = diffs
     model = unit
     values = [fp, fm, _base_part(base_value)]  # never concatenated: N-sized parts
@@ -253,7 +269,41 @@ def probe_roundoff(judged: Judged, sub, analytic, diffs, steps, base_value, unit
         judged.notes.append(found.note())
     if unit != model and judged.model_unit is None:
         judged.model_unit = model
-    return unit
+    return unit, (found.measured if found is not None and found.cancelling else None)
+
+
+def demote_unproven(judged: Judged, record, analytic, diffs, steps, base_value, measured: float, cfg) -> None:
+    """Every MISMATCH judged again with f's measured round-off ``measured`` (the probe's, above
+    the model's: f cancels large intermediate values): one that does not hold under it is not
+    proven, and is UNCHECKED (the referee settles it when it runs). The studied entries are
+    studied again from the differences already recorded (no new evaluations)."""
+    codes = judged.codes
+    mismatch = np.flatnonzero(codes == Verdict.MISMATCH)
+    if not mismatch.size:
+        return
+    studied = mismatch[judged.refined[mismatch]]
+    first = mismatch[~judged.refined[mismatch]]
+    demoted = 0
+    if studied.size:
+        study = step_study(record, studied, steps[studied], analytic[studied], tuple(d[studied] for d in diffs),
+                           base_value=base_at(base_value, studied), unit_roundoff=measured, **rule_of(cfg))
+        loose = study.codes != Verdict.MISMATCH
+        at = studied[loose]
+        codes[at] = Verdict.UNCHECKED
+        judged.numeric[at] = study.numeric[loose]
+        judged.noise[at] = study.bound[loose] / cfg.noise_factor if cfg.noise_factor else study.bound[loose]
+        demoted += int(loose.sum())
+    if first.size:
+        fp, fm, denom = (np.asarray(d[first], dtype=np.float64) for d in diffs)
+        numeric, noise = slope_and_noise(fp, fm, denom, measured)
+        loose = classify(analytic[first], numeric, noise, **rule_of(cfg)) != Verdict.MISMATCH
+        codes[first[loose]] = Verdict.UNCHECKED
+        judged.noise[first[loose]] = noise[loose]
+        demoted += int(loose.sum())
+    if demoted:
+        judged.notes.append(
+            f"f's measured round-off is {measured:.2g}*|f| (above the model's: f cancels large intermediate "
+            f"values); {demoted} MISMATCH that did not hold under it are UNCHECKED, not proven")
 
 
 def _note_format(judged: Judged, fmt: str, values, unit: float) -> None:

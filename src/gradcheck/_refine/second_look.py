@@ -215,7 +215,8 @@ class Recorded:
         are dropped and no more are kept). Within one second look no ``(position, step)`` is
         asked twice (a study reuses the quick look's differences as arrays, and chunks hold
         different positions): only the blocks taken before (the probe's) and a re-study
-        (:func:`.roundoff.recheck_precision`, which asks ``watch`` first) reuse blocks."""
+        (:func:`.roundoff.recheck_precision`, which asks ``watch`` first) reuse blocks
+        (``demote_unproven`` re-studies from every block too: no watch is set when it may run)."""
         self.watch, self._watched_from = watch, len(self._blocks)
 
     def values(self) -> list[np.ndarray]:
