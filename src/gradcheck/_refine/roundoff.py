@@ -286,7 +286,8 @@ def demote_unproven(judged: Judged, record, analytic, diffs, steps, base_value, 
     demoted = 0
     if studied.size:
         study = step_study(record, studied, steps[studied], analytic[studied], tuple(d[studied] for d in diffs),
-                           base_value=base_at(base_value, studied), unit_roundoff=measured, **rule_of(cfg))
+                           base_value=base_at(base_value, studied), unit_roundoff=measured, measured=None,
+                           **rule_of(cfg))
         loose = study.codes != Verdict.MISMATCH
         at = studied[loose]
         codes[at] = Verdict.UNCHECKED
