@@ -804,3 +804,26 @@ def test_second_look_in_chunks_gives_the_same_verdicts_in_less_memory(monkeypatc
         np.testing.assert_array_equal(getattr(chunked, name), getattr(whole, name), err_msg=name)
     assert whole.evaluations <= chunked.evaluations <= 1.3 * whole.evaluations
     assert chunked_peak < 0.8 * whole_peak, (chunked_peak, whole_peak)
+
+
+@pytest.mark.parametrize("axes", [(0,), "all"])
+def test_vectorized_f_writing_into_its_batch_is_reported(axes):
+    """A vectorized f gets a batch of perturbed copies (gradcheck's, so the user's x is never
+    at risk); a write into it, at a perturbed entry or elsewhere, is still InputMutationError,
+    as on the serial engine. The same f without the write passes (control)."""
+    x = data((6, 5), seed=67)
+    before = x.copy()
+
+    def rows_tanh(z, write):
+        out = np.tanh(z) * 1.0  # a new array, not a view of the batch
+        if write and z.ndim == 3:  # only the batched calls (the first call is at x itself)
+            z[0, 1, 2] += 1.0
+        return out
+
+    grad = lambda z, g: g * (1 - np.tanh(z) ** 2)  # noqa: E731
+    writing = lambda z: rows_tanh(z, True)  # noqa: E731
+    with pytest.raises(gradcheck.InputMutationError, match="of the batch it was given changed"):
+        gradcheck.check(writing, x, grad, independent_axes=axes, vectorized=True)
+    assert x.tobytes() == before.tobytes()
+    clean = gradcheck.check(lambda z: rows_tanh(z, False), x, grad, independent_axes=axes, vectorized=True)
+    assert clean.passed and clean.engine == "batched (coloured)"

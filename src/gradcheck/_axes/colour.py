@@ -224,12 +224,17 @@ class Coloured:
             denom[...] = batch[0].reshape(-1)  # (x + h) - (x - h) in float64, as perturbed_points takes it
             np.subtract(denom, batch[1].reshape(-1), out=denom)
         ys = self._call(0, flat.size, "+h", batch)
-        del batch
         if np.shape(ys)[:1] != (2,):
             raise ValueError(f"vectorized f returned shape {np.shape(ys)} for a batch of 2")
         self._reduce(ys[0], out=f_plus)
         self._reduce(ys[1], out=f_minus)
         self.evaluations += 2
+        del ys  # reduced first: an output may be a view of the batch, which is checked next
+        for k, (move, side) in enumerate(((np.add, "+h"), (np.subtract, "-h"))):
+            written = _first_moved(batch[k].reshape(-1), flat, h, move)
+            if written >= 0:
+                raise _batch_written(written, self.work.shape, side)
+        del batch
         self.rounds += 1
         return True
 
@@ -248,6 +253,8 @@ class Coloured:
             for k, (pos, _, _, _, mine, out, _) in enumerate(points):
                 out[pos] = self._reduce(ys[k])[mine]
             self.evaluations += len(points)
+            del ys  # reduced first: an output may be a view of the batch, which is checked next
+            _check_batch(batch, self.work.reshape(-1), points)
             return
         for pos, ids, values, old, mine, out, side in points:
             out[pos] = self.point(ids, values, old, mine, side)
@@ -329,6 +336,27 @@ def _first_moved(flat: np.ndarray, old: np.ndarray, step: Any, move: Any, block:
         if bad.size:
             return start + int(bad[0])
     return -1
+
+
+def _check_batch(batch: np.ndarray, flat: np.ndarray, points) -> None:
+    """After a vectorized ``f`` ran on ``batch`` (row ``k``: ``work`` with point ``k``'s entries
+    set to its values): :class:`~gradcheck.InputMutationError` if ``f`` wrote into a row, at a
+    perturbed entry or elsewhere (the batch is gradcheck's, so no user data changed, but a write
+    into its input is a defect of ``f`` that the serial engine reports too)."""
+    for k, (_, ids, values, _, _, _, side) in enumerate(points):
+        row = batch[k].reshape(-1)
+        written = first_written(row[ids], values)
+        if written >= 0:
+            raise _batch_written(int(ids[written]), batch.shape[1:], side)
+        row[ids] = flat[ids]
+        if not same_bits(row, flat):
+            bits = f"u{flat.dtype.itemsize}"
+            raise _batch_written(int(np.flatnonzero(row.view(bits) != flat.view(bits))[0]), batch.shape[1:], side)
+
+
+def _batch_written(flat_index: int, shape: tuple[int, ...], side: str) -> Exception:
+    at = tuple(int(k) for k in np.unravel_index(flat_index, shape))
+    return mutation_error(seen=f" (entry {at} of the batch it was given changed, {side}, coloured, vectorized)")
 
 
 def first_written(now: np.ndarray, values: Any) -> int:
