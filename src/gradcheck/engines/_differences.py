@@ -8,6 +8,7 @@ bit for bit afterwards (``check_params``); either way each entry is put back in 
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from .._core.config import UNIT_ROUNDOFF, Config, dtype_name
 from .._core.errors import FunctionError, OutputError, mutation_error
+from .._core.sparse import SparseColumn
 
 
 def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
@@ -28,34 +30,30 @@ def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
     return np.multiply(step, v, out=v)
 
 
-class _ComputedWhereRead:
+class _ComputedWhereRead(ABC):
     """An array of N computed from ``values`` where it is read (``a[positions]``), without
     holding it: the same bits, entry by entry, as long as ``values`` hold still between reads (a
-    check's ``work``, put back after every evaluation). Values set at positions (a retry's) are
-    kept and read back."""
+    check's ``work``, put back after every evaluation). Values set at positions (a retry's,
+    always finite) are kept in a :class:`~gradcheck._core.sparse.SparseColumn` and read back."""
 
     def __init__(self, values: np.ndarray) -> None:
         self.values, self.size = values, int(values.size)
-        self._set_at, self._set_to = np.zeros(0, dtype=np.int64), np.zeros(0)  # sorted positions, values
+        self._set = SparseColumn(self.size)
 
+    @abstractmethod
     def _computed(self, key: Any) -> np.ndarray:
-        raise NotImplementedError
+        """The values at ``key``, computed from :attr:`values`."""
 
     def __getitem__(self, key: Any) -> np.ndarray:
         out = self._computed(key)
-        if self._set_at.size:
-            at = np.arange(self.size)[key]
-            j = np.minimum(np.searchsorted(self._set_at, at), self._set_at.size - 1)
-            hit = self._set_at[j] == at
-            out[hit] = self._set_to[j[hit]]
+        if self._set.count:
+            kept = np.asarray(self._set[key])
+            hit = ~np.isnan(kept)
+            out[hit] = kept[hit]
         return out
 
     def __setitem__(self, key: Any, new: Any) -> None:
-        at = np.asarray(np.arange(self.size)[key]).reshape(-1)
-        kept = dict(zip(self._set_at.tolist(), self._set_to.tolist()))
-        kept.update(zip(at.tolist(), np.broadcast_to(np.asarray(new, dtype=np.float64), at.shape).tolist()))
-        self._set_at = np.array(sorted(kept), dtype=np.int64)
-        self._set_to = np.array([kept[k] for k in self._set_at.tolist()], dtype=np.float64)
+        self._set[key] = new
 
 
 class StepsOf(_ComputedWhereRead):
@@ -83,7 +81,7 @@ class StepsOf(_ComputedWhereRead):
     def reading(self, values: np.ndarray) -> StepsOf:
         """The same steps read from a copy of the values (the values may move meanwhile)."""
         twin = StepsOf(values, self.rel_step)
-        twin._set_at, twin._set_to = self._set_at, self._set_to
+        twin._set = SparseColumn.from_entries(self.size, self._set.positions, self._set.values)  # its own copy
         return twin
 
 
