@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - numpy 1.x
 
 
 @dataclass(frozen=True, eq=False)
-class ParamsReport(HtmlViews):
+class ParamsReport(HtmlViews, _status.PassedAsTruth):
     """One :class:`Report` per parameter name, a table of all names, and a diagnosis
     that reads the names in backward order.
 

@@ -14,6 +14,7 @@ from .._core.errors import FunctionError as FunctionError
 from .._core.errors import GradientAssertionError as GradientAssertionError
 from .._core.errors import ShapeMismatchError as ShapeMismatchError
 from .._core.errors import UnsupportedInputError as UnsupportedInputError
+from .._core.status import PassedAsTruth as PassedAsTruth
 from .._core.status import refusal as refusal
 from .._core.verdict import FAILING as FAILING
 from .._core.verdict import Verdict as Verdict

@@ -199,7 +199,7 @@ def _normalise_where(text: str) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class SweepReport(HtmlViews):
+class SweepReport(HtmlViews, _status.PassedAsTruth):
     """The checks of a shape sweep: which shapes fail, the rule, and where they fail.
 
     ``results`` holds one :class:`ShapeResult` per shape, in sweep order. ``rule`` is the
