@@ -69,16 +69,26 @@ class AdjointResult(ResultMixin):
         return tuple(k for k in ("jvp", "vjp") if not self.linearity[k] <= limit)
 
     @property
+    def inconsistent(self) -> tuple[str, ...]:
+        """The models that disagree with finite differences of ``f`` (``blame``; empty
+        without ``f``)."""
+        return tuple(k for k in ("jvp", "vjp") if self.blame and not self.blame[f"{k}_agrees"])
+
+    @property
     def status(self) -> str:
+        """FAIL when a draw's difference exceeds its bound (or is not finite), when a model
+        is not linear, or when a model disagrees with ``f`` (the blame): two models that
+        are transposes of each other but not derivatives of ``f`` are wrong too."""
         finite = all(math.isfinite(v) for v in self.forward + self.adjoint + self.bound)
         held = finite and all(d <= b for d, b in zip(self.differences, self.bound))
-        return PASS if held and not self.nonlinear else FAIL
+        return PASS if held and not self.nonlinear and not self.inconsistent else FAIL
 
     def summary(self) -> str:
         worst = max((d / b if b > 0 else (0.0 if d == 0 else math.inf))
                     for d, b in zip(self.differences, self.bound))
+        against = f"; {self.blame['verdict']}" if self.inconsistent else ""
         return (f"{self.name}: {self.status} -- adjoint test <J t, v> = <t, J^T v>, {len(self.forward)} draws, "
-                f"x {self.in_shape} -> y {self.out_shape}; worst |difference|/bound {worst:.2g}")
+                f"x {self.in_shape} -> y {self.out_shape}; worst |difference|/bound {worst:.2g}{against}")
 
     def lines(self) -> list[str]:
         out = [f"dtype {self.dtype}, {self.calls} operator calls in {self.seconds:.3g} s"]
@@ -108,7 +118,7 @@ class AdjointResult(ResultMixin):
     def _fields(self) -> dict[str, Any]:
         return {"forward": list(self.forward), "adjoint": list(self.adjoint), "bound": list(self.bound),
                 "differences": list(self.differences), "linearity": dict(self.linearity),
-                "nonlinear": list(self.nonlinear), "in_shape": list(self.in_shape),
+                "nonlinear": list(self.nonlinear), "inconsistent": list(self.inconsistent), "in_shape": list(self.in_shape),
                 "out_shape": list(self.out_shape), "dtype": self.dtype, "seconds": self.seconds,
                 "calls": self.calls, "blame": dict(self.blame), "notes": list(self.notes)}
 
