@@ -54,7 +54,8 @@ def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, che
 
 def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.ndarray,
                 cotangent: np.ndarray | None, steps: Any, seed: int, vectorized: bool,
-                engine: str, lowp: bool, executor: Any = None, f: Any = None, backend: Any = None) -> Coloured:
+                engine: str, lowp: bool, executor: Any = None, f: Any = None, backend: Any = None,
+                pristine: np.ndarray | None = None) -> Coloured:
     """The verified coloured differencer for ``f`` at ``work``. ``evaluate(batch)`` returns
     ``f``'s output at ``work`` (``batch`` None) or at a stack of copies (vectorized ``f``)."""
     if np.iscomplexobj(y0):
@@ -77,7 +78,7 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
         if why is not None:
             raise TypeError(f"engine='compiled' with independent_axes cannot check this function: {why}")
     axes = declare(independent_axes, work.shape, y0.shape)
-    spent, note = verify(axes, lambda: evaluate(None), work, y0, steps, seed)
+    spent, note = verify(axes, lambda: evaluate(None), work, y0, steps, seed, pristine)
     if executor is not None or engine == "executor":
         coloured: Coloured = ExecutorColoured(axes, evaluate, work, cotangent, y0, executor=executor)
         way = "executor"
