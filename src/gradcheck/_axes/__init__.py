@@ -22,12 +22,12 @@ import numpy as np
 
 from .colour import Coloured
 from .compiled import CompiledColoured, unsupported
-from .declare import Axes, declare
+from .declare import Axes, against_input, declare
 from .executor import ExecutorColoured
 from .processes import PooledColoured
 from .verify import verify
 
-__all__ = ["Axes", "Coloured", "colour_plan", "declare", "refuse_unsupported"]
+__all__ = ["Axes", "Coloured", "against_input", "colour_plan", "declare", "refuse_unsupported"]
 
 #: The engines the coloured differencer runs on (``auto`` means serial, or batched for a
 #: vectorized ``f``; ``processes``: its evaluations on a fork pool, :mod:`.processes`;

@@ -130,6 +130,19 @@ def declare(independent_axes: Any, x_shape: tuple[int, ...], y_shape: tuple[int,
     return Axes(axes, x_shape, y_shape, False)
 
 
+def against_input(independent_axes: Any, x_shape: tuple[int, ...]) -> None:
+    """The declaration's own errors, which need only ``x``: its type, an axis out of ``x``'s
+    range, an axis named twice (``check`` calls this before ``f`` runs; :func:`declare`
+    checks the output's shape once ``f(x)`` is known)."""
+    if independent_axes is None:
+        return
+    if isinstance(independent_axes, str):
+        if independent_axes != "all":
+            raise ValueError(f"independent_axes must be a tuple of axes or 'all', got {independent_axes!r}")
+        return
+    _as_axes(independent_axes, len(x_shape))
+
+
 def _as_axes(value: Any, ndim: int) -> tuple[int, ...]:
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = (value,)

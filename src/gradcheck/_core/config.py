@@ -79,16 +79,19 @@ class Config:
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
-        if self.reduce not in _REDUCE_CHOICES:
-            raise ValueError(f"reduce={self.reduce!r} is not one of {_REDUCE_CHOICES}")
-        for field in ("step", "rtol", "atol", "noise_factor"):
-            value = getattr(self, field)
-            if not (isinstance(value, (int, float)) and np.isfinite(value) and value >= 0):
-                raise ValueError(f"{field} must be a finite number >= 0, got {value!r}")
-        if self.step <= 0:
-            raise ValueError(f"step must be > 0, got {self.step!r}")
+        from . import arguments as _arguments  # the validators, in one place (arguments imports Config lazily)
+
+        _arguments.choice("reduce", self.reduce, _REDUCE_CHOICES)
+        _arguments.positive("step", self.step)
+        for field in ("rtol", "atol", "noise_factor"):
+            _arguments.nonnegative(field, getattr(self, field))
+        _arguments.as_seed(self.seed)
+        _arguments.flag("refine", self.refine)
+        _arguments.flag("refine_noisy", self.refine_noisy)
+        _arguments.choice("dtype", self.dtype, tuple(UNIT_ROUNDOFF))
         res = self.resolution
-        if not (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 < res < 1):
+        _arguments.positive("resolution", res)
+        if not res < 1:
             raise ValueError(f"resolution must be a number in (0, 1) (the largest tolerance, as a share of "
                              f"the value, at which an entry may PASS), got {res!r}")
         if not self.rtol < res:

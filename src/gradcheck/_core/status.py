@@ -68,7 +68,7 @@ class PassedAsTruth:
     __slots__ = ()
 
     def __bool__(self) -> bool:
-        return bool(getattr(self, "passed"))
+        return bool(getattr(self, "passed"))  # noqa: B009  (the mixin declares no such attribute)
 
 
 def status_of(counts: dict[Verdict, int], size: int, deterministic: bool = True) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ._jvp import call_user
-from ._links import UNIT_ROUNDOFF, ShapeMismatchError, backends, dtype_name
+from ._links import UNIT_ROUNDOFF, ShapeMismatchError, as_seed, as_shape, backends, dtype_name, positive, text
 from ._result import FAIL, PASS, ResultMixin
 
 #: Draws of (t, v): two independent ones and their sum (which also measures linearity).
@@ -144,6 +144,12 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     False
     """
     started = time.perf_counter()
+    seed, noise_factor = as_seed(seed), positive("noise_factor", noise_factor)
+    in_shape = None if in_shape is None else as_shape("in_shape", in_shape)
+    name = text("name", name)
+    for label, fn in (("jvp", jvp), ("vjp", vjp), ("f", f)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{label} must be a function or None, got {fn!r}")
     inner, point, fwd, adj, label = _operators(jvp, vjp, x, f, in_shape, backend, name)
     rng = np.random.default_rng(seed)
     dtype = point.dtype if point is not None else np.dtype(np.float64)

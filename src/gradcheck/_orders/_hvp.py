@@ -41,10 +41,14 @@ from ._links import (
     Config,
     GradientAssertionError,
     Report,
+    as_config,
     backends,
     check,
+    choice,
     dtype_name,
+    flag,
     label_of,
+    text,
     with_notes,
 )
 
@@ -75,6 +79,12 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     >>> r.passed
     True
     """
+    check_grad, symmetry = bool(flag("check_grad", check_grad)), bool(flag("symmetry", symmetry))
+    name, config = text("name", name), as_config(config)
+    reference = choice("reference", reference, ("auto", "grad", "f"))
+    if hvp is not None and not callable(hvp):
+        raise TypeError(f"hvp must be a function hvp(x, v) returning the Hessian times v, or None (the "
+                        f"framework's double backward), got {hvp!r}")
     inner = backends.resolve(backend, x)
     x_np = np.array(inner.to_numpy(x), copy=True)
     label = name or f"hvp of {label_of(f)}"
@@ -84,8 +94,6 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     if grad is not None and not callable(grad):
         raise TypeError("check_hvp differences the gradient at perturbed points: grad must be a "
                         "function grad(x), not an array")
-    if reference not in ("auto", "grad", "f"):
-        raise ValueError(f"reference={reference!r} is not one of ('auto', 'grad', 'f')")
     has_gradient = grad is not None or hasattr(inner, "hvp")
     if reference == "grad" and not has_gradient:
         raise TypeError("reference='grad' needs grad= (a function grad(x)) for the numpy backend")

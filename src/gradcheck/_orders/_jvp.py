@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._links import ClaimBackend, Report, backends, check, label_of, with_notes
+from ._links import ClaimBackend, Report, backends, check, flag, label_of, text, with_notes
 
 #: Basis tangents per batch: at most this many output values per chunk (~32 MB in float64).
 CHUNK_VALUES = 1 << 22
@@ -43,6 +43,10 @@ def check_jvp(f: Callable[..., Any], x: Any, jvp: Callable[..., Any] | None = No
     >>> gradcheck.check_jvp(f, np.array([0.3, -1.2, 2.0]), jvp).passed
     True
     """
+    batched, name = bool(flag("batched", batched)), text("name", name)
+    if jvp is not None and not callable(jvp):
+        raise TypeError(f"jvp must be a function jvp(x, t) returning J t, or None (the framework's own forward "
+                        f"mode), got {jvp!r}")
     if isinstance(x, tuple) and x and all(hasattr(e, "shape") for e in x):
         raise TypeError("check_jvp takes one input array; for f(*xs), check each input with the "
                         "others held fixed (functools.partial)")

@@ -6,7 +6,15 @@ package layout changes these lines and nothing else in the folder.
 from __future__ import annotations
 
 from .. import backends as backends
+from .._core.arguments import as_config as as_config
+from .._core.arguments import as_seed as as_seed
+from .._core.arguments import as_shape as as_shape
+from .._core.arguments import choice as choice
+from .._core.arguments import flag as flag
+from .._core.arguments import integer as integer
 from .._core.arguments import label_of as label_of
+from .._core.arguments import positive as positive
+from .._core.arguments import text as text
 from .._core.config import UNIT_ROUNDOFF as UNIT_ROUNDOFF
 from .._core.config import Config as Config
 from .._core.config import dtype_name as dtype_name
@@ -24,6 +32,7 @@ from .._pipeline.claims import with_notes as with_notes
 from .._pipeline.prepare import make_cotangent as make_cotangent
 from .._report.html import HtmlViews as HtmlViews
 from .._report.report import Report as Report
+from ..backends._claimed import as_gradient as as_gradient
 from ..backends._numpy import _W
 from ..backends._numpy import control_function as control_function
 from ..backends._numpy import control_gradient as control_gradient

@@ -39,7 +39,18 @@ import numpy as np
 
 from ._hvp import DIRECTION_STREAM
 from ._hvp import _claim as hvp_claim
-from ._links import UNIT_ROUNDOFF, ShapeMismatchError, backends, dtype_name, label_of
+from ._links import (
+    UNIT_ROUNDOFF,
+    ShapeMismatchError,
+    as_gradient,
+    as_seed,
+    backends,
+    dtype_name,
+    integer,
+    label_of,
+    positive,
+    text,
+)
 from ._result import FAIL, INCONCLUSIVE, PASS, ResultMixin
 from ._taylor_plot import plot_taylor
 
@@ -157,16 +168,19 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     False
     """
     started = time.perf_counter()
+    steps = integer("steps", steps, minimum=2, meaning=" (halvings of h0: an order needs two steps)")
+    h0, seed, name = positive("h0", h0, none=True), as_seed(seed), text("name", name)
+    if hvp is not None and not callable(hvp) and not (isinstance(hvp, str) and hvp == "backend"):
+        raise TypeError(f"hvp must be a function hvp(x, v), 'backend' (the framework's double backward) or "
+                        f"None, got {hvp!r}")
     inner = backends.resolve(backend, x)
     x_np = np.array(inner.to_numpy(x), copy=True)
+    d = _direction(direction, x_np, seed)  # before f runs
     value, out_dtype = _scalar_function(f, inner, x_np)
     f0 = value(x_np)
-    g = np.asarray(inner.claimed_gradient(f, x_np.copy(), None, grad), dtype=np.float64)
-    if g.shape != x_np.shape:
-        raise ShapeMismatchError("claimed gradient", x_np.shape, g.shape)
-    d = _direction(direction, x_np, seed)
+    g = as_gradient(inner.claimed_gradient(f, x_np.copy(), None, grad), x_np.shape).astype(np.float64)
     scale = max(1.0, float(np.abs(x_np).max(initial=0))) / max(float(np.abs(d).max(initial=0)), 1e-300)
-    h0 = 2.0 ** -7 * scale if h0 is None else float(h0)
+    h0 = 2.0 ** -7 * scale if h0 is None else h0
     hd = None
     if hvp is not None:
         fn = hvp_claim(f, inner, None if isinstance(hvp, str) else hvp)
@@ -203,11 +217,17 @@ def _direction(direction, x_np: np.ndarray, seed: int) -> np.ndarray:
         # Its own stream, never default_rng(seed)'s: x drawn with the same seed would be the
         # direction itself (degenerate for a scale-invariant f: f(x + h x) = f(x)).
         return np.random.default_rng([int(seed), DIRECTION_STREAM]).standard_normal(x_np.shape)
-    d = np.asarray(direction, dtype=np.float64)
+    d = np.asarray(direction)
+    if d.dtype.kind not in "fiu" or d.dtype == object:
+        raise TypeError(f"direction must be a real array shaped like x {x_np.shape}, or None (seeded random), "
+                        f"got {d.dtype} values")
+    d = d.astype(np.float64)
     if d.shape != x_np.shape:
         raise ShapeMismatchError("direction", x_np.shape, d.shape)
     if not np.any(d):
         raise ValueError("direction is zero: the Taylor test needs a direction to move along")
+    if not np.all(np.isfinite(d)):
+        raise ValueError("direction is not finite (NaN or inf): the Taylor test needs a direction to move along")
     return d
 
 

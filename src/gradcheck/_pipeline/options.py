@@ -8,6 +8,7 @@ from typing import Any
 from .. import _axes
 from .._core import arguments as _arguments
 from .._core.config import Config
+from .._runtime.checkpoint import as_checkpoint
 from ..engines import ENGINE_NAMES
 from . import complex as _complex
 
@@ -46,4 +47,6 @@ def validate(**keywords: Any) -> CheckOptions:
         raise ValueError(f"an executor runs engine='executor'; got engine={opts.engine!r} as well (drop one)")
     if convention is not None:
         _complex.validate_convention(convention)
+    if checkpoint is not None:
+        as_checkpoint(checkpoint)  # a path or a Checkpoint, said now (the file is opened later)
     return opts

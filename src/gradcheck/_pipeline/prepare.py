@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _axes
 from .. import backends as _backends
 from .._core import arguments as _arguments
 from .._core.config import Config, dtype_name
@@ -70,6 +71,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     # A function may declare that it takes a leading batch axis (the control's does).
     vectorized = opts.vectorized or bool(getattr(f, "gradcheck_vectorized", False))
     x_np = be.to_numpy(x)
+    _axes.against_input(opts.independent_axes, x_np.shape)  # before f runs
     if np.iscomplexobj(x_np):
         return RealView(be, x_np, vectorized)
     dtype = float_dtype_name(x_np)

@@ -269,12 +269,12 @@ class ExecutorEngine:
         ex = _executor
         self._ex = ex
         options = executor if isinstance(executor, ex.ExecutorOptions) else ex.ExecutorOptions(executor)
-        self.executor = options.executor
         self.retries = int(options.retries)
-        self._client = ex._dask_client(self.executor)
-        self.slots = int(options.slots) if options.slots else ex._slots(self.executor, self._client)
+        self._client = ex._dask_client(options.executor)
+        self.slots = int(options.slots) if options.slots else ex._slots(options.executor, self._client)
+        self.executor = ex.in_process(options.executor)  # threads: no pickling, one task at a time
         self.token = uuid.uuid4().hex
-        self.payload = _serialize(probe)
+        self.payload = ex.payload_for((probe, probe.work), options.executor)
         self._primed = False
         self._sent = 0
 
@@ -319,7 +319,7 @@ class ExecutorEngine:
                 except Exception:  # a worker went away: misses cover it
                     pass
 
-    def _carry(self) -> bytes | None:
+    def _carry(self) -> bytes | _executor.InProcess | None:
         """The payload rides along on the first ``slots`` tasks of an executor whose
         workers cannot be primed (misses cover the rest)."""
         if self._client is None and self._sent < self.slots:
@@ -327,25 +327,10 @@ class ExecutorEngine:
             return self.payload
         return None
 
-    def _submit(self, jobs: list, payload: bytes | None):
+    def _submit(self, jobs: list, payload: bytes | _executor.InProcess | None):
         if self._client is not None:
             return self.executor.submit(_run_remote, self.token, payload, jobs, pure=False)
         return self.executor.submit(_run_remote, self.token, payload, jobs)
-
-
-def _serialize(probe: Probe) -> bytes:
-    import pickle
-
-    try:
-        import cloudpickle
-    except ModuleNotFoundError as exc:  # pragma: no cover - dask brings it
-        raise ModuleNotFoundError("the executor engine needs cloudpickle (pip install cloudpickle)") from exc
-    try:
-        # (probe, work) as the executor engine's cache expects: one object graph.
-        return cloudpickle.dumps((probe, probe.work), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:
-        raise TypeError(f"the executor engine ships f to other processes, but f cannot be pickled: "
-                        f"{type(exc).__name__}: {exc}; use engine='serial' or 'processes'") from exc
 
 
 def _run_remote(token: str, payload: bytes | None, jobs: list) -> tuple:

@@ -69,7 +69,11 @@ class Grid(Sequence):
     """
 
     def __init__(self, axes: Sequence[Sequence[int]], dim_names: Sequence[str] | None = None):
-        self.axes: tuple[tuple[int, ...], ...] = tuple(tuple(int(v) for v in ax) for ax in axes)
+        if isinstance(axes, (str, bytes)) or any(isinstance(ax, (str, bytes)) for ax in axes):
+            raise TypeError(f"grid axes are sizes (iterables of ints), got {axes!r}")
+        self.axes: tuple[tuple[int, ...], ...] = tuple(
+            tuple(_arguments.integer(f"grid axis {i}", v, minimum=0, meaning=" (a size)") for v in ax)
+            for i, ax in enumerate(axes))
         if not self.axes or any(not ax for ax in self.axes):
             raise ValueError("grid needs at least one axis, and every axis at least one value")
         self.dim_names = tuple(dim_names) if dim_names is not None else None
@@ -513,6 +517,9 @@ def _dim_names(dim_names: Sequence[str] | None, shapes: Any, ndim: int | None) -
         dim_names = shapes.dim_names
     if dim_names is None:
         return tuple(f"d{i}" for i in range(ndim or 0))
+    if not isinstance(dim_names, (str, list, tuple)) or not all(isinstance(n, str) for n in dim_names):
+        raise TypeError(f"dim_names must be names (a list of str, or one str of one-letter names), one per "
+                        f"dimension, or None, got {dim_names!r}")
     names = tuple(dim_names)
     if ndim is not None and len(names) != ndim:
         raise ValueError(f"{len(names)} dim_names {names} for shapes of {ndim} dimensions")

@@ -15,7 +15,11 @@ tunes it. With dask::
 
 ``f`` travels by cloudpickle: a function of a module the workers can import, or one defined in
 ``__main__`` or inside a function (shipped by value), works; so does any closure over
-picklable data.
+picklable data. cloudpickle is needed only for executors that run tasks in other processes
+(dask, a ``ProcessPoolExecutor``; ``gradcheck[dask]`` brings it). A ``ThreadPoolExecutor``
+runs in this process: nothing is pickled (``f`` need not be picklable), its threads share the
+one private working copy, and its tasks run one at a time (:func:`in_process`), with serial's
+results. For parallel work in one machine use ``engine="processes"``.
 
 Same numbers as ``serial``, bit for bit: every chunk is differenced on a worker by the
 serial code (:func:`central_differences`) on the worker's own copy of the private
@@ -66,6 +70,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures as cf
+import functools
 import math
 import os
 import pickle
@@ -78,6 +83,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.arguments import integer
 from .._core.errors import FunctionError, GradcheckError
 from ._chunks import difference_chunk, rebuild_error, worker_mutation_error
 
@@ -117,12 +123,9 @@ class ExecutorOptions:
                 f"executor must be a concurrent.futures.Executor (something with .submit), "
                 f"got {type(self.executor).__name__}; for dask use Client(...).get_executor()"
             )
-        if int(self.retries) < 0:
-            raise ValueError(f"retries must be >= 0, got {self.retries!r}")
-        if self.chunk_entries is not None and int(self.chunk_entries) < 1:
-            raise ValueError(f"chunk_entries must be >= 1, got {self.chunk_entries!r}")
-        if self.slots is not None and int(self.slots) < 1:
-            raise ValueError(f"slots must be >= 1, got {self.slots!r}")
+        integer("retries", self.retries, minimum=0)
+        integer("chunk_entries", self.chunk_entries, minimum=1, none=True)
+        integer("slots", self.slots, minimum=1, none=True)
 
 
 class ChunkFailedError(GradcheckError, RuntimeError):
@@ -183,12 +186,12 @@ class ExecutorEngine:
     def __init__(self, problem: Any, options: ExecutorOptions) -> None:
         self.problem = problem
         self.options = options
-        self.executor = options.executor
         self.shape = problem.work.shape
-        self._client = _dask_client(self.executor)
-        self.slots = int(options.slots) if options.slots else _slots(self.executor, self._client)
+        self._client = _dask_client(options.executor)
+        self.slots = int(options.slots) if options.slots else _slots(options.executor, self._client)
+        self.executor = in_process(options.executor)
         self.token = uuid.uuid4().hex
-        self.payload = _serialize(problem)
+        self.payload = payload_for((problem.evaluate, problem.work), options.executor)
         self.stats = ExecutorStats()
         self._primed = False
         self._per_entry: float | None = None
@@ -394,22 +397,60 @@ class _Pass:
 
 
 # -- in the parent ------------------------------------------------------------------------
-def _serialize(problem: Any) -> bytes:
-    """``(evaluate, work)`` in one cloudpickle call: the closure's array and ``work``
-    stay one object on the worker, so perturbing ``work`` is what ``evaluate`` sees."""
+@dataclass(frozen=True)
+class InProcess:
+    """The payload for an executor whose tasks run in this process: the objects themselves."""
+
+    objects: tuple
+
+
+class _OneAtATime:
+    """An in-process executor whose tasks hold one lock: they share the private working copy."""
+
+    def __init__(self, executor: Any) -> None:
+        self.inner, self.lock = executor, threading.Lock()
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> cf.Future:
+        return self.inner.submit(functools.partial(_locked, self.lock, fn), *args, **kwargs)
+
+
+def _locked(lock: threading.Lock, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    with lock:
+        return fn(*args, **kwargs)
+
+
+def runs_in_process(executor: Any) -> bool:
+    """Whether ``executor``'s tasks run in this process (a ``ThreadPoolExecutor``)."""
+    return isinstance(executor, cf.ThreadPoolExecutor)
+
+
+def in_process(executor: Any) -> Any:
+    """``executor``, or for one whose tasks run in this process a wrapper whose tasks run one
+    at a time (they perturb the same working copy)."""
+    return _OneAtATime(executor) if runs_in_process(executor) else executor
+
+
+def payload_for(objects: tuple, executor: Any) -> bytes | InProcess:
+    """What travels to the workers: ``objects`` (the evaluation and its working array) as
+    they are for an in-process executor, else in one cloudpickle call (the closure's array and
+    ``work`` stay one object on the worker, so perturbing ``work`` is what ``evaluate`` sees)."""
+    if runs_in_process(executor):
+        return InProcess(objects)
     try:
         import cloudpickle
-    except ModuleNotFoundError as exc:  # pragma: no cover - dask and friends bring it
+    except ModuleNotFoundError as exc:
         raise ModuleNotFoundError(
-            "the executor engine needs cloudpickle (pip install cloudpickle, or gradcheck[dask])"
+            f"an executor that runs tasks in other processes ({type(executor).__name__}) needs cloudpickle "
+            "to ship f there: pip install cloudpickle (gradcheck[dask] brings it); a ThreadPoolExecutor, "
+            "or engine='processes' (fork), needs none"
         ) from exc
     try:
-        return cloudpickle.dumps((problem.evaluate, problem.work), protocol=pickle.HIGHEST_PROTOCOL)
+        return cloudpickle.dumps(objects, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         raise TypeError(
             f"the executor engine ships f to other processes, but f (or the backend) cannot be "
-            f"pickled: {type(exc).__name__}: {exc}. Use engine='serial' or 'processes', or make f "
-            "picklable (a module-level function, or a closure over picklable data)"
+            f"pickled: {type(exc).__name__}: {exc}. Use engine='serial' or 'processes' (or a "
+            "ThreadPoolExecutor), or make f picklable (a module-level function, or a closure over picklable data)"
         ) from exc
 
 
@@ -449,7 +490,7 @@ def _remember(cache: collections.OrderedDict, key: str, value: Any) -> None:
         cache.popitem(last=False)
 
 
-def _problem_for(token: str, payload: bytes | None):
+def _problem_for(token: str, payload: bytes | InProcess | None):
     """This thread's ``(evaluate, work, pristine)`` for ``token``, or None when this
     process has never received the payload."""
     problems = getattr(_LOCAL, "problems", None)
@@ -464,7 +505,7 @@ def _problem_for(token: str, payload: bytes | None):
         payload = _PAYLOADS.get(token)
     if payload is None:
         return None
-    evaluate, work = pickle.loads(payload)
+    evaluate, work = payload.objects if isinstance(payload, InProcess) else pickle.loads(payload)
     entry = (evaluate, work, work.copy())
     _remember(problems, token, entry)
     return entry
