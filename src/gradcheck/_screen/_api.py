@@ -187,7 +187,7 @@ def screen(
     why = getattr(eng, "why", why)  # auto decides as the screen runs
     if not prep.probe.unchanged():
         raise mutation_error(prep.label)
-    extra = ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
+    extra = list(prep.notes) + ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
     if not deterministic:
         extra.append(f"f is nondeterministic: f(x) gave {prep.f0!r} then {f1!r}")
     return assemble(prep, state, extra, deterministic, abs(f1 - prep.f0), started)
