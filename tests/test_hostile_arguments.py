@@ -147,11 +147,12 @@ KEYWORDS: dict[Any, dict[str, list[Any]]] = {
     },
     gradcheck.check_adjoint: {
         "x": ["abc", [[1, 2], [3]]], "f": [3, "f"], "in_shape": ["a", (2.5,), (-1,)], "backend": BACKEND, "seed": SEED,
-        "noise_factor": POSITIVE, "name": NAME,
+        "noise_factor": POSITIVE, "name": NAME, "complex_convention": ["numpy", 3],
     },
     gradcheck.taylor_test: {
         "grad": ["abc", 3], "hvp": ["nope", 3], "direction": ["abc", np.ones(2), np.zeros(3)],
         "backend": BACKEND, "steps": [0, -3, 1, 2.5, "10", True], "h0": POSITIVE, "seed": SEED, "name": NAME,
+        "complex_convention": ["numpy", 3],
     },
     gradcheck.dispute: {
         "dtype": ["float99", 3], "dps": [5, 1.5, "40"], "bound_ulps": POSITIVE_OR_NONE, "name": NAME,

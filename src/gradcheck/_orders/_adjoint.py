@@ -31,8 +31,20 @@ from typing import Any
 
 import numpy as np
 
+from ._complex import adjoint_of, convention_of, note, random_like
+from ._complex import inner as real_inner
 from ._jvp import call_user
-from ._links import UNIT_ROUNDOFF, ShapeMismatchError, as_seed, as_shape, backends, dtype_name, positive, text
+from ._links import (
+    ShapeMismatchError,
+    UnsupportedInputError,
+    as_seed,
+    as_shape,
+    backends,
+    dtype_name,
+    positive,
+    text,
+    unit_roundoff_of,
+)
 from ._result import FAIL, PASS, ResultMixin
 
 #: Draws of (t, v): two independent ones and their sum (which also measures linearity).
@@ -126,15 +138,24 @@ class AdjointResult(ResultMixin):
 def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None, x: Any = None, *,
                   f: Callable[..., Any] | None = None, in_shape: tuple[int, ...] | None = None,
                   backend: Any = None, seed: int = 0, noise_factor: float = 8.0,
-                  name: str | None = None) -> AdjointResult:
+                  name: str | None = None, complex_convention: str | None = None) -> AdjointResult:
     """The dot-product test of a tangent-linear model ``jvp`` against its adjoint ``vjp``.
 
     With a point ``x``: ``jvp(x, t) = J t`` and ``vjp(x, v) = J^T v`` (the Jacobian of
     some ``f`` at ``x``); with ``x=None`` (a linear operator): ``jvp(t)``, ``vjp(v)`` and
-    ``in_shape`` gives the shape of ``t``. For torch tensors and jax arrays, ``jvp=None``
-    and ``vjp=None`` mean the framework's forward and reverse modes of ``f``. With ``f``
-    given, each side is also compared with finite differences of ``f`` (``result.blame``
-    names the inconsistent one). The bound is in this module's docstring.
+    ``in_shape`` gives the shape of ``t`` (real tangents: for a complex input space pass
+    ``x``). For torch tensors and jax arrays, ``jvp=None`` and ``vjp=None`` mean the
+    framework's forward and reverse modes of ``f``. With ``f`` given, each side is also
+    compared with finite differences of ``f`` (``result.blame`` names the inconsistent one,
+    and a model inconsistent with ``f`` fails the test). The bound is in this module's
+    docstring.
+
+    Complex ``x`` or output: ``t`` and ``v`` are drawn complex, the inner products are
+    ``<a, b> = Re sum(conj(a) b)`` (check's), and ``complex_convention`` says what ``vjp``
+    returns: ``"torch"`` (the default; ``J^H v`` for a holomorphic ``f``, ``J* v`` in general)
+    or ``"jax"`` (the default for jax input; jax's transpose, ``J^T v`` for a holomorphic
+    ``f``). ``gradcheck._orders._complex`` states the rule. Nothing is cast: ``A^T`` where
+    ``A^H`` is right, or a dropped imaginary part, fails.
 
     >>> import numpy as np, gradcheck
     >>> A = np.random.default_rng(0).standard_normal((300, 200))
@@ -151,19 +172,12 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
         if fn is not None and not callable(fn):
             raise TypeError(f"{label} must be a function or None, got {fn!r}")
     inner, point, fwd, adj, label = _operators(jvp, vjp, x, f, in_shape, backend, name)
-    rng = np.random.default_rng(seed)
-    dtype = point.dtype if point is not None else np.dtype(np.float64)
+    convention = convention_of(complex_convention, inner)
     shape = point.shape if point is not None else tuple(in_shape or ())
-    ts = [rng.standard_normal(shape).astype(dtype) for _ in range(2)]
-    jt = [fwd(t) for t in ts]
-    vs = [rng.standard_normal(jt[0].shape).astype(jt[0].dtype if jt[0].dtype.kind == "f" else np.float64)
-          for _ in range(2)]
-    ts.append(ts[0] + ts[1])
-    vs.append(vs[0] + vs[1])
-    jt.append(fwd(ts[2]))
-    jtv = [adj(v) for v in vs]
-    _require_shapes(jt, jtv, shape, vs[0].shape)
-    unit = max(_unit(a) for a in (ts[0], jt[0], jtv[0]))
+    ts, vs, jt, jtv = _draws(fwd, adjoint_of(adj, convention), point, shape, seed,
+                             complex_out=f is not None and point is not None
+                             and np.iscomplexobj(inner.evaluate(f, point.copy())))
+    unit = max(unit_roundoff_of(a) for a in (ts[0], jt[0], jtv[0]))
     defect_j = jt[2] - jt[0] - jt[1]
     defect_jt = jtv[2] - jtv[0] - jtv[1]
     rows = [_draw(t, v, a, b, defect_j, defect_jt, unit, noise_factor) for t, v, a, b in zip(ts, vs, jt, jtv)]
@@ -172,10 +186,36 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     blame = {}
     if f is not None and point is not None:
         blame = _blame(f, point, inner, ts[0], vs[0], jtv[0], rows[0], unit, noise_factor)
+    notes = (note(convention),) if any(np.iscomplexobj(a) for a in (ts[0], vs[0])) else ()
     return AdjointResult(name=label, forward=tuple(r[0] for r in rows), adjoint=tuple(r[1] for r in rows),
                          bound=tuple(r[2] for r in rows), linearity=linearity, in_shape=tuple(shape),
-                         out_shape=tuple(jt[0].shape), dtype=str(dtype_name(dtype)),
-                         seconds=time.perf_counter() - started, calls=6, blame=blame)
+                         out_shape=tuple(jt[0].shape), dtype=str(dtype_name(ts[0].dtype)),
+                         seconds=time.perf_counter() - started, calls=6, blame=blame, notes=notes)
+
+
+def _draws(fwd, adj, point, shape, seed: int, complex_out: bool) -> tuple[list, list, list, list]:
+    """``(t, v, J t, J* v)`` for the three draws (two seeded, then their sums): ``t`` complex
+    where ``x`` is, ``v`` where ``J t`` (or ``f(x)``) is."""
+    rng = np.random.default_rng(seed)
+    dtype = point.dtype if point is not None else np.dtype(np.float64)
+    ts = [random_like(rng, shape, dtype.kind == "c").astype(dtype) for _ in range(2)]
+    jt = [fwd(t) for t in ts]
+    kind = jt[0].dtype.kind
+    v_dtype = jt[0].dtype if kind in "fc" else np.dtype(np.complex128 if complex_out else np.float64)
+    if complex_out and kind != "c":
+        v_dtype = np.result_type(v_dtype, np.complex64)
+    vs = [random_like(rng, jt[0].shape, v_dtype.kind == "c").astype(v_dtype) for _ in range(2)]
+    ts.append(ts[0] + ts[1])
+    vs.append(vs[0] + vs[1])
+    jt.append(fwd(ts[2]))
+    jtv = [adj(v) for v in vs]
+    _require_shapes(jt, jtv, shape, vs[0].shape)
+    for what, values, real in (("vjp(v)", jtv, dtype.kind != "c"), ("jvp(t)", jt, not complex_out and kind != "c")):
+        if real and any(np.iscomplexobj(a) and np.any(a.imag != 0) for a in values):
+            raise UnsupportedInputError(
+                f"{what} returned complex values with an imaginary part where the "
+                f"{'input x' if what == 'vjp(v)' else 'output f(x)'} is real: that derivative is real")
+    return ts, vs, jt, jtv
 
 
 def _operators(jvp, vjp, x, f, in_shape, backend, name):
@@ -213,14 +253,10 @@ def _require_shapes(jt, jtv, in_shape, out_shape) -> None:
             raise ShapeMismatchError("jvp(t) on a second tangent", out_shape, a.shape)
 
 
-def _unit(a: np.ndarray) -> float:
-    return UNIT_ROUNDOFF.get(dtype_name(a.dtype), UNIT_ROUNDOFF["float64"])
-
-
 def _dot(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """``(sum a*b, sum |a*b|)`` in float64 (pairwise summation)."""
-    p = np.asarray(a, dtype=np.float64).reshape(-1) * np.asarray(b, dtype=np.float64).reshape(-1)
-    return float(np.add.reduce(p)), float(np.add.reduce(np.abs(p)))
+    """``(<a, b>, sum |a_k b_k|)`` in float64 (pairwise summation): the real inner product of
+    the real views (:func:`._complex.inner`; for real arrays ``sum a*b``)."""
+    return real_inner(a, b)
 
 
 def _gamma(n: int, unit: float) -> float:
@@ -237,8 +273,8 @@ def _draw(t, v, jt, jtv, defect_j, defect_jt, unit, k) -> tuple[float, float, fl
 
 
 def _relative(defect: np.ndarray, outputs: list[np.ndarray]) -> float:
-    size = sum(float(np.abs(o.astype(np.float64)).sum()) for o in outputs)
-    d = float(np.abs(defect.astype(np.float64)).sum())
+    size = sum(float(np.abs(o).astype(np.float64).sum()) for o in outputs)
+    d = float(np.abs(defect).astype(np.float64).sum())
     return 0.0 if d == 0 else (d / size if size > 0 else math.inf)
 
 

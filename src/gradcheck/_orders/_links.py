@@ -22,6 +22,7 @@ from .._core.errors import FunctionError as FunctionError
 from .._core.errors import GradientAssertionError as GradientAssertionError
 from .._core.errors import ShapeMismatchError as ShapeMismatchError
 from .._core.errors import UnsupportedInputError as UnsupportedInputError
+from .._core.inputs import unit_roundoff_of as unit_roundoff_of
 from .._core.status import PassedAsTruth as PassedAsTruth
 from .._core.status import refusal as refusal
 from .._core.verdict import FAILING as FAILING
@@ -29,6 +30,8 @@ from .._core.verdict import Verdict as Verdict
 from .._pipeline.check import check as check
 from .._pipeline.claims import ClaimBackend as ClaimBackend
 from .._pipeline.claims import with_notes as with_notes
+from .._pipeline.complex import default_convention as default_convention
+from .._pipeline.complex import validate_convention as validate_convention
 from .._pipeline.prepare import make_cotangent as make_cotangent
 from .._report.html import HtmlViews as HtmlViews
 from .._report.report import Report as Report

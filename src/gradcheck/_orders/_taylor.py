@@ -37,10 +37,11 @@ from typing import Any
 
 import numpy as np
 
+from ._complex import convention_of, note, random_like, to_torch
+from ._complex import inner as real_inner
 from ._hvp import DIRECTION_STREAM
 from ._hvp import _claim as hvp_claim
 from ._links import (
-    UNIT_ROUNDOFF,
     ShapeMismatchError,
     as_gradient,
     as_seed,
@@ -50,6 +51,7 @@ from ._links import (
     label_of,
     positive,
     text,
+    unit_roundoff_of,
 )
 from ._result import FAIL, INCONCLUSIVE, PASS, ResultMixin
 from ._taylor_plot import plot_taylor
@@ -151,7 +153,7 @@ class TaylorResult(ResultMixin):
 
 def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None, direction: Any = None, *,
                 backend: Any = None, steps: int = STEPS, h0: float | None = None, seed: int = 0,
-                name: str | None = None) -> TaylorResult:
+                name: str | None = None, complex_convention: str | None = None) -> TaylorResult:
     """The Taylor remainder test of a claimed gradient (and Hessian) of a scalar ``f``.
 
     ``grad`` is an array or ``grad(x)`` (torch/jax: ``None`` means the framework's);
@@ -159,6 +161,13 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     remainder. ``direction`` defaults to a seeded standard normal. The rules (which steps
     count, the orders required) are in this module's docstring. Returns a
     :class:`TaylorResult`: ``print`` it for the table, ``.plot(path)`` for the picture.
+
+    A complex ``x`` (``f`` real-valued): the direction is complex, the linear term is
+    ``<g, h d> = Re sum(conj(g) h d)`` with ``g`` the gradient in ``complex_convention``
+    (``"torch"``: ``dL/dRe z + i dL/dIm z``, the default; ``"jax"``: its conjugate, the default
+    for jax input), and ``hvp`` is the derivative of that gradient along ``v``
+    (``gradcheck._orders._complex``): a gradient missing its imaginary part, or conjugated,
+    fails.
 
     >>> import numpy as np, gradcheck
     >>> x = np.array([0.3, -1.2, 0.8])
@@ -174,19 +183,19 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
         raise TypeError(f"hvp must be a function hvp(x, v), 'backend' (the framework's double backward) or "
                         f"None, got {hvp!r}")
     inner = backends.resolve(backend, x)
+    convention = convention_of(complex_convention, inner)
     x_np = np.array(inner.to_numpy(x), copy=True)
     d = _direction(direction, x_np, seed)  # before f runs
     value, out_dtype = _scalar_function(f, inner, x_np)
     f0 = value(x_np)
-    g = as_gradient(inner.claimed_gradient(f, x_np.copy(), None, grad), x_np.shape).astype(np.float64)
+    g = to_torch(_gradient(inner.claimed_gradient(f, x_np.copy(), None, grad), x_np), convention)
     scale = max(1.0, float(np.abs(x_np).max(initial=0))) / max(float(np.abs(d).max(initial=0)), 1e-300)
     h0 = 2.0 ** -7 * scale if h0 is None else h0
     hd = None
     if hvp is not None:
         fn = hvp_claim(f, inner, None if isinstance(hvp, str) else hvp)
-        hd = np.asarray(fn(x_np.copy(), d.astype(x_np.dtype)), dtype=np.float64)
-    unit = max(UNIT_ROUNDOFF.get(dtype_name(x_np.dtype), UNIT_ROUNDOFF["float64"]),
-               UNIT_ROUNDOFF.get(dtype_name(out_dtype), UNIT_ROUNDOFF["float64"]))
+        hd = to_torch(_gradient(fn(x_np.copy(), d.astype(x_np.dtype)), x_np, "hvp(x, d)"), convention)
+    unit = max(unit_roundoff_of(x_np), unit_roundoff_of(np.empty(0, out_dtype)))
     hs = [h0 * 2.0 ** -k for k in range(steps)]
     rows = [_remainders(value, x_np, f0, g, d, hd, h, unit) for h in hs]
     floors = [_remainders(value, x_np, f0, g, d, hd, h0 * 2.0 ** -e, unit) for e in FLOOR_EXPONENTS]
@@ -195,6 +204,7 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     result = _assemble(rows, hs, floor, threshold, g, d, hd, h0)
     label = name or f"taylor test of {label_of(f)}"
     notes = ["direction: seeded standard normal" if direction is None else "direction: given"]
+    notes += [note(convention)] if x_np.dtype.kind == "c" else []
     return TaylorResult(name=label, steps=tuple(hs), dtype=str(dtype_name(x_np.dtype)),
                         evaluations=1 + len(hs) + len(floors), seconds=time.perf_counter() - started,
                         notes=tuple(notes), floor=floor, threshold=threshold, **result)
@@ -212,16 +222,30 @@ def _scalar_function(f, inner, x_np: np.ndarray) -> tuple[Callable[[np.ndarray],
     return value, np.asarray(inner.evaluate(f, x_np.copy())).dtype
 
 
+def _gradient(claimed: Any, x_np: np.ndarray, what: str = "claimed gradient") -> np.ndarray:
+    """The claim shaped like ``x``: float64 for a real ``x`` (a complex claim refused), complex128
+    for a complex one (a real claim kept as the complex number it is: its imaginary part 0)."""
+    if x_np.dtype.kind != "c":
+        return as_gradient(claimed, x_np.shape, what)
+    arr = np.asarray(claimed)
+    if arr.dtype.kind not in "fiuc":
+        return as_gradient(claimed, x_np.shape, what)  # refuses it, saying what it is
+    if arr.shape != x_np.shape:
+        raise ShapeMismatchError(what, x_np.shape, arr.shape)
+    return arr.astype(np.complex128)
+
+
 def _direction(direction, x_np: np.ndarray, seed: int) -> np.ndarray:
     if direction is None:
         # Its own stream, never default_rng(seed)'s: x drawn with the same seed would be the
         # direction itself (degenerate for a scale-invariant f: f(x + h x) = f(x)).
-        return np.random.default_rng([int(seed), DIRECTION_STREAM]).standard_normal(x_np.shape)
+        return random_like(np.random.default_rng([int(seed), DIRECTION_STREAM]), x_np.shape, x_np.dtype.kind == "c")
     d = np.asarray(direction)
-    if d.dtype.kind not in "fiu" or d.dtype == object:
-        raise TypeError(f"direction must be a real array shaped like x {x_np.shape}, or None (seeded random), "
-                        f"got {d.dtype} values")
-    d = d.astype(np.float64)
+    kinds = "fiuc" if x_np.dtype.kind == "c" else "fiu"
+    if d.dtype.kind not in kinds:
+        raise TypeError(f"direction must be a {'complex' if kinds == 'fiuc' else 'real'} array shaped like x "
+                        f"{x_np.shape}, or None (seeded random), got {d.dtype} values")
+    d = d.astype(np.complex128 if x_np.dtype.kind == "c" else np.float64)
     if d.shape != x_np.shape:
         raise ShapeMismatchError("direction", x_np.shape, d.shape)
     if not np.any(d):
@@ -235,14 +259,15 @@ def _remainders(value, x_np, f0, g, d, hd, h, unit) -> tuple[float, ...]:
     """``(R1, R2?, noise model)`` at step ``h``, the remainders signed (realized step for
     the linear term)."""
     z = (x_np + h * d).astype(x_np.dtype)
-    delta = z.astype(np.float64) - x_np.astype(np.float64)
+    wide = np.complex128 if x_np.dtype.kind == "c" else np.float64
+    delta = z.astype(wide) - x_np.astype(wide)
     fz = value(z)
-    linear = float(np.add.reduce((g * delta).reshape(-1)))
+    linear, size = real_inner(g, delta)  # <g, delta> = Re sum(conj(g) delta)
     r1 = fz - f0 - linear
-    noise = unit * (abs(fz) + abs(f0) + float(np.abs(g * delta).sum()))
+    noise = unit * (abs(fz) + abs(f0) + size)
     if hd is None:
         return r1, noise
-    quadratic = 0.5 * h * float(np.add.reduce((delta * hd).reshape(-1)))
+    quadratic = 0.5 * h * real_inner(delta, hd)[0]
     return r1, r1 - quadratic, noise + unit * abs(quadratic)
 
 
@@ -251,9 +276,9 @@ def _assemble(rows, hs, floor, threshold, g, d, hd, h0) -> dict[str, Any]:
     signed = tuple(tuple(r[j] for r in rows) for j in range(count))
     remainders = tuple(tuple(abs(v) for v in rem) for rem in signed)
     orders, counted, observed, resolution = [], [], [], []
-    terms = [h0 * abs(float(np.sum(g * d)))]
+    terms = [h0 * abs(real_inner(g, d)[0])]
     if hd is not None:
-        terms.append(0.5 * h0 * h0 * abs(float(np.sum(d * hd))))
+        terms.append(0.5 * h0 * h0 * abs(real_inner(d, hd)[0]))
     for j, rem in enumerate(remainders):
         ok = tuple(bool(r >= threshold) for r in rem)
         # no order across a sign change: the remainder passes through zero there
