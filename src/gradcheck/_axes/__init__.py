@@ -63,11 +63,6 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
     if lowp:
         raise ValueError("independent_axes does not support float16/bfloat16 input (yet): check a float64 "
                          "upcast of x, or check without independent_axes")
-    if cotangent is None:
-        raise ValueError(
-            "independent_axes needs f to return an array whose slices match x's; f returned a scalar. "
-            "For a loss that is a sum of per-example terms, return the per-example losses (shape (B,)) "
-            "and declare independent_axes=(0,): the check reduces them with its own cotangent")
     if engine == "executor" and executor is None:
         raise ValueError("engine='executor' needs check(..., executor=...): a concurrent.futures.Executor")
     if engine == "batched" and not vectorized:
@@ -77,7 +72,8 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
         why = unsupported(f, backend, work)
         if why is not None:
             raise TypeError(f"engine='compiled' with independent_axes cannot check this function: {why}")
-    axes = declare(independent_axes, work.shape, y0.shape)
+    axes = declare(independent_axes, work.shape, y0.shape)  # refuses a scalar f(x): then the cotangent is None
+    assert cotangent is not None
     spent, note = verify(axes, lambda: evaluate(None), work, y0, steps, seed, pristine)
     if executor is not None or engine == "executor":
         coloured: Coloured = ExecutorColoured(axes, evaluate, work, cotangent, y0, executor=executor)

@@ -113,6 +113,11 @@ def declare(independent_axes: Any, x_shape: tuple[int, ...], y_shape: tuple[int,
     1
     """
     x_shape, y_shape = tuple(int(n) for n in x_shape), tuple(int(n) for n in y_shape)
+    if not y_shape:
+        raise ValueError(
+            "independent_axes needs f to return an array whose slices match x's; f returned a scalar. "
+            "For a loss that is a sum of per-example terms, return the per-example losses (shape (B,)) "
+            "and declare independent_axes=(0,): the check reduces them with its own cotangent")
     if isinstance(independent_axes, str):
         if independent_axes != "all":
             raise ValueError(f"independent_axes must be a tuple of axes or 'all', got {independent_axes!r}")

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ._complex import adjoint_of, convention_of, note, random_like
+from ._complex import adjoint_of, convention_of, evaluate, note, random_like, require_input
 from ._complex import inner as real_inner
 from ._jvp import call_user
 from ._links import (
@@ -42,6 +42,7 @@ from ._links import (
     backends,
     dtype_name,
     positive,
+    same_bits,
     text,
     unit_roundoff_of,
 )
@@ -174,9 +175,8 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     inner, point, fwd, adj, label = _operators(jvp, vjp, x, f, in_shape, backend, name)
     convention = convention_of(complex_convention, inner)
     shape = point.shape if point is not None else tuple(in_shape or ())
-    ts, vs, jt, jtv = _draws(fwd, adjoint_of(adj, convention), point, shape, seed,
-                             complex_out=f is not None and point is not None
-                             and np.iscomplexobj(inner.evaluate(f, point.copy())))
+    y0 = None if f is None or point is None else evaluate(inner, f, point.copy(), "at x")
+    ts, vs, jt, jtv = _draws(fwd, adjoint_of(adj, convention), point, shape, seed, y0)
     unit = max(unit_roundoff_of(a) for a in (ts[0], jt[0], jtv[0]))
     defect_j = jt[2] - jt[0] - jt[1]
     defect_jt = jtv[2] - jtv[0] - jtv[1]
@@ -185,7 +185,7 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     linearity = {"jvp": _relative(defect_j, jt), "vjp": _relative(defect_jt, jtv), "limit": limit}
     blame = {}
     if f is not None and point is not None:
-        blame = _blame(f, point, inner, ts[0], vs[0], jtv[0], rows[0], unit, noise_factor)
+        blame = _blame(f, point, inner, (ts[0], vs[0], jtv[0], y0), rows[0], unit, noise_factor)
     notes = (note(convention),) if any(np.iscomplexobj(a) for a in (ts[0], vs[0])) else ()
     return AdjointResult(name=label, forward=tuple(r[0] for r in rows), adjoint=tuple(r[1] for r in rows),
                          bound=tuple(r[2] for r in rows), linearity=linearity, in_shape=tuple(shape),
@@ -193,9 +193,10 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
                          seconds=time.perf_counter() - started, calls=6, blame=blame, notes=notes)
 
 
-def _draws(fwd, adj, point, shape, seed: int, complex_out: bool) -> tuple[list, list, list, list]:
+def _draws(fwd, adj, point, shape, seed: int, y0: np.ndarray | None) -> tuple[list, list, list, list]:
     """``(t, v, J t, J* v)`` for the three draws (two seeded, then their sums): ``t`` complex
-    where ``x`` is, ``v`` where ``J t`` (or ``f(x)``) is."""
+    where ``x`` is, ``v`` where ``J t`` (or ``f(x)``, ``y0`` when ``f`` was given) is."""
+    complex_out = y0 is not None and y0.dtype.kind == "c"
     rng = np.random.default_rng(seed)
     dtype = point.dtype if point is not None else np.dtype(np.float64)
     ts = [random_like(rng, shape, dtype.kind == "c").astype(dtype) for _ in range(2)]
@@ -210,6 +211,8 @@ def _draws(fwd, adj, point, shape, seed: int, complex_out: bool) -> tuple[list, 
     jt.append(fwd(ts[2]))
     jtv = [adj(v) for v in vs]
     _require_shapes(jt, jtv, shape, vs[0].shape)
+    if y0 is not None and jt[0].shape != y0.shape:
+        raise ShapeMismatchError("jvp(t) (it must be shaped like f(x))", y0.shape, jt[0].shape)
     for what, values, real in (("vjp(v)", jtv, dtype.kind != "c"), ("jvp(t)", jt, not complex_out and kind != "c")):
         if real and any(np.iscomplexobj(a) and np.any(a.imag != 0) for a in values):
             raise UnsupportedInputError(
@@ -230,6 +233,7 @@ def _operators(jvp, vjp, x, f, in_shape, backend, name):
         return None, None, lambda t: np.asarray(jvp(t.copy())), lambda v: np.asarray(vjp(v.copy())), label
     inner = backends.resolve(backend, x)
     point = np.array(inner.to_numpy(x), copy=True)
+    require_input(point)
     if (jvp is None or vjp is None) and (f is None or not hasattr(inner, "jvp")):
         raise TypeError("jvp=None / vjp=None mean the framework's own modes: pass f and a torch or jax x")
     if jvp is None:
@@ -278,11 +282,18 @@ def _relative(defect: np.ndarray, outputs: list[np.ndarray]) -> float:
     return 0.0 if d == 0 else (d / size if size > 0 else math.inf)
 
 
-def _blame(f, point, inner, t, v, jtv, row, unit, k) -> dict[str, Any]:
-    """Compare both sides of the first draw with a Richardson-extrapolated central
-    difference of ``v . f`` along ``t``; say which side is inconsistent with ``f``."""
+def _blame(f, point, inner, draw, row, unit, k) -> dict[str, Any]:
+    """Compare both sides of the first draw (``(t, v, J* v, f(x))``) with a
+    Richardson-extrapolated central difference of ``<v, f>`` along ``t``; say which side is
+    inconsistent with ``f``."""
+    t, v, jtv, y0 = draw
+    if not same_bits(evaluate(inner, f, point.copy(), "at x, again"), y0):  # check's rule: FAIL
+        return {"numeric": math.nan, "error": math.nan, "jvp_agrees": False, "vjp_agrees": False,
+                "verdict": "f is nondeterministic (f(x) changed between two calls): neither model can be judged "
+                           "against its differences"}
     h = unit ** (1 / 3) * max(1.0, float(np.abs(point).max(initial=0))) / max(float(np.abs(t).max(initial=0)), 1e-300)
-    phi = lambda s: _dot(inner.evaluate(f, (point + s * t).astype(point.dtype)), v)  # noqa: E731
+    phi = lambda s: _dot(evaluate(inner, f, (point + s * t).astype(point.dtype),  # noqa: E731
+                                  f"at x + s t (s = {s:.3g}, the adjoint test's differences)", like=y0), v)
     values = {s: phi(s) for s in (h, -h, h / 2, -h / 2)}
     d1 = (values[h][0] - values[-h][0]) / (2 * h)
     d2 = (values[h / 2][0] - values[-h / 2][0]) / h

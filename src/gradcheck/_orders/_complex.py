@@ -27,9 +27,54 @@ from typing import Any
 
 import numpy as np
 
-from ._links import default_convention, validate_convention
+from ._links import (
+    FunctionError,
+    GradcheckError,
+    OutputError,
+    default_convention,
+    float_dtype_name,
+    mutation_error,
+    output_array,
+    require_real_output,
+    same_bits,
+    validate_convention,
+)
 
-__all__ = ["adjoint_of", "convention_of", "inner", "note", "random_like", "real_view", "to_torch"]
+__all__ = ["adjoint_of", "convention_of", "evaluate", "inner", "note", "random_like", "real_view",
+           "require_input", "to_torch"]
+
+
+def require_input(x_np: np.ndarray) -> bool:
+    """Whether ``x`` is complex, after refusing what has no derivative: a real floating or
+    complex array passes; an integer, bool or object array is refused as ``check`` refuses it."""
+    if x_np.dtype.kind == "c":
+        return True
+    float_dtype_name(x_np)  # UnsupportedInputError saying what x is and what to pass
+    return False
+
+
+def evaluate(inner: Any, f: Any, z: np.ndarray, where: str, like: np.ndarray | None = None) -> np.ndarray:
+    """``f(z)`` through the backend as numpy. ``f`` raising is :class:`FunctionError`, a value
+    that is not real or complex numbers (None, a string) is :class:`OutputError`, and so is
+    another shape, or complex where ``like`` (``f(x)``) is real (or real where it is complex):
+    each saying ``where`` (``"at x + h d (h = 0.01)"``); an ``f`` that writes into ``z`` is
+    :class:`InputMutationError`, as in ``check``."""
+    before = np.array(z, copy=True)
+    try:
+        y = output_array(inner.evaluate(f, z))
+    except GradcheckError:
+        raise
+    except Exception as exc:
+        raise FunctionError(None, where, None, exc) from exc
+    if not same_bits(z, before):
+        raise mutation_error(seen=f" (seen {where})")
+    if y.dtype.kind != "c":
+        require_real_output(y, "f", None, where)
+    if like is not None and (y.shape != like.shape or (y.dtype.kind == "c") != (like.dtype.kind == "c")):
+        raise OutputError(f"{y.dtype} of shape {y.shape}", None, where, tail=(
+            f", after {like.dtype} of shape {like.shape} at x; f must return the same shape and kind of number "
+            "at every point"))
+    return y
 
 
 def convention_of(convention: Any, backend: Any) -> str:

@@ -80,6 +80,8 @@ def _claim_builder(f, inner, jvp, batched: bool, notes: list[str], convention: s
         # check passes jax's cotangent conjugated (it is what jax's VJP takes): v itself here
         v = None if cotangent is None else to_torch(np.asarray(cotangent), convention)
         units = (1.0, 1j) if x.dtype.kind == "c" else (1.0,)
+        if not x.size:  # nothing to differentiate along
+            return np.zeros(x.shape, dtype=np.complex128 if len(units) > 1 else np.float64)
         parts, calls, how = [], 0, ""
         for unit in units:
             part, used, how = _directional(f, inner, jvp, batched, x, unit, v)

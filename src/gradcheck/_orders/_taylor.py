@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ._complex import convention_of, note, random_like, to_torch
+from ._complex import convention_of, evaluate, note, random_like, require_input, to_torch
 from ._complex import inner as real_inner
 from ._hvp import DIRECTION_STREAM
 from ._hvp import _claim as hvp_claim
@@ -185,6 +185,7 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     inner = backends.resolve(backend, x)
     convention = convention_of(complex_convention, inner)
     x_np = np.array(inner.to_numpy(x), copy=True)
+    require_input(x_np)
     d = _direction(direction, x_np, seed)  # before f runs
     value, out_dtype = _scalar_function(f, inner, x_np)
     f0 = value(x_np)
@@ -210,16 +211,17 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
                         notes=tuple(notes), floor=floor, threshold=threshold, **result)
 
 
-def _scalar_function(f, inner, x_np: np.ndarray) -> tuple[Callable[[np.ndarray], float], Any]:
-    """``z -> float f(z)`` through the backend, and the dtype of ``f``'s output."""
-    def value(z: np.ndarray) -> float:
-        y = np.asarray(inner.evaluate(f, z))
+def _scalar_function(f, inner, x_np: np.ndarray) -> tuple[Callable[..., float], Any]:
+    """``(z, where) -> float f(z)`` through the backend (f raising: FunctionError; None or a
+    string: OutputError; ``where`` says at which point), and the dtype of ``f``'s output."""
+    def value(z: np.ndarray, where: str = "at x") -> float:
+        y = evaluate(inner, f, z, where)
         if y.size != 1 or y.dtype.kind == "c":
             raise ValueError(f"taylor_test takes a real scalar f; f returned {y.dtype} of shape {y.shape} "
-                             "(reduce it to a real number, e.g. v . f)")
+                             f"{where} (reduce it to a real number, e.g. v . f)")
         return float(y.reshape(()))
 
-    return value, np.asarray(inner.evaluate(f, x_np.copy())).dtype
+    return value, evaluate(inner, f, x_np.copy(), "at x").dtype
 
 
 def _gradient(claimed: Any, x_np: np.ndarray, what: str = "claimed gradient") -> np.ndarray:
@@ -261,7 +263,7 @@ def _remainders(value, x_np, f0, g, d, hd, h, unit) -> tuple[float, ...]:
     z = (x_np + h * d).astype(x_np.dtype)
     wide = np.complex128 if x_np.dtype.kind == "c" else np.float64
     delta = z.astype(wide) - x_np.astype(wide)
-    fz = value(z)
+    fz = value(z, f"at x + h d (h = {h:.3g})")
     linear, size = real_inner(g, delta)  # <g, delta> = Re sum(conj(g) delta)
     r1 = fz - f0 - linear
     noise = unit * (abs(fz) + abs(f0) + size)

@@ -88,6 +88,8 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
         return RealView(be, x_np, vectorized, lowp.probes + 1)
     require_real_output(output_array(y0), f"f ({label})")
+    if opts.independent_axes is not None:  # the declaration against f(x)'s shape, before the claim is taken
+        _axes.declare(opts.independent_axes, work.shape, np.shape(y0))
     probes = lowp.probes
     if dtype == "float64" and opts.config is None and opts.independent_axes is None:
         routed, spent = route_float64(f, work, y0, be)  # f computes in float32: float32 steps, Richardson
