@@ -33,7 +33,14 @@ from typing import Any
 import numpy as np
 
 from .._core.arrays import same_bits
-from .._core.errors import DependentSlicesError, FunctionError, InputMutationError, OutputError, mutation_error
+from .._core.errors import (
+    DependentSlicesError,
+    FunctionError,
+    InputMutationError,
+    OutputError,
+    UnsupportedInputError,
+    mutation_error,
+)
 from .declare import Axes
 
 #: Single-entry probes; bit partitions (each with its complement); random ones beyond them.
@@ -178,9 +185,22 @@ def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, out, *, bisect: bo
         else:
             entries = first
         leak = found
+    _require_deterministic(evaluate, y0)  # a leak is only a leak if f repeats itself at x
     entry = tuple(int(k) for k in np.unravel_index(int(entries[0]), shape))
     how = "one entry perturbed alone" if entries.size == 1 else f"{entries.size} entries perturbed together"
     raise DependentSlicesError(_axis_of(axes, entry, leak), entry, leak, how)
+
+
+def _require_deterministic(evaluate, y0) -> None:
+    """``f`` at the unperturbed input must give ``y0``'s bits again: else the outputs that moved
+    are its noise, not a leak between slices (refused, said as such)."""
+    with np.errstate(all="ignore"):
+        again = np.asarray(evaluate())
+    if _bits_differ(again, y0).any():
+        raise UnsupportedInputError(
+            "f is nondeterministic (f(x) changed between two calls at the same x): independent_axes is "
+            "verified by comparing f's outputs bit for bit, which needs a deterministic f; check it "
+            "without independent_axes (its report says how much f drifts)")
 
 
 def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out) -> tuple[int, ...] | None:

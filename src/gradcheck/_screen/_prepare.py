@@ -20,7 +20,7 @@ from .._core.config import Config
 from .._core.errors import FunctionError, UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
 from .._lowp.forced64 import route_float64
-from .._pipeline.prepare import make_cotangent, reducer
+from .._pipeline.prepare import make_cotangent, reducer, scalar_output
 from ..backends._claimed import as_gradient
 from ..engines._differences import steps_for
 from ._limit import entrywise_floor
@@ -101,7 +101,7 @@ def prepare(f, x, grad, config, name, backend) -> Prepared:
     claimed = be.claimed_gradient(f, work.copy(), cotangent, grad)
     analytic = as_gradient(claimed, work.shape).reshape(-1)
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
-        evaluate = lambda: float(f(work))  # noqa: E731  the hot path
+        evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path (check's: no complex cast to float)
     else:
         evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
