@@ -98,11 +98,26 @@ def _config(**kw):
     return lambda: gradcheck.Config(**kw), None
 
 
+class _Submits:
+    def submit(self, fn, *args):  # an executor as far as ExecutorOptions can tell
+        raise AssertionError("never called")
+
+
+def _executor_options(**kw):
+    return lambda: gradcheck.ExecutorOptions(_Submits(), **kw), None
+
+
+def _checkpoint(**kw):
+    kw.setdefault("path", "run.npz")
+    return lambda: gradcheck.Checkpoint(**kw), None
+
+
 CALLS = {
     gradcheck.check: _check, gradcheck.screen: _screen, gradcheck.check_params: _check_params,
     gradcheck.check_jvp: _check_jvp, gradcheck.check_hvp: _check_hvp, gradcheck.check_adjoint: _check_adjoint,
     gradcheck.taylor_test: _taylor_test, gradcheck.dispute: _dispute, gradcheck.shape_sweep: _shape_sweep,
     gradcheck.assert_detects_wrong_gradient: _assert_detects, gradcheck.Config: _config,
+    gradcheck.ExecutorOptions: _executor_options, gradcheck.Checkpoint: _checkpoint,
 }
 
 # Wrong values by kind of keyword.
@@ -174,6 +189,8 @@ KEYWORDS: dict[Any, dict[str, list[Any]]] = {
         "resolution": [0, 1, 1.5, "x", True, np.nan], "reduce": ["mean", 3], "seed": SEED,
         "refine": FLAG, "refine_noisy": FLAG, "dtype": ["float99", 3, np.float64],
     },
+    gradcheck.ExecutorOptions: {"retries": [-1, 1.5, "2", True], "chunk_entries": COUNT, "slots": COUNT},
+    gradcheck.Checkpoint: {"path": [3, None], "interval": [-1.0, np.nan, "5", True], "keep": FLAG},
 }
 
 #: Keywords whose value is judged against f's output: f may be called first (its shape is needed).
@@ -197,7 +214,8 @@ def _keywords(fn: Any) -> list[str]:
 def test_every_keyword_of_every_public_function_has_bad_values():
     """The table covers every keyword of every public callable (a new keyword needs a row)."""
     public = [getattr(gradcheck, n) for n in gradcheck.__all__]
-    walked = [fn for fn in public if callable(fn) and (not isinstance(fn, type) or fn is gradcheck.Config)]
+    classes = (gradcheck.Config, gradcheck.ExecutorOptions, gradcheck.Checkpoint)  # the public option holders
+    walked = [fn for fn in public if callable(fn) and (not isinstance(fn, type) or fn in classes)]
     walked = [fn for fn in walked if _keywords(fn)]
     assert set(walked) == set(KEYWORDS) | {gradcheck.grid}
     for fn in KEYWORDS:
