@@ -8,9 +8,11 @@ number here, nor a float an int), a ``ValueError`` for one out of range.
 The kinds, each one function: :func:`flag` (True/False), :func:`choice` (one of a few
 names: engines, conventions), :func:`integer` (counts: ``draws``, ``steps``, ``digits``),
 :func:`as_seed`, :func:`positive` and :func:`nonnegative` (finite numbers: steps, tolerances,
-noise factors), :func:`as_budget` (evaluations or wall time), :func:`text` (labels),
-:func:`as_config` and :func:`as_executor`. A new keyword of a public function (a tolerance
-such as ``rtol=``) takes its validator from here.
+noise factors), :func:`as_budget` (evaluations or wall time), :func:`text` (labels) and
+:func:`as_executor`. A new keyword of a public function (a tolerance such as ``rtol=``) takes
+its validator from here. (``config=`` is validated beside its type,
+:func:`gradcheck._core.config.as_config`: :class:`~gradcheck.Config` checks its own fields
+with the validators here, so this module cannot import it.)
 
 >>> flag("refine", "no", none=True)
 Traceback (most recent call last):
@@ -35,7 +37,8 @@ import numpy as np
 MIN_DIGITS = 20
 
 
-def _got(value: Any) -> str:
+def got(value: Any) -> str:
+    """How an error shows a value it refuses: ``'no' (a str)``."""
     return f"{value!r} (a {type(value).__name__})"
 
 
@@ -50,7 +53,7 @@ def flag(name: str, value: Any, *, none: bool = False) -> bool | None:
     if _is_bool(value):
         return bool(value)
     choices = "True, False or None" if none else "True or False"
-    raise TypeError(f"{name} must be {choices}, got {_got(value)}")
+    raise TypeError(f"{name} must be {choices}, got {got(value)}")
 
 
 def _same(value: Any, c: Any) -> bool:
@@ -80,7 +83,7 @@ def integer(name: str, value: Any, *, minimum: int, meaning: str = "", none: boo
         return None
     accepts = f"an int >= {minimum}{meaning}{' or None' if none else ''}"
     if _is_bool(value) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be {accepts}, got {_got(value)}")
+        raise TypeError(f"{name} must be {accepts}, got {got(value)}")
     if value < minimum:
         raise ValueError(f"{name} must be {accepts}, got {value!r}")
     return int(value)
@@ -100,7 +103,7 @@ def as_digits(value: Any) -> int:
 
 def _number(name: str, value: Any, accepts: str, ok: Any) -> float:
     if _is_bool(value) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be {accepts}, got {_got(value)}")
+        raise TypeError(f"{name} must be {accepts}, got {got(value)}")
     if not (np.isfinite(value) and ok(value)):
         raise ValueError(f"{name} must be {accepts}, got {value!r}")
     return float(value)
@@ -137,7 +140,7 @@ def as_budget(value: Any, name: str = "budget") -> int | float | None:
     if value is None:
         return None
     if _is_bool(value) or not isinstance(value, (int, np.integer, str, datetime.timedelta)):
-        raise TypeError(f"{name} must be {accepts}; got {_got(value)}")
+        raise TypeError(f"{name} must be {accepts}; got {got(value)}")
     if isinstance(value, (int, np.integer)):
         if value < 1:
             raise ValueError(f"{name} must be at least 1 evaluation of f (an int >= 1), got {value!r}")
@@ -159,7 +162,7 @@ def as_shape(name: str, value: Any) -> tuple[int, ...]:
     items = (value,) if isinstance(value, (int, np.integer)) and not _is_bool(value) else value
     if not isinstance(items, (tuple, list)) or any(_is_bool(n) or not isinstance(n, (int, np.integer))
                                                    for n in items):
-        raise TypeError(f"{name} must be a shape (a tuple of ints), got {_got(value)}")
+        raise TypeError(f"{name} must be a shape (a tuple of ints), got {got(value)}")
     if any(n < 0 for n in items):
         raise ValueError(f"{name} must be a shape (a tuple of ints >= 0), got {value!r}")
     return tuple(int(n) for n in items)
@@ -179,19 +182,7 @@ def text(name: str, value: Any) -> str | None:
     """``value`` if it is a str or None (a label)."""
     if value is None or isinstance(value, str):
         return value
-    raise TypeError(f"{name} must be a str or None, got {_got(value)}")
-
-
-def as_config(value: Any) -> Any:
-    """``config``: a :class:`gradcheck.Config` or None (a dict says how to build one)."""
-    from .config import Config  # config.py validates its own fields with this module
-
-    if value is None or isinstance(value, Config):
-        return value
-    hint = ""
-    if isinstance(value, dict):
-        hint = f"; build one from the dict with gradcheck.Config(**{value!r})"
-    raise TypeError(f"config must be a gradcheck.Config or None, got {_got(value)}{hint}")
+    raise TypeError(f"{name} must be a str or None, got {got(value)}")
 
 
 def as_executor(value: Any) -> Any:
@@ -199,22 +190,4 @@ def as_executor(value: Any) -> Any:
     if value is None or callable(getattr(value, "submit", None)) or type(value).__name__ == "ExecutorOptions":
         return value
     raise TypeError(f"executor must be a concurrent.futures.Executor (something with .submit), an "
-                    f"ExecutorOptions or None, got {_got(value)}; for dask use Client(...).get_executor()")
-
-
-def check_keywords(*, config: Any, name: Any, engine: Any, engines: Sequence[str], vectorized: Any,
-                   progress: Any, refine: Any, adjudicate: Any, digits: Any, bound_ulps: Any,
-                   executor: Any) -> dict[str, Any]:
-    """The keywords of :func:`gradcheck.check`, validated (``engines``: the valid names)."""
-    return dict(
-        config=as_config(config),
-        name=text("name", name),
-        engine=choice("engine", engine, tuple(engines)),
-        vectorized=flag("vectorized", vectorized),
-        progress=flag("progress", progress, none=True),
-        refine=flag("refine", refine, none=True),
-        adjudicate=as_adjudicate(adjudicate),
-        digits=as_digits(digits),
-        bound_ulps=positive("bound_ulps", bound_ulps, none=True),
-        executor=as_executor(executor),
-    )
+                    f"ExecutorOptions or None, got {got(value)}; for dask use Client(...).get_executor()")

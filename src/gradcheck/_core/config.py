@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import arguments as _arguments
+
 Reduce = Literal["random", "sum"]
 _REDUCE_CHOICES = ("random", "sum")
 #: The default resolution share (``Config.resolution``): a PASS needs ``tol <= 1% of scale``.
@@ -79,8 +81,6 @@ class Config:
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
-        from . import arguments as _arguments  # the validators, in one place (arguments imports Config lazily)
-
         _arguments.choice("reduce", self.reduce, _REDUCE_CHOICES)
         _arguments.positive("step", self.step)
         for field in ("rtol", "atol", "noise_factor"):
@@ -135,3 +135,15 @@ _PRESETS = {
     "bfloat16": Config(step=1e-1, rtol=1e-1, atol=0.0, noise_factor=8.0, resolution=2e-1, refine_noisy=False,
                        dtype="bfloat16"),
 }
+
+
+def as_config(value: Any) -> Any:
+    """``config``: a :class:`Config` or None (a dict says how to build one). The keyword's
+    validator lives beside the type (``Config`` checks its own fields with
+    :mod:`gradcheck._core.arguments`, which therefore cannot import it)."""
+    if value is None or isinstance(value, Config):
+        return value
+    hint = ""
+    if isinstance(value, dict):
+        hint = f"; build one from the dict with gradcheck.Config(**{value!r})"
+    raise TypeError(f"config must be a gradcheck.Config or None, got {_arguments.got(value)}{hint}")

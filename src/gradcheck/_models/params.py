@@ -13,7 +13,7 @@ from .._adjudicate.referee import Referee, referee_may_run
 from .._core import arguments as _arguments
 from .._core import status as _status
 from .._core.arrays import same_bits
-from .._core.config import Config, dtype_name
+from .._core.config import Config, as_config, dtype_name
 from .._core.errors import (
     AliasedParametersError,
     FunctionError,
@@ -264,7 +264,7 @@ def check_params(
     True
     """
     started = time.perf_counter()
-    config, adjudicate, digits = (_arguments.as_config(config), _arguments.as_adjudicate(adjudicate),
+    config, adjudicate, digits = (as_config(config), _arguments.as_adjudicate(adjudicate),
                                   _arguments.as_digits(digits))
     seed, executor = _arguments.as_seed(seed), _arguments.as_executor(executor)
     engine = _arguments.choice("engine", engine, PARAMS_ENGINES + ("executor",))

@@ -6,7 +6,6 @@ package layout changes these lines and nothing else in the folder.
 from __future__ import annotations
 
 from .. import backends as backends
-from .._core.arguments import as_config as as_config
 from .._core.arguments import as_seed as as_seed
 from .._core.arguments import as_shape as as_shape
 from .._core.arguments import choice as choice
@@ -18,6 +17,7 @@ from .._core.arguments import text as text
 from .._core.arrays import same_bits as same_bits
 from .._core.config import UNIT_ROUNDOFF as UNIT_ROUNDOFF
 from .._core.config import Config as Config
+from .._core.config import as_config as as_config
 from .._core.config import dtype_name as dtype_name
 from .._core.errors import FunctionError as FunctionError
 from .._core.errors import GradcheckError as GradcheckError

@@ -22,7 +22,7 @@ import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .._core import arguments as _arguments
-from .._core.config import Config
+from .._core.config import Config, as_config
 from .._core.errors import mutation_error
 from .._core.verdict import Verdict
 from .._report.report import Report
@@ -202,7 +202,7 @@ def _validate(engine, draws, blocks, complex_step, adjudicate, exact, **keywords
     complex_step, adjudicate, exact = (_arguments.choice(label, value, ("auto", True, False)) for label, value in
                                        (("complex_step", complex_step), ("adjudicate", adjudicate), ("exact", exact)))
     _arguments.as_budget(keywords["budget"])
-    _arguments.as_config(keywords["config"])
+    as_config(keywords["config"])
     _arguments.as_executor(keywords["executor"])
     _arguments.as_digits(keywords["digits"])
     _arguments.text("name", keywords["name"])

@@ -38,6 +38,7 @@ import numpy as np
 
 from .._core import arguments as _arguments
 from .._core import status as _status
+from .._core.config import as_config
 from .._core.errors import GradientAssertionError
 from .._core.verdict import Verdict
 from .._pipeline.check import check
@@ -475,7 +476,7 @@ def shape_sweep(
     'n is even (exact: 4 of 8 shapes fail)'
     """
     _arguments.choice("keep", keep, KEEP_CHOICES)
-    config, adjudicate = _arguments.as_config(config), _arguments.as_adjudicate(adjudicate)
+    config, adjudicate = as_config(config), _arguments.as_adjudicate(adjudicate)
     factory, vectorized = bool(_arguments.flag("factory", factory)), bool(_arguments.flag("vectorized", vectorized))
     engine, name = _arguments.choice("engine", engine, ENGINE_NAMES), _arguments.text("name", name)
     if parts is not None and not callable(parts):
