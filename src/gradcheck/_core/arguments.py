@@ -7,8 +7,8 @@ number here, nor a float an int), a ``ValueError`` for one out of range.
 
 The kinds, each one function: :func:`flag` (True/False), :func:`choice` (one of a few
 names: engines, conventions), :func:`integer` (counts: ``draws``, ``steps``, ``digits``),
-:func:`as_seed`, :func:`positive` and :func:`nonnegative` (finite numbers: steps, tolerances,
-noise factors), :func:`as_budget` (evaluations or wall time), :func:`text` (labels) and
+:func:`as_seed`, :func:`positive`, :func:`nonnegative` and :func:`share` (finite numbers:
+steps, tolerances, noise factors, shares), :func:`as_budget` (evaluations or wall time), :func:`text` (labels) and
 :func:`as_executor`. A new keyword of a public function (a tolerance such as ``rtol=``) takes
 its validator from here. (``config=`` is validated beside its type,
 :func:`gradcheck._core.config.as_config`: :class:`~gradcheck.Config` checks its own fields
@@ -125,6 +125,11 @@ def nonnegative(name: str, value: Any, *, none: bool = False, meaning: str = "")
         return None
     return _number(name, value, f"a finite number >= 0{meaning}{' or None' if none else ''}",
                    lambda v: v >= 0)
+
+
+def share(name: str, value: Any, meaning: str = "") -> Any:
+    """``value`` as a float strictly between 0 and 1: a share (of a value, of the entries)."""
+    return _number(name, value, f"a number in (0, 1){meaning}", lambda v: 0 < v < 1)
 
 
 #: Wall-time units a budget string may use, in seconds.

@@ -89,11 +89,8 @@ class Config:
         _arguments.flag("refine", self.refine)
         _arguments.flag("refine_noisy", self.refine_noisy)
         _arguments.choice("dtype", self.dtype, tuple(UNIT_ROUNDOFF))
-        res = self.resolution
-        _arguments.positive("resolution", res)
-        if not res < 1:
-            raise ValueError(f"resolution must be a number in (0, 1) (the largest tolerance, as a share of "
-                             f"the value, at which an entry may PASS), got {res!r}")
+        res = _arguments.share("resolution", self.resolution, " (the largest tolerance, as a share of the value, "
+                               "at which an entry may PASS)")
         if not self.rtol < res:
             raise ValueError(
                 f"rtol={self.rtol!r} is not below resolution={res!r}: a PASS needs its whole tolerance "
