@@ -18,10 +18,9 @@ import numpy as np
 from _common import compare, header, naive_loop, run, seconds, table
 
 import gradcheck
+from gradcheck._differences import steps_for
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem
-from gradcheck.engines._differences import steps_for
-from gradcheck.engines._serial import SerialEngine
+from gradcheck.engines import CheckProblem, select_engine
 
 TARGET = 1.10
 
@@ -58,7 +57,7 @@ def main(quick: bool = False) -> dict:
         work = np.array(x, copy=True)
         problem = CheckProblem(f=f, work=work, evaluate=lambda f=f, work=work: float(f(work)),
                                backend=NumpyBackend(), cotangent=None)
-        engine = SerialEngine(problem)
+        engine = select_engine("serial", problem)[0]
         idx = np.arange(work.size)
         steps = steps_for(work.reshape(-1), 6e-6)
         scratch = np.array(x, copy=True)

@@ -32,8 +32,9 @@ RANKS: dict[str, int] = {
     "_kernels": 0,                                  # the compiled C kernels (cffi extension)
     "mp": 1, "dual": 1,                             # independent oracles: arbitrary precision, dual numbers
     "backends": 2, "native": 2,                     # 1 adapt f (native: C functions through cffi)
-    "engines": 3,                                   # 2 difference
-    "_runtime": 4,                                  # checkpoint and progress around an engine
+    "_evaluate": 3,                                 # 2 the evaluation layer: points in, reduced values out
+    "_differences": 4,                              # 2 the entry-wise point generator, difference arithmetic
+    "_runtime": 4,                                  # checkpoint and progress around the differences
     "_classify": 5,                                 # 3 classify
     "_refine": 6,                                   # 4 refine
     "_adjudicate": 7,                               # 5 adjudicate
@@ -44,6 +45,7 @@ RANKS: dict[str, int] = {
     "_models": 11, "_sweeps": 11, "_screen": 11, "_orders": 11,  # features
     "_controls": 12,                                # the negative controls (every kind of check)
     "examples": 13, "subjects": 13,                 # public subjects
+    "engines": 13,                                  # the public face of the evaluation layer
     "": 14,                                         # the package root: the public names
     "_demo": 15,                                    # gradcheck demo / bench
     "cli": 16, "pytest_plugin": 16,                 # entry points
@@ -76,7 +78,6 @@ HEAVY: dict[str, str] = {
 #: Modules that import other modules by name at run time, with the reason.
 DYNAMIC: dict[str, str] = {
     "gradcheck.backends": "the torch, jax and dual adapters load when their backend is asked for",
-    "gradcheck.engines._base": "an engine's module loads when it is chosen",
     "gradcheck._report.html": "a result's renderer is found by the result's type name (html imports no feature)",
     "gradcheck.cli": "MODULE:FUNC given on the command line",
     "gradcheck._demo.bench": "the benchmark scripts of a checkout",
