@@ -30,7 +30,7 @@ from .._pipeline.difference import first_differences
 from .._pipeline.judge import judge_entries
 from .._report.html import HtmlViews
 from .._report.report import Report
-from .._screen._api import screen_param
+from .._screen import screen_param
 from ..backends import NumpyBackend
 from ..backends._claimed import as_gradient
 from .diagnosis import Diagnosis, diagnose

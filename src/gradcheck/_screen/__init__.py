@@ -22,5 +22,6 @@ Must not import: the other features (``_models`` imports it, not the reverse), t
 controls, the demo, the command line (``gradcheck.mp`` only inside the exact path).
 """
 from ._api import screen as screen
+from ._api import screen_param as screen_param
 
-__all__ = ["screen"]
+__all__ = ["screen", "screen_param"]
