@@ -55,9 +55,11 @@ def evaluate_points(evaluate: Callable[[], float], work: np.ndarray, points: Poi
     old = np.asarray(flat[points.idx], dtype=work.dtype).reshape(-1)  # each entry's value now
     out = [np.nan] * len(points)
     with np.errstate(all="ignore"):  # f is evaluated at points the user did not choose
-        if points.single and points.width == 2 and np.array_equal(points.idx[0::2], points.idx[1::2]):
-            _pairs(evaluate, work, flat, points, old[0::2].tolist(), out, progress)
-        elif points.single:
+        # (no value 0 among them: a nonzero value compared with == is compared bit for bit)
+        if (points.single and points.width == 2 and np.array_equal(points.idx[0::2], points.idx[1::2])
+                and not (points.values == 0).any()):
+            return _pairs(evaluate, work, flat, points, old[0::2].tolist(), progress)
+        if points.single:
             _single(evaluate, work, flat, points, old.tolist(), out, progress)
         else:
             _blocks(evaluate, work, flat, points, old, out, progress)
@@ -88,35 +90,37 @@ def _single(evaluate, work, flat, points: Points, old: list, out: list, progress
             progress((j + 1) // width)
 
 
-def _pairs(evaluate, work, flat, points: Points, old: list, out: list, progress) -> None:
+def _pairs(evaluate, work, flat, points: Points, old: list, progress) -> np.ndarray:
     """The hottest loop: the entry-wise pass, both points of an entry in one turn (its
-    ``+h``, then its ``-h``), the entry put back once."""
+    ``+h``, then its ``-h``), the entry put back once; no value is 0, so ``==`` is ``same_bits``."""
     probe, sign = reader(flat), math.copysign
     values = points.values
     rows = zip(points.idx[0::2].tolist(), values[0::2].tolist(), values[1::2].tolist(), old)
+    plus_out, minus_out = [np.nan] * len(old), [np.nan] * len(old)
     for j, (i, plus, minus, was) in enumerate(rows):
         now = probe[i]
         if now != was or (now == 0 and sign(1.0, now) != sign(1.0, was)):  # same_value, inlined
             raise written(entry_of(i, work.shape), "while other entries were perturbed")
-        k = 2 * j
+        side = 0
         try:
             flat[i] = plus
-            out[k] = evaluate()
-            now = probe[i]
-            kept = now == plus and (now != 0 or sign(1.0, now) == sign(1.0, plus))
-            k += 1
+            plus_out[j] = evaluate()
+            kept = probe[i] == plus
+            side = 1
             flat[i] = minus
-            out[k] = evaluate()
-            now = probe[i]
-            kept = kept and now == minus and (now != 0 or sign(1.0, now) == sign(1.0, minus))
+            minus_out[j] = evaluate()
+            kept = kept and probe[i] == minus
         except Exception as exc:  # raised again with the entry it happened at
-            raise PointFailed(k, exc) from exc
+            raise PointFailed(2 * j + side, exc) from exc
         finally:
             flat[i] = was
         if not kept:
             raise written(entry_of(i, work.shape))
         if progress is not None:
             progress(j + 1)
+    out = np.empty(2 * len(old))
+    out[0::2], out[1::2] = plus_out, minus_out
+    return out
 
 
 def _blocks(evaluate, work, flat, points: Points, old: np.ndarray, out: list, progress) -> None:
