@@ -19,7 +19,7 @@ chooser. ``check(..., engine=...)`` takes the names in :data:`ENGINE_NAMES`;
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class Choice:
     """The engine for a check, why it was picked (said in the report), and the calls of ``f``
     the choice made (``auto`` times one or two; the report counts them)."""
 
-    engine: Any
+    engine: CentralDifferences
     reason: str
     evaluations: int = 0
 
@@ -55,7 +55,7 @@ def choose_engine(name: str, problem: Target) -> Choice:
     return Choice(CentralDifferences(picked.runner, problem.work), picked.reason, picked.evaluations)
 
 
-def select_engine(name: str, problem: Target) -> tuple[Any, str]:
+def select_engine(name: str, problem: Target) -> tuple[CentralDifferences, str]:
     """``(engine, reason)`` of :func:`choose_engine`."""
     choice = choose_engine(name, problem)
     return choice.engine, choice.reason

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .._evaluate import Points, flat_handle
+from .._evaluate import Points, Runner, flat_handle
 from .arithmetic import perturbed_points
 
 Diffs = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -38,7 +38,7 @@ class CentralDifferences:
     """Central differences of the target's ``f`` through ``runner`` (see the module docstring).
     ``name`` and ``notes`` are the runner's (the report says which ran)."""
 
-    def __init__(self, runner: Any, work: np.ndarray) -> None:
+    def __init__(self, runner: Runner, work: np.ndarray) -> None:
         self.runner, self.work = runner, work
 
     @property

@@ -81,11 +81,12 @@ from .points import Points as Points
 from .processes import ProcessesRunner as ProcessesRunner
 from .serial import SerialRunner as SerialRunner
 from .serial import run_here as run_here
+from .target import Runner as Runner
 from .target import Target as Target
 from .target import flat_handle as flat_handle
 
 __all__ = ["RUNNER_NAMES", "BatchedRunner", "Choice", "ChunkFailedError", "CompiledRunner", "DTYPES", "Declined",
            "ExecutorOptions", "ExecutorRunner", "ExecutorStats", "ForkPool", "Points", "ProcessesRunner",
-           "SerialRunner", "Target", "WorkerDied", "answer", "auto_decision", "auto_reason", "choose", "flat_handle",
+           "Runner", "SerialRunner", "Target", "WorkerDied", "answer", "auto_decision", "auto_reason", "choose", "flat_handle",
            "fork_available", "fork_hazard", "fork_map", "kind_of", "loops", "make_runner", "numpy_backend",
            "picklable", "run_here", "time_call", "usable_cores"]

@@ -19,7 +19,7 @@ from .executor import ExecutorOptions, ExecutorRunner
 from .fork import fork_available, fork_hazard, usable_cores
 from .processes import ProcessesRunner
 from .serial import SerialRunner
-from .target import Target
+from .target import Runner, Target
 
 RUNNER_NAMES = ("auto", "serial", "batched", "compiled", "processes", "executor")
 
@@ -46,7 +46,7 @@ class Choice:
     """The runner, why it was picked (said in the report), and the calls of ``f`` the choice
     made (``auto`` times one or two; the report counts them)."""
 
-    runner: Any
+    runner: Runner
     reason: str
     evaluations: int = 0
 
@@ -67,7 +67,7 @@ def time_call(evaluate: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
-def make_runner(name: str, target: Target) -> Any:
+def make_runner(name: str, target: Target) -> Runner:
     """The runner called ``name`` for ``target`` (a clear error when it does not apply)."""
     if name == "serial":
         return SerialRunner(target)

@@ -11,11 +11,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
+
+if TYPE_CHECKING:
+    from .points import Points
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,21 @@ class Target:
     def entry(self, flat_index: Any) -> tuple[int, ...]:
         """The multi-index of a flat index of ``work`` (as errors print it: ``(0, 2)``)."""
         return entry_of(flat_index, self.work.shape)
+
+
+class Runner(Protocol):
+    """What every runner answers: ``run(points) -> one float64 per point`` (``progress(groups
+    done)``), its ``name`` and ``notes`` for the report, the points it ran, ``close()``."""
+
+    name: str
+    evaluations: int
+
+    @property
+    def notes(self) -> tuple[str, ...]: ...
+
+    def run(self, points: Points, progress: Callable[[int], None] | None = None) -> np.ndarray: ...
+
+    def close(self, terminate: bool = False) -> None: ...
 
 
 def entry_of(flat_index: Any, shape: tuple[int, ...]) -> tuple[int, ...]:

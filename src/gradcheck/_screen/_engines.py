@@ -22,6 +22,7 @@ from .._evaluate import (
     ExecutorRunner,
     Points,
     ProcessesRunner,
+    Runner,
     Target,
     fork_available,
     fork_hazard,
@@ -82,7 +83,7 @@ class SerialEngine:
 class _OnRunner:
     """A screen engine: the jobs as points on a runner of the evaluation layer."""
 
-    def __init__(self, probe: Probe, runner: Any) -> None:
+    def __init__(self, probe: Probe, runner: Runner) -> None:
         self.probe, self.runner = probe, runner
 
     @property
