@@ -9,8 +9,8 @@ from typing import Any
 from .. import _axes
 from .._core import arguments as _arguments
 from .._core.config import Config, as_config
+from .._evaluate import RUNNER_NAMES as ENGINE_NAMES
 from .._runtime.checkpoint import as_checkpoint
-from ..engines import ENGINE_NAMES
 from . import complex as _complex
 
 

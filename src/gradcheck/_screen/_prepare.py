@@ -19,10 +19,10 @@ from .._core import arguments as _arguments
 from .._core.config import Config
 from .._core.errors import FunctionError, UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
+from .._differences import steps_for
 from .._lowp.forced64 import route_float64
 from .._pipeline.prepare import make_cotangent, reducer, scalar_output
 from ..backends._claimed import as_gradient
-from ..engines._differences import steps_for
 from ._limit import entrywise_floor
 from ._probe import Probe
 
