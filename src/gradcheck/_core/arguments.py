@@ -62,13 +62,14 @@ def _same(value: Any, c: Any) -> bool:
     return isinstance(value, type(c)) and value == c
 
 
-def choice(name: str, value: Any, choices: Sequence[Any]) -> Any:
-    """``value`` if it is one of ``choices`` (bools match bools only)."""
+def choice(name: str, value: Any, choices: Sequence[Any], owner: str = "") -> Any:
+    """``value`` if it is one of ``choices`` (bools match bools only); ``owner`` names the
+    function whose choices these are, where another takes other ones (``"screen"``)."""
     for c in choices:
         if _same(value, c):
             return c
     shown = ", ".join(repr(c) for c in choices)
-    raise ValueError(f"{name}={value!r} is not one of ({shown})")
+    raise ValueError(f"{name}={value!r} is not one of ({shown}){' for ' + owner if owner else ''}")
 
 
 def as_adjudicate(value: Any) -> bool | str:

@@ -88,7 +88,7 @@ def _claim_builder(f, inner, jvp, batched: bool, notes: list[str], convention: s
             parts.append(part)
             calls += used
         count = x.size * len(units)
-        notes.append(f"the claim <v, J e_i> was built from {count} JVPs ({how}, {calls} call"
+        notes.append(f"the claim v . J e_i was built from {count} JVPs ({how}, {calls} call"
                      f"{'s' if calls != 1 else ''})" + ("; complex x: tangents e_i and i e_i" if len(units) > 1 else ""))
         if len(units) == 1:
             return parts[0].reshape(x.shape)

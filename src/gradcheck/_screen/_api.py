@@ -197,7 +197,7 @@ def screen(
 def _validate(engine, draws, blocks, complex_step, adjudicate, exact, **keywords) -> tuple[Any, ...]:
     """Every keyword of :func:`screen`, at the door (``gradcheck._core.arguments``); returns
     ``(draws, blocks, seed, complex_step, adjudicate, exact)`` as read (ints, None, plain bools)."""
-    _arguments.choice("engine", engine, SCREEN_ENGINES)
+    _arguments.choice("engine", engine, SCREEN_ENGINES, owner="screen")
     draws = _arguments.integer("draws", draws, minimum=1, meaning=" (independent sign draws)")
     blocks = _arguments.integer("blocks", blocks, minimum=1, meaning=" (blocks per draw)", none=True)
     complex_step, adjudicate, exact = (_arguments.choice(label, value, ("auto", True, False)) for label, value in
