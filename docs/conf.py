@@ -34,7 +34,10 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
-exclude_patterns = ["_build", "_generated", "jupyter_execute", "**.ipynb_checkpoints", "_templates"]
+# peers_orders.md is written by benchmarks/peers_orders.py (a table without a title): it is
+# included into the pages that show it, not a page of its own.
+exclude_patterns = ["_build", "_generated", "jupyter_execute", "**.ipynb_checkpoints", "_templates",
+                    "peers_orders.md"]
 templates_path = ["_templates"]
 
 # --- MyST and execution -----------------------------------------------------------------------

@@ -1,17 +1,19 @@
 """Pages generated at build time from the installed gradcheck, so they follow the code.
 
 * ``_generated/cli-help.md``: ``gradcheck --help`` and the ``--help`` of every subcommand the
-  parser has (found in ``gradcheck.cli.build_parser()``, so a new subcommand shows up by itself);
+  parser has (found in ``gradcheck.cli.build_parser()``, so a new subcommand shows up by itself),
+  printed by ``gradcheck.cli.main`` in this process;
 * ``_generated/pytest-options.md``: the ``gradcheck`` group of ``pytest --help`` and the
   plugin's marker from ``pytest --markers``.
 
-Each is the text the command prints, run in a subprocess of the Python that runs Sphinx. A
-command that fails, or a section that is missing, stops the build (an ExtensionError): the
+The pytest texts come from a subprocess of the Python that runs Sphinx. A command that fails, or a section that is missing, stops the build (an ExtensionError): the
 documentation never shows options the code no longer has.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -45,12 +47,30 @@ def subcommands() -> list[str]:
     return list(actions[0].choices)
 
 
+def _help(args: list[str]) -> str:
+    """What ``gradcheck ARGS --help`` prints (run in this process: ``prog`` is ``gradcheck``)."""
+    from gradcheck.cli import main
+
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = COLUMNS  # argparse wraps to it
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            code = main([*args, "--help"])
+    finally:
+        if saved is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = saved
+    if code != 0 or not out.getvalue().startswith("usage: gradcheck"):
+        raise ExtensionError(f"`gradcheck {' '.join(args)} --help` exited {code}: {out.getvalue()[:500]}")
+    return out.getvalue().rstrip()
+
+
 def cli_help() -> str:
     """Markdown: the top-level help, then one section per subcommand."""
-    parts = ["### `gradcheck --help`\n", "```text", _run(["-m", "gradcheck.cli", "--help"]).rstrip(), "```\n"]
+    parts = ["### `gradcheck --help`\n", "```text", _help([]), "```\n"]
     for name in subcommands():
-        parts += [f"### `gradcheck {name}`\n", "```text",
-                  _run(["-m", "gradcheck.cli", name, "--help"]).rstrip(), "```\n"]
+        parts += [f"### `gradcheck {name}`\n", "```text", _help([name]), "```\n"]
     return "\n".join(parts)
 
 
