@@ -144,6 +144,15 @@ def test_the_output_rule_accepts_elisions_and_refuses_other_figures():
     assert not output_matches(expected, printed.splitlines()[0] + "\n")
 
 
+def test_every_relative_link_of_the_readme_resolves():
+    """The README points into docs/ and benchmarks/: each relative link names a file that exists
+    (a page renamed or moved would otherwise leave the first screen pointing nowhere)."""
+    text = README.read_text(encoding="utf-8")
+    targets = [t for t in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text) if "://" not in t]
+    assert len(targets) >= 10
+    assert [t for t in targets if not (ROOT / t).exists()] == []
+
+
 def _peers_table_module():
     spec = importlib.util.spec_from_file_location("peers_table", ROOT / "benchmarks" / "peers_table.py")
     module = importlib.util.module_from_spec(spec)
