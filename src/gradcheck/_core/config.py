@@ -117,8 +117,8 @@ class Config:
     def for_dtype(cls, dtype: Any, **overrides: Any) -> Config:
         """The preset for inputs of ``dtype`` ('float64', 'float32', np.float32, ...).
 
-        The presets and the measurements behind them are in the README ("Choosing
-        tolerances"). Keyword arguments override single fields.
+        The presets and why they are what they are: docs/guide/tolerances.md (the measurements
+        behind them: benchmarks/tolerance_study.py). Keyword arguments override single fields.
         """
         name = dtype_name(np.dtype(dtype) if not isinstance(dtype, str) and not hasattr(dtype, "name") else dtype)
         if name not in _PRESETS:
