@@ -1,7 +1,7 @@
 """setup.cfg holds options that tools read: setuptools' ``[bdist_wheel]`` (the wheel's stable-ABI
 tag) and mutmut's ``[mutmut]`` (tests/mutation/run.sh). These tests check that setuptools sees the
 option, that it agrees with pyproject.toml, and that every path and test mutmut is told about
-exists. CI also builds a wheel and fails unless its tag is the stable ABI's (.ci/run).
+exists. CI also builds a wheel and fails unless its tag is the stable ABI's (.ci/docs).
 """
 from __future__ import annotations
 
