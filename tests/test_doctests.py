@@ -11,7 +11,8 @@ MODULES = [
     "gradcheck._core.config", "gradcheck._report.report", "gradcheck._sweeps.sweep", "gradcheck.native",
     "gradcheck.backends._dual", "gradcheck.dual", "gradcheck.dual.number", "gradcheck.dual.forward",
     "gradcheck.mp", "gradcheck._core.formats", "gradcheck._lowp.dispute", "gradcheck._lowp.dispute_bound", "gradcheck._lowp.result", "gradcheck._lowp.dispute_gradient", "gradcheck._lowp.dispute_timing", "gradcheck.mp._reverse", "gradcheck._lowp.subjects",
-    "gradcheck.engines._fork", "gradcheck._core.inputs", "gradcheck._core.jit", "gradcheck.backends._contract",
+    "gradcheck._evaluate.fork", "gradcheck.engines", "gradcheck._differences.central", "gradcheck._evaluate.points",
+    "gradcheck._evaluate.executor", "gradcheck._core.inputs", "gradcheck._core.jit", "gradcheck.backends._contract",
     "gradcheck._core.arguments", "gradcheck._core.arrays", "gradcheck._core.errors", "gradcheck._core.tolerance",
     "gradcheck._core.sparse",
     "gradcheck._report.html",
@@ -23,7 +24,7 @@ MODULES = [
     "gradcheck._lowp.float32", "gradcheck._lowp.f32steps", "gradcheck._lowp.forced64", "gradcheck._demo.layernorm",
     # the modules of public names whose examples the API reference shows (tests/test_docs.py)
     "gradcheck._core.verdict", "gradcheck._runtime.checkpoint", "gradcheck._pipeline.complex",
-    "gradcheck._models.diagnosis", "gradcheck.engines._executor",
+    "gradcheck._models.diagnosis",
 ]
 
 
