@@ -2,7 +2,7 @@
 
 Build (from the repository root, after ``pip install ".[docs]"``)::
 
-    sphinx-build -W -b html docs docs/_build/html
+    sphinx-build -W -j auto -b html docs docs/_build/html
 
 The build documents the *installed* gradcheck (no path is added here: a source checkout has no
 compiled kernels until it is installed). The MyST pages and notebooks marked as executable run
