@@ -133,7 +133,11 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.failed:
         _OUTCOMES[report.nodeid] = "failed"
     elif report.skipped and _OUTCOMES.get(report.nodeid) != "failed":
-        _OUTCOMES[report.nodeid] = "xfailed" if hasattr(report, "wasxfail") else "skipped"
+        if hasattr(report, "wasxfail"):
+            _OUTCOMES[report.nodeid] = "xfailed"
+        else:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            _OUTCOMES[report.nodeid] = "skipped\t" + " ".join(str(reason).split())
     elif report.when == "call" and report.nodeid not in _OUTCOMES:
         _OUTCOMES[report.nodeid] = "passed"
 
