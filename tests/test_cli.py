@@ -43,8 +43,12 @@ def run_script(*args, cwd, tmp_path):
                           cwd=cwd, env=_env(), timeout=300)
 
 
+@pytest.mark.scale
 def test_demo_runs_every_showcase_and_exits_zero():
-    """`gradcheck demo` prints each showcase and exits 0 when all behave as expected."""
+    """`gradcheck demo` prints each showcase and exits 0 when all behave as expected. (All
+    16 showcases in a subprocess, the transformer's referee among them: ``scale``; CI's bare
+    configuration also runs `gradcheck demo` itself, as the README's first command. The
+    sibling below runs the demo command in process on a few showcases.)"""
     out = run("demo")
     assert out.returncode == 0, out.stderr
     assert "showcases behaved as expected" in out.stdout
@@ -54,6 +58,27 @@ def test_demo_runs_every_showcase_and_exits_zero():
                   "adjoint (dot-product) test: a transposed-wrong VJP on 1e5 inputs"):
         assert f"=== {title} (as expected" in out.stdout
     assert "R1 (grad)" in out.stdout and "<J t, v>" in out.stdout and "vjp (adjoint) is inconsistent" in out.stdout
+
+
+#: Showcases the in-process demo tests run: cheap, and those whose words are checked.
+FEW = ("negative control", "tiny transformer, one tensor's line wrong", "Taylor test: gradient and Hessian by hand",
+       "Taylor test: one term of a gradient 1e-4 off", "adjoint (dot-product) test: a transposed-wrong VJP on 1e5 inputs")
+
+
+def test_demo_text_says_how_each_showcase_behaved(monkeypatch, capsys):
+    """`gradcheck demo` (text, in process) on a few showcases: each is printed as behaving
+    as expected, with its report, and the summary counts them; exit 0."""
+    from gradcheck._demo import showcases
+
+    few = [s for s in showcases.SHOWCASES if s.title in FEW]
+    assert len(few) == len(FEW)
+    monkeypatch.setattr(showcases, "SHOWCASES", few)
+    assert main(["demo", "--out", ""]) == 0
+    out = capsys.readouterr().out
+    for title in FEW:
+        assert f"=== {title} (as expected" in out
+    assert "b1.wq fails alone" in out and f"demo: {len(FEW)}/{len(FEW)} showcases behaved as expected" in out
+    assert "R1 (grad)" in out and "<J t, v>" in out and "vjp (adjoint) is inconsistent" in out
 
 
 def test_demo_json(monkeypatch, capsys):
