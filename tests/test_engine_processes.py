@@ -33,8 +33,9 @@ def _problem(f, x):
                         cotangent=None)
 
 
-def _group_gone(pgid: int, seconds: float = 5.0) -> bool:
-    """Whether every process of the group ``pgid`` is gone within ``seconds``."""
+def _group_gone(pgid: int, seconds: float = 60.0) -> bool:
+    """Whether every process of the group ``pgid`` is gone within ``seconds`` (a bound on
+    waiting, not a speed claim: generous, since it returns as soon as they are gone)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
