@@ -29,7 +29,9 @@ The marks (registered in pyproject.toml):
 ``property``
     Applied here to every hypothesis test. The default profile runs few examples (a
     user's ``pytest``, the bare run); ``CI`` set selects the ``ci`` profile, many more, and
-    the full run re-runs these tests under it.
+    the full run re-runs these tests under it. The property tests that mutation/run.sh
+    uses keep at least 100 examples (``@settings(max_examples=max(100, ...))``): the
+    mutation score was measured with them.
 
 Environment variables (.ci/run sets them; a user's ``pytest`` needs none):
 
