@@ -21,6 +21,7 @@ from gradcheck import FunctionError, check
 from gradcheck._differences import CentralDifferences, steps_for
 from gradcheck._evaluate import ProcessesRunner, auto_reason, fork_available
 from gradcheck._evaluate import auto as _auto
+from gradcheck._evaluate.processes import CHUNKS_PER_WORKER
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem, select_engine
 
@@ -289,7 +290,7 @@ _INTERRUPTED = textwrap.dedent(
 
 
 #: Evaluations in one chunk of _INTERRUPTED: 400 entries in 2 workers x 8 chunks, 2 each.
-CHUNK_EVALUATIONS = 2 * 400 // (2 * _processes.CHUNKS_PER_WORKER)
+CHUNK_EVALUATIONS = 2 * 400 // (2 * CHUNKS_PER_WORKER)
 
 
 def _busy_check(log=None) -> subprocess.Popen:
