@@ -36,7 +36,8 @@ def main(bare_path: str, full_path: str) -> int:
             or bare[n][1:2] and bare[n][1].startswith(MISROUTED)]
     print(f"split: {len(selected)} tests collected in the full venv; bare ran {len(ran_bare)}, "
           f"full selects {len(in_full)} ({', '.join(f'{k} {v}' for k, v in sorted(marks.items()))}; "
-          f"{len(in_full & ran_bare)} of them, the property tests, ran in bare too)")
+          f"{len(in_full & ran_bare)} of them ran in bare too: the property tests, and optional tests "
+          f"whose dependency this machine happened to have)")
     for n in neither:
         if n not in lost:
             print(f"   skipped in both by the test's own choice: {n}: {' '.join(bare[n][1:])}")
