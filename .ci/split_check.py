@@ -32,8 +32,10 @@ def main(bare_path: str, full_path: str) -> int:
     in_full = {n for n, m in selected.items() if m}
     marks = collections.Counter(m for ms in selected.values() for m in ms)
     neither = sorted(set(selected) - ran_bare - in_full)
-    lost = [n for n in neither if n not in bare or bare[n][0] != "skipped"
-            or bare[n][1:2] and bare[n][1].startswith(MISROUTED)]
+    def runs_nowhere(outcome: list[str]) -> bool:  # not collected in bare, or skipped there as misrouted
+        return not outcome or outcome[0] != "skipped" or (len(outcome) > 1 and outcome[1].startswith(MISROUTED))
+
+    lost = [n for n in neither if runs_nowhere(bare.get(n, []))]
     print(f"split: {len(selected)} tests collected in the full venv; bare ran {len(ran_bare)}, "
           f"full selects {len(in_full)} ({', '.join(f'{k} {v}' for k, v in sorted(marks.items()))}; "
           f"{len(in_full & ran_bare)} of them ran in bare too: the property tests, and optional tests "
