@@ -9,6 +9,10 @@ A block may be preceded by HTML comments that say how to run it:
 * ``<!-- needs: MODULE ... -->``: optional modules it needs beyond those it imports;
 * ``<!-- not-run: REASON -->``: a fragment, not run (counted: there must stay few).
 
+A fence with no language (or ``text``) right after a block is what the block prints: every
+figure it quotes must be printed (``doc_outputs``: durations and ``...`` excepted), so a
+figure the docs quote cannot drift from the code (issue 27).
+
 Blocks that need torch, jax, dask or matplotlib skip when it is missing, outside CI only
 (CI installs them: missing there, the test fails). ``text`` output blocks are not run.
 """
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 
 import optional_deps
 import pytest
+from doc_outputs import output_after, unmatched
 
 import gradcheck
 
@@ -42,6 +47,7 @@ class Block:
     line: int                 # line of the opening fence, 1-based
     code: str
     markers: dict[str, str]   # from the HTML comments just above the fence
+    output: str | None = None  # the output block quoted right after it, if any
 
     @property
     def needs(self) -> set[str]:
@@ -67,7 +73,9 @@ def python_blocks(text: str) -> list[Block]:
             markers[m.group(1)] = m.group(2)
             j -= 1
         end = next(e for e in range(k + 1, len(lines)) if lines[e].strip() == "```")
-        blocks.append(Block(k + 1, "\n".join(lines[k + 1:end]) + "\n", markers))
+        quoted = output_after(lines, end)
+        blocks.append(Block(k + 1, "\n".join(lines[k + 1:end]) + "\n", markers,
+                            None if quoted is None else quoted[0]))
         k = end + 1
     return blocks
 
@@ -123,3 +131,30 @@ def test_readme_python_block_runs(block, tmp_path):
         raised = out.stderr.rpartition("Traceback (most recent call last):")[2]
         assert out.returncode != 0 and re.search(rf"^([\w.]+\.)?{expected}\b", raised, re.M), (
             f"README line {block.line}: expected {expected}, got:\n{out.stderr[-3000:]}")
+    if block.output is not None:
+        missing = unmatched(block.output, out.stdout)
+        assert not missing, (f"README line {block.line}: the output quoted after the block is not what it "
+                             f"prints; not printed:\n" + "\n".join(missing) + f"\n--- printed:\n{out.stdout[-3000:]}")
+
+
+def test_quoted_output_is_found_with_its_figures_and_a_drifted_figure_is_not():
+    """The output check: a quoted line matches what is printed, column spacing, durations and
+    "..." aside; a figure that drifted (5598 printed, 5511 quoted) is reported."""
+    printed = ("fast is 898x more accurate than reference (mean error 0.254 vs 228 ulp).\n"
+               "  dtype float64, engine serial, 86 evaluations in 0.211 s\n"
+               "reference is broken: 5598 of 8192 entries (68.3%) exceed their bound, furthest at (115, 8)\n")
+    quoted = ("fast is 898x more accurate than reference (mean error 0.254 vs 228 ulp).\n"
+              "  dtype float64,   engine serial, 86 evaluations in 0.149 s\n"
+              "...\n"
+              "reference is broken: 5511 of 8192 entries (67.3%) exceed their bound, ...\n")
+    assert unmatched(quoted, printed) == ["reference is broken: 5511 of 8192 entries (67.3%) exceed their bound, ..."]
+    assert unmatched(quoted.replace("5511", "5598").replace("67.3", "68.3"), printed) == []
+    assert unmatched("  dtype float64, engine serial, 87 evaluations in 0.149 s", printed)  # not a duration
+    assert unmatched("fast is 899x more accurate than reference (mean error 0.254 vs 228 ulp).", printed)  # a figure
+
+
+def test_output_blocks_are_paired_with_the_block_they_follow():
+    """Only a plain (or text) fence right after a python block, blank lines between, is its output."""
+    text = "```python\nprint(1)\n```\n\n```\n1\n```\n```python\nprint(2)\n```\n<!-- output: illustrative -->\n```\n3\n```\n"
+    first, second = python_blocks(text)
+    assert first.output == "1" and second.output is None
