@@ -16,7 +16,7 @@ import html5lib  # the test extra installs both
 import numpy as np
 import optional_deps
 import pytest
-from html_subjects import COLUMN, PLANTED, STRAY, big_report, bfloat16_f, column_and_stray_grad, f, planted_grad
+from html_subjects import COLUMN, PLANTED, STRAY, bfloat16_f, big_report, column_and_stray_grad, f, planted_grad
 from PIL import Image
 
 import gradcheck as gc
