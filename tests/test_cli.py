@@ -272,3 +272,148 @@ def test_an_internal_failure_exits_five_not_one(user_module, monkeypatch, capsys
     assert code == cli.EXIT_INTERNAL == 5
     assert "Traceback" in err and "planted internal failure" in err
     assert "internal error" in err and "bug in gradcheck" in err
+
+
+# -- issue 27: a user's first hour with the command line -------------------------------------
+@pytest.fixture
+def first_hour(tmp_path):
+    """A module with a correct gradient, one 1e-5 off at one entry, an elementwise f with its
+    VJP (correct and planted) and a wrong-sign gradient; PYTHONPATH for it."""
+    (tmp_path / "fh.py").write_text(textwrap.dedent("""
+        import numpy as np
+        def f(x): return (np.sin(x) * x).sum()
+        def good(x): return np.cos(x) * x + np.sin(x)
+        def off(x):
+            g = good(x); g.flat[3] *= 1 + 1e-5; return g
+        def wrong_sign(x): return -good(x)
+        def ew(x): return np.sin(x) * x
+        def ew_vjp(x, v): return v * good(x)
+        def ew_vjp_off(x, v):
+            g = v * good(x); g.flat[7] *= 1 + 1e-5; return g
+    """))
+    return tmp_path, {"PYTHONPATH": str(tmp_path)}
+
+
+def test_version_and_python_dash_m_gradcheck(first_hour):
+    """`gradcheck --version` names the version; `python -m gradcheck` is the same command."""
+    folder, env = first_hour
+    out = subprocess.run([sys.executable, "-m", "gradcheck", "--version"], capture_output=True, text=True,
+                         env=_env(env), timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == f"gradcheck {gradcheck.__version__}"
+    for grad, code in (("fh:good", 0), ("fh:off", 1)):
+        out = subprocess.run([sys.executable, "-m", "gradcheck", "check", "fh:f", "--grad", grad, "--shape", "4,5"],
+                             capture_output=True, text=True, cwd=folder, env=_env(env), timeout=300)
+        assert out.returncode == code, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("args, code", [
+    ([], 1),                                  # the 1e-5 error is found at the default rtol
+    (["--rtol", "1e-4"], 0),                  # and forgiven by a looser one
+    (["--rtol", "1e-4", "--atol", "0"], 0),
+])
+def test_rtol_and_atol_reach_the_check(first_hour, args, code):
+    folder, env = first_hour
+    out = run("check", "fh:f", "--grad", "fh:off", "--shape", "4,5", *args, cwd=folder, env_extra=env)
+    assert out.returncode == code, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("grad, code", [("fh:good", 0), ("fh:off", 1)])
+def test_screen_from_the_command_line(first_hour, grad, code):
+    """--screen runs gradcheck.screen: the planted entry is localized (exit 1), the correct
+    gradient is cleared (exit 0), in far fewer evaluations than 2N."""
+    folder, env = first_hour
+    out = run("check", "fh:f", "--grad", grad, "--shape", "40,50", "--screen", cwd=folder, env_extra=env)
+    assert out.returncode == code, out.stdout + out.stderr
+    assert "engine screen/" in out.stdout
+    evaluations = int(out.stdout.split(" evaluations in ")[0].rsplit(" ", 1)[1])
+    assert evaluations < 2 * 40 * 50 / 4
+    if code:
+        assert "MISMATCH at: a single entry at (0, 3)" in out.stdout
+
+
+@pytest.mark.parametrize("grad, code", [("fh:ew_vjp", 0), ("fh:ew_vjp_off", 1)])
+def test_independent_axes_from_the_command_line(first_hour, grad, code):
+    folder, env = first_hour
+    out = run("check", "fh:ew", "--grad", grad, "--shape", "30,40", "--independent-axes", "all",
+              cwd=folder, env_extra=env)
+    assert out.returncode == code, out.stdout + out.stderr
+    assert "(coloured)" in out.stdout and "independent_axes='all'" in out.stdout
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("grad, code", [("fh:good", 0), ("fh:wrong_sign", 1)])
+def test_low_precision_dtypes(first_hour, dtype, grad, code):
+    """--dtype float16 / bfloat16: x in that format, the claim judged in its ulps (a wrong sign
+    is caught, the correct claim passes)."""
+    folder, env = first_hour
+    out = run("check", "fh:f", "--grad", grad, "--shape", "3,4", "--dtype", dtype, cwd=folder, env_extra=env)
+    assert out.returncode == code, out.stdout + out.stderr
+    assert f"dtype {dtype}" in out.stdout
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--shape", "3,x"], "argument --shape: '3,x' is not a shape: expected sizes separated by commas"),
+    (["--shape", "3,4", "--independent-axes", "rows"], "argument --independent-axes: 'rows': expected 'all'"),
+    (["--shape", "3,4", "--rtol", "0.5"], "--rtol 0.5 is not below the resolution 0.01"),
+    (["--shape", "3,4", "--dtype", "bfloat16", "--rtol", "1e-2"], "judged in ulps of bfloat16"),
+    (["--shape", "3,4", "--screen", "--independent-axes", "all"], "does not combine with --independent-axes"),
+])
+def test_malformed_options_are_usage_errors_that_say_what_was_expected(first_hour, args, words):
+    folder, env = first_hour
+    out = run("check", "fh:f", "--grad", "fh:good", *args, cwd=folder, env_extra=env)
+    assert out.returncode == 2 and words in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and "invalid literal" not in out.stderr
+
+
+def test_dispute_refuses_16_bit_integers_not_named_by_bits(tmp_path):
+    """uint16 inputs read as integers gave "1.06e+40 ulp" (exit 1): now a usage error that names
+    the array and both fixes; named by --bits they are bfloat16 bit patterns and the correctly
+    rounded candidate is not broken (exit 0). int64 positions stay integers."""
+    import ml_dtypes
+
+    x = np.linspace(0.1, 1, 8).astype(ml_dtypes.bfloat16)
+    np.savez(tmp_path / "in.npz", x.view(np.uint16))
+    np.save(tmp_path / "y.npy", np.exp(x.astype(np.float64)).astype(ml_dtypes.bfloat16).view(np.uint16))
+    common = ["dispute", "--fn", "numpy:exp", "--inputs", "in.npz", "--candidate", "y=y.npy", "--dtype", "bfloat16"]
+    out = run(*common, cwd=tmp_path)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "array 'arr_0' is uint16" in out.stderr and "add --bits arr_0" in out.stderr
+    assert "save it as int32 or int64" in out.stderr and "ulp" not in out.stdout
+    ok = run(*common, "--bits", "arr_0", cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_a_closed_pipe_is_not_an_error_and_the_files_are_written(first_hour):
+    """`gradcheck check ... --html r.html | head`: the reader closes the pipe before the report
+    is printed; the command ends quietly with the verdict's exit code (1, not 2) and the page is
+    written."""
+    folder, env = first_hour
+    proc = subprocess.Popen([sys.executable, "-m", "gradcheck", "check", "fh:f", "--grad", "fh:off", "--shape", "20,30",
+                             "--html", "r.html", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=folder, env=_env(env))
+    proc.stdout.close()  # as `| head -0` would: nothing will ever be read
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 1, err
+    assert "Broken pipe" not in err and "Traceback" not in err and "Exception ignored" not in err, err
+    assert (folder / "r.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_every_help_lists_defaults_and_exit_codes():
+    """Each command's help shows its options' defaults and ends with the exit codes."""
+    expected = {"check": ["--seed SEED", "(default: 0)", "(default: auto)"],
+                "dispute": ["--dps DPS", "(default: 40)", "(default: value)"],
+                "taylor": ["--grad MODULE:FUNC"], "demo": ["(default: gradcheck-demo-output)"], "bench": ["--quick"]}
+    for command, words in expected.items():
+        out = run(command, "--help")
+        assert out.returncode == 0
+        text = " ".join(out.stdout.split())
+        for word in words + ["exit codes:", "0 every check passed", "3 inconclusive", "5 gradcheck itself failed"]:
+            assert word in text, (command, word)
+
+
+def test_bench_list_is_aligned():
+    root = pathlib.Path(__file__).resolve().parents[1]
+    out = run("bench", "--list", "--dir", str(root / "benchmarks"))
+    lines = out.stdout.splitlines()
+    assert len(lines) >= 10 and any(len(ln.split()[0]) > 12 for ln in lines)  # dispute_speed, axes_engines
+    assert len({ln.index(str(root)) for ln in lines}) == 1, out.stdout
