@@ -2,6 +2,7 @@
 3 inconclusive, 4 the function or the gradient raised)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -43,11 +44,19 @@ def run_script(*args, cwd, tmp_path):
                           cwd=cwd, env=_env(), timeout=300)
 
 
-def test_demo_runs_every_showcase_and_exits_zero():
-    """`gradcheck demo` prints each showcase and exits 0 when all behave as expected."""
-    out = run("demo")
+def test_demo_runs_every_showcase_and_exits_zero(tmp_path):
+    """`gradcheck demo` prints each showcase and exits 0 when all behave as expected; it writes
+    one HTML page per showcase with a report (15: the negative control has none) and, with
+    matplotlib, the PNG plots."""
+    out = run("demo", "--out", str(tmp_path / "pictures"))
     assert out.returncode == 0, out.stderr
     assert "showcases behaved as expected" in out.stdout
+    pages = sorted((tmp_path / "pictures").glob("*.html"))
+    assert len(pages) == 15 and all(p.read_text(encoding="utf-8").startswith("<!DOCTYPE html>") for p in pages)
+    assert "15 HTML pages, one per showcase" in out.stdout
+    if importlib.util.find_spec("matplotlib") is not None:
+        assert "PNG plots: matmul_tn_parity_sweep.png" in out.stdout
+        assert (tmp_path / "pictures" / "matmul_tn_parity_sweep.png").read_bytes()[:4] == b"\x89PNG"
     assert "b1.wq fails alone" in out.stdout
     # issue 17: the demo shows a Taylor test (its remainder table) and an adjoint test
     for title in ("Taylor test: gradient and Hessian by hand", "Taylor test: one term of a gradient 1e-4 off",
@@ -66,6 +75,30 @@ def test_demo_json(monkeypatch, capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["behaved"] is True and len(data["showcases"]) == 2
     assert [s["title"] for s in data["showcases"]] == [s.title for s in showcases.SHOWCASES[:2]]
+
+
+def test_demo_without_matplotlib_still_draws_its_pictures_and_names_the_extra(tmp_path):
+    """No matplotlib (a bare install): the demo does not say "pictures skipped"; it writes the
+    HTML pages (heat maps and the sweep's grid drawn without matplotlib) and says which extra
+    the PNG plots need. Two showcases, in a process where matplotlib cannot be imported."""
+    script = textwrap.dedent("""
+        import sys
+        sys.modules["matplotlib"] = None  # import matplotlib raises ImportError, as when it is absent
+        from gradcheck._demo import showcases
+        showcases.SHOWCASES = tuple(s for s in showcases.SHOWCASES if s.pictures is not None)[:1] + showcases.SHOWCASES[1:2]
+        sys.exit(0 if showcases.run_demo(out_dir=sys.argv[1]) else 1)
+    """)
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "out")], capture_output=True, text=True,
+                         env=_env(), timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "skipped" not in out.stdout
+    assert 'PNG plots not drawn: they need matplotlib (pip install "gradcheck[plot]")' in out.stdout
+    pages = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert pages == ["01-c-transposed-matmul-shape-sweep-of-a-parity-defect.html",
+                     "02-numpy-function-planted-1e-5-relative-bug.html"]
+    sweep = (tmp_path / "out" / pages[0]).read_text(encoding="utf-8")
+    assert "gc-grid" in sweep and "m is odd and n is odd" in sweep
+    assert "data:image/png;base64," in (tmp_path / "out" / pages[1]).read_text(encoding="utf-8")
 
 
 @pytest.fixture
