@@ -2,7 +2,8 @@
 output check (issue 27: the demo printed "5598 (68.3%)" where the README said "5511 (67.3%)").
 
 A fenced block with no language (or ``text``) directly after a ```python block, blank lines
-between them at most, is that block's printed output. Each of its lines must appear in what
+between them at most, is that block's printed output; after a ```bash block whose last line
+runs ``gradcheck ...`` (``pip install . && gradcheck demo``), it is that command's output. Each of its lines must appear in what
 the block prints, in order (other printed lines may come between), after these rules:
 
 * runs of spaces match any run of spaces (table columns may realign);
@@ -66,3 +67,22 @@ def output_after(lines: list[str], end: int) -> tuple[str, int] | None:
         return None
     close = next(e for e in range(k + 1, len(lines)) if lines[e].strip() == "```")
     return "\n".join(lines[k + 1:close]), k + 1
+
+
+def command_outputs(text: str) -> list[tuple[int, list[str], str]]:
+    """``(line, gradcheck arguments, quoted output)`` for each ```bash block whose last line runs
+    ``gradcheck ...`` and is followed by an output block."""
+    lines = text.splitlines()
+    found, k = [], 0
+    while k < len(lines):
+        if lines[k].strip() not in ("```bash", "```sh", "```console", "```shell"):
+            k += 1
+            continue
+        end = next(e for e in range(k + 1, len(lines)) if lines[e].strip() == "```")
+        body = [ln.strip().lstrip("$ ") for ln in lines[k + 1:end] if ln.strip()]
+        quoted = output_after(lines, end)
+        command = body[-1].split("&&")[-1].split("#")[0].split() if body else []
+        if quoted is not None and command[:1] == ["gradcheck"]:
+            found.append((k + 1, command[1:], quoted[0]))
+        k = end + 1
+    return found

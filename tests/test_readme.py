@@ -9,9 +9,10 @@ A block may be preceded by HTML comments that say how to run it:
 * ``<!-- needs: MODULE ... -->``: optional modules it needs beyond those it imports;
 * ``<!-- not-run: REASON -->``: a fragment, not run (counted: there must stay few).
 
-A fence with no language (or ``text``) right after a block is what the block prints: every
-figure it quotes must be printed (``doc_outputs``: durations and ``...`` excepted), so a
-figure the docs quote cannot drift from the code (issue 27).
+A fence with no language (or ``text``) right after a block is what the block prints (after a
+```bash block ending in a ``gradcheck ...`` command: what that command prints): every figure
+it quotes must be printed (``doc_outputs``: durations and ``...`` excepted), so a figure the
+docs quote cannot drift from the code (issue 27).
 
 Blocks that need torch, jax, dask or matplotlib skip when it is missing, outside CI only
 (CI installs them: missing there, the test fails). ``text`` output blocks are not run.
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 
 import optional_deps
 import pytest
-from doc_outputs import output_after, unmatched
+from doc_outputs import command_outputs, output_after, unmatched
 
 import gradcheck
 
@@ -115,6 +116,20 @@ def _run(block: Block, folder: pathlib.Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=TIMEOUT)
 
 
+COMMANDS = command_outputs(README.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("line, args, quoted", COMMANDS, ids=[f"line{c[0]}:gradcheck {' '.join(c[1])}" for c in COMMANDS])
+def test_readme_command_output_is_what_the_command_prints(line, args, quoted, tmp_path):
+    """A ``gradcheck ...`` command whose output the README quotes prints every quoted figure."""
+    env = dict(os.environ, PYTHONPATH=SOURCE, MPLBACKEND="Agg")
+    out = subprocess.run([sys.executable, "-m", "gradcheck", *args], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=TIMEOUT)
+    missing = unmatched(quoted, out.stdout)
+    assert not missing, (f"README line {line}: `gradcheck {' '.join(args)}` does not print:\n" + "\n".join(missing)
+                         + f"\n--- printed:\n{out.stdout[-3000:]}")
+
+
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_readme_python_block_runs(block, tmp_path):
     """The block runs to its end (or to the exception its marker names) in an empty folder."""
@@ -151,6 +166,12 @@ def test_quoted_output_is_found_with_its_figures_and_a_drifted_figure_is_not():
     assert unmatched(quoted.replace("5511", "5598").replace("67.3", "68.3"), printed) == []
     assert unmatched("  dtype float64, engine serial, 87 evaluations in 0.149 s", printed)  # not a duration
     assert unmatched("fast is 899x more accurate than reference (mean error 0.254 vs 228 ulp).", printed)  # a figure
+
+
+def test_command_output_blocks_are_found_after_a_gradcheck_command():
+    """A bash block ending in a gradcheck command, then an output block: its arguments and output."""
+    text = "```bash\npip install . && gradcheck demo\n```\n\n```\ndemo: 16/16 showcases\n```\n```bash\nls\n```\n```\nx\n```\n"
+    assert command_outputs(text) == [(1, ["demo"], "demo: 16/16 showcases")]
 
 
 def test_output_blocks_are_paired_with_the_block_they_follow():
