@@ -43,6 +43,7 @@ from .._core.verdict import Verdict
 from .._pipeline.check import check
 from .._report.html import HtmlViews
 from .._report.layout import LayoutDescription, describe_layout, split_parts
+from .._report.next_step import next_steps
 from .._report.plot import plot_sweep
 from ..engines import ENGINE_NAMES
 from .pattern import ShapeRule, find_shape_rule
@@ -339,6 +340,7 @@ class SweepReport(HtmlViews):
                 items.append(f"... ({len(failed) - _LISTED_SHAPES} more: .failed lists all)")
             lines += _wrap_items(items, "  failing shapes: ", "    ")
         lines += self._inconclusive_lines()
+        lines += [f"  next: {step}" for step in next_steps(self)]
         return "\n".join(lines)
 
     def _inconclusive_lines(self) -> list[str]:
