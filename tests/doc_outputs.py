@@ -9,8 +9,8 @@ the block prints, in order (other printed lines may come between), after these r
 * runs of spaces match any run of spaces (table columns may realign);
 * ``...`` (or ``…``) matches any text: a quoted line may end in it, or stand for left-out lines;
 * a duration (a number followed by ``s``, ``ms``, ``us`` or ``µs``, or by ``x faster`` /
-  ``x slower``) matches any number: times are measurements of a machine, not figures of
-  the result. Every other number must be printed exactly as quoted.
+  ``x slower``) matches any number (a time in any unit): times are measurements of a
+  machine, not figures of the result. Every other number must be printed exactly as quoted.
 
 A block separated from the code by anything but blank lines (an ``<!-- output: illustrative -->``
 comment, a sentence) is not taken for its output and is not compared.
@@ -24,6 +24,10 @@ _TOKEN = re.compile(rf"(?P<skip>\.\.\.|…)|(?P<number>{NUMBER})(?P<unit>\s*(?:s
                     r"|(?P<space>\s+)")
 
 
+#: A duration in any unit: the unit follows the magnitude ("830 us" on one machine, "1.07 ms" on another).
+_ANY_TIME = r"\s*(?:s|ms|us|µs|ns)\b"
+
+
 def line_pattern(line: str) -> re.Pattern[str]:
     """The regular expression a quoted output line stands for (see the module docstring)."""
     text, parts, pos = line.strip(), [], 0
@@ -33,7 +37,7 @@ def line_pattern(line: str) -> re.Pattern[str]:
             parts.append(".*")
         elif m["number"]:
             unit = m["unit"]
-            parts.append(NUMBER + (re.escape(unit) if unit.startswith("x") else r"\s*" + re.escape(unit.strip())))
+            parts.append(NUMBER + (re.escape(unit) if unit.startswith("x") else _ANY_TIME))
         else:
             parts.append(r"\s+")
         pos = m.end()
