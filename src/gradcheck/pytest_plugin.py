@@ -19,6 +19,10 @@ UNCHECKED entry, and the default (``None``) accepts UNCHECKED entries beside ver
 backend (per engine), the session runs :func:`gradcheck.assert_detects_wrong_gradient`
 for it; if that control fails, every test using the backend fails with the control's
 report, and the terminal summary says to ignore every gradcheck result of the run.
+
+``--gradcheck-html DIR`` / ``--gradcheck-json DIR`` write the report of each failing check
+into DIR, named after its test; ``--gradcheck-passing`` adds the reports of the checks that
+passed (a CI artifact of every check, not only of the failures).
 """
 from __future__ import annotations
 
