@@ -434,7 +434,7 @@ def test_a_closed_pipe_is_not_an_error_and_the_files_are_written(first_hour):
 def test_every_help_lists_defaults_and_exit_codes():
     """Each command's help shows its options' defaults and ends with the exit codes."""
     expected = {"check": ["--seed SEED", "(default: 0)", "(default: auto)"],
-                "dispute": ["--dps DPS", "(default: 40)", "(default: value)"],
+                "dispute": ["--dps DIGITS", "(default: 40)", "(default: value)"],
                 "taylor": ["--grad MODULE:FUNC"], "demo": ["(default: gradcheck-demo-output)"], "bench": ["--quick"]}
     for command, words in expected.items():
         out = run(command, "--help")

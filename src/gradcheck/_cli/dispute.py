@@ -126,8 +126,8 @@ def add_dispute_parser(sub: Any, write_html: Callable[[Any, str | None], None]) 
     dsp.add_argument("--bits", action="append", metavar="KEY",
                      help="an input array (npz key, e.g. arr_0) holding uint16 bit patterns of --dtype (repeat "
                      "for each)")
-    dsp.add_argument("--dps", type=int, default=40, help="working precision in digits")
-    dsp.add_argument("--bound-ulps", type=float, default=None,
+    dsp.add_argument("--dps", type=int, default=40, metavar="DIGITS", help="working precision in digits")
+    dsp.add_argument("--bound-ulps", type=float, default=None, metavar="N",
                      help="max error in ulps before a candidate is broken (default: per entry, derived from "
                      "what float32 arithmetic loses on these inputs)")
     dsp.add_argument("--of", choices=("value", "gradient"), default="value",
