@@ -46,7 +46,9 @@ RANKS: dict[str, int] = {
     "examples": 13, "subjects": 13,                 # public subjects
     "": 14,                                         # the package root: the public names
     "_demo": 15,                                    # gradcheck demo / bench
+    "_cli": 15,                                     # the command line's helpers (loading, help, pipe, dispute files)
     "cli": 16, "pytest_plugin": 16,                 # entry points
+    "__main__": 17,                                 # python -m gradcheck
 }
 #: Imports between units of the same rank that the code needs, with the reason.
 ALLOWED_EDGES: dict[tuple[str, str], str] = {
@@ -78,7 +80,7 @@ DYNAMIC: dict[str, str] = {
     "gradcheck.backends": "the torch, jax and dual adapters load when their backend is asked for",
     "gradcheck.engines._base": "an engine's module loads when it is chosen",
     "gradcheck._report.html": "a result's renderer is found by the result's type name (html imports no feature)",
-    "gradcheck.cli": "MODULE:FUNC given on the command line",
+    "gradcheck._cli.common": "MODULE:FUNC given on the command line (cli.py's loader)",
     "gradcheck._demo.bench": "the benchmark scripts of a checkout",
 }
 

@@ -1,6 +1,7 @@
 """Run unmodified numpy code at arbitrary precision, and refuse to trust it if it left mpmath."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -133,8 +134,6 @@ def _classify(exc: Exception, events: list[PrecisionLossError]) -> NotAdjudicabl
 def _where(exc: BaseException) -> str:
     """`` at file.py:12 (in f)``: the last frame of the user's code in ``exc``'s traceback
     (not gradcheck's, not numpy's), or "" when there is none."""
-    import os
-
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # gradcheck/
     numpy_dir = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
     found = ""

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..._version import __version__
+from ..next_step import next_steps
 
 # Scoped under .gradcheck so a notebook's own styles are left alone. No web fonts, no
 # external sheet: the page must open offline, as a CI artifact.
@@ -86,8 +87,6 @@ def notes_list(notes: Iterable[str]) -> str:
 
 def next_section(result: Any) -> str:
     """What to do next (:func:`gradcheck._report.next_step.next_steps`), the page's last section."""
-    from ..next_step import next_steps
-
     items = "".join(f"<li>{esc(step)}</li>" for step in next_steps(result))
     return f'<div class="gc-next"><h3>Next</h3><ul>{items}</ul></div>' if items else ""
 

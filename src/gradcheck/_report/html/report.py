@@ -81,7 +81,7 @@ def entry_table(report: Any, flat: np.ndarray, *, caption: str = "") -> str:
                num(a[j], ".7g"), num(n[j], ".7g")]
         if with_exact:
             d = int(report.digits.reshape(-1)[j]) if report.digits is not None else -1
-            row += [_measured(exact[r], ".15g"), str(d) if d >= 0 else ""]
+            row += [_measured(exact[r], ".17g"), str(d) if d >= 0 else ""]
         if with_slopes:
             row += [_measured(left[r], ".8g"), _measured(right[r], ".8g")]
         row += [num(rel[j], ".2e"), num(ex[j], ".2e"), (esc(report.cause(ix)), "gc-v")]
