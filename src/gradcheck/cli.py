@@ -42,7 +42,7 @@ from ._cli.help import (
     EXIT_USAGE,
 )
 from ._core.config import Config, dtype_name
-from ._core.errors import FunctionError, InputMutationError
+from ._core.errors import FunctionError, InputMutationError, WorkerDiedError
 from ._core.formats import resolve_format, round_to_format
 from ._demo.bench import discover, find_directory, run_benchmarks
 from ._demo.showcases import DEFAULT_OUT, run_demo
@@ -50,7 +50,6 @@ from ._orders._cli import add_check_options, add_taylor_parser, check_orders  # 
 from ._pipeline.check import check
 from ._screen import screen
 from ._version import __version__
-from .engines._processes import WorkerDiedError
 
 __all__ = ["EXIT_CODES", "EXIT_FAIL", "EXIT_INCONCLUSIVE", "EXIT_INTERNAL", "EXIT_PASS", "EXIT_RAISED",
            "EXIT_USAGE", "build_parser", "main"]
