@@ -23,6 +23,7 @@ import gradcheck as gc
 from gradcheck import Verdict
 from gradcheck._report.plot import VERDICT_COLOURS
 
+pytestmark = optional_deps.needs("chromium")  # a system package: CI's full configuration runs these
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if CHROMIUM is None and not optional_deps.required():  # CI's full run installs it: there it must run
     pytest.skip("chromium is not installed (CI installs it: apt-get install chromium)", allow_module_level=True)
@@ -85,16 +86,14 @@ def test_browser_screenshot_shows_the_report(planted_page, tmp_path):
     assert near_red >= 200 and near_green > 10 * near_red  # a cell of ~20 x 20 px among 29 green ones
 
 
-def test_browser_opens_a_million_entry_page_quickly(tmp_path):
-    """The page of a 1,048,576-entry report opens in Chromium within seconds and its DOM holds
-    the capped table (500 rows) with the MISMATCH entries first."""
+def test_browser_opens_a_million_entry_page(tmp_path):
+    """The page of a 1,048,576-entry report opens in Chromium and its DOM holds the capped
+    table (500 rows) with the MISMATCH entries first. (How long it takes:
+    benchmarks/bench_speed_claims.py.)"""
     page = tmp_path / "big.html"
     big_report(unchecked=100_000).to_html(page)
-    started = time.perf_counter()
     out = chromium(tmp_path, page, "--dump-dom")
-    seconds = time.perf_counter() - started
     assert out.returncode == 0, out.stderr[-2000:]
-    assert seconds < 60  # about 1-2 s here, most of it the browser's start
     entries = [r for r in rows_of(out.stdout) if r and r[0].startswith("(")]
     assert len(entries) == 10 + 500  # worst entries, then the capped table of non-PASS entries
     assert all(r[1] == "MISMATCH" for r in entries)

@@ -226,7 +226,9 @@ def _run(block: Block, folder: pathlib.Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=TIMEOUT)
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+@pytest.mark.parametrize("block", [
+    pytest.param(b, id=b.id, marks=[optional_deps.needs(*sorted(b.needs))] if b.needs else []) for b in BLOCKS
+])
 def test_readme_python_block_runs(block, tmp_path):
     """The block runs to its end (or to the exception its marker names) in an empty folder."""
     if "not-run" in block.markers:
