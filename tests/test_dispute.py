@@ -314,7 +314,7 @@ def test_cli_usage_errors_exit_2(rope_files, args, message, cli):
 
 
 def test_cli_definition_leaving_arbitrary_precision_exits_2(rope_files, cli):
-    out = cli("--fn", "math:fsum", "--inputs", "fast.npy", "--candidate", "fast=fast.npy",
+    out = cli("--fn", "math:fsum", "--inputs", "fast.npy", "--bits", "arr_0", "--candidate", "fast=fast.npy",
                "--dtype", "bfloat16", cwd=rope_files)
     assert out.returncode == 2
     assert "not adjudicable" in out.stderr
