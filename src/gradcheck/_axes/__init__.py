@@ -22,12 +22,12 @@ import numpy as np
 
 from .colour import Coloured
 from .compiled import CompiledColoured, unsupported
-from .declare import Axes, declare
+from .declare import Axes, against_input, declare
 from .executor import ExecutorColoured
 from .processes import PooledColoured
 from .verify import verify
 
-__all__ = ["Axes", "Coloured", "colour_plan", "declare", "refuse_unsupported"]
+__all__ = ["Axes", "Coloured", "against_input", "colour_plan", "declare", "refuse_unsupported"]
 
 #: The engines the coloured differencer runs on (``auto`` means serial, or batched for a
 #: vectorized ``f``; ``processes``: its evaluations on a fork pool, :mod:`.processes`;
@@ -54,7 +54,8 @@ def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, che
 
 def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.ndarray,
                 cotangent: np.ndarray | None, steps: Any, seed: int, vectorized: bool,
-                engine: str, lowp: bool, executor: Any = None, f: Any = None, backend: Any = None) -> Coloured:
+                engine: str, lowp: bool, executor: Any = None, f: Any = None, backend: Any = None,
+                pristine: np.ndarray | None = None) -> Coloured:
     """The verified coloured differencer for ``f`` at ``work``. ``evaluate(batch)`` returns
     ``f``'s output at ``work`` (``batch`` None) or at a stack of copies (vectorized ``f``)."""
     if np.iscomplexobj(y0):
@@ -62,11 +63,6 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
     if lowp:
         raise ValueError("independent_axes does not support float16/bfloat16 input (yet): check a float64 "
                          "upcast of x, or check without independent_axes")
-    if cotangent is None:
-        raise ValueError(
-            "independent_axes needs f to return an array whose slices match x's; f returned a scalar. "
-            "For a loss that is a sum of per-example terms, return the per-example losses (shape (B,)) "
-            "and declare independent_axes=(0,): the check reduces them with its own cotangent")
     if engine == "executor" and executor is None:
         raise ValueError("engine='executor' needs check(..., executor=...): a concurrent.futures.Executor")
     if engine == "batched" and not vectorized:
@@ -76,8 +72,9 @@ def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.nda
         why = unsupported(f, backend, work)
         if why is not None:
             raise TypeError(f"engine='compiled' with independent_axes cannot check this function: {why}")
-    axes = declare(independent_axes, work.shape, y0.shape)
-    spent, note = verify(axes, lambda: evaluate(None), work, y0, steps, seed)
+    axes = declare(independent_axes, work.shape, y0.shape)  # refuses a scalar f(x): then the cotangent is None
+    assert cotangent is not None
+    spent, note = verify(axes, lambda: evaluate(None), work, y0, steps, seed, pristine)
     if executor is not None or engine == "executor":
         coloured: Coloured = ExecutorColoured(axes, evaluate, work, cotangent, y0, executor=executor)
         way = "executor"

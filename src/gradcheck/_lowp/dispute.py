@@ -81,8 +81,17 @@ FLOAT32_EVALUATION = "float32 evaluation"
 
 
 def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: Any,
-                      rounds: Any = ROUNDS) -> None:
+                      rounds: Any = ROUNDS, *, dtype: Any = None, of: Any = "value", wrt: Any = 0,
+                      cotangent: Any = None) -> None:
     """The types of dispute's keywords, refused at the boundary with what they accept."""
+    if dtype is not None:
+        try:
+            resolve_format(dtype)
+        except ValueError as exc:
+            raise ValueError(f"dtype={dtype!r}: {exc}") from None
+    _arguments.integer("wrt", wrt, minimum=0, meaning=" (the index of an input)")
+    if of == "value" and (wrt != 0 or cotangent is not None):
+        raise ValueError("wrt= and cotangent= apply to of='gradient' only: a value dispute has neither")
     _arguments.integer("rounds", rounds, minimum=1, meaning=" (timed rounds per callable candidate)")
     _arguments.integer("dps", dps, minimum=_arguments.MIN_DIGITS,
                        meaning=" (significant digits of the exact values)")
@@ -200,7 +209,8 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     ('gradient of sin with respect to input 0', ())
     """
     started = time.perf_counter()
-    _dispute_keywords(dps, bound_ulps, name, float32_evaluation, rounds)
+    _dispute_keywords(dps, bound_ulps, name, float32_evaluation, rounds, dtype=dtype, of=of, wrt=wrt,
+                      cotangent=cotangent)
     of = require_kind(of)
     args = _as_inputs(inputs)
     label = _arguments.label_of(math_fn, name)
