@@ -4,7 +4,10 @@
 native (cffi) function with the numpy backend, when the evaluations are many enough to repay
 compiling (or launching) its kernel; ``batched`` when ``vectorized=True``; ``processes`` when
 the estimated serial time is long and there is more than one core; else ``serial``. The
-reason is said in the report; the calls of ``f`` the choice made (timing) are counted.
+reason is said in the report; the calls of ``f`` the choice made (timing) are counted. A
+generator whose evaluations are few by construction (the colouring's ``2 D``) asks for a choice
+without timing (``timing=False``): then ``auto`` is ``executor``, ``batched`` or ``serial``,
+and no call of ``f`` is spent.
 """
 from __future__ import annotations
 
@@ -84,10 +87,11 @@ def make_runner(name: str, target: Target) -> Runner:
     raise ValueError(f"engine={name!r} is not one of {RUNNER_NAMES}")
 
 
-def choose(name: str, target: Target, evaluations: int | None = None) -> Choice:
+def choose(name: str, target: Target, evaluations: int | None = None, *, timing: bool = True) -> Choice:
     """The runner for ``name`` (``"auto"``: the chooser above), the reason and the calls of
     ``f`` spent choosing. ``evaluations``: how many points the target will be asked for
-    (default ``2 * work.size``: the entry-wise pass)."""
+    (default ``2 * work.size``: the entry-wise pass). ``timing=False``: ``auto`` times nothing
+    and passes over the runners that need a timing (compiled, processes)."""
     if name not in RUNNER_NAMES:
         raise ValueError(f"engine={name!r} is not one of {RUNNER_NAMES}")
     if name != "auto":
@@ -100,7 +104,7 @@ def choose(name: str, target: Target, evaluations: int | None = None) -> Choice:
         calls += 1  # counted before the call: a call that raises was made too
         return target.evaluate()
 
-    picked, reason = _auto(target, count, timed)
+    picked, reason = _auto(target, count, timed, UNTIMED if not timing else CANDIDATES)
     return Choice(make_runner(picked, target), reason, calls)
 
 
@@ -124,9 +128,14 @@ def auto_reason(name: str, target: Target, count: int | None = None,
     return None
 
 
-def _auto(target: Target, count: int, timed: Callable[[], Any]) -> tuple[str, str]:
+#: The runners ``auto`` considers, in order (then serial); without a timing, those that need none.
+CANDIDATES = ("executor", "compiled", "batched", "processes")
+UNTIMED = ("executor", "batched")
+
+
+def _auto(target: Target, count: int, timed: Callable[[], Any], candidates: tuple[str, ...]) -> tuple[str, str]:
     serial_reason = "serial: a general Python callable (no faster engine applies)"
-    for candidate in ("executor", "compiled", "batched", "processes"):
+    for candidate in candidates:
         why = auto_reason(candidate, target, count, timed)
         if isinstance(why, Declined):
             serial_reason = f"serial: {why}"
