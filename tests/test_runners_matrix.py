@@ -389,7 +389,7 @@ def slow_rows(z):
     # Slow where the runner evaluates (a worker, a thread), quick in the checking thread: the
     # declaration's probes (in the checking thread) are done before the interrupt arrives.
     away = os.getpid() != PARENT or threading.current_thread() is not threading.main_thread()
-    time.sleep(0.2 if away else 0.01)
+    time.sleep(0.2 if away else 0.02)
     return rows(z)
 
 
@@ -397,7 +397,7 @@ def slow_rows(z):
 def test_axes_ctrl_c_leaves_no_worker(runner):
     needs(runner)
     x = X.copy()
-    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer = threading.Timer(0.6, _thread.interrupt_main)  # the probes (~0.2 s) are done, the pool is up
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):

@@ -17,10 +17,10 @@ Must not import: the pipeline, any feature (``gradcheck.mp`` only inside the ref
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
+from .._differences import StepsOf
 from .._evaluate import RUNNER_NAMES, Target, choose, compiled_refusal
 from .colour import Coloured, SliceReduction
 from .declare import Axes, declare
@@ -34,7 +34,7 @@ __all__ = ["Axes", "Coloured", "SliceReduction", "colour_plan", "declare", "refu
 ENGINES = RUNNER_NAMES
 
 
-def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, checkpoint: Any,
+def refuse_unsupported(independent_axes: object, *, engine: str, executor: object, checkpoint: object,
                        complex_input: bool = False) -> None:
     """Refuse, with the reason, what ``independent_axes`` does not support (yet).
     ``checkpoint=`` is supported (``coloured_difference`` records the coloured passes)."""
@@ -50,9 +50,10 @@ def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, che
         raise ValueError(f"independent_axes does not support {what}")
 
 
-def colour_plan(independent_axes: Any, *, evaluate: Callable[[np.ndarray | None], Any], work: np.ndarray,
-                y0: np.ndarray, cotangent: np.ndarray | None, steps: Any, seed: int, vectorized: bool,
-                engine: str, lowp: bool, executor: Any = None, f: Any = None, backend: Any = None) -> Coloured:
+def colour_plan(independent_axes: object, *, evaluate: Callable[[np.ndarray | None], object], work: np.ndarray,
+                y0: np.ndarray, cotangent: np.ndarray | None, steps: StepsOf | np.ndarray, seed: int,
+                vectorized: bool, engine: str, lowp: bool, f: Callable[..., object], backend: object,
+                executor: object = None) -> Coloured:
     """The verified coloured differencer for ``f`` at ``work``. ``evaluate(None)`` returns
     ``f``'s output at ``work``; the runner ``engine`` evaluates ``f`` through ``backend``."""
     if np.iscomplexobj(y0):
@@ -67,7 +68,7 @@ def colour_plan(independent_axes: Any, *, evaluate: Callable[[np.ndarray | None]
             "and declare independent_axes=(0,): the check reduces them with its own cotangent")
     axes = declare(independent_axes, work.shape, y0.shape)
 
-    def output() -> Any:  # f's output at work as it is now (the runners reduce it per slice)
+    def output() -> object:  # f's output at work as it is now (the runners reduce it per slice)
         return evaluate(None)
 
     target = Target(f=f, work=work, evaluate=output, backend=backend, vectorized=vectorized,

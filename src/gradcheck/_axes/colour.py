@@ -30,10 +30,10 @@ Each entry's scalar is its own slice's ``v_b . f_b``, so its round-off estimate
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
 import numpy as np
 
+from .._adjudicate.referee import Referee
 from .._core.errors import OutputError
 from .._core.inputs import output_array, require_real_output
 from .._differences import StepsOf, perturbed_points
@@ -44,13 +44,15 @@ from .referee import first_slice, slice_referee
 
 #: How the colouring's points are named in errors: ``"+h, coloured: 8 entries perturbed together"``.
 SIDES, KIND = ("+h", "-h"), "coloured"
-#: Entries (of rounds) asked of the runner at once: at least this many, so that a pool gets
-#: work for all its workers, and otherwise a 32nd of the input (the points' arrays: ~80 bytes
-#: per entry of a round, ~0.3 arrays of N).
-BATCH_ENTRIES = 1 << 12
+#: The points' arrays of the rounds asked of the runner at once stay under this (about 112
+#: bytes per entry of a round: its indices, values and answers at +h and -h).
+BATCH_BYTES = 16 * 2**20
 
-Diffs = tuple[np.ndarray, np.ndarray, Any]
-Round = tuple[Any, np.ndarray]  # positions in the request (or slice(None): all), flat indices
+Steps = StepsOf | np.ndarray
+Diffs = tuple[np.ndarray, np.ndarray, np.ndarray | None]
+Positions = np.ndarray | slice  # positions in the request, or slice(None): all of them
+Round = tuple[Positions, np.ndarray]  # positions, their flat indices
+Batch = list[tuple[Positions, np.ndarray, np.ndarray, np.ndarray]]  # rounds: positions, indices, x+h, x-h
 
 
 class SliceReduction:
@@ -63,7 +65,7 @@ class SliceReduction:
         self.axes, self.shape = axes, tuple(shape)
         self.cotangent = np.asarray(cotangent, dtype=np.float64)
 
-    def reduce(self, y: Any, out: np.ndarray | None = None) -> np.ndarray:
+    def reduce(self, y: object, out: np.ndarray | None = None) -> np.ndarray:
         """Per slice, ``cotangent . y`` over the slice, in float64 (into ``out`` when given)."""
         arr = require_real_output(output_array(y))
         if arr.shape != self.shape:
@@ -71,7 +73,7 @@ class SliceReduction:
                               "unperturbed input; f must return the same shape at every point")
         return self.axes.reduce_weighted(self.cotangent, arr, out)
 
-    def per_entry(self, y: Any, entries: np.ndarray | None, out: np.ndarray) -> None:
+    def per_entry(self, y: object, entries: np.ndarray | None, out: np.ndarray) -> None:
         if self.axes.elementwise and entries is None:  # every entry its own slice, in flat order
             self.reduce(y, out)
             return
@@ -96,7 +98,8 @@ class Coloured:
         self.reason = ""  # what check's report says of this differencer
         self.own_notes: list[str] = []
         self._taken = 0
-        self.batch = max(BATCH_ENTRIES, work.size // 32)
+        self.batch = rounds_per_call(runner)
+        self.batch_entries = BATCH_BYTES // 112
 
     @property
     def evaluations(self) -> int:
@@ -117,7 +120,7 @@ class Coloured:
     def close(self, terminate: bool = False) -> None:
         self.runner.close(terminate)
 
-    def referee(self, f: Callable[..., Any], x: np.ndarray, *, digits: int) -> Any:
+    def referee(self, f: Callable[..., object], x: np.ndarray, *, digits: int) -> Referee:
         """The referee for this check: on each entry's own slice when ``f`` allows it
         (:mod:`.referee`); the notes say which."""
         chosen, note = slice_referee(f, x, self._y_first, self._v, self.axes, digits=digits)
@@ -125,7 +128,7 @@ class Coloured:
         self.own_notes.append(note)
         return chosen
 
-    def base_per_entry(self) -> Any:
+    def base_per_entry(self) -> np.ndarray | PerEntry:
         """Each entry's base value (``cotangent . f(x)`` over its own slice, the kink test's
         f(x)) without an array of N: with ``"all"`` the per-slice values themselves (an entry
         is its own slice), else a :class:`PerEntry` that looks them up by position."""
@@ -155,7 +158,7 @@ class Coloured:
             coords = np.unravel_index(r, tuple(shape[d] for d in others)) if others else ()
             yield offsets + sum(int(c) * strides[d] for c, d in zip(coords, others))
 
-    def first_pass(self, steps: Any, progress: Callable[[int], None] | None = None, *,
+    def first_pass(self, steps: Steps, progress: Callable[[int], None] | None = None, *,
                    denominators: bool = True) -> Diffs:
         """``differences(np.arange(N), steps)``, the same bits, without its index arrays of N:
         the rounds come from the strides, and the elementwise pass (one round holding every
@@ -168,21 +171,21 @@ class Coloured:
             return self._shifted(h, progress, denominators)
         out = (np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan) if denominators else None)
         # The rounds' entries are their positions (the request is every entry, in flat order).
-        rounds = ((ids, ids) for ids in self._first_rounds())
-        return self._rounds(rounds, h, out, progress)
+        self._rounds(((ids, ids) for ids in self._first_rounds()), h, out, progress)
+        return out
 
     def differences(self, flat_indices: np.ndarray, steps: np.ndarray,
-                    progress: Callable[[int], None] | None = None) -> Diffs:
+                    progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         idx = np.asarray(flat_indices, dtype=np.int64).reshape(-1)
         h = np.asarray(steps, dtype=np.float64).reshape(-1)
         out = (np.full(idx.size, np.nan), np.full(idx.size, np.nan), np.full(idx.size, np.nan))
         slices = self.axes.slice_of(idx)
         groups = SliceGroups(slices, self.axes.slices)
         # positions (or slice(None): every entry, no index copies), and their flat indices
-        rounds = ((pos, idx[pos]) for pos in map(groups.members, range(groups.rounds)))
-        return self._rounds(rounds, h, out, progress)
+        self._rounds(((pos, idx[pos]) for pos in map(groups.members, range(groups.rounds))), h, out, progress)
+        return out
 
-    def _shifted(self, h: Any, progress: Callable[[int], None] | None, denominators: bool) -> Diffs:
+    def _shifted(self, h: Steps, progress: Callable[[int], None] | None, denominators: bool) -> Diffs:
         """The elementwise first pass, every entry at once: a shift by the step rule (a fresh
         :class:`StepsOf`'s relative step) or by the steps given."""
         n = self.work.size
@@ -200,13 +203,13 @@ class Coloured:
             progress(n)
         return answers[:n], answers[n:], denom
 
-    def _rounds(self, rounds: Iterable[Round], h: Any, out: Diffs, progress: Callable[[int], None] | None) -> Diffs:
+    def _rounds(self, rounds: Iterable[Round], h: Steps, out: Diffs, progress: Callable[[int], None] | None) -> None:
         """Difference each round ``(positions, flat indices)`` into ``out = (f_plus, f_minus,
         denom)`` at the positions (``h`` aligned with the positions), a batch of rounds per call
         of the runner."""
         f_plus, f_minus, denom = out
         flat = self.work.reshape(-1)
-        batch: list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]] = []
+        batch: Batch = []
         entries = done = 0
         for pos, ids in rounds:
             xp, xm, d, finite = perturbed_points(flat[ids], h[pos])
@@ -218,7 +221,7 @@ class Coloured:
             batch.append((pos, ids, xp, xm))
             entries += ids.size
             self.rounds += 1
-            if entries >= self.batch:
+            if len(batch) >= self.batch or entries >= self.batch_entries:
                 done += self._run(batch, f_plus, f_minus)
                 batch, entries = [], 0
                 if progress is not None:
@@ -227,9 +230,8 @@ class Coloured:
             done += self._run(batch, f_plus, f_minus)
             if progress is not None:
                 progress(min(done, f_plus.size))
-        return out
 
-    def _run(self, batch: list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]], f_plus: np.ndarray,
+    def _run(self, batch: Batch, f_plus: np.ndarray,
              f_minus: np.ndarray) -> int:
         """The rounds of ``batch`` as points (each round at +h, then at -h) on the runner; each
         entry's answer stored at its position. Returns the entries differenced."""
@@ -244,6 +246,15 @@ class Coloured:
             f_plus[pos] = answers[at:at + ids.size]
             f_minus[pos] = answers[at + ids.size:at + 2 * ids.size]
         return int(starts[-1]) // 2
+
+
+def rounds_per_call(runner: Runner) -> int:
+    """Rounds asked of ``runner`` at once: two per point it runs side by side (a pool's
+    workers, an executor's slots, a kernel's threads, a batch's rows), one for the serial
+    runner (whose memory is then one round's)."""
+    side_by_side = next((int(n) for n in (getattr(runner, a, None) for a in ("workers", "slots", "rows"))
+                         if isinstance(n, int)), 0)
+    return max(1, 2 * side_by_side)
 
 
 class SliceGroups:
@@ -268,7 +279,7 @@ class SliceGroups:
         ordered = bool((slices[1:] >= slices[:-1]).all())
         self.order = None if ordered else np.argsort(slices, kind="stable")
 
-    def members(self, r: int) -> Any:
+    def members(self, r: int) -> Positions:
         """Positions (into the request) of round ``r``, in slice order; ``slice(None)`` when
         the one round holds every entry."""
         if self.distinct:

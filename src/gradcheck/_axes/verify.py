@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import numpy as np
 
 from .._core.errors import DependentSlicesError, FunctionError
+from .._differences import StepsOf
 from .declare import Axes
 
 #: Single-entry probes; bit partitions (each with its complement); random ones beyond them.
@@ -38,8 +38,8 @@ MAX_BITS = 12
 RANDOM_PAIRS = 2
 
 
-def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0: np.ndarray,
-           steps: Any, seed: int) -> tuple[int, str]:
+def verify(axes: Axes, evaluate: Callable[[], object], work: np.ndarray, y0: np.ndarray,
+           steps: StepsOf | np.ndarray, seed: int) -> tuple[int, str]:
     """Test the declaration on ``work`` (perturbed in place, restored bit for bit); ``evaluate()``
     returns ``f``'s output at the current ``work``. Returns the evaluations spent and a note."""
     rng = np.random.default_rng([seed, 0x5A1CE])

@@ -18,7 +18,6 @@ from __future__ import annotations
 import pickle
 import traceback
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -29,7 +28,7 @@ from .serial import PointFailed, evaluate_points
 from .target import Slices, entry_of, located
 
 
-def answer(evaluate: Callable[[], Any], work: np.ndarray, pristine: np.ndarray, points: Points,
+def answer(evaluate: Callable[[], object], work: np.ndarray, pristine: np.ndarray, points: Points,
            slices: Slices | None = None) -> tuple:
     """Evaluate ``points`` on a worker's copy ``work`` of ``pristine``; the answer as data."""
     try:

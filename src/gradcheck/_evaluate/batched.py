@@ -25,7 +25,6 @@ of each run) and raised as :class:`~gradcheck.InputMutationError`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -99,7 +98,7 @@ class BatchedRunner:
             try:
                 y, failure = self._call(buf[:stop - start])
                 now = bflat[at]
-                if failure is None and same_bits(now, v):  # answered before the batch is put back:
+                if y is not None and same_bits(now, v):  # answered before the batch is put back:
                     self._answer(y, points, start, stop, out)  # an output may be a view of it
                 del y
             finally:
@@ -128,11 +127,11 @@ class BatchedRunner:
         for k, sign in enumerate(shift.signs):
             shift.fill(flat, sign, batch[k].reshape(-1))
         y, failure = self._call(batch)
-        moved = [shift.first_moved(batch[k].reshape(-1), flat, sign) for k, sign in enumerate(shift.signs)]
-        if failure is None and max(moved, default=-1) < 0:
-            self._answer(y, points, 0, count, out)  # before the batch is checked: y may be a view of it
+        if y is not None:  # answered first (f's output may be a view of the batch), checked next
+            self._answer(y, points, 0, count, out)
         del y
-        for k, at in enumerate(moved):
+        for k, sign in enumerate(shift.signs):
+            at = shift.first_moved(batch[k].reshape(-1), flat, sign)
             if at >= 0:
                 raise _batch_written(entry_of(at, work.shape), points.label(k))
         if failure is not None:
@@ -142,7 +141,7 @@ class BatchedRunner:
             progress(points.groups)
         return out
 
-    def _call(self, batch: np.ndarray) -> tuple[Any, Exception | None]:
+    def _call(self, batch: np.ndarray) -> tuple[np.ndarray | None, Exception | None]:
         """``f``'s output for ``batch``, or the exception it raised."""
         try:
             return self._evaluate(batch), None

@@ -63,7 +63,7 @@ import numpy as np
 from .._core.errors import GradcheckError
 from .answers import answer, failure, mutated_on_worker
 from .points import Points, Shift
-from .target import Target, entry_of
+from .target import Slices, Target, entry_of
 
 #: Resubmissions of a chunk whose task failed (not counting the first attempt).
 RETRIES = 2
@@ -425,7 +425,7 @@ def _remember(cache: collections.OrderedDict, key: str, value: Any) -> None:
         cache.popitem(last=False)
 
 
-def _target_for(token: str, payload: bytes | None) -> tuple[Any, np.ndarray, np.ndarray, Any] | None:
+def _target_for(token: str, payload: bytes | None) -> tuple[Callable[[], object], np.ndarray, np.ndarray, Slices | None] | None:
     """This thread's ``(evaluate, work, pristine, slices)`` for ``token``, or None when this
     process has never received the payload."""
     targets = getattr(_LOCAL, "targets", None)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -31,7 +30,7 @@ from .points import Points
 from .target import Slices, Target, entry_of, flat_handle, located, reader, written
 
 Progress = Callable[[int], None]
-Evaluate = Callable[[], Any]
+Evaluate = Callable[[], object]
 
 
 def run_here(evaluate: Evaluate, work: np.ndarray, points: Points, *, param: str | None = None,
@@ -158,6 +157,7 @@ def _blocks(evaluate, work, flat, points: Points, old: np.ndarray, out: np.ndarr
                 slices.per_entry(y, ids, out[span])
             elif kept:
                 out[j] = y
+            del y  # f's next output must not stack on this one
         except Exception as exc:
             raise PointFailed(j, exc) from exc
         finally:

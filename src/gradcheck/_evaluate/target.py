@@ -39,7 +39,7 @@ class Target:
 
     f: Callable[..., Any]
     work: np.ndarray
-    evaluate: Callable[[], float]
+    evaluate: Callable[[], object]
     backend: Any
     cotangent: np.ndarray | None = None
     vectorized: bool = False
@@ -47,7 +47,7 @@ class Target:
     param: str | None = None
     slices: Slices | None = None
 
-    def entry(self, flat_index: Any) -> tuple[int, ...]:
+    def entry(self, flat_index: int | np.integer) -> tuple[int, ...]:
         """The multi-index of a flat index of ``work`` (as errors print it: ``(0, 2)``)."""
         return entry_of(flat_index, self.work.shape)
 
@@ -59,7 +59,7 @@ class Slices(Protocol):
     #: The shape of ``f``'s output (the compiled runner stores outputs of this shape).
     shape: tuple[int, ...]
 
-    def per_entry(self, y: Any, entries: np.ndarray | None, out: np.ndarray) -> None:
+    def per_entry(self, y: object, entries: np.ndarray | None, out: np.ndarray) -> None:
         """Into ``out``: the value of each of ``entries`` (flat indices; None: every entry, in
         flat order) from ``f``'s output ``y``; an output it cannot reduce raises
         :class:`~gradcheck._core.errors.OutputError`."""
@@ -81,7 +81,7 @@ class Runner(Protocol):
     def close(self, terminate: bool = False) -> None: ...
 
 
-def entry_of(flat_index: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
+def entry_of(flat_index: int | np.integer, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(int(k) for k in np.unravel_index(int(flat_index), shape))
 
 
