@@ -231,8 +231,7 @@ class Coloured:
             if progress is not None:
                 progress(min(done, f_plus.size))
 
-    def _run(self, batch: Batch, f_plus: np.ndarray,
-             f_minus: np.ndarray) -> int:
+    def _run(self, batch: Batch, f_plus: np.ndarray, f_minus: np.ndarray) -> int:
         """The rounds of ``batch`` as points (each round at +h, then at -h) on the runner; each
         entry's answer stored at its position. Returns the entries differenced."""
         parts = [a for _, ids, xp, xm in batch for a in ((ids, xp), (ids, xm))]
