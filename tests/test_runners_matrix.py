@@ -406,3 +406,36 @@ def test_axes_ctrl_c_leaves_no_worker(runner):
     finally:
         timer.cancel()
     assert same_bits(x, X) and no_workers_left()
+
+
+# -- Ctrl-C while the pool forks its workers --------------------------------------------------------
+_ARMED = {"interrupt": False}
+
+
+def _interrupt_after_a_fork() -> None:
+    if _ARMED["interrupt"]:
+        _ARMED["interrupt"] = False
+        _thread.interrupt_main()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_parent=_interrupt_after_a_fork)  # inert unless armed
+
+
+@pytest.mark.parametrize("feature", ["check", "independent_axes"])
+def test_ctrl_c_while_the_pool_forks_is_not_lost(feature):
+    """An interrupt that arrives in CPython's at-fork handlers (here: raised from one, as a
+    Ctrl-C during the fork would be) is printed and dropped there; the pool holds it back until
+    its workers are forked, so the check stops with KeyboardInterrupt instead of running on."""
+    needs("processes")
+    x = X.copy()
+    _ARMED["interrupt"] = True
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            if feature == "check":
+                run_check("processes", x=x)
+            else:
+                run_axes("processes", x=x)
+    finally:
+        _ARMED["interrupt"] = False
+    assert same_bits(x, X) and no_workers_left()
