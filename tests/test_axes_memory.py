@@ -341,3 +341,15 @@ def test_the_watch_drops_the_differences_only_when_no_re_study_can_need_them(f, 
         assert left == taken > 0
     else:  # only the round-off probe's differences (taken before the watch) stay
         assert left <= 2 * 3 * PROBES < taken
+
+
+@pytest.mark.parametrize("shape, axes", [((6, 5), (0,)), ((3, 4, 5), (0, 1)), ((3, 4, 5), (0, 2)),
+                                         ((3, 4, 5), (1,)), ((4, 5), "all")])
+def test_slice_of_is_the_declared_coordinates_ravelled(shape, axes):
+    """Each entry's slice (leading axes take a shortcut: one integer division): the C-order
+    number of its coordinates along the declared axes, for every flat index."""
+    declared = declare_module.declare(axes, shape, shape)
+    idx = np.arange(int(np.prod(shape)))
+    coords = np.unravel_index(idx, shape)
+    want = np.ravel_multi_index(tuple(coords[a] for a in declared.axes), declared.sizes)
+    assert np.array_equal(declared.slice_of(idx[::-1]), want[::-1])

@@ -141,6 +141,7 @@ def _blocks(evaluate, work, flat, points: Points, old: np.ndarray, out: np.ndarr
     """Points of several entries each (a block of a screen, a round of a colouring); with
     ``slices``, each entry's answer goes to its place in ``out``."""
     width = points.width
+    same_dtype = points.values.dtype == work.dtype
     for j in range(len(points)):
         span = points.span(j)
         ids, was = points.idx[span], old[span]
@@ -149,7 +150,8 @@ def _blocks(evaluate, work, flat, points: Points, old: np.ndarray, out: np.ndarr
             raise written(entry_of(ids[moved], work.shape), "while other entries were perturbed")
         try:
             flat[ids] = points.values[span]
-            wanted = np.asarray(flat[ids], dtype=work.dtype)  # the values as x's dtype holds them
+            # the values as x's dtype holds them
+            wanted = points.values[span] if same_dtype else np.asarray(flat[ids], dtype=work.dtype)
             y = evaluate()
             now = np.asarray(flat[ids], dtype=work.dtype)
             kept = same_bits(now, wanted)
