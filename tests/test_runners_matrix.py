@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 import pytest
+from njit_subjects import rowwise, rowwise_vjp
 
 import gradcheck
 from gradcheck import FunctionError, InputMutationError, WorkerDiedError, check, check_params
@@ -255,6 +256,12 @@ LOW, KEEP = float(X[3, 2]), float(X[3, 0])
 #: is not: never one of the declaration's probes, which move single entries up or whole rows),
 #: f raises, writes into another entry, writes into the perturbed entry itself, or exits.
 RAISE, WRITE_OTHER, WRITE_PERTURBED, EXIT = 1000.0, 2000.0, 3000.0, 4000.0
+#: The compiled runner's subject is the shared @njit ``rowwise`` (tests/njit_subjects.py), which
+#: misbehaves past thresholds instead; on this input its round 0 at +h raises, its round 1 at -h
+#: writes into another entry, its round 1 at +h writes into the entry (1, 1) it perturbs.
+X_NJIT = np.random.default_rng(79).standard_normal((4, 3))
+NJIT_MODES = {RAISE: ((0, 0), 10.0 - 1e-9), WRITE_OTHER: ((0, 0), -10.0 + 1e-9),
+              WRITE_PERTURBED: ((1, 1), 30.0 - 1e-9)}
 
 
 def rows(x):
@@ -280,73 +287,64 @@ def rows_vjp(x, g):
     return out
 
 
-def rows_jit():
-    """``rows`` as an ``@njit`` function of a 2-D ``x`` (the compiled runner's)."""
-    if "rows" not in _JIT:
-        import numba
-
-        @numba.njit(cache=False)
-        def rows_nb(x):
-            if x[3, 2] < LOW and x[3, 0] == KEEP:
-                if x[4, 3] == RAISE:
-                    raise ZeroDivisionError("planted")
-                if x[4, 3] == WRITE_OTHER:
-                    x[0, 0] += 1.0
-                if x[4, 3] == WRITE_PERTURBED:
-                    x[3, 2] = 0.0
-            y = np.empty_like(x)
-            for i in range(x.shape[0]):
-                s = 0.0
-                for j in range(x.shape[1]):
-                    s += x[i, j] ** 2
-                for j in range(x.shape[1]):
-                    y[i, j] = np.sin(x[i, j]) * s
-            return y
-
-        _JIT["rows"] = rows_nb
-    return _JIT["rows"]
+def njit_vjp(x, g):
+    out = rowwise_vjp(x, g)
+    out[BAD] *= 1 + 1e-4
+    return out
 
 
-def with_mode(mode: float) -> np.ndarray:
+def axes_subject(runner: str, mode: float | None = None):
+    """``(f, claim, x)``: the compiled runner's (the shared @njit subject), or the others'."""
+    if runner == "compiled":
+        x = (X if mode is None else X_NJIT).copy()
+        if mode is not None:
+            at, value = NJIT_MODES[mode]
+            x[at] = value
+        return rowwise, njit_vjp, x
     x = X.copy()
-    x[4, 3] = mode
-    return x
+    if mode is not None:
+        x[4, 3] = mode
+    return rows, rows_vjp, x
 
 
-def run_axes(runner: str, f=None, x=X, **kw):
+def run_axes(runner: str, f, claim, x, **kw):
     """``check(..., independent_axes=(0,))`` on ``runner`` (the executor: a thread pool, or ``kw['pool']``)."""
-    f = (rows_jit() if runner == "compiled" else rows) if f is None else f
     pool = kw.pop("pool", None)
     if runner == "executor":
         with pool or cf.ThreadPoolExecutor(2) as ex:
-            return check(f, x, rows_vjp, independent_axes=(0,),
+            return check(f, x, claim, independent_axes=(0,),
                          executor=gradcheck.ExecutorOptions(ex, retries=kw.pop("retries", 2)), **kw)
-    return check(f, x, rows_vjp, independent_axes=(0,), engine=runner, vectorized=runner == "batched", **kw)
+    return check(f, x, claim, independent_axes=(0,), engine=runner, vectorized=runner == "batched", **kw)
 
 
 @pytest.mark.parametrize("runner", AXES_RUNNERS)
 def test_axes_gives_serials_report(runner):
     needs(runner)
-    x = X.copy()
-    serial = check(rows_jit() if runner == "compiled" else rows, x, rows_vjp, independent_axes=(0,), engine="serial")
-    got = run_axes(runner, x=x)
+    f, claim, x = axes_subject(runner)
+    serial = check(f, x, claim, independent_axes=(0,), engine="serial")
+    got = run_axes(runner, f, claim, x)
     assert got.engine == f"{runner} (coloured)" and serial.engine == "serial (coloured)"
     assert_same(got, serial)
     assert got.codes[BAD] == gradcheck.Verdict.MISMATCH and got.passed is False
-    assert same_bits(x, X)
+    assert same_bits(x, axes_subject(runner)[2])
 
 
 @pytest.mark.parametrize("runner", AXES_RUNNERS)
 def test_axes_f_raising_is_named_at_its_round(runner):
     """Serial's FunctionError: the first entry of the point that raised (round 2 at -h starts
-    at (0, 2)), its side and kind, f's exception as the cause."""
+    at (0, 2); the njit subject's round 0 at +h at (0, 0)), its side and kind, f's exception
+    as the cause."""
     needs(runner)
-    x = with_mode(RAISE)
+    f, claim, x = axes_subject(runner, RAISE)
     before = x.copy()
+    with pytest.raises(FunctionError) as serial:
+        check(f, x.copy(), claim, independent_axes=(0,), engine="serial")
     with pytest.raises(FunctionError) as info:
-        run_axes(runner, x=x)
-    assert info.value.index == (0, 2) and info.value.side == "-h, coloured: 5 entries perturbed together"
-    assert isinstance(info.value.__cause__, ZeroDivisionError)
+        run_axes(runner, f, claim, x)
+    assert (info.value.index, info.value.side) == (serial.value.index, serial.value.side)
+    assert info.value.side == ("+h, coloured: 4 entries perturbed together" if runner == "compiled"
+                               else "-h, coloured: 5 entries perturbed together")
+    assert type(info.value.__cause__) is type(serial.value.__cause__)
     assert same_bits(x, before) and no_workers_left()
 
 
@@ -357,10 +355,10 @@ def test_axes_f_writing_into_its_input_is_refused(runner, mode):
     would hide it: the compiled kernel compares it with what it set first). Control: the same
     f and x without the mode pass through every runner (test_axes_gives_serials_report)."""
     needs(runner)
-    x = with_mode(mode)
+    f, claim, x = axes_subject(runner, mode)
     before = x.copy()
     with pytest.raises(InputMutationError):
-        run_axes(runner, x=x)
+        run_axes(runner, f, claim, x)
     assert same_bits(x, before) and no_workers_left()
 
 
@@ -369,18 +367,18 @@ def test_axes_a_dead_worker_is_never_a_raw_broken_pool(runner):
     """processes: WorkerDiedError naming a range that holds round 2's entries; an executor
     whose process pool broke: ChunkFailedError after its retries, the broken pool chained."""
     needs("processes")
-    x = with_mode(EXIT)
+    f, claim, x = axes_subject(runner, EXIT)
     before = x.copy()
     if runner == "processes":
         with pytest.raises(WorkerDiedError) as died:
-            run_axes("processes", x=x)
+            run_axes("processes", f, claim, x)
         flat = np.ravel_multi_index
         assert flat(died.value.first, X.shape) <= flat((3, 2), X.shape) <= flat(died.value.last, X.shape)
         assert "coloured" in str(died.value)
     else:
         pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
         with pytest.raises(ChunkFailedError) as failed:
-            run_axes("executor", x=x, pool=pool, retries=0)
+            run_axes("executor", f, claim, x, pool=pool, retries=0)
         assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
     assert same_bits(x, before) and no_workers_left()
 
@@ -396,16 +394,17 @@ def slow_rows(z):
 @pytest.mark.parametrize("runner", AXES_RUNNERS)
 def test_axes_ctrl_c_leaves_no_worker(runner):
     needs(runner)
-    x = X.copy()
+    f, claim, x = axes_subject(runner)
+    kept = x.copy()
     timer = threading.Timer(0.6, _thread.interrupt_main)  # the probes (~0.2 s) are done, the pool is up
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_axes(runner, f=None if runner == "compiled" else slow_rows, x=x)
+            run_axes(runner, f if runner == "compiled" else slow_rows, claim, x)
             time.sleep(5)  # (a kernel that ran to its end: the interrupt arrives here)
     finally:
         timer.cancel()
-    assert same_bits(x, X) and no_workers_left()
+    assert same_bits(x, kept) and no_workers_left()
 
 
 # -- Ctrl-C while the pool forks its workers --------------------------------------------------------
@@ -435,7 +434,7 @@ def test_ctrl_c_while_the_pool_forks_is_not_lost(feature):
             if feature == "check":
                 run_check("processes", x=x)
             else:
-                run_axes("processes", x=x)
+                run_axes("processes", rows, rows_vjp, x)
     finally:
         _ARMED["interrupt"] = False
     assert same_bits(x, X) and no_workers_left()
