@@ -81,8 +81,6 @@ PRIVATE_REACH: dict[tuple[str, str], str] = {
        for m, n in (("dispute", "_context"), ("dispute", "_convert"), ("dispute", "_evaluate"),
                     ("dispute_bound", "_context"), ("dispute_bound", "_convert"), ("dispute_bound", "_evaluate"),
                     ("dispute_gradient", "_reverse"))},
-    ("gradcheck._axes.executor", "gradcheck._evaluate.executor"): "the colouring ships its points itself until "
-    "the layer's runners carry per-slice reductions (issue 26, the colouring's move)",
 }
 #: Modules a function may import (they are heavy at import time), with the reason.
 HEAVY: dict[str, str] = {

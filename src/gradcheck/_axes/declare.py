@@ -49,6 +49,9 @@ class Axes:
         idx = np.asarray(flat_indices, dtype=np.int64)
         if self.elementwise:
             return idx
+        k = len(self.axes)
+        if self.axes == tuple(range(k)):  # leading axes: a slice is a run of the flat order
+            return idx // int(np.prod(self.x_shape[k:], dtype=np.int64))
         coords = np.unravel_index(idx, self.x_shape)
         return np.ravel_multi_index(tuple(coords[a] for a in self.axes), self.sizes).astype(np.int64)
 

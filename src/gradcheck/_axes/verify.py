@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import numpy as np
 
@@ -41,6 +40,7 @@ from .._core.errors import (
     UnsupportedInputError,
     mutation_error,
 )
+from .._differences import StepsOf
 from .declare import Axes
 
 #: Single-entry probes; bit partitions (each with its complement); random ones beyond them.
@@ -49,8 +49,8 @@ MAX_BITS = 12
 RANDOM_PAIRS = 2
 
 
-def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0: np.ndarray,
-           steps: Any, seed: int, pristine: np.ndarray | None = None) -> tuple[int, str]:
+def verify(axes: Axes, evaluate: Callable[[], object], work: np.ndarray, y0: np.ndarray,
+           steps: StepsOf | np.ndarray, seed: int, pristine: np.ndarray | None = None) -> tuple[int, str]:
     """Test the declaration on ``work`` (perturbed in place, restored bit for bit); ``evaluate()``
     returns ``f``'s output at the current ``work``; ``pristine`` holds ``x``'s bits (a write of
     ``f`` into ``work`` is caught against it; default: a copy of ``work`` made here). Returns the
@@ -95,7 +95,7 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
     return count, note
 
 
-def _checked(evaluate: Callable[[], np.ndarray], work: np.ndarray, pristine: np.ndarray,
+def _checked(evaluate: Callable[[], object], work: np.ndarray, pristine: np.ndarray,
              y0: np.ndarray) -> Callable[[], np.ndarray]:
     """``evaluate`` for the probes, with what could pass for a leak checked first: ``f`` must
     leave ``work`` as the probe set it (the perturbed entries as written, every other entry

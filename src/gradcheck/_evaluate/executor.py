@@ -68,8 +68,8 @@ import numpy as np
 from .._core.arguments import integer
 from .._core.errors import GradcheckError
 from .answers import answer, failure, mutated_on_worker
-from .points import Points
-from .target import Target, entry_of
+from .points import Points, Shift
+from .target import Slices, Target, entry_of
 
 #: Resubmissions of a chunk whose task failed (not counting the first attempt).
 RETRIES = 2
@@ -193,7 +193,7 @@ class ExecutorRunner:
         self.slots = int(options.slots) if options.slots else _slots(options.executor, self._client)
         self.executor = in_process(options.executor)  # threads: no pickling, one task at a time
         self.token = uuid.uuid4().hex
-        self.payload = payload_for((target.evaluate, target.work), options.executor)
+        self.payload = payload_for((target.evaluate, target.work, target.slices), options.executor)
         self.stats = ExecutorStats()
         self.evaluations = 0
         self._primed = False
@@ -256,8 +256,9 @@ class ExecutorRunner:
 
     def _submit(self, points: Points, force_payload: bool) -> cf.Future:
         payload = self._payload_argument(force_payload)
-        # What travels: the points' entries and values (and where each point starts).
-        args = (self.token, payload, points.idx, points.values, points.starts)
+        # What travels: the points' entries and values (and where each point starts), or a
+        # shift's step rule.
+        args = (self.token, payload, points.idx, points.values, points.starts, points.shift)
         if self._client is not None:
             # pure=False: a resubmitted chunk must be a new task, not the failed one's key.
             return self.executor.submit(_run_chunk, *args, pure=False)
@@ -283,7 +284,8 @@ class _Pass:
         self.progress, self.on_chunk = progress, on_chunk
         self.width = points.width
         self.count = points.groups
-        self.out = np.full(len(points), np.nan)
+        self.per_entry = runner.target.slices is not None
+        self.out = np.full(points.entry_count if self.per_entry else len(points), np.nan)
         self.filled = np.zeros(self.count, dtype=bool)
         self.next_lo = 0
         self.queue: collections.deque[_Chunk] = collections.deque()
@@ -348,7 +350,7 @@ class _Pass:
     def _failed(self, chunk: _Chunk, exc: BaseException) -> None:
         runner = self.runner
         if chunk.attempt >= runner.options.retries:
-            entries = np.unique(self._part(chunk).idx)
+            entries = self.points.flat_entries(chunk.lo * self.width, chunk.hi * self.width)
             raise ChunkFailedError(runner._entries(entries), chunk.attempt + 1,
                                    int((~self.filled).sum()), exc) from exc
         runner.stats.retries += 1
@@ -377,7 +379,7 @@ class _Pass:
                     other_fut.cancel()
                     del self.in_flight[other_fut]
         elif status == "mutated":
-            raise mutated_on_worker(runner._entries(self._part(chunk).idx[:1])[0])
+            raise mutated_on_worker(runner._entries(np.array([self.points.first(chunk.lo * self.width) or 0]))[0])
         else:  # pragma: no cover - a worker running another gradcheck version
             raise RuntimeError(f"unexpected answer {status!r} from a worker")
 
@@ -386,7 +388,7 @@ class _Pass:
         if self.filled[lo:hi].any():  # each point recorded exactly once
             raise RuntimeError(f"executor engine got entries {lo}:{hi} twice; please report this")
         a, b = lo * self.width, hi * self.width
-        self.out[a:b] = values
+        self.out[self.points.answer_span(a, b, self.per_entry)] = values
         self.filled[lo:hi] = True
         stats.chunks += 1
         stats.entries += hi - lo
@@ -433,7 +435,7 @@ def in_process(executor: Any) -> Any:
 
 
 def payload_for(objects: tuple, executor: Any) -> bytes | InProcess:
-    """What travels to the workers: ``objects`` (the evaluation and its working array) as they
+    """What travels to the workers: ``objects`` (the evaluation, its working array, the slices) as they
     are for an in-process executor, else in one cloudpickle call (the closure's array and
     ``work`` stay one object on the worker, so perturbing ``work`` is what ``evaluate`` sees)."""
     if runs_in_process(executor):
@@ -488,9 +490,9 @@ def _remember(cache: collections.OrderedDict, key: str, value: Any) -> None:
         cache.popitem(last=False)
 
 
-def _target_for(token: str, payload: bytes | InProcess | None) -> tuple[Any, np.ndarray, np.ndarray] | None:
-    """This thread's ``(evaluate, work, pristine)`` for ``token``, or None when this process
-    has never received the payload."""
+def _target_for(token: str, payload: bytes | InProcess | None) -> tuple[Callable[[], object], np.ndarray, np.ndarray, Slices | None] | None:
+    """This thread's ``(evaluate, work, pristine, slices)`` for ``token``, or None when this
+    process has never received the payload."""
     targets = getattr(_LOCAL, "targets", None)
     if targets is None:
         targets = _LOCAL.targets = collections.OrderedDict()
@@ -503,8 +505,8 @@ def _target_for(token: str, payload: bytes | InProcess | None) -> tuple[Any, np.
         payload = _PAYLOADS.get(token)
     if payload is None:
         return None
-    evaluate, work = payload.objects if isinstance(payload, InProcess) else pickle.loads(payload)
-    entry = (evaluate, work, work.copy())
+    evaluate, work, slices = payload.objects if isinstance(payload, InProcess) else pickle.loads(payload)
+    entry = (evaluate, work, work.copy(), slices)
     _remember(targets, token, entry)
     return entry
 
@@ -526,16 +528,16 @@ def _forget(token: str) -> None:
 
 
 def _run_chunk(token: str, payload: bytes | None, idx: np.ndarray, values: np.ndarray,
-               starts: np.ndarray | None) -> tuple:
+               starts: np.ndarray | None, shift: Shift | None = None) -> tuple:
     """One chunk of points on this thread's copy of the working array: ``("ok", values,
     seconds)``, ``("error", j, cause, traceback)``, ``("missing",)`` without the payload, or
     ``("mutated",)`` (see :mod:`.answers`)."""
     got = _target_for(token, payload)
     if got is None:
         return ("missing",)
-    evaluate, work, pristine = got
+    evaluate, work, pristine, slices = got
     started = time.perf_counter()
-    result = answer(evaluate, work, pristine, Points(idx, values, starts))
+    result = answer(evaluate, work, pristine, Points(idx, values, starts, shift=shift), slices)
     if result[0] == "mutated":
         _forget(token)  # this copy is spoiled; a later task starts from the payload again
     if result[0] != "ok":
