@@ -52,6 +52,7 @@ from ._links import (
     dtype_name,
     flag,
     label_of,
+    require_call,
     text,
     unit_roundoff_of,
     with_notes,
@@ -143,6 +144,7 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     if grad is not None and not callable(grad):
         raise TypeError("check_hvp differences the gradient at perturbed points: grad must be a "
                         "function grad(x), not an array")
+    require_calls(hvp, grad)
     has_gradient = grad is not None or hasattr(inner, "hvp")
     if reference == "grad" and not has_gradient:
         raise TypeError("reference='grad' needs grad= (a function grad(x)) for the numpy backend")
@@ -159,6 +161,15 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     return with_notes(report, notes)
 
 
+def require_calls(hvp: Any, grad: Any) -> None:
+    """``hvp(x, v)`` and ``grad(x)`` as check_hvp (and taylor_test) call them, at the door."""
+    if callable(hvp):
+        require_call(hvp, "hvp", ("x", "v"), why="the Hessian-vector product is called with the point and a "
+                     "vector", returns="H v, shaped like x")
+    if callable(grad):
+        require_call(grad, "grad", ("x",), why="f is a scalar function", returns="the gradient, shaped like x")
+
+
 def _claim(f, inner, hvp) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """``(x, v) -> H v`` from the user's ``hvp`` (in the backend's array type) or from the
     framework's double backward."""
@@ -168,7 +179,7 @@ def _claim(f, inner, hvp) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         claim.source = f"{inner.name}'s double backward"  # type: ignore[attr-defined]
     else:
         def claim(z: Any, v: Any) -> Any:
-            return call_user(inner, hvp, z, np.asarray(v, dtype=z.dtype))
+            return call_user(inner, hvp, z, np.asarray(v, dtype=z.dtype), role="hvp", names=("x", "v"))
         claim.source = "the given hvp"  # type: ignore[attr-defined]
     return claim
 

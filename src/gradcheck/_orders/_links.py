@@ -15,6 +15,8 @@ from .._core.arguments import label_of as label_of
 from .._core.arguments import positive as positive
 from .._core.arguments import text as text
 from .._core.arrays import same_bits as same_bits
+from .._core.claims import call_watched as call_watched
+from .._core.claims import require_call as require_call
 from .._core.config import UNIT_ROUNDOFF as UNIT_ROUNDOFF
 from .._core.config import Config as Config
 from .._core.config import as_config as as_config

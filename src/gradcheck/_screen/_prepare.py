@@ -21,7 +21,7 @@ from .._core.errors import FunctionError, UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
 from .._differences import steps_for
 from .._lowp.forced64 import route_float64
-from .._pipeline.prepare import make_cotangent, reducer, scalar_output
+from .._pipeline.prepare import claim_what, make_cotangent, reducer, scalar_output, take_claim
 from ..backends._claimed import as_gradient
 from ._limit import entrywise_floor
 from ._probe import Probe
@@ -98,8 +98,8 @@ def prepare(f, x, grad, config, name, backend) -> Prepared:
     if cotangent is not None and grad is not None and not callable(grad) and cfg.reduce != "sum":
         raise TypeError(f"f returns an array of shape {y0.shape}, so the claimed gradient must be a VJP "
                         "function grad(x, cotangent) (or pass config=Config(reduce='sum'))")
-    claimed = be.claimed_gradient(f, work.copy(), cotangent, grad)
-    analytic = as_gradient(claimed, work.shape).reshape(-1)
+    claimed = take_claim(be, f, work, cotangent, grad, y0.shape)  # its call and writes checked at the door
+    analytic = as_gradient(claimed, work.shape, claim_what(grad, cotangent)).reshape(-1)
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
         evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path (check's: no complex cast to float)
     else:
