@@ -41,11 +41,11 @@ from ._adjoint import check_adjoint
 from ._complex import convention_of, random_like
 from ._jvp import call_user
 from ._links import (
+    KEYWORD_FIELDS,
     ClaimBackend,
     Config,
     GradientAssertionError,
     Report,
-    as_config,
     backends,
     check,
     choice,
@@ -55,6 +55,7 @@ from ._links import (
     require_call,
     text,
     unit_roundoff_of,
+    with_keywords,
     with_notes,
 )
 
@@ -102,6 +103,9 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
         What the report calls the claim (default ``"hvp of <f's name>"``).
     config : Config, optional
         Steps and tolerances.
+    rtol, atol, eps, resolution, noise_factor : float, optional (in ``**options``)
+        Single fields of the config, as in :func:`gradcheck.check`; with second differences
+        of ``f``, ``eps`` is their step ``h = k`` (default ``(2u)^(1/4)``).
     **options
         Any other keyword of :func:`gradcheck.check`.
 
@@ -130,7 +134,8 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     True
     """
     check_grad, symmetry = bool(flag("check_grad", check_grad)), bool(flag("symmetry", symmetry))
-    name, config = text("name", name), as_config(config)
+    name = text("name", name)
+    config, tuning = with_keywords(config, **{k: options.pop(k, None) for k in KEYWORD_FIELDS})
     reference = choice("reference", reference, ("auto", "grad", "f"))
     if hvp is not None and not callable(hvp):
         raise TypeError(f"hvp must be a function hvp(x, v) returning the Hessian times v, or None (the "
@@ -151,8 +156,9 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     claim_fn = _claim(f, inner, hvp)
     notes = []
     if reference == "f" or not has_gradient:
-        report = _second_differences(f, x_np, inner, claim_fn, label, config, options)
+        report = _second_differences(f, x_np, inner, claim_fn, label, config, tuning, options)
     else:
+        options.update(tuning.keywords())  # check sets them on its preset
         if check_grad:
             notes.append(_reference_checked(f, x, grad, inner, config, options))
         report = _gradient_map(f, x_np, inner, grad, claim_fn, label, config, options)
@@ -186,7 +192,8 @@ def _claim(f, inner, hvp) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
 
 def _reference_checked(f, x, grad, inner, config, options) -> str:
     """Check the gradient that serves as the reference; raise if it is wrong."""
-    kept = {k: v for k, v in options.items() if k in ("engine", "adjudicate", "digits", "refine", "complex_convention")}
+    kept = {k: v for k, v in options.items()
+            if k in ("engine", "adjudicate", "digits", "refine", "complex_convention", *KEYWORD_FIELDS)}
     report = check(f, x, grad, backend=inner, config=config, name="the reference gradient", **kept)
     if not report.passed:
         raise GradientAssertionError(
@@ -211,13 +218,15 @@ def _gradient_map(f, x_np, inner, grad, claim_fn, label, config, options) -> Rep
                                f"claim: {claim_fn.source}"])
 
 
-def _second_differences(f, x_np, inner, claim_fn, label, config, options) -> Report:
+def _second_differences(f, x_np, inner, claim_fn, label, config, tuning, options) -> Report:
     """``check(G, x, hvp(x, v))`` with ``G`` the central difference of ``f`` along ``v``."""
     complex_in = x_np.dtype.kind == "c"
     dtype = dtype_name(np.finfo(x_np.dtype).dtype if complex_in else x_np.dtype)  # a complex x: its parts'
     unit = unit_roundoff_of(x_np)
-    step = (2 * unit) ** 0.25
-    cfg = (config or Config.for_dtype(dtype)).replace(step=step)
+    # eps= (or a config's own step) sets h = k; else (2u)^(1/4), both truncation errors O(h^2)
+    cfg = tuning.apply(config or Config.for_dtype(dtype))
+    step = cfg.step if "eps" in tuning.keywords() else (2 * unit) ** 0.25
+    cfg = cfg.replace(step=step)
     # Its own stream (not default_rng(seed)'s, which would make v = x for x drawn with the seed).
     # Complex x: v complex, G = <grad, v> (real inner product), whose gradient is hvp(x, v) in
     # either convention (gradcheck._orders._complex).

@@ -17,10 +17,12 @@ from .._core.arguments import text as text
 from .._core.arrays import same_bits as same_bits
 from .._core.claims import call_watched as call_watched
 from .._core.claims import require_call as require_call
+from .._core.config import KEYWORD_FIELDS as KEYWORD_FIELDS
 from .._core.config import UNIT_ROUNDOFF as UNIT_ROUNDOFF
 from .._core.config import Config as Config
 from .._core.config import as_config as as_config
 from .._core.config import dtype_name as dtype_name
+from .._core.config import with_keywords as with_keywords
 from .._core.errors import FunctionError as FunctionError
 from .._core.errors import GradcheckError as GradcheckError
 from .._core.errors import GradientAssertionError as GradientAssertionError

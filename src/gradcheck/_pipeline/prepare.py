@@ -78,7 +78,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     dtype = float_dtype_name(x_np)
     lowp = plan_for(dtype, f, x_np, be, opts.bound_ulps)  # difference the float64 upcast when f allows it
     x_np, config, adjudicate = lowp.start(x_np, opts.config, opts.adjudicate)
-    cfg = _refined(config if config is not None else Config.for_dtype(dtype), opts.refine)
+    cfg = _refined(_tuned(config if config is not None else Config.for_dtype(dtype), opts, lowp), opts.refine)
     label = _arguments.label_of(f, opts.name)
     # A private copy, `work`, is perturbed; `pristine` detects a function that writes to x.
     # Native byte order: the same values, and the differencing code reads them natively.
@@ -96,7 +96,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
         routed, spent = route_float64(f, work, y0, be)  # f computes in float32: float32 steps, Richardson
         probes += spent
         if routed is not None:
-            lowp, cfg = routed, _refined(routed.config, opts.refine)
+            lowp, cfg = routed, _refined(opts.tuning.apply(routed.config), opts.refine)
             require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
     cotangent = None if y0.ndim == 0 else lowp.cotangent(make_cotangent(y0.shape, cfg))
     reduce = reducer(cotangent)
@@ -136,6 +136,20 @@ def _pristine(x_np: np.ndarray, work: np.ndarray) -> np.ndarray:
             and x_np.flags.c_contiguous and not np.shares_memory(x_np, work)):
         return x_np
     return work.copy()
+
+
+def _tuned(cfg: Config, opts: CheckOptions, lowp: Any) -> Config:
+    """``cfg`` with the tolerance keywords (``rtol=``, ``eps=``, ...) set. On the upcast path a
+    low-precision claim is judged in ulps of its format (``bound_ulps=``) with float64 steps,
+    as it is for ``config=``: only ``noise_factor`` applies there, and a note says so."""
+    if not lowp.upcast:
+        return opts.tuning.apply(cfg)
+    ignored = opts.tuning.names(leaving=("noise_factor",))
+    if ignored:
+        lowp.notes.append(f"{', '.join(k + '=' for k in ignored)} not applied: a {lowp.fmt.name} input of a "
+                          "precision-generic f is differenced at its float64 upcast with float64 steps and its "
+                          "claim judged in ulps of its format (bound_ulps= sets that allowance)")
+    return opts.tuning.apply(cfg, only=("noise_factor",))
 
 
 def _refined(cfg: Config, refine: bool | None) -> Config:

@@ -16,7 +16,7 @@ import numpy as np
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .. import backends as _backends
 from .._core import arguments as _arguments
-from .._core.config import Config
+from .._core.config import Config, Tuning
 from .._core.errors import FunctionError, UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
 from .._differences import steps_for
@@ -68,7 +68,7 @@ class Prepared:
         return self._floor
 
 
-def prepare(f, x, grad, config, name, backend) -> Prepared:
+def prepare(f, x, grad, config, name, backend, tuning: Tuning) -> Prepared:
     be = _backends.resolve(backend, x)
     x_np = be.to_numpy(x)
     dtype = float_dtype_name(x_np)
@@ -77,9 +77,7 @@ def prepare(f, x, grad, config, name, backend) -> Prepared:
             f"screen works on float32 and float64 inputs; x is {dtype}, where a difference in its "
             "own precision is mostly noise: use gradcheck.check, which differences the float64 upcast"
         )
-    cfg = config if config is not None else Config.for_dtype(dtype)
-    if not isinstance(cfg, Config):
-        raise TypeError(f"config must be a gradcheck.Config, got {type(cfg).__name__}")
+    cfg = tuning.apply(config if config is not None else Config.for_dtype(dtype))  # rtol=, eps=, ... on the preset
     label = _arguments.label_of(f, name)
     work = np.array(x_np, order="C", copy=True)
     if not work.dtype.isnative:
@@ -92,7 +90,7 @@ def prepare(f, x, grad, config, name, backend) -> Prepared:
     lowp, probes = None, 0
     if dtype == "float64" and config is None:  # f computes in float32: check's detection, check's preset
         lowp, probes = route_float64(f, work, y0, be)
-        cfg = lowp.config if lowp is not None else cfg
+        cfg = tuning.apply(lowp.config) if lowp is not None else cfg
     cotangent = None if y0.ndim == 0 else make_cotangent(y0.shape, cfg)
     reduce = reducer(cotangent)
     if cotangent is not None and grad is not None and not callable(grad) and cfg.reduce != "sum":
