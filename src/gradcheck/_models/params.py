@@ -29,6 +29,7 @@ from .._pipeline.assemble import assemble_report
 from .._pipeline.difference import first_differences
 from .._pipeline.judge import judge_entries
 from .._report.html import HtmlViews
+from .._report.next_step import next_steps
 from .._report.report import Report
 from .._screen import screen_param
 from ..backends import NumpyBackend
@@ -159,6 +160,7 @@ class ParamsReport(HtmlViews, _status.PassedAsTruth):
                 why, way_out = _status.why_nothing_verified(self.reports[n])
                 lines.append(f"-- {n}: {_status.NOTHING_VERIFIED}: {why}")
             lines.append(f"   way out: {way_out}")
+        lines += [f"  next: {step}" for step in next_steps(self)]
         return "\n".join(lines)
 
     def assert_pass(self, *, allow_unchecked: bool | None = None) -> ParamsReport:

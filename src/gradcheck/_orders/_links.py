@@ -46,6 +46,7 @@ from .._pipeline.complex import validate_convention as validate_convention
 from .._pipeline.prepare import as_gradient as as_gradient  # backends' rule, as check's prepare reads it
 from .._pipeline.prepare import make_cotangent as make_cotangent
 from .._report.html import HtmlViews as HtmlViews
+from .._report.next_step import next_steps as next_steps
 from .._report.report import Report as Report
 from ..backends._numpy import _W
 from ..backends._numpy import control_function as control_function
