@@ -38,14 +38,6 @@ def _name(fn: Any) -> str:
     return getattr(fn, "__name__", None) or type(fn).__name__
 
 
-def _takes(fn: Any) -> str | None:
-    """The parameters ``fn`` declares, as written (``(x)``), or None when Python cannot say."""
-    try:
-        return str(inspect.signature(fn))
-    except (TypeError, ValueError):  # builtins without a signature: nothing to say before the call
-        return None
-
-
 def require_call(fn: Any, role: str, params: Sequence[str], *, why: str, returns: str = "",
                  fix: str = "") -> None:
     """Refuse ``fn`` unless it can be called as ``role(*params)`` (positionally).
@@ -64,15 +56,15 @@ def require_call(fn: Any, role: str, params: Sequence[str], *, why: str, returns
                             f"{_ufunc_fix(fn, params)}")
         return
     try:
-        inspect.signature(fn).bind(*params)
-    except TypeError:
-        takes = _takes(fn)
-        said = f"; {_name(fn)} takes {takes}" if takes is not None else ""
-        must = f" and must return {returns}" if returns else ""
-        raise TypeError(f"{why}, so {role} is called as {call}{must}{said}"
-                        f"{'; ' + fix if fix else ''}") from None
-    except ValueError:  # no signature to bind against: the call itself will say
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature to bind against (some builtins): the call itself will say
         return
+    try:
+        signature.bind(*params)
+    except TypeError:
+        must = f" and must return {returns}" if returns else ""
+        raise TypeError(f"{why}, so {role} is called as {call}{must}; {_name(fn)} takes {signature}"
+                        f"{'; ' + fix if fix else ''}") from None
 
 
 def scalar_or_vjp(fn: Any, *, x_shape: tuple[int, ...], y_shape: tuple[int, ...] | None,
