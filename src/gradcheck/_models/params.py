@@ -13,7 +13,7 @@ from .._adjudicate.referee import Referee, referee_may_run
 from .._core import arguments as _arguments
 from .._core import status as _status
 from .._core.arrays import same_bits
-from .._core.config import Config, dtype_name, with_keywords
+from .._core.config import Config, Tuning, dtype_name, with_keywords
 from .._core.errors import (
     AliasedParametersError,
     FunctionError,
@@ -311,11 +311,8 @@ def check_params(
     screen, _ = bool(_arguments.flag("screen", screen)), _arguments.as_budget(budget)
     names, order_t = _require_names(params, grads, order, sample)
     dtypes = {n: float_dtype_name(np.asarray(params[n]), f"params[{n!r}]") for n in names}
-    configs = {n: tuning.apply(config if config is not None else Config.for_dtype(dtypes[n])) for n in names}
     claimed = {n: as_gradient(grads[n], np.shape(params[n]), f"grads[{n!r}]") for n in names}
-    for n in names:
-        step = configs[n].step
-        require_moving_steps(params[n], steps_for(params[n].reshape(-1), step), step, f"params[{n!r}]")
+    configs = _name_configs(params, dtypes, config, tuning)
     originals = dict(params)                      # the user's objects, for identity restore
     snapshots = {n: np.array(params[n], copy=True) for n in names}
     rng = np.random.default_rng(seed)
@@ -350,11 +347,8 @@ def check_params(
             if params[n].flags.writeable and _bits_differ(params[n], snapshots[n]):
                 params[n][...] = snapshots[n]
     deterministic = bool(f1 == f0 or (np.isnan(f0) and np.isnan(f1)))
-    notes = []
-    if swapped:
-        notes.append(f"read-only parameters checked through a temporary copy in the dict: {swapped}")
-    if not deterministic:
-        notes.append(f"the loss is nondeterministic: {f0!r} then {f1!r}")
+    notes = [f"read-only parameters checked through a temporary copy in the dict: {swapped}"] if swapped else []
+    notes += [] if deterministic else [f"the loss is nondeterministic: {f0!r} then {f1!r}"]
     return ParamsReport(
         reports=reports,
         order=order_t,
@@ -367,6 +361,17 @@ def check_params(
         notes=tuple(notes),
         evaluations=2 + timed + sum(r.evaluations for r in reports.values()),  # 2: the loss at start and end
     )
+
+
+def _name_configs(params: Mapping[str, Any], dtypes: Mapping[str, str], config: Config | None,
+                  tuning: Tuning) -> dict[str, Config]:
+    """Each name's config: ``config`` or the preset of its dtype, with the tolerance keywords
+    (``rtol=``, ``eps=``, ...) set; its steps must move its entries."""
+    configs = {}
+    for n, dtype in dtypes.items():
+        cfg = configs[n] = tuning.apply(config if config is not None else Config.for_dtype(dtype))
+        require_moving_steps(params[n], steps_for(params[n].reshape(-1), cfg.step), cfg.step, f"params[{n!r}]")
+    return configs
 
 
 def _require_names(params: Mapping[str, Any], grads: Mapping[str, Any], order: Sequence[str] | None,
