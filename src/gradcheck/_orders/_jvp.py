@@ -101,13 +101,13 @@ def check_jvp(f: Callable[..., Any], x: Any, jvp: Callable[..., Any] | None = No
     if jvp is not None and not callable(jvp):
         raise TypeError(f"jvp must be a function jvp(x, t) returning J t, or None (the framework's own forward "
                         f"mode), got {jvp!r}")
+    if isinstance(x, tuple) and x and all(hasattr(e, "shape") for e in x):
+        raise TypeError("check_jvp takes one input array; for f(*xs), check each input with the "
+                        "others held fixed (functools.partial)")
     if jvp is not None:
         require_call(jvp, "jvp", ("x", "t"), returns="J t, shaped like f(x)" + (" per tangent" if batched else ""),
                      why="check_jvp calls the JVP with the point and " + ("a stack of tangents" if batched
                                                                          else "one tangent"))
-    if isinstance(x, tuple) and x and all(hasattr(e, "shape") for e in x):
-        raise TypeError("check_jvp takes one input array; for f(*xs), check each input with the "
-                        "others held fixed (functools.partial)")
     inner = backends.resolve(backend, x)
     if jvp is None and not hasattr(inner, "jvp"):
         raise TypeError(f"the {inner.name} backend has no forward mode of its own: pass jvp=, a "
