@@ -74,7 +74,8 @@ def check_jvp(f: Callable[..., Any], x: Any, jvp: Callable[..., Any] | None = No
     name : str, optional
         What the report calls the claim (default ``"jvp of <f's name>"``).
     **options
-        Any other keyword of :func:`gradcheck.check` (``config=``, ``engine=``, ...).
+        Any other keyword of :func:`gradcheck.check` (``config=``, ``rtol=``, ``eps=``,
+        ``engine=``, ...): ``check_jvp(f, x, jvp, rtol=1e-5)``.
 
     Returns
     -------
