@@ -210,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="folder for the pictures and HTML pages ('' for none)")
     demo.set_defaults(run=_cmd_demo)
     _add_check_parser(sub)
-    add_taylor_parser(sub, load)
+    add_taylor_parser(sub, load, parse_shape)
     add_dispute_parser(sub, _write_html)
     bench = sub.add_parser("bench", help="run the benchmarks (from a source checkout: benchmarks/bench_*.py)")
     bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all), e.g. serial batched")

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from .._cli import parse_shape  # the command line's one shape rule (a usage error that says what it wants)
 from ._hvp import check_hvp
 from ._jvp import check_jvp
 from ._taylor import taylor_test
@@ -43,8 +42,9 @@ def check_orders(args: argparse.Namespace, f: Any, x: Any, grad: Any, load: Call
     return check_hvp(f, x, load(args.hvp), grad=grad, **options)
 
 
-def add_taylor_parser(sub: Any, load: Callable[[str], Any]) -> None:
-    """The ``gradcheck taylor`` subcommand."""
+def add_taylor_parser(sub: Any, load: Callable[[str], Any], parse_shape: Callable[[str], tuple[int, ...]]) -> None:
+    """The ``gradcheck taylor`` subcommand; ``load`` and ``parse_shape`` are the command line's
+    (``gradcheck._cli``, a later stage: ``cli.py`` hands them over)."""
     tay = sub.add_parser(
         "taylor", help="Taylor remainder test of MODULE:FUNC's claimed gradient (and Hessian)",
         description="Remainders |f(x+hd) - f(x) - h grad.d| (and minus h^2/2 d.Hd with --hvp) at halving "

@@ -103,11 +103,10 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
         What the report calls the claim (default ``"hvp of <f's name>"``).
     config : Config, optional
         Steps and tolerances.
-    rtol, atol, eps, resolution, noise_factor : float, optional (in ``**options``)
-        Single fields of the config, as in :func:`gradcheck.check`; with second differences
-        of ``f``, ``eps`` is their step ``h = k`` (default ``(2u)^(1/4)``).
     **options
-        Any other keyword of :func:`gradcheck.check`.
+        Any other keyword of :func:`gradcheck.check`, the tolerance keywords among them
+        (``rtol=``, ``atol=``, ``eps=``, ``resolution=``, ``noise_factor=``); with second
+        differences of ``f``, ``eps`` is their step ``h = k`` (default ``(2u)^(1/4)``).
 
     Returns
     -------
