@@ -1,0 +1,459 @@
+"""Exact sums of binary floats and of their products, at float speed (numba kernels).
+
+Every finite binary float is an integer times a power of two, so a sum of floats, or of
+products of floats, is a sum of integers times powers of two: exact in a long enough
+fixed-point accumulator. The accumulator here is an int64 array of *chunks*; chunk ``k``
+weighs ``2**(32 k + EMIN)`` and holds a 32-bit digit between carry propagations, with 31 bits
+of headroom, so that more than two billion additions of at most 32 bits each into a chunk
+cannot overflow. A term ``m * 2**e`` (``|m| < 2**62``) lands in three neighbouring chunks.
+
+Products are exact as integers: each operand is split into *limbs* of at most 31 bits
+(:func:`limbs`: one limb for bfloat16, float16 and float32 values, two for float64), and the
+product of two limbs fits an int64. So a matrix product of low-precision inputs costs one
+integer multiply and three chunk additions per multiply-add, with no rounding anywhere.
+
+What comes out of the accumulator is the exact value's expansion in float64 components,
+``c0 = RN(S)``, ``c1 = RN(S - c0)``, ... (round to nearest even; zero once the value is
+exhausted): ``c0`` is the correctly rounded float64 result, the sign of ``c1`` settles the
+correct rounding to any narrower format where ``c0`` sits on a midpoint, and the sum of the
+components is the exact value (to ``53 * ncomp`` bits at least), ready for an arbitrary-
+precision computation to go on from. Results below ``2**-1074`` in magnitude come out as
+zeros (they are far below the resolution of every format); inputs must be finite.
+
+Kernels are declared through :func:`gradcheck._core.jit.kernel` (cached, compiled on first
+use); the Python functions below prepare the arrays and call them.
+
+>>> import numpy as np
+>>> c = exact_sum(np.array([[1e16, 1.0, -1e16]]), ncomp=2)
+>>> c.tolist()                  # numpy's pairwise sum gives 0.0
+[[1.0, 0.0]]
+"""
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+
+import numpy as np
+
+from .._core.jit import PRANGE, kernel
+
+#: Exponent of the lowest bit of chunk 0: below every product of two float64 values.
+EMIN = -2208
+#: Chunks in an accumulator: up to products of two float64 values near the largest float64,
+#: summed, with room for the carries.
+NCHUNKS = 140
+#: Limbs of at most this many bits multiply exactly in an int64.
+LIMB_BITS = 31
+#: The most float64 components asked of one result.
+MAX_COMPONENTS = 8
+#: The float64 bins of the narrow matrix product span 2**BIN_SHIFT exponents each.
+BIN_SHIFT = 4
+
+prange = PRANGE
+_MASK = 0xFFFFFFFF
+_ZERO_LEAD = -(1 << 40)  # "the value is zero" from _leading
+_TWO53 = 9007199254740992.0
+
+
+@kernel()
+def _add(acc, m, e):
+    """Add ``m * 2**e`` (``|m| < 2**62``) to the accumulator; returns the lowest chunk
+    written (the highest is that + 2)."""
+    p = e - EMIN
+    idx = p >> 5
+    sh = p & 31
+    a = -m if m < 0 else m
+    low = (a & ((1 << (32 - sh)) - 1)) << sh
+    rest = a >> (32 - sh)
+    if m < 0:
+        acc[idx] -= low
+        acc[idx + 1] -= rest & _MASK
+        acc[idx + 2] -= rest >> 32
+    else:
+        acc[idx] += low
+        acc[idx + 1] += rest & _MASK
+        acc[idx + 2] += rest >> 32
+    return idx
+
+
+@kernel()
+def _add_double(acc, v):
+    """Add the float64 ``v`` (finite) exactly; returns the lowest chunk written (or -1)."""
+    if v == 0.0:
+        return -1
+    f, ex = math.frexp(v)
+    return _add(acc, np.int64(f * _TWO53), np.int64(ex) - 53)
+
+
+@kernel()
+def _normalize(acc, lo, hi):
+    """Propagate carries over chunks ``lo..hi`` so that each holds a digit in [0, 2**32);
+    the signed remainder goes to chunk ``hi + 1``. Returns the top chunk: the highest
+    non-zero one (``lo`` for a zero value), whose sign is the value's."""
+    carry = 0
+    for k in range(lo, hi + 1):
+        v = acc[k] + carry
+        carry = v >> 32
+        acc[k] = v & _MASK
+    acc[hi + 1] += carry
+    top = hi + 1
+    while top > lo and acc[top] == 0:
+        top -= 1
+    return top
+
+
+@kernel()
+def _magnitude(acc, lo, hi):
+    """Normalize chunks ``lo..hi`` and make the value non-negative; returns (top, sign)."""
+    top = _normalize(acc, lo, hi)
+    if acc[top] >= 0:
+        return top, 1.0
+    for k in range(lo, top + 1):
+        acc[k] = -acc[k]
+    return _normalize(acc, lo, top - 1), -1.0
+
+
+@kernel()
+def _leading(acc, lo, top):
+    """(lead, W, sticky) of a normalized non-negative accumulator: ``2**lead`` the weight
+    of its leading one, W its 64 leading bits as a uint64 with that one at bit 63, sticky
+    whether any bit below them is set; lead is _ZERO_LEAD for a zero value."""
+    h = top
+    while h >= lo and acc[h] == 0:
+        h -= 1
+    if h < lo:
+        return _ZERO_LEAD, np.uint64(0), False
+    top_digit = acc[h]
+    nb = 0
+    while (top_digit >> nb) != 0:
+        nb += 1
+    w = np.uint64(top_digit) << np.uint64(64 - nb)
+    sticky = False
+    if h - 1 >= lo:
+        w |= np.uint64(acc[h - 1]) << np.uint64(32 - nb)
+    if h - 2 >= lo:
+        w |= np.uint64(acc[h - 2]) >> np.uint64(nb)
+        sticky = (acc[h - 2] & ((1 << nb) - 1)) != 0
+    for k in range(lo, h - 2):
+        if acc[k] != 0:
+            sticky = True
+    return 32 * h + nb - 1 + EMIN, w, sticky
+
+
+@kernel()
+def _round_leading(w, sticky, lead):
+    """The float64 nearest (ties to even) to the value whose 64 leading bits are ``w``
+    (leading one at bit 63, weighing ``2**lead``), with ``sticky`` bits below them."""
+    if lead > 1023:
+        return math.inf
+    keep = 53 if lead >= -1022 else lead + 1075  # fewer bits in float64's subnormal range
+    if keep <= 0:
+        if keep == 0 and (w > np.uint64(1) << np.uint64(63) or sticky):
+            return math.ldexp(1.0, -1074)
+        return 0.0
+    drop = np.uint64(64 - keep)
+    mant = w >> drop
+    rem = w & ((np.uint64(1) << drop) - np.uint64(1))
+    half = np.uint64(1) << (drop - np.uint64(1))
+    if rem > half or (rem == half and (sticky or (mant & np.uint64(1)) == np.uint64(1))):
+        mant += np.uint64(1)
+    return math.ldexp(float(mant), lead - keep + 1)
+
+
+@kernel()
+def _extract(acc, lo, hi, dest):
+    """Write the leading float64 components of the accumulated value into ``dest`` (all of
+    it), subtracting each from the accumulator; chunks ``lo..hi`` were written. Returns the
+    highest chunk that may hold a digit afterwards (for the caller to clear or go on)."""
+    for c in range(dest.shape[0]):
+        top, sign = _magnitude(acc, lo, hi)
+        lead, w, sticky = _leading(acc, lo, top)
+        if lead == _ZERO_LEAD:
+            dest[c:] = 0.0
+            return top
+        v = sign * _round_leading(w, sticky, lead)
+        dest[c] = v
+        if not math.isfinite(v):
+            dest[c + 1:] = 0.0
+            return top
+        if sign < 0:  # back to the signed value the next component is taken from
+            for k in range(lo, top + 1):
+                acc[k] = -acc[k]
+        idx = _add_double(acc, -v)
+        hi = max(top, idx + 2)
+    return hi
+
+
+@kernel()
+def _clear(acc, lo, hi):
+    for k in range(lo, min(hi + 2, acc.shape[0])):
+        acc[k] = 0
+
+
+@kernel()
+def _sum_row(x, r, out):
+    """out[r] = the components of sum(x[r])."""
+    acc = np.zeros(NCHUNKS, np.int64)
+    lo, hi = NCHUNKS, 0
+    for n in range(x.shape[1]):
+        idx = _add_double(acc, x[r, n])
+        if idx >= 0:
+            lo, hi = min(lo, idx), max(hi, idx + 2)
+    if lo > hi:
+        out[r, :] = 0.0
+    else:
+        _extract(acc, lo, hi, out[r])
+
+
+@kernel()
+def _cumsum_row(x, r, out):
+    """out[r, n] = the components of sum(x[r, :n + 1])."""
+    acc = np.zeros(NCHUNKS, np.int64)
+    lo, hi = NCHUNKS, 0
+    for n in range(x.shape[1]):
+        idx = _add_double(acc, x[r, n])
+        if idx >= 0:
+            lo, hi = min(lo, idx), max(hi, idx + 2)
+        if lo > hi:
+            out[r, n, :] = 0.0
+            continue
+        hi = _extract(acc, lo, hi, out[r, n])
+        for c in range(out.shape[2]):  # put the value back: the running sum goes on
+            idx = _add_double(acc, out[r, n, c])
+            if idx >= 0:
+                lo, hi = min(lo, idx), max(hi, idx + 2)
+
+
+@kernel()
+def _matmul_limbs_row(am, ae, bm, be, gi, out):
+    """out[g, i, j] for every j = the components of sum_k a[g, i, k] b[g, k, j] (gi = g *
+    rows + i), with a[g, i, k] = sum_p am[g, i, k, p] 2**ae[g, i, k, p] (limbs) and b given
+    transposed: bm[g, j, k, q], be[g, j, k, q]."""
+    rows, depth, la = am.shape[1], am.shape[2], am.shape[3]
+    g, i = gi // rows, gi % rows
+    acc = np.zeros(NCHUNKS, np.int64)
+    for j in range(bm.shape[1]):
+        lo, hi = NCHUNKS, 0
+        for k in range(depth):
+            for p in range(la):
+                ma = am[g, i, k, p]
+                if ma == 0:
+                    continue
+                for q in range(bm.shape[3]):
+                    mb = bm[g, j, k, q]
+                    if mb == 0:
+                        continue
+                    idx = _add(acc, ma * mb, ae[g, i, k, p] + be[g, j, k, q])
+                    if idx < lo:
+                        lo = idx
+                    if idx + 2 > hi:
+                        hi = idx + 2
+        if lo > hi:
+            out[g, i, j, :] = 0.0
+            continue
+        top = _extract(acc, lo, hi, out[g, i, j])
+        _clear(acc, lo, top)
+
+
+@kernel()
+def _matmul_bins_row(a, ae, b, be, pmin, nbins, gi, out):
+    """:func:`_matmul_limbs_row` for narrow values (see :func:`exact_matmul`): each product
+    is an exact float64 whose lowest bit weighs ``2**(ae + be)``; it is added, in float64, to
+    the bin of that exponent (bins 2**BIN_SHIFT exponents wide), where the sum stays exact
+    (the caller checked the bit budget); the bins then go to the accumulator once."""
+    rows, depth = a.shape[1], a.shape[2]
+    g, i = gi // rows, gi % rows
+    acc = np.zeros(NCHUNKS, np.int64)
+    bins = np.zeros(nbins)
+    for j in range(b.shape[1]):
+        for k in range(depth):
+            bins[(ae[g, i, k] + be[g, j, k] - pmin) >> BIN_SHIFT] += a[g, i, k] * b[g, j, k]
+        lo, hi = NCHUNKS, 0
+        for t in range(nbins):
+            idx = _add_double(acc, bins[t])
+            bins[t] = 0.0
+            if idx >= 0:
+                lo, hi = min(lo, idx), max(hi, idx + 2)
+        if lo > hi:
+            out[g, i, j, :] = 0.0
+            continue
+        top = _extract(acc, lo, hi, out[g, i, j])
+        _clear(acc, lo, top)
+
+
+# Each computation twice: rows on threads (prange), and serial for a process that must not
+# start OpenMP threads (a forked worker of a process that did: GNU OpenMP kills it).
+@kernel(parallel=True)
+def _sum_rows_threads(x, out):
+    for r in prange(x.shape[0]):
+        _sum_row(x, r, out)
+
+
+@kernel()
+def _sum_rows_serial(x, out):
+    for r in range(x.shape[0]):
+        _sum_row(x, r, out)
+
+
+@kernel(parallel=True)
+def _cumsum_rows_threads(x, out):
+    for r in prange(x.shape[0]):
+        _cumsum_row(x, r, out)
+
+
+@kernel()
+def _cumsum_rows_serial(x, out):
+    for r in range(x.shape[0]):
+        _cumsum_row(x, r, out)
+
+
+@kernel(parallel=True)
+def _matmul_limbs_threads(am, ae, bm, be, out):
+    for gi in prange(am.shape[0] * am.shape[1]):
+        _matmul_limbs_row(am, ae, bm, be, gi, out)
+
+
+@kernel()
+def _matmul_limbs_serial(am, ae, bm, be, out):
+    for gi in range(am.shape[0] * am.shape[1]):
+        _matmul_limbs_row(am, ae, bm, be, gi, out)
+
+
+@kernel(parallel=True)
+def _matmul_bins_threads(a, ae, b, be, pmin, nbins, out):
+    for gi in prange(a.shape[0] * a.shape[1]):
+        _matmul_bins_row(a, ae, b, be, pmin, nbins, gi, out)
+
+
+@kernel()
+def _matmul_bins_serial(a, ae, b, be, pmin, nbins, out):
+    for gi in range(a.shape[0] * a.shape[1]):
+        _matmul_bins_row(a, ae, b, be, pmin, nbins, gi, out)
+
+
+_HOME = os.getpid()
+
+
+def threads_allowed() -> bool:
+    """Whether kernels may run on threads here: not in a worker process (a forked worker
+    of a process that started GNU OpenMP threads dies when it starts its own)."""
+    return os.getpid() == _HOME and multiprocessing.parent_process() is None
+
+
+# -- preparing the arrays ----------------------------------------------------------------
+
+
+def limbs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` (finite float64) as integer limbs: ``x == sum(m * 2.0**e, axis=-1)`` exactly,
+    each ``|m| < 2**31``; one limb per value when every value has at most 31 significant
+    bits (bfloat16, float16, float32 values), two otherwise.
+
+    >>> m, e = limbs(np.array([0.75, -3.0]))
+    >>> m[..., 0].tolist(), e[..., 0].tolist()
+    ([3, -3], [-2, 0])
+    """
+    f, ex = np.frexp(x)
+    m = (f * _TWO53).astype(np.int64)
+    e = ex.astype(np.int64) - 53
+    mag = np.abs(m)
+    lowest = mag & -mag  # the lowest set bit: trailing zeros move into the exponent
+    tz = np.where(mag > 0, np.frexp(lowest.astype(np.float64))[1] - 1, 0).astype(np.int64)
+    m = m >> tz  # exact: those bits are zero (an arithmetic shift keeps the sign)
+    e = e + tz
+    bits = np.frexp(np.abs(m).astype(np.float64))[1]  # bit length (|m| < 2**53: exact)
+    if not m.size or int(bits.max()) <= LIMB_BITS:
+        return m[..., None], e[..., None]
+    high = m >> 26  # m = high * 2**26 + low, low in [0, 2**26)
+    low = m - (high << 26)
+    return np.stack([high, low], axis=-1), np.stack([e + 26, e], axis=-1)
+
+
+def components_for(prec: int) -> int:
+    """Float64 components that carry at least ``prec`` bits of the exact value, and one more
+    (whose sign settles a rounding that falls on a midpoint)."""
+    return min(MAX_COMPONENTS, -(-(int(prec) + 1) // 53) + 1)
+
+
+def _require_finite(*arrays: np.ndarray) -> None:
+    for a in arrays:
+        if not np.isfinite(a).all():
+            raise ValueError("exact sums need finite inputs")
+
+
+def exact_sum(x: np.ndarray, ncomp: int = 2, *, threads: bool = False) -> np.ndarray:
+    """The components of the exact sum of each row of ``x`` (2-d float64): shape
+    ``(rows, ncomp)``. ``threads``: rows on threads (where :func:`threads_allowed`)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    _require_finite(x)
+    out = np.empty((x.shape[0], ncomp))
+    (_sum_rows_threads if threads and threads_allowed() else _sum_rows_serial)(x, out)
+    return out
+
+
+def exact_cumsum(x: np.ndarray, ncomp: int = 2, *, threads: bool = False) -> np.ndarray:
+    """The components of the exact prefix sums along each row of ``x`` (2-d float64):
+    shape ``x.shape + (ncomp,)``.
+
+    >>> exact_cumsum(np.array([[1e16, 1.0, -1e16]]), ncomp=1)[0, :, 0].tolist()
+    [1e+16, 1e+16, 1.0]
+    """
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    _require_finite(x)
+    out = np.empty(x.shape + (ncomp,))
+    (_cumsum_rows_threads if threads and threads_allowed() else _cumsum_rows_serial)(x, out)
+    return out
+
+
+def exact_matmul(a: np.ndarray, b: np.ndarray, ncomp: int = 2, *, threads: bool = False) -> np.ndarray:
+    """The components of the exact product of each pair of matrices: ``a`` of shape
+    ``(groups, m, k)``, ``b`` of shape ``(groups, k, n)`` (float64); shape
+    ``(groups, m, n, ncomp)``; ``threads``: rows on threads (where :func:`threads_allowed`).
+
+    Narrow values (bfloat16, float16 products and the like) take the fast path: a product
+    of values of ``ba`` and ``bb`` significant bits has ``ba + bb`` bits, so ``k`` of them
+    with lowest bits within 16 exponents of each other add exactly in float64 as long as
+    ``ba + bb + 15 + log2(k) <= 53``; other values go through integer limbs.
+
+    >>> a = np.array([[[2.0**60, 1.0, -2.0**60]]]); b = np.array([[[1.0], [3.0], [1.0]]])
+    >>> exact_matmul(a, b, ncomp=1)[0, 0, 0].tolist()
+    [3.0]
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise ValueError(f"exact_matmul needs (g, m, k) and (g, k, n) arrays, got {a.shape} and {b.shape}")
+    _require_finite(a, b)
+    bt = np.ascontiguousarray(np.swapaxes(b, 1, 2))
+    am, ae = limbs(a)
+    bm, be = limbs(bt)
+    out = np.empty(a.shape[:2] + (b.shape[2], ncomp))
+    depth_bits = max(int(a.shape[2]) - 1, 1).bit_length()
+    if am.shape[-1] == 1 and bm.shape[-1] == 1 and a.size and b.size and (
+            _bits(am) + _bits(bm) + (1 << BIN_SHIFT) - 1 + depth_bits <= 53):
+        ea, eb = ae[..., 0], be[..., 0]
+        pmin = int(ea.min()) + int(eb.min())
+        nbins = ((int(ea.max()) + int(eb.max()) - pmin) >> BIN_SHIFT) + 1
+        bins = _matmul_bins_threads if threads and threads_allowed() else _matmul_bins_serial
+        bins(np.ascontiguousarray(a), np.ascontiguousarray(ea), bt, np.ascontiguousarray(eb),
+             pmin, nbins, out)
+        return out
+    limbed = _matmul_limbs_threads if threads and threads_allowed() else _matmul_limbs_serial
+    limbed(np.ascontiguousarray(am), np.ascontiguousarray(ae), np.ascontiguousarray(bm),
+           np.ascontiguousarray(be), out)
+    return out
+
+
+def _bits(m: np.ndarray) -> int:
+    """The most significant bits of any integer in ``m``."""
+    return int(np.frexp(float(np.abs(m).max()))[1]) if m.size else 0
+
+
+def round_components(c: np.ndarray) -> np.ndarray:
+    """The float64 value nearest to the exact value whose components are ``c`` (last axis):
+    the first component (float64 rounding is what the kernels produce)."""
+    return np.ascontiguousarray(c[..., 0])
+
+
+__all__ = ["EMIN", "NCHUNKS", "LIMB_BITS", "MAX_COMPONENTS", "limbs", "components_for", "threads_allowed",
+           "exact_sum", "exact_cumsum", "exact_matmul", "round_components"]
