@@ -271,7 +271,9 @@ def test_equal_definitions_equal_verdicts_on_the_table_kernels(pair):
         candidate = case.kernel(*inputs)
         a, b = _judge(case, inputs, candidate), _judge(case, inputs, candidate, second)
         assert a.broken == b.broken, (case.name, a.verdict, b.verdict)
-        np.testing.assert_allclose(a.bounds, b.bounds, rtol=1e-6)
+        # where a bound can decide (an error beyond the base bound), the bounds agree too
+        decide = a.errors["k"] > 2
+        np.testing.assert_allclose(a.bounds[decide], b.bounds[decide], rtol=1e-6)
 
 
 def test_the_table_covers_what_it_must():

@@ -213,7 +213,10 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     notes = list(fields.pop("notes"))
     sens = None
     if bound_ulps is None and fmt is not FLOAT64:
-        sens = _sensitivity(math_fn, definition, args, exact, dps, of, wrt, cotangent)
+        with np.errstate(invalid="ignore"):
+            needed = np.any([~(e.reshape(-1) <= BASE_BOUND_ULPS) for k, e in fields["errors"].items()
+                             if k != FLOAT32_EVALUATION], axis=0)
+        sens = _sensitivity(math_fn, args, exact, dps, of, wrt, cotangent, needed)
         notes += sens.notes
     fields.update(_bounded(fields, exact.hi, bound_ulps, sens, fmt, working_name, u))
     return DisputeResult(function=label, dtype=fmt.name, dps=dps, tie_ratio=TIE_RATIO,
@@ -221,13 +224,15 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
                          notes=tuple(notes), exact_how=exact.how, **fields)
 
 
-def _sensitivity(math_fn, definition, args, exact: ExactValues, dps, of, wrt, cotangent) -> Sensitivity:
+def _sensitivity(math_fn, args, exact: ExactValues, dps, of, wrt, cotangent, needed) -> Sensitivity:
     """The outputs' sensitivities to the inputs (and, for a gradient, to the cotangent)."""
     if of == "value":
-        return sensitivity(math_fn, args, exact.obj, exact.hi, dps, contraction=exact.contraction)
+        return sensitivity(math_fn, args, exact.obj, exact.hi, dps, contraction=exact.contraction,
+                           needed=needed)
     fn, cot = gradient_of_cotangent(math_fn, wrt, cotangent)
     names = (*argument_names(math_fn, len(args)), "cotangent")
-    return sensitivity(fn, (*args, cot), exact.obj, exact.hi, dps, float_definition=False, names=names)
+    return sensitivity(fn, (*args, cot), exact.obj, exact.hi, dps, float_definition=False,
+                       names=names, needed=needed)
 
 
 def _judge(definition, args, converted, exact: ExactValues, fmt, numpy_f32) -> dict[str, Any]:

@@ -195,46 +195,65 @@ def _magnitudes(values: np.ndarray) -> np.ndarray:
 
 def sensitivity(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], exact: np.ndarray,
                 exact_hi: np.ndarray, dps: int, *, contraction: np.ndarray | None = None,
-                float_definition: bool = True, names: tuple[str, ...] | None = None) -> Sensitivity:
+                float_definition: bool = True, names: tuple[str, ...] | None = None,
+                needed: np.ndarray | None = None) -> Sensitivity:
     """The sensitivities of ``math_fn``'s outputs (module docstring). ``contraction``: the
     closed-form total from the exact kernels' probe, when the definition is a contraction;
     ``float_definition=False``: the definition runs at arbitrary precision only (a gradient
     dispute), so go straight to differences; ``names``: the arguments' names (default:
-    ``math_fn``'s parameters)."""
+    ``math_fn``'s parameters); ``needed``: the entries where some candidate is further than
+    the base bound from the exact value (elsewhere no sensitivity can change a verdict, so
+    the costly differences of exact evaluations are spent only if ``needed`` has one)."""
     names = names or argument_names(math_fn, len(args))
     shape = np.shape(exact)
     if contraction is not None:
         return Sensitivity(np.asarray(contraction, dtype=np.float64).reshape(-1), (None,) * len(args),
                            names, "exact, in closed form (a contraction of the inputs)")
     notes: list[str] = []
-    which = _perturbed(args)
     fwd = forward_mode(math_fn, args, shape, exact_hi) if float_definition else None
+    method = "" if fwd is None else (f"forward mode in float64 (dual numbers), {fwd.colours} colour "
+                                     f"class{'es' if fwd.colours != 1 else ''} per input")
     if fwd is not None and not fwd.lost.any():
         by_input = fwd.by_input
-        method = (f"forward mode in float64 (dual numbers), {fwd.colours} colour class"
-                  f"{'es' if fwd.colours != 1 else ''} per input")
-    else:
-        cap = max(1, MP_PASSES // max(len(which), 1))
-        colours = {k: 1 if fwd is not None and fwd.diagonal[k] else _colours(args[k].size, cap)
-                   for k in which}
-        exact_by_input = differences(math_fn, args, dps, colours, notes)
-        most = max(colours.values(), default=0)
-        method = (f"one-sided differences of exact evaluations, {most} colour class"
-                  f"{'es' if most != 1 else ''} per input")
+    elif needed is not None and not needed[fwd.lost if fwd is not None else slice(None)].any():
         if fwd is None:
-            if float_definition:
-                notes.append("the definition does not run on float64 dual numbers: sensitivities "
-                             "by differences of exact evaluations")
-            by_input = exact_by_input
-        else:
-            by_input = [f if e is None or f is None else np.where(fwd.lost, e, f)
-                        for f, e in zip(fwd.by_input, exact_by_input)]
-            method = (f"forward mode in float64 (dual numbers), {fwd.colours} colour classes per "
-                      f"input; at the {int(fwd.lost.sum())} entries where float64 loses the "
-                      f"definition's value, {method}")
+            return Sensitivity(np.zeros(exact_hi.size), (None,) * len(args), names,
+                               "not computed: every candidate is within the base bound at every "
+                               "entry, where no sensitivity can change the verdict")
+        by_input = fwd.by_input
+        method += (f"; at the {int(fwd.lost.sum())} entries where float64 loses the definition's "
+                   "value these are float64's figures (every candidate is within the base bound "
+                   "there, so they cannot change a verdict)")
+    else:
+        by_input, method = _by_differences(math_fn, args, dps, fwd, method, float_definition, notes)
     parts = [b for b in by_input if b is not None]
     total = np.sum(parts, axis=0) if parts else np.zeros(exact_hi.size)
     return Sensitivity(total, tuple(by_input), names, method, tuple(notes))
+
+
+def _by_differences(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], dps: int,
+                    fwd: _Forward | None, method: str, float_definition: bool,
+                    notes: list[str]) -> tuple[list[np.ndarray | None], str]:
+    """Differences of exact evaluations: everywhere without a forward pass, at the entries
+    where float64 lost the value otherwise (one class per argument that every output sees
+    through one class only)."""
+    which = _perturbed(args)
+    cap = max(1, MP_PASSES // max(len(which), 1))
+    colours = {k: 1 if fwd is not None and fwd.diagonal[k] else _colours(args[k].size, cap)
+               for k in which}
+    exact_by_input = differences(math_fn, args, dps, colours, notes)
+    most = max(colours.values(), default=0)
+    text = (f"one-sided differences of exact evaluations, {most} colour class"
+            f"{'es' if most != 1 else ''} per input")
+    if fwd is None:
+        if float_definition:
+            notes.append("the definition does not run on float64 dual numbers: sensitivities "
+                         "by differences of exact evaluations")
+        return exact_by_input, text
+    merged = [f if e is None or f is None else np.where(fwd.lost, e, f)
+              for f, e in zip(fwd.by_input, exact_by_input)]
+    return merged, (f"{method}; at the {int(fwd.lost.sum())} entries where float64 loses the "
+                    f"definition's value, {text}")
 
 
 __all__ = ["Sensitivity", "sensitivity", "argument_names", "MAX_COLOURS", "MP_PASSES"]

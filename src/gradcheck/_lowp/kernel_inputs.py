@@ -63,9 +63,11 @@ def uniform(lo: float, hi: float, fmt: str = "bfloat16") -> Callable[[str, int],
 
 def rows(sigma: float, offset: float = 0.0, fmt: str = "bfloat16",
          cotangent: bool = False) -> Callable[[str, int], tuple[np.ndarray, ...]]:
-    """Rows for softmax and normalizations (8 x 32 for tests, 256 x 256 for the table)."""
+    """Rows for softmax and normalizations (8 x 32 for tests, 256 x 256 for the table; with a
+    cotangent, for a gradient, 32 x 64)."""
     def make(scale: str, seed: int) -> tuple[np.ndarray, ...]:
-        shape = (8, 32) if scale == "test" else (256, 256)
+        # gradients cost a few reverse passes at arbitrary precision: smaller at table scale
+        shape = (8, 32) if scale == "test" else ((32, 64) if cotangent else (256, 256))
         rng = _rng(seed)
         x = rounded(rng.standard_normal(shape) * sigma + offset, fmt)
         return (x, rounded(rng.standard_normal(shape), fmt)) if cotangent else (x,)

@@ -126,20 +126,33 @@ def _matmul_bins_row(a, ae, b, be, pmin, nbins, gi, out):
     """:func:`_matmul_limbs_row` for narrow values (see :func:`exact_matmul`): each product
     is an exact float64 whose lowest bit weighs ``2**(ae + be)``; it is added, in float64, to
     the bin of that exponent (bins 2**BIN_SHIFT exponents wide), where the sum stays exact
-    (the caller checked the bit budget); the bins then go to the accumulator once."""
+    (the caller checked the bit budget); the bins then go to the accumulator once. Four sets
+    of bins take turns, so that consecutive products falling into one bin do not wait for
+    each other's additions."""
     rows, depth = a.shape[1], a.shape[2]
     g, i = gi // rows, gi % rows
     acc = np.zeros(NCHUNKS, np.int64)
-    bins = np.zeros(nbins)
+    bins = np.zeros((4, nbins))
+    ar, er = a[g, i], ae[g, i] - pmin
     for j in range(b.shape[1]):
-        for k in range(depth):
-            bins[(ae[g, i, k] + be[g, j, k] - pmin) >> BIN_SHIFT] += a[g, i, k] * b[g, j, k]
+        br, fr = b[g, j], be[g, j]
+        k = 0
+        while k + 4 <= depth:
+            bins[0, (er[k] + fr[k]) >> BIN_SHIFT] += ar[k] * br[k]
+            bins[1, (er[k + 1] + fr[k + 1]) >> BIN_SHIFT] += ar[k + 1] * br[k + 1]
+            bins[2, (er[k + 2] + fr[k + 2]) >> BIN_SHIFT] += ar[k + 2] * br[k + 2]
+            bins[3, (er[k + 3] + fr[k + 3]) >> BIN_SHIFT] += ar[k + 3] * br[k + 3]
+            k += 4
+        while k < depth:
+            bins[0, (er[k] + fr[k]) >> BIN_SHIFT] += ar[k] * br[k]
+            k += 1
         lo, hi = NCHUNKS, 0
-        for t in range(nbins):
-            idx = _add_double(acc, bins[t])
-            bins[t] = 0.0
-            if idx >= 0:
-                lo, hi = min(lo, idx), max(hi, idx + 2)
+        for s in range(4):
+            for t in range(nbins):
+                idx = _add_double(acc, bins[s, t])
+                bins[s, t] = 0.0
+                if idx >= 0:
+                    lo, hi = min(lo, idx), max(hi, idx + 2)
         if lo > hi:
             out[g, i, j, :] = 0.0
             continue
@@ -200,6 +213,15 @@ def _matmul_bins_serial(a, ae, b, be, pmin, nbins, out):
 _HOME = os.getpid()
 
 
+#: Below this many elementary steps a kernel runs serially: starting threads costs more (and
+#: on a busy machine spinning OpenMP threads cost far more) than they save.
+THREADS_FROM = 1 << 24
+
+
+def _threaded(asked: bool, work: int) -> bool:
+    return asked and work >= THREADS_FROM and threads_allowed()
+
+
 def threads_allowed() -> bool:
     """Whether kernels may run on threads here: not in a worker process (a forked worker
     of a process that started GNU OpenMP threads dies when it starts its own)."""
@@ -252,7 +274,7 @@ def exact_sum(x: np.ndarray, ncomp: int = 2, *, threads: bool = False) -> np.nda
     x = np.ascontiguousarray(x, dtype=np.float64)
     _require_finite(x)
     out = np.empty((x.shape[0], ncomp))
-    (_sum_rows_threads if threads and threads_allowed() else _sum_rows_serial)(x, out)
+    (_sum_rows_threads if _threaded(threads, x.size) else _sum_rows_serial)(x, out)
     return out
 
 
@@ -266,7 +288,7 @@ def exact_cumsum(x: np.ndarray, ncomp: int = 2, *, threads: bool = False) -> np.
     x = np.ascontiguousarray(x, dtype=np.float64)
     _require_finite(x)
     out = np.empty(x.shape + (ncomp,))
-    (_cumsum_rows_threads if threads and threads_allowed() else _cumsum_rows_serial)(x, out)
+    (_cumsum_rows_threads if _threaded(threads, 4 * x.size) else _cumsum_rows_serial)(x, out)
     return out
 
 
@@ -299,11 +321,13 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, ncomp: int = 2, *, threads: bool 
         ea, eb = ae[..., 0], be[..., 0]
         pmin = int(ea.min()) + int(eb.min())
         nbins = ((int(ea.max()) + int(eb.max()) - pmin) >> BIN_SHIFT) + 1
-        bins = _matmul_bins_threads if threads and threads_allowed() else _matmul_bins_serial
+        work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+        bins = _matmul_bins_threads if _threaded(threads, work) else _matmul_bins_serial
         bins(np.ascontiguousarray(a), np.ascontiguousarray(ea), bt, np.ascontiguousarray(eb),
              pmin, nbins, out)
         return out
-    limbed = _matmul_limbs_threads if threads and threads_allowed() else _matmul_limbs_serial
+    work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] * am.shape[-1] * bm.shape[-1] * 4
+    limbed = _matmul_limbs_threads if _threaded(threads, work) else _matmul_limbs_serial
     limbed(np.ascontiguousarray(am), np.ascontiguousarray(ae), np.ascontiguousarray(bm),
            np.ascontiguousarray(be), out)
     return out
