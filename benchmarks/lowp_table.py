@@ -112,14 +112,18 @@ kernel computing in float32 must lose there, whatever the definition's spelling
 (`docs/guide/lowp-allowance.md` works one entry by hand). "widest bound" is the largest over
 the kernel's entries: 2 where the function is well conditioned everywhere, wide for the
 rotary embedding at positions 4,000 to 8,000 (the angle's rounding, carried 4,000 to 8,000
-times). A real kernel called broken loses more than float32 working precision must: torch's
-gelu and tanh-gelu return 0 (or lose most digits) in the far negative tail where the exact
-value is about -1e-17 (1 + erf or 1 + tanh cancels in float32: an erfc or sigmoid form would
-not); its softmax and layer-norm backward start from the forward output rounded to bfloat16,
-and are accurate at a bfloat16 working precision (last column); log_softmax loses a few ulp
-on a row's maximum entry when that entry dominates its row (x - (max + log-sum) rounded in
-float32, where the exact value is a small difference); the Hugging Face rotary embedding
-rounds cos and sin to bfloat16 before the rotation. Every naive kernel is broken, as it must be."""
+times), for a cumulative sum where a prefix nearly cancels, for a layer norm's outputs near
+zero. A real kernel called broken loses more than float32 working precision must, and the
+last column says whether it is accurate to a bfloat16 working precision (`working="bfloat16"`):
+torch's gelu and tanh-gelu return 0 (or lose most digits) in the far negative tail where the
+exact value is about -1e-17 (1 + erf or 1 + tanh cancels in float32: an erfc or sigmoid form
+would not), and the same cancellation costs its float16 gelu just over 2 ulp in float16's
+subnormal range; its softmax and layer-norm backward start from the forward output rounded
+to bfloat16; log_softmax loses a few ulp on a row's maximum entry when that entry dominates
+its row (x - (max + log-sum) rounded in float32, where the exact value is a small
+difference); the Hugging Face rotary embedding rounds cos and sin to bfloat16 before the
+rotation. Every naive kernel is broken, as it must be. tests/test_lowp_verdicts.py checks
+these verdicts, at the tests' scale, against a truth it computes with mpmath."""
 
 
 if __name__ == "__main__":

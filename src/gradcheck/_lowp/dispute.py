@@ -292,7 +292,8 @@ def _bounded(fields: dict[str, Any], hi: np.ndarray, bound_ulps: float | None,
             ix = tuple(int(i) for i in np.unravel_index(widest, shape))
             loss = float(_bound.working_loss(hi[widest:widest + 1], kappa[widest:widest + 1], fmt, u)[0])
             parts = [(float(b[widest]), n) for b, n in zip(sens.by_input, sens.names) if b is not None]
-            words = "Widest " + _bound.why_wide(ix, float(hi[widest]), parts, loss, working, u)
+            words = "Widest " + _bound.why_wide(ix, float(hi[widest]), parts, loss, working, u,
+                                                kappa=float(kappa[widest]))
         text = _bound.reason(bounds, sens, working, u, words)
     stats = dict(fields["stats"])
     for j, key in enumerate(fields["names"]):

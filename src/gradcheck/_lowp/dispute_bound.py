@@ -78,16 +78,23 @@ def reason(b: np.ndarray, sens: Sensitivity, working: str, u: float, widest: str
 
 
 def why_wide(index: tuple[int, ...], y: float, parts: list[tuple[float, str]], loss: float,
-             working: str, u: float) -> str:
+             working: str, u: float, kappa: float | None = None) -> str:
     """Why the bound at one entry is wide: the input whose rounding the function amplifies
-    most there (``parts``: each input's ``|x dy/dx|`` with its name), and by how much.
+    most there (``parts``: each input's ``|x dy/dx|`` with its name), and by how much; with
+    no parts (a contraction's sensitivity comes whole), the total ``kappa``.
 
     >>> why_wide((3, 7), 0.00123, [(0.0012, "x"), (4.9, "positions")], 42.7, "float32", 2.0**-24)
     "at (3, 7), y = 0.00123 moves by 4.9 times a relative rounding of 'positions' (|positions dy/dpositions|, or of anything computed from it): float32's u = 5.96e-08 there is 2.92e-07, 42.7 ulp of y"
+    >>> why_wide((5,), -0.0527, [], 0.67, "float32", 2.0**-24, kappa=37.1)
+    "at (5,), y = -0.0527 moves by 37.1 times a relative rounding of its inputs (the sum of |x_j dy/dx_j| over them): float32's u = 5.96e-08 there is 2.21e-06, 0.67 ulp of y"
     """
     where = f"at {index}, y = {y:.3g}"
     if not parts:
-        return f"{where}: the {working} rounding of the result moves it by {figure(loss)} ulp"
+        size = float(kappa or 0.0)
+        times = f"{size:,.0f}" if size >= 1000 else figure(size)
+        return (f"{where} moves by {times} times a relative rounding of its inputs (the sum of "
+                f"|x_j dy/dx_j| over them): {working}'s u = {u:.3g} there is {size * u:.3g}, "
+                f"{figure(loss)} ulp of y")
     size, name = max(parts)
     times = f"{size:,.0f}" if size >= 1000 else figure(size)
     return (f"{where} moves by {times} times a relative rounding of '{name}' (|{name} dy/d{name}|, "

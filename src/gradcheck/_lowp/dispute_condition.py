@@ -204,11 +204,11 @@ def sensitivity(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], exact
     ``math_fn``'s parameters); ``needed``: the entries where some candidate is further than
     the base bound from the exact value (elsewhere no sensitivity can change a verdict, so
     the costly differences of exact evaluations are spent only if ``needed`` has one)."""
+    if contraction is not None:  # whole, not by input: no names needed
+        return Sensitivity(np.asarray(contraction, dtype=np.float64).reshape(-1), (None,) * len(args),
+                           names or (), "exact, in closed form (a contraction of the inputs)")
     names = names or argument_names(math_fn, len(args))
     shape = np.shape(exact)
-    if contraction is not None:
-        return Sensitivity(np.asarray(contraction, dtype=np.float64).reshape(-1), (None,) * len(args),
-                           names, "exact, in closed form (a contraction of the inputs)")
     notes: list[str] = []
     fwd = forward_mode(math_fn, args, shape, exact_hi) if float_definition else None
     method = "" if fwd is None else (f"forward mode in float64 (dual numbers), {fwd.colours} colour "

@@ -54,11 +54,12 @@ def _running(values: np.ndarray, fmt: str) -> np.ndarray:
 
 
 def _np_gelu_tanh32(x: np.ndarray) -> np.ndarray:
-    """tanh-gelu in float32 written as a sigmoid (no cancellation in the tail)."""
+    """tanh-gelu in float32 as x * sigmoid(2 inner), the sigmoid from exp(-2 |inner|) (no
+    cancellation in the tail, no overflow: 1 + exp(-2 inner) overflows float32 past x = -10)."""
     (v,) = _f32(x)
     inner = np.float32(np.sqrt(2 / np.pi)) * (v + np.float32(0.044715) * v ** 3)
-    with np.errstate(over="ignore"):
-        return v / (1 + np.exp(-2 * inner))
+    e = np.exp(-2 * np.abs(inner))
+    return v * np.where(inner >= 0, 1 / (1 + e), e / (1 + e))
 
 
 def _np_layer_norm32(x: np.ndarray) -> np.ndarray:

@@ -204,8 +204,8 @@ class DisputeResult(HtmlViews):
         loss = float(working_loss(np.array([y]), np.array([float(self.sensitivity[ix])]), fmt,
                                   self.unit_roundoff)[0])
         parts = [(float(v[ix]), n) for n, v in self.sensitivity_by_input.items()]
-        return f"the bound at {ix} is {figure(bound)} ulp: " + why_wide(ix, y, parts, loss, self.working,
-                                                                         self.unit_roundoff)
+        return f"the bound at {ix} is {figure(bound)} ulp: " + why_wide(
+            ix, y, parts, loss, self.working, self.unit_roundoff, kappa=float(self.sensitivity[ix]))
 
     def _wide(self, ix: tuple[int, ...], lead: str = "") -> str:
         """`` The bound there is wide: ...`` where it is more than twice the base bound."""

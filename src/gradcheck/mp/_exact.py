@@ -89,9 +89,13 @@ def from_components(comps: np.ndarray, ctx: Any) -> np.ndarray:
     flat = comps.reshape(-1, comps.shape[-1])
     prec, rnd = (0, libmp.round_nearest) if ctx is None else ctx._prec_rounding
     out = np.empty(flat.shape[0], dtype=object)
-    for i, row in enumerate(flat.tolist()):
-        t = _from_float(row[0])
-        for c in row[1:]:
+    single = np.zeros(flat.shape[0], dtype=bool)
+    if prec == 0 or prec >= 53:  # one component: a float64, exact at any such precision
+        single = ~np.any(flat[:, 1:] != 0, axis=1)
+        out[single] = [_wrap(_from_float(v), ctx) for v in flat[single, 0].tolist()]
+    for i in np.flatnonzero(~single).tolist():
+        t = _from_float(float(flat[i, 0]))
+        for c in flat[i, 1:].tolist():
             if c == 0.0:
                 break
             t = libmp.mpf_add(t, _from_float(c), 0)
