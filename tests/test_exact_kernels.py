@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import gradcheck.mp._exact as exact_module
 from gradcheck._core.formats import round_to_format
 from gradcheck.mp import evaluate
 from gradcheck.mp._exact import disabled, probe
@@ -168,7 +169,7 @@ FORMS = {
 
 
 @pytest.mark.parametrize("form", list(FORMS))
-def test_every_form_computes_what_numpy_computes(form):
+def test_every_form_computes_what_numpy_computes(form, monkeypatch):
     """Integer-valued bfloat16 data: numpy's float64 result is exact. The probe (float
     arrays, kernels on threads) and the MPArray hooks (inside an arbitrary-precision
     evaluation) must both give it, shaped as numpy shapes it."""
@@ -180,24 +181,35 @@ def test_every_form_computes_what_numpy_computes(form):
     found = probe(fn, (a, b), 133)
     assert found is not None, form
     np.testing.assert_array_equal(found.comps[..., 0], want)
+    monkeypatch.setattr(exact_module, "INTERCEPT_FROM", 0)  # the hooks for these small arrays too
     y = evaluate(lambda v: fn(v, b), a, dps=30)
     got = np.array([float(e.value) for e in np.ravel(np.asarray(y, dtype=object))]).reshape(np.shape(y))
     np.testing.assert_array_equal(got, want)
 
 
-def test_a_definition_with_other_operations_leaves_the_probe_and_keeps_its_kernels():
+def test_a_definition_with_other_operations_leaves_the_probe_and_keeps_its_kernels(monkeypatch):
     """np.exp is not a contraction: the probe gives up; the evaluation at arbitrary
     precision still computes the contraction exactly (its operands are exact), where the
     element-by-element sum rounds every product and partial sum to 30 digits."""
     a = np.array([[2.0**200, 1.0, -(2.0**200)]])
     b = np.array([[1.0], [3.0], [1.0]])
     assert probe(lambda p, q: np.exp(p @ q), (a, b), 133) is None
+    monkeypatch.setattr(exact_module, "INTERCEPT_FROM", 0)
     y = evaluate(lambda p: np.exp(-(p @ b)), a, dps=30)
     with disabled():
         plain = evaluate(lambda p: np.exp(-(p @ b)), a, dps=30)
     with mpmath.workdps(40):
         assert abs(y[0, 0].value - mpmath.exp(-3)) < mpmath.mpf(10) ** -29
         assert abs(plain[0, 0].value - mpmath.exp(-3)) > 0.5  # 3 was lost at 30 digits
+
+
+def test_small_contractions_stay_on_the_object_loop():
+    """Below INTERCEPT_FROM operand entries the kernels are not called (numba need not load
+    for the referee's small evaluations): 2**200 + 3 - 2**200 is lost at 30 digits."""
+    a = np.array([[2.0**200, 1.0, -(2.0**200)]])
+    b = np.array([[1.0], [3.0], [1.0]])
+    y = evaluate(lambda p: p @ b, a, dps=30)
+    assert y[0, 0].value != 3
 
 
 def test_values_that_float64_cannot_hold_are_left_to_mpmath():

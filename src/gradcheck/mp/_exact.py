@@ -3,8 +3,9 @@
 Two ways a definition's contractions (:mod:`gradcheck.mp._vocabulary`: ``@``, ``np.dot``,
 ``np.einsum``, ``np.sum``, ``np.cumsum``, ``np.convolve``, ...) reach the exact kernels:
 
-* **On MPArrays** (:func:`intercept`, called by ``MPArray``'s numpy hooks): when every operand
-  of a contraction holds values that float64 holds exactly (inputs in bfloat16, float16,
+* **On MPArrays** (:func:`intercept`, called by ``MPArray``'s numpy hooks): when a
+  contraction has :data:`INTERCEPT_FROM` operand entries or more and every operand holds
+  values that float64 holds exactly (inputs in bfloat16, float16,
   float32 or float64, and exact constants), the contraction is computed exactly by the
   kernels and rounded once to the computation's precision, instead of element by element
   at that precision (which also rounds every product and partial sum). Anything else
@@ -33,6 +34,11 @@ from mpmath import libmp
 from ._exactsum import components_for
 from ._scalar import MPFloat, _exact_tuple, _wrap
 from ._vocabulary import components, name_of, sensitivity
+
+#: Contractions of fewer operand entries stay on numpy's object loop (a few hundred
+#: microseconds at most), so that a small arbitrary-precision evaluation (the referee's) never
+#: waits for numba to load.
+INTERCEPT_FROM = 4096
 
 _enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("gradcheck_mp_exact_kernels",
                                                                 default=True)
@@ -115,6 +121,8 @@ def intercept(name: str, operands: tuple[Any, ...], params: dict[str, Any], ctx:
         return None
     if not any(o.dtype == object for o in operands):
         return None  # no arbitrary-precision operand: not ours to compute
+    if sum(o.size for o in operands) < INTERCEPT_FROM:
+        return None  # small: the object loop is quick, and numba need not even load
     floats = tuple(as_float64(o) for o in operands)
     if any(f is None for f in floats):
         return None
