@@ -22,11 +22,12 @@ from .dispute_inputs import is_float
 
 @dataclass(frozen=True)
 class ExactValues:
-    """``obj``: the exact values (object array of ``MPFloat``, the definition's shape);
+    """``obj``: the exact values (an object array of ``MPFloat``, the definition's shape, or
+    its stand-in :class:`gradcheck.mp._exact.Expansions` that makes them when read);
     ``hi``: them rounded to float64 (flat); ``contraction``: the closed-form sensitivities
     of a contraction (flat), None when the definition is not one; ``how``: in words."""
 
-    obj: np.ndarray
+    obj: Any
     hi: np.ndarray
     contraction: np.ndarray | None
     how: str
@@ -44,15 +45,14 @@ def exact_values(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], dps:
     from ..mp._context import owned
     from ..mp._convert import to_mp_in
     from ..mp._evaluate import run_checked
-    from ..mp._exact import from_components, probe
+    from ..mp._exact import Expansions, probe
 
     if dps < 1:
         raise ValueError(f"dps must be a positive number of digits; got {dps}")
     with owned(dps) as ctx:
         found = probe(math_fn, args, ctx.prec)
-        if found is not None:
-            obj = from_components(found.comps, None)
-            return ExactValues(np.asarray(obj, dtype=object), np.ascontiguousarray(found.comps[..., 0]).reshape(-1),
+        if found is not None:  # its MPFloats made only where read (ties, the worst entries)
+            return ExactValues(Expansions(found.comps), np.ascontiguousarray(found.comps[..., 0]).reshape(-1),
                                np.asarray(found.kappa, dtype=np.float64).reshape(-1),
                                "exact kernels (a contraction of the inputs)")
         try:  # this dispute's own precision: no other thread can change it

@@ -75,7 +75,9 @@ class DisputeResult(HtmlViews):
     the float32 evaluation of the definition (None if it could not run). ``errors[name]``:
     per-entry ulp errors (also under ``"float32 evaluation"``); ``values[name]``: the
     candidate's values as float64 (exact widening). ``exact``: the exact values
-    (object array of ``MPFloat``); ``correctly_rounded``: them rounded to the target dtype.
+    (object array of ``MPFloat``; for a contraction a stand-in that makes them when indexed,
+    ``np.asarray(result.exact, dtype=object)`` makes all); ``correctly_rounded``: them rounded
+    to the target dtype.
     ``closer``: per entry the name of the strictly closest candidate (None where tied);
     ``closer_index`` the same as an index into ``names`` (-1 where tied).
     ``most_accurate``: the candidate with the smallest mean error, or None when the best two
@@ -103,7 +105,7 @@ class DisputeResult(HtmlViews):
     float32: CandidateStats | None
     values: Mapping[str, np.ndarray]
     errors: Mapping[str, np.ndarray]
-    exact: np.ndarray
+    exact: Any
     correctly_rounded: np.ndarray
     closer: np.ndarray
     closer_index: np.ndarray
@@ -199,7 +201,7 @@ class DisputeResult(HtmlViews):
         bound = float(self.bounds[ix])
         if self.sensitivity is None or not self.sensitivity_by_input and not np.any(self.sensitivity):
             return f"the bound at {ix} is {figure(bound)} ulp ({self.bound_reason})"
-        y = float(round_to_format(np.asarray(self.exact, dtype=object)[ix], FLOAT64, as_dtype=True))
+        y = float(round_to_format([self.exact[ix]], FLOAT64, as_dtype=True)[0])
         fmt = resolve_format(self.dtype)
         loss = float(working_loss(np.array([y]), np.array([float(self.sensitivity[ix])]), fmt,
                                   self.unit_roundoff)[0])
@@ -215,7 +217,7 @@ class DisputeResult(HtmlViews):
         return f"{lead} {text.split(': ', 1)[1]}" if lead else f" The bound there is wide: {text.split(': ', 1)[1]}."
 
     def _value_at(self, name: str, ix: tuple[int, ...]) -> str:
-        exact = round_to_format(np.asarray(self.exact, dtype=object)[ix], FLOAT64, as_dtype=True)
+        exact = round_to_format([self.exact[ix]], FLOAT64, as_dtype=True)[0]
         return f"it gives {float(self.values[name][ix]):.6g}, the exact value is {float(exact):.6g}"
 
     def _accuracy_sentence(self) -> str:

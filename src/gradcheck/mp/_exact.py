@@ -109,6 +109,44 @@ def from_components(comps: np.ndarray, ctx: Any) -> np.ndarray:
     return out.reshape(shape)
 
 
+class Expansions:
+    """Exact values held as float64 expansions (``comps``: shape + (ncomp,)), standing in
+    for the object array of ``MPFloat`` that :func:`from_components` would make: indexing
+    makes only the entries read, ``np.asarray(e, dtype=object)`` all of them.
+
+    >>> e = Expansions(np.array([[1.0, 2.0**-80], [3.0, 0.0]]))
+    >>> e.shape, float(e[1].value), type(np.asarray(e, dtype=object)[0]).__name__
+    ((2,), 3.0, 'MPFloat')
+    """
+
+    dtype = np.dtype(object)
+
+    def __init__(self, comps: np.ndarray) -> None:
+        self.comps = comps
+
+    shape = property(lambda self: self.comps.shape[:-1])
+    ndim = property(lambda self: self.comps.ndim - 1)
+    size = property(lambda self: int(np.prod(self.comps.shape[:-1], dtype=np.int64)))
+
+    def __len__(self) -> int:
+        return len(self.comps)
+
+    def __getitem__(self, key: Any) -> Any:
+        tail = key + (slice(None),) if isinstance(key, tuple) else (key, Ellipsis, slice(None))
+        part = from_components(np.asarray(self.comps[tail]), None)
+        return part[()] if part.ndim == 0 else part
+
+    def reshape(self, *shape: Any) -> Expansions:
+        target = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return Expansions(self.comps.reshape(tuple(target) + self.comps.shape[-1:]))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return from_components(self.comps, None)
+
+    def __repr__(self) -> str:
+        return f"Expansions(shape={self.shape}, components={self.comps.shape[-1]})"
+
+
 # -- on MPArrays ------------------------------------------------------------------------------
 
 
@@ -369,5 +407,5 @@ def probe(f: Callable[..., Any], args: tuple[np.ndarray, ...], prec: int) -> Exa
     return out if isinstance(out, Exact) else None
 
 
-__all__ = ["disabled", "enabled", "as_float64", "from_components", "intercept",
+__all__ = ["disabled", "enabled", "as_float64", "from_components", "Expansions", "intercept",
            "vocabulary_params", "probe", "Exact"]
