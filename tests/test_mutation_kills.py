@@ -2,7 +2,7 @@
 
 Each test was written against mutants of ``_classify``, ``_config`` and ``_refine`` (now
 ``_classify/rule.py``, ``_core/config.py`` and ``_refine/study.py``, ``quick.py``, ``kink.py``) that
-survived the rest of the suite (``mutation/README.md``: command, score, and the mutants
+survived the rest of the suite (``tests/mutation/README.md``: command, score, and the mutants
 that are equivalent and why). They state behaviour, not implementation: boundaries of
 the rule (``>`` vs ``>=``), what each documented formula computes, that the step study
 reuses the first step and pays for five more, that no floating-point warning escapes, and

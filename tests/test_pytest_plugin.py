@@ -338,7 +338,7 @@ def table_rows(page: Path) -> list[list[str]]:
     return [["".join(td.itertext()).strip() for td in tr] for tr in tree.iter("tr")]
 
 
-EXAMPLE_SRC = Path(__file__).resolve().parents[1] / "example-project" / "src"
+EXAMPLE_SRC = Path(__file__).resolve().parent / "example-project" / "src"
 
 
 def test_example_project_failure_leaves_a_page_naming_the_planted_entry(pytester, monkeypatch):

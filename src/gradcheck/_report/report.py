@@ -49,6 +49,8 @@ class Report(ReportText, ReportSerialize, HtmlViews):
     PASS, e.g. all UNCHECKED because ``f`` returns bfloat16); ``passed`` is true for PASS
     only. ``gradcheck._core.status`` states the rule and its edge cases.
 
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> r = gradcheck.check(lambda x: (x**3).sum(), np.array([1.0, 2.0]), grad=lambda x: 3*x**2)
     >>> r.passed, r.counts[gradcheck.Verdict.PASS]
