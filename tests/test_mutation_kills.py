@@ -16,7 +16,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gradcheck import Config, Verdict
@@ -494,6 +494,7 @@ def studies(draw):
     return raw, analytic, base, unit, rtol, atol, k, res
 
 
+@settings(max_examples=max(100, settings.default.max_examples))  # the mutation run's power: mutation/README.md
 @given(studies())
 def test_step_study_computes_its_documented_estimates(case):
     """On smooth functions, kinks, round-off wiggles and arbitrary values, the step study

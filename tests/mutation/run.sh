@@ -24,6 +24,9 @@ fi
 grep -q '^\[mutmut\]' "$WORKDIR/setup.cfg" || { echo "no [mutmut] section in $WORKDIR/setup.cfg" >&2; exit 1; }
 
 cd "$WORKDIR"
+# The tests that start a fresh interpreter import gradcheck too: the scratch copy's, whether
+# or not the venv has gradcheck installed (and mutmut: a mutant's code imports it).
+export PYTHONPATH="$WORKDIR/mutants/src${PYTHONPATH:+:$PYTHONPATH}"
 echo "mutmut $("$MUTMUT" --version 2>/dev/null || true) in $WORKDIR"
 "$MUTMUT" run --max-children "$JOBS" || true
 "$MUTMUT" results --all true > mutmut-results.txt 2>&1 || "$MUTMUT" results > mutmut-results.txt 2>&1 || true

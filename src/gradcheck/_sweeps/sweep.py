@@ -44,6 +44,7 @@ from .._evaluate import RUNNER_NAMES as ENGINE_NAMES
 from .._pipeline.check import check
 from .._report.html import HtmlViews
 from .._report.layout import LayoutDescription, describe_layout, split_parts
+from .._report.next_step import next_steps
 from .._report.plot import plot_sweep
 from .pattern import ShapeRule, find_shape_rule
 
@@ -371,6 +372,7 @@ class SweepReport(HtmlViews):
                 items.append(f"... ({len(failed) - _LISTED_SHAPES} more: .failed lists all)")
             lines += _wrap_items(items, "  failing shapes: ", "    ")
         lines += self._inconclusive_lines()
+        lines += [f"  next: {step}" for step in next_steps(self)]
         return "\n".join(lines)
 
     def _inconclusive_lines(self) -> list[str]:
