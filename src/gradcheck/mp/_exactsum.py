@@ -210,6 +210,23 @@ def _matmul_bins_serial(a, ae, b, be, pmin, nbins, out):
         _matmul_bins_row(a, ae, b, be, pmin, nbins, gi, out)
 
 
+@kernel()
+def _magnitudes_serial(a, b, out):
+    """out[g, i, j] = sum_k a[g, i, k] b[g, k, j] in float64, for non-negative values (the
+    order of the additions is immaterial to a magnitude): no BLAS, whose threads, spinning
+    after a call on a busy machine, cost more than the product itself."""
+    for g in range(a.shape[0]):
+        for i in range(a.shape[1]):
+            for j in range(b.shape[2]):
+                out[g, i, j] = 0.0
+            for k in range(a.shape[2]):
+                x = a[g, i, k]
+                if x == 0.0:
+                    continue
+                for j in range(b.shape[2]):
+                    out[g, i, j] += x * b[g, k, j]
+
+
 _HOME = os.getpid()
 
 
@@ -333,6 +350,20 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, ncomp: int = 2, *, threads: bool 
     return out
 
 
+def magnitude_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for non-negative float64 ``a`` (g, m, k) and ``b`` (g, k, n), serially in
+    a numba kernel (a sensitivity: rounding is immaterial).
+
+    >>> magnitude_matmul(np.ones((1, 2, 3)), np.full((1, 3, 1), 0.5))[..., 0].tolist()
+    [[1.5, 1.5]]
+    """
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    b = np.ascontiguousarray(b, dtype=np.float64)
+    out = np.empty(a.shape[:2] + b.shape[2:])
+    _magnitudes_serial(a, b, out)
+    return out
+
+
 def _bits(m: np.ndarray) -> int:
     """The most significant bits of any integer in ``m``."""
     return int(np.frexp(float(np.abs(m).max()))[1]) if m.size else 0
@@ -345,4 +376,4 @@ def round_components(c: np.ndarray) -> np.ndarray:
 
 
 __all__ = ["EMIN", "NCHUNKS", "LIMB_BITS", "MAX_COMPONENTS", "limbs", "components_for", "threads_allowed",
-           "exact_sum", "exact_cumsum", "exact_matmul", "round_components"]
+           "exact_sum", "exact_cumsum", "exact_matmul", "magnitude_matmul", "round_components"]

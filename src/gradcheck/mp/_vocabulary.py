@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ._exactsum import exact_cumsum, exact_matmul, exact_sum
+from ._exactsum import exact_cumsum, exact_matmul, exact_sum, magnitude_matmul
 
 _NOVALUE = getattr(np, "_NoValue", object())
 
@@ -280,9 +280,14 @@ def sensitivity(name: str, values: tuple[np.ndarray, ...], weights: tuple[np.nda
         if plan is None:
             return None
         return _float(plan)
-    left = _plan(name, (np.abs(values[0]), weights[1]), params)
-    right = _plan(name, (weights[0], np.abs(values[1])), params)
-    if left is None or right is None:
+    magnitudes = (np.abs(values[0]), np.abs(values[1]))
+    left = _plan(name, (magnitudes[0], weights[1]), params)
+    if left is None:
+        return None
+    if all(w is m or np.array_equal(w, m) for w, m in zip(weights, magnitudes)):
+        return 2 * _float(left)  # both operands perturbed by their magnitude: the same product
+    right = _plan(name, (weights[0], magnitudes[1]), params)
+    if right is None:
         return None
     return _float(left) + _float(right)
 
@@ -290,7 +295,7 @@ def sensitivity(name: str, values: tuple[np.ndarray, ...], weights: tuple[np.nda
 def _float(plan: _Matmul | _Rows) -> np.ndarray:
     """The plan computed in float64 (magnitudes: rounding is immaterial)."""
     if isinstance(plan, _Matmul):
-        return plan.post(np.matmul(plan.a, plan.b)[..., None])[..., 0]
+        return plan.post(magnitude_matmul(plan.a, plan.b)[..., None])[..., 0]
     rows = np.cumsum(plan.x, axis=-1) if plan.cumulative else plan.x.sum(axis=-1)
     return plan.post(rows[..., None])[..., 0]
 
