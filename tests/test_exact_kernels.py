@@ -26,7 +26,7 @@ import gradcheck.mp._exact as exact_module
 from gradcheck._core.formats import round_to_format
 from gradcheck.mp import evaluate
 from gradcheck.mp._exact import disabled, probe
-from gradcheck.mp._exactsum import exact_cumsum, exact_matmul, exact_sum, limbs, magnitude_matmul
+from gradcheck.mp._exactsum import _low_exponents, exact_cumsum, exact_matmul, exact_sum, limbs, magnitude_matmul
 
 BF16 = ml_dtypes.bfloat16
 FORMATS = {"bfloat16": BF16, "float16": np.float16, "float32": np.float32, "float64": np.float64}
@@ -154,6 +154,45 @@ def test_limbs_hold_the_values_exactly():
     m, e = limbs(np.array([1.0, -0.75, 3.0]).astype(BF16).astype(np.float64))
     assert m.shape[-1] == 1
 
+
+
+@pytest.mark.parametrize("fmt", ["bfloat16", "float16", "float32"])
+def test_the_narrow_path_reads_the_same_exponents_as_the_limbs(fmt):
+    """The matmul's narrow path reads each value's lowest-bit exponent and width from its
+    bits; the limbs (checked above against Fraction) say the same, zeros and subnormals
+    included."""
+    rng = np.random.default_rng(5)
+    spread = 5 if fmt == "float16" else 40
+    x = (rng.standard_normal(3000) * np.exp2(rng.integers(-spread, spread, 3000))).astype(FORMATS[fmt])
+    x = x.astype(np.float64)
+    x[::7], x[3], x[5] = 0.0, 2.0**-1074, -3 * 2.0**-1070
+    e = np.empty(x.size, np.int64)
+    widest = _low_exponents(x.view(np.int64), e)
+    m, le = limbs(x)
+    assert m.shape[-1] == 1 and (le[:, 0] == e).all()
+    assert widest == int(np.frexp(float(np.abs(m).max()))[1])
+
+
+def test_a_wide_operand_against_a_narrow_one_is_exact(monkeypatch):
+    """34-bit values times 1-bit ones, 4 terms: their products and sums fit the float64 bins,
+    so the narrow path takes them (the limbs kernels are not called): Fraction sums say the
+    results are exact."""
+    import gradcheck.mp._exactsum as sums
+
+    def refuse(*args):
+        raise AssertionError("the limbs path was taken")
+
+    monkeypatch.setattr(sums, "_matmul_limbs_serial", refuse)
+    monkeypatch.setattr(sums, "_matmul_limbs_threads", refuse)
+    rng = np.random.default_rng(6)
+    a = (rng.integers(2**33, 2**34, (2, 3, 4)) * rng.choice([-1, 1], (2, 3, 4))).astype(np.float64)
+    a *= np.exp2(rng.integers(-40, 0, (2, 3, 4)))
+    b = np.exp2(rng.integers(-3, 3, (2, 4, 5)).astype(np.float64)) * rng.choice([-1, 1], (2, 4, 5))
+    got = exact_matmul(a, b, ncomp=2)
+    for g, i, j in np.ndindex(2, 3, 5):
+        want = sum((Fraction(float(p)) * Fraction(float(q)) for p, q in zip(a[g, i], b[g, :, j])), Fraction(0))
+        assert got[g, i, j, 0] == rn64(want)
+        assert Fraction(float(got[g, i, j, 0])) + Fraction(float(got[g, i, j, 1])) == want
 
 # -- every numpy form of the vocabulary, against numpy on integer-valued data --------------------
 

@@ -211,6 +211,37 @@ def _matmul_bins_serial(a, ae, b, be, pmin, nbins, out):
 
 
 @kernel()
+def _low_exponents(xi, e_out):
+    """For float64 values given as their bits (``x.view(np.int64)``): e_out[n] = the
+    exponent of the lowest set bit of x[n] (as :func:`limbs` gives it for a one-limb value,
+    -53 for a zero); returns the most significant bits of any x[n]."""
+    most = 0
+    for n in range(xi.size):
+        b = xi[n]
+        field = (b >> 52) & 2047
+        m = b & 4503599627370495  # the 52 stored bits
+        e = np.int64(-1074)
+        if field:
+            m |= 4503599627370496  # the implicit bit
+            e = field - 1075
+        if m == 0:
+            e_out[n] = -53
+            continue
+        for shift in (32, 16, 8, 4, 2, 1):  # drop the trailing zeros
+            if m & ((np.int64(1) << shift) - 1) == 0:
+                m >>= shift
+                e += shift
+        e_out[n] = e
+        bits = 1
+        for shift in (32, 16, 8, 4, 2, 1):  # the bit length of what is left
+            if m >> shift:
+                m >>= shift
+                bits += shift
+        most = max(most, bits)
+    return most
+
+
+@kernel()
 def _magnitudes_serial(a, b, out):
     """out[g, i, j] = sum_k a[g, i, k] b[g, k, j] in float64, for non-negative values (the
     order of the additions is immaterial to a magnitude): no BLAS, whose threads, spinning
@@ -328,21 +359,23 @@ def exact_matmul(a: np.ndarray, b: np.ndarray, ncomp: int = 2, *, threads: bool 
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
         raise ValueError(f"exact_matmul needs (g, m, k) and (g, k, n) arrays, got {a.shape} and {b.shape}")
     _require_finite(a, b)
+    a = np.ascontiguousarray(a)
     bt = np.ascontiguousarray(np.swapaxes(b, 1, 2))
-    am, ae = limbs(a)
-    bm, be = limbs(bt)
     out = np.empty(a.shape[:2] + (b.shape[2], ncomp))
     depth_bits = max(int(a.shape[2]) - 1, 1).bit_length()
-    if am.shape[-1] == 1 and bm.shape[-1] == 1 and a.size and b.size and (
-            _bits(am) + _bits(bm) + (1 << BIN_SHIFT) - 1 + depth_bits <= 53):
-        ea, eb = ae[..., 0], be[..., 0]
-        pmin = int(ea.min()) + int(eb.min())
-        nbins = ((int(ea.max()) + int(eb.max()) - pmin) >> BIN_SHIFT) + 1
-        work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
-        bins = _matmul_bins_threads if _threaded(threads, work) else _matmul_bins_serial
-        bins(np.ascontiguousarray(a), np.ascontiguousarray(ea), bt, np.ascontiguousarray(eb),
-             pmin, nbins, out)
-        return out
+    if a.size and b.size:
+        ea, eb = np.empty(a.shape, np.int64), np.empty(bt.shape, np.int64)
+        bits_a = _low_exponents(a.reshape(-1).view(np.int64), ea.reshape(-1))
+        bits_b = _low_exponents(bt.reshape(-1).view(np.int64), eb.reshape(-1))
+        if bits_a + bits_b + (1 << BIN_SHIFT) - 1 + depth_bits <= 53:  # exact in float64 bins
+            pmin = int(ea.min()) + int(eb.min())
+            nbins = ((int(ea.max()) + int(eb.max()) - pmin) >> BIN_SHIFT) + 1
+            work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
+            bins = _matmul_bins_threads if _threaded(threads, work) else _matmul_bins_serial
+            bins(a, ea, bt, eb, pmin, nbins, out)
+            return out
+    am, ae = limbs(a)
+    bm, be = limbs(bt)
     work = a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] * am.shape[-1] * bm.shape[-1] * 4
     limbed = _matmul_limbs_threads if _threaded(threads, work) else _matmul_limbs_serial
     limbed(np.ascontiguousarray(am), np.ascontiguousarray(ae), np.ascontiguousarray(bm),
@@ -362,11 +395,6 @@ def magnitude_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     out = np.empty(a.shape[:2] + b.shape[2:])
     _magnitudes_serial(a, b, out)
     return out
-
-
-def _bits(m: np.ndarray) -> int:
-    """The most significant bits of any integer in ``m``."""
-    return int(np.frexp(float(np.abs(m).max()))[1]) if m.size else 0
 
 
 def round_components(c: np.ndarray) -> np.ndarray:
