@@ -83,8 +83,6 @@ PRIVATE_REACH: dict[tuple[str, str], str] = {
                     ("dispute_exact", "_exact"), ("dispute_condition", "_context"),
                     ("dispute_condition", "_convert"), ("dispute_condition", "_evaluate"),
                     ("dispute_gradient", "_reverse"))},
-    ("gradcheck._axes.executor", "gradcheck._evaluate.executor"): "the colouring ships its points itself until "
-    "the layer's runners carry per-slice reductions (issue 26, the colouring's move)",
 }
 #: Modules a function may import (they are heavy at import time), with the reason.
 HEAVY: dict[str, str] = {

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from .._core import arguments as _arguments
-from .._core.formats import FLOAT64, FloatFormat, from_bits, round_to_format
+from .._core.formats import FLOAT64, FloatFormat, from_bits, resolve_format, round_to_format
 from . import dispute_bound as _bound
 from .dispute_bound import BASE_BOUND_ULPS, BOUND_FACTOR, WORKING_DEFAULT
 from .dispute_condition import Sensitivity, argument_names, sensitivity
@@ -68,9 +68,18 @@ __all__ = ["dispute", "DisputeResult", "CandidateStats", "TIE_RATIO", "BASE_BOUN
 TIE_RATIO = 1.25
 
 def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: Any,
-                      rounds: Any = ROUNDS, working: Any = WORKING_DEFAULT) -> tuple[str, float]:
+                      rounds: Any = ROUNDS, working: Any = WORKING_DEFAULT, *, dtype: Any = None,
+                      of: Any = "value", wrt: Any = 0, cotangent: Any = None) -> tuple[str, float]:
     """The types of dispute's keywords, refused at the boundary with what they accept;
     returns the working precision's (name, unit roundoff)."""
+    if dtype is not None:
+        try:
+            resolve_format(dtype)
+        except ValueError as exc:
+            raise ValueError(f"dtype={dtype!r}: {exc}") from None
+    _arguments.integer("wrt", wrt, minimum=0, meaning=" (the index of an input)")
+    if of == "value" and (wrt != 0 or cotangent is not None):
+        raise ValueError("wrt= and cotangent= apply to of='gradient' only: a value dispute has neither")
     _arguments.integer("rounds", rounds, minimum=1, meaning=" (timed rounds per callable candidate)")
     _arguments.integer("dps", dps, minimum=_arguments.MIN_DIGITS,
                        meaning=" (significant digits of the exact values)")
@@ -204,7 +213,8 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     ('gradient of sin with respect to input 0', ())
     """
     started = time.perf_counter()
-    working_name, u = _dispute_keywords(dps, bound_ulps, name, float32_evaluation, rounds, working)
+    working_name, u = _dispute_keywords(dps, bound_ulps, name, float32_evaluation, rounds, working,
+                                        dtype=dtype, of=of, wrt=wrt, cotangent=cotangent)
     of = require_kind(of)
     args = as_inputs(inputs)
     label = _arguments.label_of(math_fn, name)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._core.formats import FLOAT64, resolve_format, round_to_format
+from .._core.status import PassedAsTruth
 from .._report.html import HtmlViews
 from .._report.text import figure, percent
 from .dispute_bound import why_wide, working_loss
@@ -68,7 +69,7 @@ def _json_float(v: float) -> float | str:
 
 
 @dataclass(frozen=True, eq=False)
-class DisputeResult(HtmlViews):
+class DisputeResult(HtmlViews, PassedAsTruth):
     """What :func:`gradcheck.dispute` found. ``print(result)`` gives the table and verdict.
 
     ``stats[name]``: :class:`CandidateStats` per candidate; ``float32``: the same figures for
