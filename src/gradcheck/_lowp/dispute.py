@@ -86,7 +86,10 @@ def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: 
     _arguments.positive("bound_ulps", bound_ulps, none=True)
     _arguments.text("name", name)
     _arguments.flag("float32_evaluation", float32_evaluation)
-    return _bound.unit_roundoff(working)  # ValueError listing the valid names
+    try:
+        return _bound.unit_roundoff(working)
+    except (TypeError, ValueError) as exc:  # the valid names, said for this keyword
+        raise type(exc)(f"working={working!r}: {exc}") from None
 
 
 def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: Any = None, *,
