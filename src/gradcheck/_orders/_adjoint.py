@@ -42,8 +42,10 @@ from ._links import (
     backends,
     dtype_name,
     positive,
+    richardson,
     same_bits,
     text,
+    truncation,
     unit_roundoff_of,
 )
 from ._result import FAIL, PASS, ResultMixin
@@ -356,11 +358,11 @@ def _blame(f, point, inner, draw, row, unit, k) -> dict[str, Any]:
     values = {s: phi(s) for s in (h, -h, h / 2, -h / 2)}
     d1 = (values[h][0] - values[-h][0]) / (2 * h)
     d2 = (values[h / 2][0] - values[-h / 2][0]) / h
-    numeric = (4 * d2 - d1) / 3
+    numeric = float(richardson(d2, d1, 0.0, 0.0)[0])  # the one estimator (gradcheck._differences)
     # f's own round-off, and the rounding of x + s t (the realized step is not s t exactly)
     roundoff = unit * (max(abs(val[1]) for val in values.values()) / h
                        + float(np.abs(point).reshape(-1) @ np.abs(jtv).reshape(-1)) / float(np.abs(t).max(initial=1)))
-    error = k * (abs(numeric - d2) + roundoff)
+    error = k * (float(truncation(d2, d1)) + roundoff)
     lhs, rhs, _ = row
     jvp_ok, vjp_ok = abs(lhs - numeric) <= error, abs(rhs - numeric) <= error
     if jvp_ok and not vjp_ok:

@@ -10,7 +10,7 @@ from .._classify.rule import classify
 from .._core.config import DEFAULT_RESOLUTION
 from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
-from .._differences import slope_and_noise
+from .._differences import slope_and_noise, truncation
 from .kink import kink_threshold
 from .study import Differencer
 
@@ -75,7 +75,7 @@ def quick_certify(
     with np.errstate(invalid="ignore", over="ignore"):
         half1, half8 = np.abs(first[2]) / 2.0, np.abs(raw[8.0][2]) / 2.0
         measured = QUICK_MEASURED_SAFETY * np.abs(d1 - d8) * half1
-        bound = np.maximum(k * n8, 3.0 * measured / half8) + np.abs(d16 - d8) / 3.0
+        bound = np.maximum(k * n8, 3.0 * measured / half8) + truncation(d8, d16)
         scale = np.maximum(np.abs(a), np.abs(d8))
         rule = Tolerance(rtol, atol, 1.0, resolution)  # D(8h)'s whole bound as the noise (k = 1)
         certified = np.abs(a - d8) + rule.floor(bound) <= rule.value_term(scale)
