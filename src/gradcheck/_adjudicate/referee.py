@@ -69,6 +69,26 @@ def referee_may_run(backend: Any, f: Any) -> tuple[bool, str | None]:
     return bool(getattr(backend, "mp_capable", False)), None
 
 
+def referee_for(backend: Any, f: Any, x: np.ndarray, cotangent: np.ndarray | None, *, adjudicate: Any,
+                digits: int, f_mp: Callable[[Any], Any] | None = None,
+                variant: Callable[..., Referee] | None = None) -> Referee | None:
+    """THE place a referee is built, under THE rule: none when ``adjudicate`` is False or
+    :func:`referee_may_run` refuses ``backend`` and ``f``; else a :class:`Referee` of ``f_mp``
+    (default: ``f`` itself) at ``x``, or ``variant(f_mp, x, cotangent, digits=...)`` (the
+    per-slice referee of ``independent_axes``).
+
+    >>> from gradcheck.backends import NumpyBackend
+    >>> referee_for(NumpyBackend(), np.sin, np.ones(2), None, adjudicate="auto", digits=20) is not None
+    True
+    >>> referee_for(NumpyBackend(), np.sin, np.ones(2), None, adjudicate=False, digits=20) is None
+    True
+    """
+    if adjudicate is False or not referee_may_run(backend, f)[0]:
+        return None
+    fn = f_mp if f_mp is not None else (lambda v: f(v))
+    return (variant or Referee)(fn, x, cotangent, digits=digits)
+
+
 def _numba_compiled(f: Any) -> bool:
     """A numba dispatcher (``@njit``, ``@jit``) or numba ufunc; numba is imported only when
     it already is (otherwise ``f`` cannot be one)."""

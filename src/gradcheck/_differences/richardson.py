@@ -25,14 +25,16 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 Estimate = tuple[np.ndarray, np.ndarray]
+#: Differences of many entries, or of one (the adjoint test's, a float).
+Values = np.ndarray | float
 
 
-def truncation(d_s: np.ndarray, d_2s: np.ndarray) -> np.ndarray:
+def truncation(d_s: Values, d_2s: Values) -> np.ndarray:
     """``|D(2s) - D(s)| / 3``: the O(s^2) truncation of ``D(s)``, measured from ``D(2s)``."""
     return np.abs(d_2s - d_s) / 3.0
 
 
-def richardson(d_s: np.ndarray, d_2s: np.ndarray, n_s: np.ndarray, n_2s: np.ndarray) -> Estimate:
+def richardson(d_s: Values, d_2s: Values, n_s: Values, n_2s: Values) -> tuple[Values, Values]:
     """``R(s) = (4 D(s) - D(2s)) / 3`` and its round-off ``(4 noise(s) + noise(2s)) / 3``."""
     return (4.0 * d_s - d_2s) / 3.0, (4.0 * n_s + n_2s) / 3.0
 
@@ -44,7 +46,7 @@ def estimates(slopes: Sequence[np.ndarray], noises: Sequence[np.ndarray]) -> Ite
         yield slopes[k], noises[k] + truncation(slopes[k], slopes[k + 1])
     extrapolated = [richardson(slopes[k], slopes[k + 1], noises[k], noises[k + 1]) for k in range(m - 1)]
     for k in range(m - 2):
-        value, noise = extrapolated[k]
+        value, noise = (np.asarray(a) for a in extrapolated[k])
         yield value, noise + np.abs(value - extrapolated[k + 1][0])
 
 
