@@ -10,6 +10,8 @@ the refine stage, the low-precision plan and the screen's entry-wise look.
 Must not import: the stages after it (classify, refine, adjudicate, report, pipeline), nor any
 feature.
 """
+from .along import Along as Along
+from .along import moved as moved
 from .arithmetic import DenominatorsOf as DenominatorsOf
 from .arithmetic import StepsOf as StepsOf
 from .arithmetic import perturbed_points as perturbed_points
@@ -22,5 +24,5 @@ from .richardson import estimates as estimates
 from .richardson import richardson as richardson
 from .richardson import truncation as truncation
 
-__all__ = ["CentralDifferences", "DenominatorsOf", "StepsOf", "perturbed_points", "require_moving_steps",
-           "slope_and_noise", "steps_for", "best_estimate", "estimates", "richardson", "truncation"]
+__all__ = ["Along", "CentralDifferences", "DenominatorsOf", "StepsOf", "perturbed_points", "require_moving_steps",
+           "slope_and_noise", "steps_for", "best_estimate", "moved", "estimates", "richardson", "truncation"]
