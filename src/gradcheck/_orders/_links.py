@@ -35,6 +35,7 @@ from .._core.status import refusal as refusal
 from .._core.verdict import FAILING as FAILING
 from .._core.verdict import Verdict as Verdict
 from .._differences import Along as Along
+from .._differences import modelled as modelled
 from .._differences import moved as moved
 from .._differences import richardson as richardson
 from .._differences import truncation as truncation

@@ -49,6 +49,7 @@ from ._links import (
     dtype_name,
     integer,
     label_of,
+    modelled,
     moved,
     positive,
     text,
@@ -321,7 +322,7 @@ def _remainders(x_np, fz, f0, g, d, hd, h, unit) -> tuple[float, ...]:
     fz = float(fz)
     linear, size = real_inner(g, delta)  # <g, delta> = Re sum(conj(g) delta)
     r1 = fz - f0 - linear
-    noise = unit * (abs(fz) + abs(f0) + size)
+    noise = float(modelled(unit, (fz, f0, size)))  # THE round-off model (gradcheck._differences.noise)
     if hd is None:
         return r1, noise
     quadratic = 0.5 * h * real_inner(delta, hd)[0]

@@ -35,7 +35,8 @@ from .._classify.rule import classify
 from .._core.config import DEFAULT_RESOLUTION
 from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
-from .._differences import best_estimate, slope_and_noise
+from .._differences import best_estimate, slope_and_noise, with_measured
+from .._differences import measured as measured_roundoff
 from .kink import kink_test
 
 Differencer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -97,8 +98,8 @@ def step_study(
     # (which the model u*|f| underestimates when f cancels large intermediate values).
     with np.errstate(invalid="ignore"):
         half = {s: np.abs(raw[s][2]) / 2.0 for s in STUDY_FACTORS}
-        roundoff = np.max([np.abs(slopes[s] - slopes[2 * s]) * half[s] for s in (0.5, 1.0, 2.0)], axis=0)
-        bound_noise = {s: np.maximum(k * noises[s], 3.0 * roundoff / half[s]) for s in STUDY_FACTORS}
+        roundoff = np.max([measured_roundoff(slopes[s], slopes[2 * s], half[s]) for s in (0.5, 1.0, 2.0)], axis=0)
+        bound_noise = {s: with_measured(k * noises[s], roundoff, half[s]) for s in STUDY_FACTORS}
     numeric, bound = best_estimate([slopes[s] for s in STUDY_FACTORS], [bound_noise[s] for s in STUDY_FACTORS])
 
     a = np.asarray(analytic, dtype=np.float64)
