@@ -130,9 +130,14 @@ class Referee:
         self._reason: str | None | bool = False  # False: not probed yet
         self._probes = 0  # calls of f by unavailable() not yet taken by take_probes()
 
+    def piece(self, flat_index: int) -> tuple[np.ndarray, Any, np.ndarray | None]:
+        """What entry ``flat_index`` is differentiated on: ``(the input, the entry's index in it,
+        the cotangent)``: ``x`` whole here, the entry's own slice in a per-slice referee."""
+        return np.asarray(self.x, dtype=np.float64), int(flat_index), self.cotangent
+
     def probe_point(self) -> np.ndarray:
-        """Where :meth:`unavailable` tries ``f`` at high precision: ``x``."""
-        return np.asarray(self.x, dtype=np.float64)
+        """Where :meth:`unavailable` tries ``f`` at high precision: the first entry's input."""
+        return np.asarray(self.piece(0)[0], dtype=np.float64)
 
     def take_probes(self) -> int:
         """The calls of ``f`` :meth:`unavailable` made since the last call (0 or 1; the
@@ -162,11 +167,11 @@ class Referee:
         as floats, or None where f could not be evaluated at high precision there."""
         from ..mp import NotAdjudicable, mp_derivative
 
-        x64 = np.asarray(self.x, dtype=np.float64)
         out: list[tuple | None] = []
         for i in flat_indices:
+            x_at, local, v = self.piece(int(i))
             try:
-                d = mp_derivative(self.f_mp, x64, int(i), dps=self.digits, cotangent=self.cotangent)
+                d = mp_derivative(self.f_mp, np.asarray(x_at, dtype=np.float64), local, dps=self.digits, cotangent=v)
             except (NotAdjudicable, ArithmeticError, ValueError):
                 out.append(None)
                 continue

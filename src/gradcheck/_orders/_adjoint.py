@@ -50,9 +50,6 @@ from ._links import (
 )
 from ._result import FAIL, PASS, ResultMixin
 
-#: Draws of (t, v): two independent ones and their sum (which also measures linearity).
-DRAWS = 3
-
 
 @dataclass(frozen=True, eq=False, repr=False)  # repr: ResultMixin's one short line
 class AdjointResult(ResultMixin):

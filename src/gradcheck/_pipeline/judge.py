@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from .prepare import Subject
     from .sanity import Sanity
 
-ADJUDICATE_CHOICES = ("auto", True, False)
-
 
 def judge(subject: Subject, run: Differenced, sanity: Sanity, digits: int) -> tuple[Judged, Config]:
     """Check's stage 4: classify -> refine -> adjudicate every entry of the first pass.
