@@ -41,6 +41,7 @@ from ._links import (
     as_shape,
     backends,
     dtype_name,
+    modelled,
     positive,
     richardson,
     same_bits,
@@ -360,8 +361,8 @@ def _blame(f, point, inner, draw, row, unit, k) -> dict[str, Any]:
     # one value per point, so the same points again, reduced to sum |v f(z)|; at x it may be 0), and
     # the rounding of x + s t (the realized step is not s t exactly)
     sizes = along(inner, f, point, t, lambda y: _dot(y, v)[1], scales, labels, like=y0)
-    roundoff = unit * (float(np.max(np.abs(sizes))) / h
-                       + float(np.abs(point).reshape(-1) @ np.abs(jtv).reshape(-1)) / float(np.abs(t).max(initial=1)))
+    roundoff = float(modelled(unit, (float(np.max(np.abs(sizes))) / h, float(
+        np.abs(point).reshape(-1) @ np.abs(jtv).reshape(-1)) / float(np.abs(t).max(initial=1)))))
     error = k * (float(truncation(d2, d1)) + roundoff)
     lhs, rhs, _ = row
     jvp_ok, vjp_ok = abs(lhs - numeric) <= error, abs(rhs - numeric) <= error
