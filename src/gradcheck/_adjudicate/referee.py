@@ -69,8 +69,8 @@ def referee_may_run(backend: Any, f: Any) -> tuple[bool, str | None]:
     return bool(getattr(backend, "mp_capable", False)), None
 
 
-def referee_for(backend: Any, f: Any, x: np.ndarray, cotangent: np.ndarray | None, *, adjudicate: Any,
-                digits: int, f_mp: Callable[[Any], Any] | None = None,
+def referee_for(backend: object, f: Callable[..., object], x: np.ndarray, cotangent: np.ndarray | None, *,
+                adjudicate: bool | str, digits: int, f_mp: Callable[[np.ndarray], object] | None = None,
                 variant: Callable[..., Referee] | None = None) -> Referee | None:
     """THE place a referee is built, under THE rule: none when ``adjudicate`` is False or
     :func:`referee_may_run` refuses ``backend`` and ``f``; else a :class:`Referee` of ``f_mp``
@@ -130,7 +130,7 @@ class Referee:
         self._reason: str | None | bool = False  # False: not probed yet
         self._probes = 0  # calls of f by unavailable() not yet taken by take_probes()
 
-    def piece(self, flat_index: int) -> tuple[np.ndarray, Any, np.ndarray | None]:
+    def piece(self, flat_index: int) -> tuple[np.ndarray, int | tuple[int, ...], np.ndarray | None]:
         """What entry ``flat_index`` is differentiated on: ``(the input, the entry's index in it,
         the cotangent)``: ``x`` whole here, the entry's own slice in a per-slice referee."""
         return np.asarray(self.x, dtype=np.float64), int(flat_index), self.cotangent

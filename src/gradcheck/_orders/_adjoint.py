@@ -353,7 +353,7 @@ def _blame(f, point, inner, draw, row, unit, k) -> dict[str, Any]:
     h = unit ** (1 / 3) * max(1.0, float(np.abs(point).max(initial=0))) / max(float(np.abs(t).max(initial=0)), 1e-300)
     scales = (h, -h, h / 2, -h / 2)
     labels = [f"at x + s t (s = {s:.3g}, the adjoint test's differences)" for s in scales]
-    phi = along(inner, f, point, t, lambda y: _dot(y, v)[0], scales, labels, like=y0)
+    phi = along(inner, f, point, t, lambda y: _dot(y, v)[0], scales, labels, like=y0).tolist()  # Python floats
     d1 = (phi[0] - phi[1]) / (2 * h)
     d2 = (phi[2] - phi[3]) / h
     numeric = float(richardson(d2, d1, 0.0, 0.0)[0])  # the one estimator (gradcheck._differences)

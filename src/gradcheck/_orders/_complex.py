@@ -23,8 +23,8 @@ claim that drops an imaginary part is compared as the complex number it is, and 
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, SupportsFloat
 
 import numpy as np
 
@@ -76,7 +76,7 @@ def evaluate(inner: Any, f: Any, z: np.ndarray, where: str, like: np.ndarray | N
     return y
 
 
-def _output(inner: Any, f: Any, z: np.ndarray, where: str, like: np.ndarray | None) -> np.ndarray:
+def _output(inner: Any, f: Callable[..., object], z: np.ndarray, where: str, like: np.ndarray | None) -> np.ndarray:
     """``f(z)`` as numpy, refused (:class:`OutputError`) when it is not numbers or not ``like``."""
     y = output_array(inner.evaluate(f, z))
     if y.dtype.kind != "c":
@@ -88,9 +88,9 @@ def _output(inner: Any, f: Any, z: np.ndarray, where: str, like: np.ndarray | No
     return y
 
 
-def along(inner: Any, f: Any, x: np.ndarray, direction: np.ndarray, reduce: Any, scales: Sequence[float],
-          labels: Sequence[str], like: np.ndarray | None = None, *, engine: str = "serial",
-          executor: Any = None) -> np.ndarray:
+def along(inner: Any, f: Callable[..., object], x: np.ndarray, direction: np.ndarray,
+          reduce: Callable[[np.ndarray], SupportsFloat], scales: Sequence[float], labels: Sequence[str],
+          like: np.ndarray | None = None, *, engine: str = "serial", executor: object = None) -> np.ndarray:
     """``reduce(f(x + s direction))`` for each of ``scales`` (float64), the points evaluated by a
     runner of the evaluation layer (``engine``; ``executor`` for ``"executor"``) on a private copy
     of ``x``: the layer restores it, detects a write by ``f`` and names an error by the point's
