@@ -172,7 +172,7 @@ KEYWORDS: dict[Any, dict[str, list[Any]]] = {
     gradcheck.dispute: {
         "dtype": ["float99", 3], "dps": [5, 1.5, "40"], "bound_ulps": POSITIVE_OR_NONE, "name": NAME,
         "float32_evaluation": FLAG, "of": ["nothing", 3], "wrt": [-1, 1.5, 5], "cotangent": ["abc"],
-        "rounds": COUNT,
+        "rounds": COUNT, "working": ["float99", 3, None],
     },
     gradcheck.shape_sweep: {
         "factory": FLAG, "config": CONFIG, "engine": ["fast", None], "backend": BACKEND, "vectorized": FLAG,
