@@ -87,11 +87,8 @@ class Float32InsidePlan(OrdinaryPlan):
             fp, fm, _ = differencer(idx, h)
             return fp, fm, realized_step(flat[idx], h)
 
-        sigma, probed = f32steps.measure_roundoff(differencer, flat, base_value)
         fp, fm, _ = diffs
-        first = (fp, fm, realized_step(flat, steps))
-        numeric, noise, spent = f32steps.richardson(seen, np.arange(steps.size), steps, first, sigma)
-        return (numeric, noise), spent + probed
+        return f32steps.estimates(seen, steps, (fp, fm, realized_step(flat, steps)), flat, base_value)
 
 
 def realized_step(x: np.ndarray, h: np.ndarray) -> np.ndarray:

@@ -174,10 +174,9 @@ class LowPrecisionPlan(OrdinaryPlan):
                         ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
         if self.upcast or self.fmt.name != "float32":
             return None, 0
-        sigma, probed = (0.0, 0) if values is None else f32steps.measure_roundoff(differencer, values, base_value)
         fp, fm, denom = diffs
-        numeric, noise, spent = f32steps.richardson(differencer, np.arange(steps.size), steps, (fp, fm, denom), sigma)
-        return (numeric, noise), spent + probed
+        return f32steps.estimates(differencer, steps, (fp, fm, denom),
+                                  np.empty(0) if values is None else values, base_value)
 
     def after_claim(self, cfg: Config, claimed: Any) -> Config:
         return self.with_claim(cfg, claimed) if self.upcast else cfg
