@@ -12,20 +12,17 @@ large and the round-off small:
     numeric = R1
     noise   = |R1 - R2| / 4 + max(u (|f(x+h)| + |f(x-h)|), 4 sigma) / |realized step|
 
-The estimate and its bound are THE Richardson's (:func:`gradcheck._differences.spread_estimate`),
-the model term THE round-off model's (:func:`gradcheck._differences.modelled`), with ``sigma``,
+The estimate and its bound are THE Richardson's (:func:`gradcheck._differences.spread_estimate`,
+where the quarter of the spread is argued), the model term THE round-off model's with ``sigma``,
 f's own round-off measured on a few entries (:func:`gradcheck._differences.measured_sigma`), in
 place of ``u |f|`` where it is larger (a float32 sum whose partial sums dwarf its value); this
-module only asks for the points. ``|R1 - R2|`` is the *measured* spread: R2's truncation (16
-times R1's, so a quarter of it still covers R1's four times over) and the round-off of both,
-as f produced it. 6 evaluations per entry instead of 2, plus 48. Measured on sin(x) x^2,
-logsumexp, ``tanh(A @ W) * B``, layer norms
-and ``x^3 - x`` over 1e-2..1e2 (7,296 entries, 6 seeds, f computing in float32): the
-numeric error stayed within 0.61 of the whole tolerance (k = 3); with the whole spread and
-k = 2 it reached 0.90, with 2 points more of UNCHECKED entries. Entries whose noise is above
-1e-4 of their value are UNCHECKED: float32 evaluations of f cannot resolve them (a
-logsumexp over 128 entries: gradients ~1/128 against |f| ~ 5). The
-verdict rule is the usual one (``_classify``) with the :data:`PRESET` below: rtol 2e-4,
+module asks for the points. 6 evaluations per entry instead of 2, plus 48. Measured on
+sin(x) x^2, logsumexp, ``tanh(A @ W) * B``, layer norms and ``x^3 - x`` over 1e-2..1e2 (7,296
+entries, 6 seeds, f computing in float32): the numeric error stayed within 0.61 of the whole
+tolerance (k = 3); with the whole spread and k = 2 it reached 0.90, with 2 points more of
+UNCHECKED entries. Entries whose noise is above 1e-4 of their value are UNCHECKED: float32
+evaluations of f cannot resolve them (a logsumexp over 128 entries: gradients ~1/128 against
+|f| ~ 5). The verdict rule is the usual one (``_classify``) with the :data:`PRESET` below: rtol 2e-4,
 PASS share 5e-4, so a claim 1e-3 off is never a PASS.
 """
 from __future__ import annotations
@@ -33,8 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.config import Config
-from .._differences import measured_sigma, modelled, spread_estimate
-from .._differences.noise import Differencer
+from .._differences import Differencer, measured_sigma, modelled, spread_estimate
 
 __all__ = ["F32_STEP", "PRESET", "estimates"]
 
