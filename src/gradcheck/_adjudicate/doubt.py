@@ -42,6 +42,7 @@ def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit,
     big = excess >= GROSS_EXCESS
     gross = mismatches[big][np.argsort(-excess[big])][:GROSS_CONFIRMED]
     doubt = np.isin(codes, [int(Verdict.UNCHECKED), int(Verdict.KINK)])
+    doubt &= judged.causes != Cause.BUDGET  # the second look could not afford them: neither can the referee
     doubt[mismatches[~big]] = True
     positions = np.union1d(np.flatnonzero(doubt & np.isfinite(analytic)), gross)
     info: dict[str, Any] = {"attempted": False, "entries": 0}

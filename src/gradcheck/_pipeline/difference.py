@@ -12,9 +12,9 @@ import numpy as np
 
 from .. import _axes
 from .._differences import CentralDifferences, DenominatorsOf, StepsOf, steps_for
-from .._evaluate import Target, choose, usable_cores
+from .._evaluate import Target, choose, time_call, usable_cores
 from .._runtime.checkpoint import open_checkpoint
-from .._runtime.cost import announce, plan_cost
+from .._runtime.cost import CostPlan, announce, plan_cost
 from .._runtime.progress import Progress, differences_with_progress, isatty, screen_hint
 from .options import CheckOptions
 from .prepare import Subject
@@ -57,13 +57,13 @@ def difference(subject: Subject, opts: CheckOptions) -> Differenced:
         differencer = saved.differences
     size = subject.work.size
     steps = steps_for(subject.work.reshape(-1), subject.config.step)
-    header = _say_plan(subject, steps, choice, eng, opts)
+    header, timed = _say_plan(subject, steps, choice, eng, opts)
     began = time.perf_counter()
     diffs = first_differences(differencer, np.arange(size), steps, progress=opts.progress, label=subject.label,
                               header=header)
     hint = screen_hint(size, time.perf_counter() - began)
     return Differenced(engine=eng, engine_reason=reason, differencer=differencer, saved=saved, steps=steps,
-                       diffs=diffs, hint=hint, evaluations=1 + choice.evaluations + 2 * size)
+                       diffs=diffs, hint=hint, evaluations=1 + choice.evaluations + timed + 2 * size)
 
 
 def first_differences(differencer: Callable[..., Diffs], flat_idx: np.ndarray, steps: np.ndarray, *,
@@ -74,15 +74,25 @@ def first_differences(differencer: Callable[..., Diffs], flat_idx: np.ndarray, s
         return differences_with_progress(differencer, flat_idx, steps, bar)
 
 
-def _say_plan(subject: Subject, steps: np.ndarray, choice: Any, eng: Any, opts: CheckOptions) -> str | None:
+def _say_plan(subject: Subject, steps: np.ndarray, choice: Any, eng: Any, opts: CheckOptions
+              ) -> tuple[str | None, int]:
     """The cost plan (:mod:`gradcheck._runtime.cost`), said before the first pass: returned as
-    the progress line's header when that line is drawn on a terminal, logged otherwise."""
+    the progress line's header when that line is drawn on a terminal (None: logged), with the
+    calls of f it made (one, to time f again when f(x)'s timing alone made the plan long)."""
     seconds = choice.call_seconds if choice.call_seconds is not None else subject.call_seconds
-    plan = plan_cost(subject.analytic, steps, float(subject.f0), subject.unit, subject.config,
-                     spent=subject.probes + 1 + choice.evaluations, call_seconds=seconds,
-                     parallel=_parallelism(eng.name), output_ndim=0 if subject.cotangent is None else 1)
+    spent = subject.probes + 1 + choice.evaluations
+
+    def plan(seconds: float | None) -> CostPlan:
+        return plan_cost(subject.analytic, steps, float(subject.f0), subject.unit, subject.config, spent=spent,
+                         call_seconds=seconds, parallel=_parallelism(eng.name),
+                         output_ndim=0 if subject.cotangent is None else 1)
+    planned, timed = plan(seconds), 0
+    if choice.call_seconds is None and planned.hint is not None:
+        # Long on f(x)'s timing alone, which may include a first call's compilation: time one more.
+        timed = 1
+        planned = plan(min(float(seconds or 0.0), time_call(subject.evaluate)))
     on_terminal = opts.progress is True or (opts.progress is None and isatty(sys.stderr))
-    return announce(plan, subject.label, on_terminal=on_terminal)
+    return announce(planned, subject.label, on_terminal=on_terminal), timed
 
 
 def _parallelism(engine: str) -> int:

@@ -79,6 +79,8 @@ class Budget:
              ) -> tuple[np.ndarray, np.ndarray]:
         """The first entries of ``ordered`` the budget affords at ``cost`` each (``share`` of
         what is left), and the rest."""
+        if self.limit is None:
+            return ordered, ordered[:0]
         can = self.left(reserved) * share // cost
         if can >= ordered.size:
             return ordered, ordered[:0]

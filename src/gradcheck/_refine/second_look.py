@@ -70,11 +70,14 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
     reserved = _budget.STUDY_COST * mismatches.size  # never cut: reserved before the optional part
     # Noisy PASS entries get the quick look first (most suspicious first, as many as the
     # budget affords); what it certifies skips the study.
-    noisy = by_suspicion(suspects[(kinds == Verdict.PASS) & QUICK_LOOK], analytic, numeric, cfg.rtol)
-    noisy, unserved = budget.take(noisy, _budget.QUICK_COST, reserved, _budget.QUICK_SHARE)
+    noisy = by_suspicion(suspects[kinds == Verdict.PASS], analytic, numeric, cfg.rtol)
+    if QUICK_LOOK:
+        noisy, unserved = budget.take(noisy, _budget.QUICK_COST, reserved, _budget.QUICK_SHARE)
+    else:  # every noisy PASS to the full study (the tests compare the two)
+        noisy, unserved = budget.take(noisy, _budget.STUDY_COST, reserved)
     noisy.sort()
     rests: list[tuple[np.ndarray, dict]] = []
-    for part in _in_chunks(sub, "quick", noisy):
+    for part in _in_chunks(sub, "quick", noisy if QUICK_LOOK else noisy[:0]):
         q = quick_certify(sub, part, steps[part], analytic[part], tuple(d[part] for d in diffs),
                           base_value=base_at(base_value, part), **options)
         ok = part[q.certified]
@@ -85,10 +88,10 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
         rests.append((part[rest], {f: tuple(d[rest] for d in q.raw[f]) for f in q.raw}))
     # The quick look's leftovers of every chunk are studied together (fewer rounds of a
     # coloured differencer than chunk by chunk), in chunks again if they are many.
-    rest, measured = _joined(rests)
+    rest, measured = _joined(rests) if QUICK_LOOK else (noisy, None)
     rests.clear()  # the parts, now copied into the joined group
     _study_groups(judged, sub, analytic, diffs, steps, base_value, options, per_bound, [(mismatches, None)])
-    if rest.size and budget.limit is not None:
+    if rest.size and budget.limit is not None and QUICK_LOOK:
         keep = np.isin(rest, budget.take(by_suspicion(rest, analytic, numeric, cfg.rtol), _budget.REST_COST)[0])
         unserved = np.concatenate([unserved, rest[~keep]])
         rest, measured = rest[keep], None if measured is None else {
