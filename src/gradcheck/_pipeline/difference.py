@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from .. import _axes
+from .._adjudicate.referee import referee_may_run
 from .._differences import CentralDifferences, DenominatorsOf, StepsOf, steps_for
-from .._evaluate import Target, choose, time_call, usable_cores
+from .._evaluate import Target, choose, kind_of, time_call, usable_cores
 from .._runtime.checkpoint import open_checkpoint
 from .._runtime.cost import CostPlan, announce, plan_cost
 from .._runtime.progress import Progress, differences_with_progress, isatty, screen_hint
@@ -78,17 +79,19 @@ def _say_plan(subject: Subject, steps: np.ndarray, choice: Any, eng: Any, opts: 
               ) -> tuple[str | None, int]:
     """The cost plan (:mod:`gradcheck._runtime.cost`), said before the first pass: returned as
     the progress line's header when that line is drawn on a terminal (None: logged), with the
-    calls of f it made (one, to time f again when f(x)'s timing alone made the plan long)."""
+    calls of f it made (one, to time an @njit f again when nothing else timed it)."""
     seconds = choice.call_seconds if choice.call_seconds is not None else subject.call_seconds
     spent = subject.probes + 1 + choice.evaluations
+    referee = subject.adjudicate is not False and referee_may_run(subject.backend, subject.f)[0]
 
     def plan(seconds: float | None) -> CostPlan:
         return plan_cost(subject.analytic, steps, float(subject.f0), subject.unit, subject.config, spent=spent,
                          call_seconds=seconds, parallel=_parallelism(eng.name),
-                         output_ndim=0 if subject.cotangent is None else 1)
+                         output_ndim=0 if subject.cotangent is None else 1, referee=referee)
     planned, timed = plan(seconds), 0
-    if choice.call_seconds is None and planned.hint is not None:
-        # Long on f(x)'s timing alone, which may include a first call's compilation: time one more.
+    if choice.call_seconds is None and kind_of(subject.f) == "njit":
+        # f(x) was an @njit f's first call (its compilation) and the engine choice timed nothing:
+        # time one more (for every such f, so that the count does not depend on numba's cache).
         timed = 1
         planned = plan(min(float(seconds or 0.0), time_call(subject.evaluate)))
     on_terminal = opts.progress is True or (opts.progress is None and isatty(sys.stderr))
