@@ -13,7 +13,7 @@ from .._adjudicate.referee import Referee, referee_may_run
 from .._core import arguments as _arguments
 from .._core import status as _status
 from .._core.arrays import same_bits
-from .._core.config import Config, as_config, dtype_name
+from .._core.config import Config, Tuning, dtype_name, with_keywords
 from .._core.errors import (
     AliasedParametersError,
     FunctionError,
@@ -29,6 +29,7 @@ from .._pipeline.assemble import assemble_report
 from .._pipeline.difference import first_differences
 from .._pipeline.judge import judge_entries
 from .._report.html import HtmlViews
+from .._report.next_step import next_steps
 from .._report.report import Report
 from .._screen import screen_param
 from ..backends import NumpyBackend
@@ -159,6 +160,7 @@ class ParamsReport(HtmlViews, _status.PassedAsTruth):
                 why, way_out = _status.why_nothing_verified(self.reports[n])
                 lines.append(f"-- {n}: {_status.NOTHING_VERIFIED}: {why}")
             lines.append(f"   way out: {way_out}")
+        lines += [f"  next: {step}" for step in next_steps(self)]
         return "\n".join(lines)
 
     def assert_pass(self, *, allow_unchecked: bool | None = None) -> ParamsReport:
@@ -199,6 +201,11 @@ def check_params(
     order: Sequence[str] | None = None,
     sample: int | None = None,
     config: Config | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    eps: float | None = None,
+    resolution: float | None = None,
+    noise_factor: float | None = None,
     seed: int = 0,
     adjudicate: bool | str = "auto",
     digits: int = 30,
@@ -235,6 +242,9 @@ def check_params(
         default: all of them.
     config : Config, optional
         Steps and tolerances; default: the preset for each name's dtype.
+    rtol, atol, eps, resolution, noise_factor : float, optional
+        Single fields of the config, set on each name's preset (or on ``config``), as in
+        :func:`gradcheck.check`: ``check_params(loss, p, g, rtol=1e-5)``.
     seed : int, default 0
         Seeds the sampled entries.
     adjudicate : {"auto", True, False}, default "auto"
@@ -289,19 +299,20 @@ def check_params(
     >>> loss = lambda p: float((p["w"] ** 2).sum() + 3 * p["b"][0])
     >>> gradcheck.check_params(loss, p, {"w": 2 * p["w"], "b": np.array([3.0])}).passed
     True
+    >>> gradcheck.check_params(loss, p, {"w": 2 * p["w"], "b": np.array([3.0 + 1e-5])}, rtol=1e-4).passed
+    True
     """
     started = time.perf_counter()
-    config, adjudicate, digits = (as_config(config), _arguments.as_adjudicate(adjudicate),
-                                  _arguments.as_digits(digits))
+    config, tuning = with_keywords(config, rtol=rtol, atol=atol, eps=eps, resolution=resolution,
+                                   noise_factor=noise_factor)
+    adjudicate, digits = _arguments.as_adjudicate(adjudicate), _arguments.as_digits(digits)
     seed, executor = _arguments.as_seed(seed), _arguments.as_executor(executor)
     engine = _arguments.choice("engine", engine, PARAMS_ENGINES + ("executor",))
     screen, _ = bool(_arguments.flag("screen", screen)), _arguments.as_budget(budget)
     names, order_t = _require_names(params, grads, order, sample)
     dtypes = {n: float_dtype_name(np.asarray(params[n]), f"params[{n!r}]") for n in names}
     claimed = {n: as_gradient(grads[n], np.shape(params[n]), f"grads[{n!r}]") for n in names}
-    for n in names:
-        step = (config if config is not None else Config.for_dtype(dtypes[n])).step
-        require_moving_steps(params[n], steps_for(params[n].reshape(-1), step), step, f"params[{n!r}]")
+    configs = _name_configs(params, dtypes, config, tuning)
     originals = dict(params)                      # the user's objects, for identity restore
     snapshots = {n: np.array(params[n], copy=True) for n in names}
     rng = np.random.default_rng(seed)
@@ -322,7 +333,7 @@ def check_params(
                     for n in names)
         chosen, why, timed = _params_engine(engine, executor, screen, sample, loss, params, total)
         for n in names:
-            cfg = config if config is not None else Config.for_dtype(dtypes[n])
+            cfg = configs[n]
             if screen:  # gradcheck._screen: each name screened, not checked entry by entry
                 reports[n] = screen_param(loss, params, n, claimed[n], config=cfg, budget=budget,
                                           engine=engine, executor=executor, adjudicate=adjudicate, digits=digits)
@@ -336,11 +347,8 @@ def check_params(
             if params[n].flags.writeable and _bits_differ(params[n], snapshots[n]):
                 params[n][...] = snapshots[n]
     deterministic = bool(f1 == f0 or (np.isnan(f0) and np.isnan(f1)))
-    notes = []
-    if swapped:
-        notes.append(f"read-only parameters checked through a temporary copy in the dict: {swapped}")
-    if not deterministic:
-        notes.append(f"the loss is nondeterministic: {f0!r} then {f1!r}")
+    notes = [f"read-only parameters checked through a temporary copy in the dict: {swapped}"] if swapped else []
+    notes += [] if deterministic else [f"the loss is nondeterministic: {f0!r} then {f1!r}"]
     return ParamsReport(
         reports=reports,
         order=order_t,
@@ -353,6 +361,17 @@ def check_params(
         notes=tuple(notes),
         evaluations=2 + timed + sum(r.evaluations for r in reports.values()),  # 2: the loss at start and end
     )
+
+
+def _name_configs(params: Mapping[str, Any], dtypes: Mapping[str, str], config: Config | None,
+                  tuning: Tuning) -> dict[str, Config]:
+    """Each name's config: ``config`` or the preset of its dtype, with the tolerance keywords
+    (``rtol=``, ``eps=``, ...) set; its steps must move its entries."""
+    configs = {}
+    for n, dtype in dtypes.items():
+        cfg = configs[n] = tuning.apply(config if config is not None else Config.for_dtype(dtype))
+        require_moving_steps(params[n], steps_for(params[n].reshape(-1), cfg.step), cfg.step, f"params[{n!r}]")
+    return configs
 
 
 def _require_names(params: Mapping[str, Any], grads: Mapping[str, Any], order: Sequence[str] | None,

@@ -42,6 +42,7 @@ from ._links import (
     backends,
     dtype_name,
     positive,
+    require_call,
     same_bits,
     text,
     unit_roundoff_of,
@@ -231,6 +232,7 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     for label, fn in (("jvp", jvp), ("vjp", vjp), ("f", f)):
         if fn is not None and not callable(fn):
             raise TypeError(f"{label} must be a function or None, got {fn!r}")
+    _require_calls(jvp, vjp, with_point=x is not None)
     inner, point, fwd, adj, label = _operators(jvp, vjp, x, f, in_shape, backend, name)
     convention = convention_of(complex_convention, inner)
     shape = point.shape if point is not None else tuple(in_shape or ())
@@ -280,6 +282,15 @@ def _draws(fwd, adj, point, shape, seed: int, y0: np.ndarray | None) -> tuple[li
     return ts, vs, jt, jtv
 
 
+def _require_calls(jvp: Any, vjp: Any, *, with_point: bool) -> None:
+    """``jvp(x, t)`` and ``vjp(x, v)`` (``jvp(t)``, ``vjp(v)`` for a linear operator) at the door."""
+    point = ("x",) if with_point else ()
+    how = "with the point x" if with_point else "without x (a linear operator)"
+    for role, fn, arg, returns in (("jvp", jvp, "t", "J t"), ("vjp", vjp, "v", "J^T v")):
+        if fn is not None:
+            require_call(fn, role, point + (arg,), why=f"check_adjoint calls the models {how}", returns=returns)
+
+
 def _operators(jvp, vjp, x, f, in_shape, backend, name):
     """``(backend, x as numpy or None, t -> J t, v -> J^T v, label)``, numpy in and out."""
     if x is None:
@@ -298,11 +309,11 @@ def _operators(jvp, vjp, x, f, in_shape, backend, name):
     if jvp is None:
         fwd = lambda t: inner.jvp(f, point, t[None])[0][0]  # noqa: E731
     else:
-        fwd = lambda t: call_user(inner, jvp, point, t)  # noqa: E731
+        fwd = lambda t: call_user(inner, jvp, point, t, role="jvp")  # noqa: E731
     if vjp is None:
         adj = lambda v: np.array(inner.claimed_gradient(f, point.copy(), v, None), copy=True)  # noqa: E731
     else:
-        adj = lambda v: call_user(inner, vjp, point, v)  # noqa: E731
+        adj = lambda v: call_user(inner, vjp, point, v, role="vjp", names=("x", "v"))  # noqa: E731
     subject = getattr(f, "__name__", "f") if f is not None else getattr(jvp, "__name__", "jvp")
     label = name or f"adjoint test of {subject}"
     return inner, point, fwd, adj, label

@@ -39,13 +39,14 @@ import numpy as np
 
 from ._complex import convention_of, evaluate, note, random_like, require_input, to_torch
 from ._complex import inner as real_inner
-from ._hvp import DIRECTION_STREAM
+from ._hvp import DIRECTION_STREAM, require_calls
 from ._hvp import _claim as hvp_claim
 from ._links import (
     ShapeMismatchError,
     as_gradient,
     as_seed,
     backends,
+    call_watched,
     dtype_name,
     integer,
     label_of,
@@ -235,6 +236,7 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     if hvp is not None and not callable(hvp) and not (isinstance(hvp, str) and hvp == "backend"):
         raise TypeError(f"hvp must be a function hvp(x, v), 'backend' (the framework's double backward) or "
                         f"None, got {hvp!r}")
+    require_calls(None if isinstance(hvp, str) else hvp, grad)
     inner = backends.resolve(backend, x)
     convention = convention_of(complex_convention, inner)
     x_np = np.array(inner.to_numpy(x), copy=True)
@@ -242,7 +244,9 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     d = _direction(direction, x_np, seed)  # before f runs
     value, out_dtype = _scalar_function(f, inner, x_np)
     f0 = value(x_np)
-    g = to_torch(_gradient(inner.claimed_gradient(f, x_np.copy(), None, grad), x_np), convention)
+    claimed = inner.claimed_gradient(f, x_np.copy(), None, grad) if not callable(grad) else call_watched(
+        lambda z: inner.claimed_gradient(f, z, None, grad), (x_np,), ("x",), "the claimed gradient grad(x)")
+    g = to_torch(_gradient(claimed, x_np), convention)
     scale = max(1.0, float(np.abs(x_np).max(initial=0))) / max(float(np.abs(d).max(initial=0)), 1e-300)
     h0 = 2.0 ** -7 * scale if h0 is None else h0
     hd = None
