@@ -70,12 +70,13 @@ class CostPlan:
         limit = "unbounded" if self.second_limit is None else f"at most {self.second_limit:,}"
         text = (f"{name}: plan: ~{self.evaluations:,} evaluations of f for {self.entries:,} entries "
                 f"(first pass {self.first:,}, second look ~{self.second:,}, {limit})")
-        if self.seconds is not None:
-            each = f"{self.call_seconds * 1e3:.3g} ms each" + (
+        call, seconds = self.call_seconds, self.seconds
+        if call is not None and seconds is not None:
+            each = f"{call * 1e3:.3g} ms each" + (
                 f", {self.parallel} at once" if self.parallel > 1 else "")
-            text += f", ~{_duration(self.seconds)} ({each})"
+            text += f", ~{_duration(seconds)} ({each})"
             if self.referee:
-                per = REFEREE_EVALUATIONS * MP_SLOWDOWN * self.call_seconds
+                per = REFEREE_EVALUATIONS * MP_SLOWDOWN * call
                 text += (f"; plus ~{_duration(per)} per entry in doubt the referee settles at 30 digits "
                          "(at most 256; adjudicate=False skips it)")
         return text + (f"; faster: {self.hint}" if self.hint else "")
