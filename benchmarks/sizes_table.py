@@ -9,7 +9,7 @@ Two subjects at 10^4 and 10^5 entries, every call on the correct claim, serial e
 
 For each: evaluations of f and wall time of ``check``, ``screen`` and
 ``check(..., independent_axes="all")`` where it applies. A ``check`` whose cost plan
-(``gradcheck._runtime.cost``) says it would take longer than ``--max-seconds`` is not run:
+(``gradcheck._pipeline.cost``) says it would take longer than ``--max-seconds`` is not run:
 its cell is the plan (marked "plan"). The results go to ``benchmarks/results/sizes.json``;
 ``--write`` renders the README's three lines from that file (``tests/test_readme.py`` checks
 that README.md quotes exactly them).
@@ -47,7 +47,7 @@ def subjects(n: int) -> dict:
 
 def measure(max_seconds: float) -> dict:
     import gradcheck
-    from gradcheck._runtime.cost import plan_cost
+    from gradcheck._pipeline.cost import plan_cost
 
     out: dict = {"rows": []}
     for n in SIZES:

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from gradcheck import Cause, Config, Verdict, check
+from gradcheck._pipeline.cost import LONG_SECONDS, plan_cost
 from gradcheck._refine import budget
-from gradcheck._runtime.cost import LONG_SECONDS, plan_cost
 
 #: The plan's evaluations are within this factor of the calls of f made.
 FACTOR = 2.0

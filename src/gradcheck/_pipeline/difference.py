@@ -15,8 +15,8 @@ from .._adjudicate.referee import referee_may_run
 from .._differences import CentralDifferences, DenominatorsOf, StepsOf, steps_for
 from .._evaluate import Target, choose, kind_of, time_call, usable_cores
 from .._runtime.checkpoint import open_checkpoint
-from .._runtime.cost import CostPlan, announce, plan_cost
 from .._runtime.progress import Progress, differences_with_progress, isatty, screen_hint
+from .cost import CostPlan, announce, plan_cost
 from .options import CheckOptions
 from .prepare import Subject
 
@@ -77,7 +77,7 @@ def first_differences(differencer: Callable[..., Diffs], flat_idx: np.ndarray, s
 
 def _say_plan(subject: Subject, steps: np.ndarray, choice: Any, eng: Any, opts: CheckOptions
               ) -> tuple[str | None, int]:
-    """The cost plan (:mod:`gradcheck._runtime.cost`), said before the first pass: returned as
+    """The cost plan (:mod:`gradcheck._pipeline.cost`), said before the first pass: returned as
     the progress line's header when that line is drawn on a terminal (None: logged), with the
     calls of f it made (one, to time an @njit f again when nothing else timed it)."""
     seconds = choice.call_seconds if choice.call_seconds is not None else subject.call_seconds

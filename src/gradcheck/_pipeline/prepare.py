@@ -89,7 +89,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
     began = time.perf_counter()
     y0 = _evaluate_at_x(be, f, work)
-    call_seconds = time.perf_counter() - began  # the cost plan's measured call (gradcheck._runtime.cost)
+    call_seconds = time.perf_counter() - began  # the cost plan's measured call (gradcheck._pipeline.cost)
     if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
         return RealView(be, x_np, vectorized, lowp.probes + 1)
     require_real_output(output_array(y0), f"f ({label})")
