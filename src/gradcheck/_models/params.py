@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .._adjudicate.referee import Referee, referee_may_run
+from .._adjudicate.referee import referee_for
 from .._core import arguments as _arguments
 from .._core import status as _status
 from .._core.arrays import same_bits
@@ -553,9 +553,8 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
     unit = max(cfg.unit_roundoff, unit_roundoff_of(arr), unit_roundoff_of(probe))
     # The referee evaluates the loss with this one tensor replaced by an arbitrary-precision copy.
     snapshot = np.array(arr, dtype=np.float64, copy=True)
-    referee = None
-    if adjudicate is not False and referee_may_run(NumpyBackend(), loss)[0]:
-        referee = Referee(lambda v: loss({**params, name: v}), snapshot, None, digits=digits)
+    referee = referee_for(NumpyBackend(), loss, snapshot, None, adjudicate=adjudicate, digits=digits,
+                          f_mp=lambda v: loss({**params, name: v}))
     try:
         diffs = first_differences(differencer, flat_idx, steps)
         judged = judge_entries(

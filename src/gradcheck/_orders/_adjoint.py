@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ._complex import adjoint_of, convention_of, evaluate, note, random_like, require_input
+from ._complex import adjoint_of, along, convention_of, evaluate, note, random_like, require_input
 from ._complex import inner as real_inner
 from ._jvp import call_user
 from ._links import (
@@ -41,16 +41,16 @@ from ._links import (
     as_shape,
     backends,
     dtype_name,
+    modelled,
     positive,
     require_call,
+    richardson,
     same_bits,
     text,
+    truncation,
     unit_roundoff_of,
 )
 from ._result import FAIL, PASS, ResultMixin
-
-#: Draws of (t, v): two independent ones and their sum (which also measures linearity).
-DRAWS = 3
 
 
 @dataclass(frozen=True, eq=False, repr=False)  # repr: ResultMixin's one short line
@@ -362,16 +362,19 @@ def _blame(f, point, inner, draw, row, unit, k) -> dict[str, Any]:
                 "verdict": "f is nondeterministic (f(x) changed between two calls): neither model can be judged "
                            "against its differences"}
     h = unit ** (1 / 3) * max(1.0, float(np.abs(point).max(initial=0))) / max(float(np.abs(t).max(initial=0)), 1e-300)
-    phi = lambda s: _dot(evaluate(inner, f, (point + s * t).astype(point.dtype),  # noqa: E731
-                                  f"at x + s t (s = {s:.3g}, the adjoint test's differences)", like=y0), v)
-    values = {s: phi(s) for s in (h, -h, h / 2, -h / 2)}
-    d1 = (values[h][0] - values[-h][0]) / (2 * h)
-    d2 = (values[h / 2][0] - values[-h / 2][0]) / h
-    numeric = (4 * d2 - d1) / 3
-    # f's own round-off, and the rounding of x + s t (the realized step is not s t exactly)
-    roundoff = unit * (max(abs(val[1]) for val in values.values()) / h
-                       + float(np.abs(point).reshape(-1) @ np.abs(jtv).reshape(-1)) / float(np.abs(t).max(initial=1)))
-    error = k * (abs(numeric - d2) + roundoff)
+    scales = (h, -h, h / 2, -h / 2)
+    labels = [f"at x + s t (s = {s:.3g}, the adjoint test's differences)" for s in scales]
+    phi = along(inner, f, point, t, lambda y: _dot(y, v)[0], scales, labels, like=y0).tolist()  # Python floats
+    d1 = (phi[0] - phi[1]) / (2 * h)
+    d2 = (phi[2] - phi[3]) / h
+    numeric = float(richardson(d2, d1, 0.0, 0.0)[0])  # the one estimator (gradcheck._differences)
+    # f's own round-off (the size of the sum <v, f(z)> at the points themselves: the layer answers
+    # one value per point, so the same points again, reduced to sum |v f(z)|; at x it may be 0), and
+    # the rounding of x + s t (the realized step is not s t exactly)
+    sizes = along(inner, f, point, t, lambda y: _dot(y, v)[1], scales, labels, like=y0)
+    roundoff = float(modelled(unit, (float(np.max(np.abs(sizes))) / h, float(
+        np.abs(point).reshape(-1) @ np.abs(jtv).reshape(-1)) / float(np.abs(t).max(initial=1)))))
+    error = k * (float(truncation(d2, d1)) + roundoff)
     lhs, rhs, _ = row
     jvp_ok, vjp_ok = abs(lhs - numeric) <= error, abs(rhs - numeric) <= error
     if jvp_ok and not vjp_ok:

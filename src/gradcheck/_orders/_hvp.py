@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from ._adjoint import check_adjoint
-from ._complex import convention_of, random_like
+from ._complex import along, convention_of, random_like
 from ._jvp import call_user
 from ._links import (
     KEYWORD_FIELDS,
@@ -231,7 +231,8 @@ def _second_differences(f, x_np, inner, claim_fn, label, config, tuning, options
     # either convention (gradcheck._orders._complex).
     v = random_like(np.random.default_rng([int(cfg.seed), DIRECTION_STREAM]), x_np.shape, complex_in)
     k = step * max(1.0, float(np.abs(x_np).max(initial=0))) / float(np.abs(v).max(initial=1))
-    plus, minus = (float(np.asarray(inner.evaluate(f, (x_np + s * k * v).astype(x_np.dtype)))) for s in (1, -1))
+    plus, minus = along(inner, f, x_np, v, lambda y: y, (k, -k),
+                        ("at x + k v (the second differences' offset)", "at x - k v (the second differences' offset)"))
     offset = (abs(plus) + abs(minus)) / (2 * k)
 
     def directional(z):

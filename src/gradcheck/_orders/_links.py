@@ -38,6 +38,13 @@ from .._core.status import PassedAsTruth as PassedAsTruth
 from .._core.status import refusal as refusal
 from .._core.verdict import FAILING as FAILING
 from .._core.verdict import Verdict as Verdict
+from .._differences import Along as Along
+from .._differences import modelled as modelled
+from .._differences import moved as moved
+from .._differences import richardson as richardson
+from .._differences import truncation as truncation
+from .._evaluate import Target as Target
+from .._evaluate import make_runner as make_runner
 from .._pipeline.check import check as check
 from .._pipeline.claims import ClaimBackend as ClaimBackend
 from .._pipeline.claims import with_notes as with_notes
