@@ -39,7 +39,7 @@ import numpy as np
 from .._classify.kernel import classify  # the fused kernel from 1e5 entries, numpy below
 from .._classify.rule import rule_of
 from .._core.config import UNIT_ROUNDOFF
-from .._core.formats import from_bits, round_to_format
+from .._core.formats import bits_to_float64, round_to_format
 from .._core.judged import Judged
 from .._core.verdict import Cause, Verdict
 from .._differences import fourth_difference, slope_and_noise
@@ -94,7 +94,9 @@ def _coarser(unit: float) -> list[str]:
 
 def _holds(parts: list[Part], name: str) -> bool:
     """Is every finite value of ``parts`` a ``name`` number?"""
-    return _every(parts, lambda c: from_bits(round_to_format(c, name), name) == c)
+    # decoded to float64 without the format's dtype: no ml_dtypes import for bfloat16 when
+    # no low-precision format is in play (the watch runs in every float64 check)
+    return _every(parts, lambda c: bits_to_float64(round_to_format(c, name), name) == c)
 
 
 class LowerFormats:
