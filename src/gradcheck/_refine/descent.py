@@ -73,11 +73,11 @@ def descend(differencer: Callable, flat_indices: np.ndarray, steps: np.ndarray, 
         values, noises = [], []
         for factor in LEVEL_FACTORS:
             if factor * scale == 0.5:  # h/2 at level 1: the study's
-                raw = tuple(d[live] for d in half_step)
+                fp, fm, den = (part[live] for part in half_step)
             else:
-                raw = differencer(flat_indices[live], steps[live] * (factor * scale))
+                fp, fm, den = differencer(flat_indices[live], steps[live] * (factor * scale))
                 evaluations += 2 * live.size
-            d, z = slope_and_noise(*raw, unit_roundoff)
+            d, z = slope_and_noise(fp, fm, den, unit_roundoff)
             values.append(d)
             noises.append(noise_factor * z)
         smallest = noises[0]  # the smallest step's round-off

@@ -37,7 +37,7 @@ from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from .._differences import best_estimate, slope_and_noise, with_measured
 from .._differences import measured as measured_roundoff
-from .descent import descend, needs_descent
+from .descent import LARGE_STEP, descend, needs_descent
 from .kink import kink_test
 
 Differencer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -119,8 +119,10 @@ def step_study(
     codes[kink & ~inside & np.isfinite(a)] = Verdict.MISMATCH
     # A MISMATCH whose steps may be too large is confirmed with smaller ones first (:mod:`.descent`).
     unsettled = np.zeros(codes.size, dtype=bool)
-    down = np.flatnonzero((codes == Verdict.MISMATCH) & ~kink & needs_descent(
+    # An UNCHECKED at a step large in absolute terms may resolve at smaller ones: it descends too.
+    down = np.flatnonzero(~kink & (((codes == Verdict.MISMATCH) & needs_descent(
         [slopes[s] for s in STUDY_FACTORS], [bound_noise[s] for s in STUDY_FACTORS], numeric, bound, steps))
+        | ((codes == Verdict.UNCHECKED) & (np.asarray(steps) > LARGE_STEP))))
     if down.size:
         found = descend(differencer, flat_indices[down], steps[down], a[down],
                         (numeric[down], bound[down], codes[down]), tuple(d[down] for d in raw[0.5]),
