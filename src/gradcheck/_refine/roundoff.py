@@ -60,6 +60,10 @@ ABOVE = 2.0
 #: |K(h)| / |K(h/2)| above this (median over probes) is truncation (16 for pure truncation),
 #: not round-off (1 on average): the measurement is not used.
 TRUNCATION_RATIO = 4.0
+#: A measured relative round-off above this (16 times bfloat16's unit round-off, 6% of |f|) is no
+#: format's round-off: steps that span periods of an oscillating f (sin at |x| = 1e8, the step
+#: 600) give fourth differences of the size of f at every step, growth ~1. Not used.
+PLAUSIBLE = 16.0 * 2.0**-8
 #: One part of the values tested: flat float64 values, or a per-slice lookup (:class:`PerEntry`).
 Part = np.ndarray | PerEntry
 #: Fewest finite values from which representability is taken as evidence.
@@ -242,6 +246,7 @@ def probe(differencer, suspects: np.ndarray, steps: np.ndarray, first, base_valu
     with np.errstate(divide="ignore", invalid="ignore"):
         growth = float(np.float64(np.median(coarse[usable])) / np.median(fine[usable]))
     noise_like = not growth > TRUNCATION_RATIO  # NaN (0/0: no round-off at all) counts as noise
+    noise_like &= not measured > PLAUSIBLE
     if noise_like and measured > FAR_ABOVE * unit:
         return RoundOff(float(2.0 ** np.ceil(np.log2(measured))), unit, measured, int(pick.size), evaluations)
     return RoundOff(unit, unit, measured, int(pick.size), evaluations, noise_like)

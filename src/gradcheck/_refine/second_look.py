@@ -167,6 +167,11 @@ def _study(judged: Judged, sub, analytic, diffs, steps, base_value, options, per
     judged.left[group], judged.right[group] = study.left, study.right
     if study.slopes is not None:
         judged.keep_study(group, np.outer(steps[group], STUDY_FACTORS), study.slopes.T)
+    if study.unsettled is not None and study.unsettled.any():
+        judged.notes.append(
+            f"{int(study.unsettled.sum())} MISMATCH of the step study not confirmed at smaller steps (its steps may "
+            f"span periods of an oscillating f, e.g. a relative step at a large |x|; no smaller step reached "
+            f"differences agreeing to round-off): UNCHECKED, not proven")
 
 
 def base_at(base_value, positions: np.ndarray):
