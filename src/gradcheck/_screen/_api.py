@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ from ._engines import SCREEN_ENGINES, select
 from ._entrywise import EntryJudge
 from ._exact import AUTO_SECONDS, EVALS_PER_BLOCK, ExactProbe, agreement, exact_floor
 from ._exact import GAIN as EXACT_GAIN
-from ._limit import screening_limit
+from ._limit import Product, screening_limit
 from ._measure import REFINE_OVER, BudgetExhausted, Measured, Measurer
 from ._partition import draw
 from ._prepare import Prepared, prepare, time_and_repeat
@@ -163,6 +164,27 @@ def screen(
     if not np.isfinite(prep.f0):
         return trivial_report(prep, started, Verdict.NONFINITE,
                                f"f is not finite at x ({prep.f0!r}): no entry can be screened")
+    done = run_screen(prep, budget=budget, engine=engine, executor=executor, draws=draws, blocks=blocks,
+                      complex_step=complex_step, exact=exact, adjudicate=adjudicate, digits=digits, seed=seed)
+    return assemble(prep, done.state, done.notes, done.deterministic, done.drift, started)
+
+
+@dataclass
+class Screened:
+    """What :func:`run_screen` found, before any report is made of it."""
+
+    state: State
+    notes: list[str]             # the engine's choice, a re-cut or fitted blocks, nondeterminism
+    deterministic: bool
+    drift: float
+
+
+def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws: int, blocks: int | None,
+               complex_step: bool | str, exact: bool | str, adjudicate: bool | str, digits: int,
+               seed: int | None) -> Screened:
+    """The screen of ``prep`` (f at x, prepared), from timing f to the bisection's end:
+    :func:`screen` without the validation and the report (``gradcheck._models`` screens a
+    whole model's concatenated parameters through it and reports each name)."""
     per_call, deterministic, f1 = time_and_repeat(prep)
     prep.evaluations += 1
     allowed = parse_budget(budget, per_call)
@@ -187,7 +209,7 @@ def screen(
     extra = ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
     if not deterministic:
         extra.append(f"f is nondeterministic: f(x) gave {prep.f0!r} then {f1!r}")
-    return assemble(prep, state, extra, deterministic, abs(f1 - prep.f0), started)
+    return Screened(state, extra, deterministic, abs(f1 - prep.f0))
 
 
 def _validate(engine, draws, blocks, complex_step, adjudicate, exact) -> None:
@@ -288,13 +310,13 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adju
     n = prep.analytic.size
     all_draws = [draw(n, count, seed=seed, number=r) for r in range(draws)]
     judge = EntryJudge(prep, m, adjudicate, digits, per_call, exact)
-    bis = Bisection(m, all_draws, judge, relevance=RELEVANCE_SHARE * prep.floor * prep.weights)
+    bis = Bisection(m, all_draws, judge, relevance=Product(prep.floor, prep.weights, RELEVANCE_SHARE))
     first = (all_draws[0].blocks[0], all_draws[0].signs[all_draws[0].blocks[0]])
     step_note, known = _calibrate(prep, m, first)
     if m.rho != prep.rho:  # check's floor with f's measured round-off (see _limit.entrywise_floor)
         prep.rho, prep._floor = m.rho, None
-        bis.relevance = RELEVANCE_SHARE * prep.floor * prep.weights
-    m.worth = prep.floor * prep.weights  # a block bound below this at all its entries lifts no limit
+        bis.relevance = Product(prep.floor, prep.weights, RELEVANCE_SHARE)
+    m.worth = Product(prep.floor, prep.weights)  # a block bound below this at all its entries lifts no limit
     phases = {"step search": m.evaluations}
     complex_note = exact_note = ""
     try:
@@ -427,7 +449,7 @@ def _try_exact(prep: Prepared, m: Measurer, bis: Bisection, judge: EntryJudge, w
         return "exact directional derivatives not used: " + (why or "f did not run at arbitrary precision "
                                                                "along any block")
     m.exact_probe, judge.exact_look, prep._floor = probe, True, floor
-    bis.relevance = RELEVANCE_SHARE * floor * prep.weights
+    bis.relevance = Product(floor, prep.weights, RELEVANCE_SHARE)
     for n in bis.tops:
         n.slack = np.nan  # the gate's relevance share follows the new floor
     for j, n in enumerate(tops):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class Bisection:
     """State of one screen: the draws' trees, the localized entries, clearances, limits."""
 
     def __init__(self, measurer: Measurer, draws: list[Draw], judge: Judge,
-                 relevance: np.ndarray | None = None) -> None:
+                 relevance: Any = None) -> None:
         self.m = measurer
         self.relevance = relevance      # per entry: RELEVANCE w_i floor_i (None: no such cut)
         self.draws = draws

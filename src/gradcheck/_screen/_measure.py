@@ -65,7 +65,7 @@ class Measurer:
     evaluations: int = 0
     by_method: dict[str, int] = field(default_factory=lambda: {"fd": 0, "complex": 0})
     calibrated: float = np.inf  # the bound the step search reached at t on its block
-    worth: np.ndarray | None = None  # per entry: w_i x check's floor (a bound below matters not)
+    worth: Any = None  # per entry (an array or a _limit.Product): w_i x check's floor (a bound below matters not)
     refined: int = 0            # blocks measured again at shorter steps
 
     def afford(self, count: int) -> bool:

@@ -27,10 +27,12 @@ class Probe:
     """``f`` at ``x`` with a block of entries replaced (see the module docstring)."""
 
     def __init__(self, f: Callable[..., Any], work: np.ndarray, evaluate: Callable[[], float],
-                 cotangent: np.ndarray | None, label: str) -> None:
+                 cotangent: np.ndarray | None, label: str, pristine: np.ndarray | None = None) -> None:
         self.f = f
         self.work = work                      # private, C-contiguous
-        self.pristine = work.copy()
+        # ``pristine=work`` (a whole model: no second copy of every parameter) makes
+        # unchanged() vacuous: the caller then compares work with the originals itself.
+        self.pristine = work.copy() if pristine is None else pristine
         self.evaluate = evaluate              # the reduced f at the current contents of work
         self.cotangent = None if cotangent is None else cotangent.reshape(-1)
         self.cotangent_shape = None if cotangent is None else cotangent.shape
