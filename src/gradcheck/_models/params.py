@@ -28,12 +28,12 @@ from .._pipeline.difference import first_differences
 from .._pipeline.judge import judge_entries
 from .._report.html import HtmlViews
 from .._report.report import Report
-from .._screen._api import screen_param
 from ..backends import NumpyBackend
 from ..backends._claimed import as_gradient
 from ..engines import CheckProblem, _processes, select_engine
 from ..engines._differences import central_differences, require_moving_steps, steps_for
 from .diagnosis import Diagnosis, diagnose
+from .joint import screen_whole
 
 try:
     from numpy.lib.array_utils import byte_bounds as _np_byte_bounds  # numpy >= 2
@@ -293,14 +293,16 @@ def check_params(
         total = sum(int(np.size(params[n])) if sample is None else min(sample, int(np.size(params[n])))
                     for n in names)
         chosen, why, timed = _params_engine(engine, executor, screen, sample, loss, params, total)
-        for n in names:
-            cfg = config if config is not None else Config.for_dtype(dtypes[n])
-            if screen:  # gradcheck._screen: each name screened, not checked entry by entry
-                reports[n] = screen_param(loss, params, n, claimed[n], config=cfg, budget=budget,
-                                          engine=engine, executor=executor, adjudicate=adjudicate, digits=digits)
-                continue
-            reports[n] = _check_one(loss, params, n, claimed[n], cfg, sample, rng, adjudicate, digits, claim_scale,
-                                    chosen, why, executor)
+        configs = {n: config if config is not None else Config.for_dtype(dtypes[n]) for n in names}
+        if screen:  # one screen over every entry of every name (gradcheck._models.joint)
+            whole = screen_whole(loss, params, claimed, configs, budget=budget, engine=engine, executor=executor,
+                                 adjudicate=adjudicate, digits=digits)
+            reports, spent, run_notes = whole.reports, whole.evaluations, whole.notes
+        else:
+            for n in names:
+                reports[n] = _check_one(loss, params, n, claimed[n], configs[n], sample, rng, adjudicate, digits,
+                                        claim_scale, chosen, why, executor)
+            spent, run_notes = sum(r.evaluations for r in reports.values()), []
         f1 = _scalar_loss(loss, params, None, "base", None)
     finally:
         for n in names:
@@ -308,7 +310,7 @@ def check_params(
             if params[n].flags.writeable and _bits_differ(params[n], snapshots[n]):
                 params[n][...] = snapshots[n]
     deterministic = bool(f1 == f0 or (np.isnan(f0) and np.isnan(f1)))
-    notes = []
+    notes = list(run_notes)
     if swapped:
         notes.append(f"read-only parameters checked through a temporary copy in the dict: {swapped}")
     if not deterministic:
@@ -323,7 +325,7 @@ def check_params(
         drift=0.0 if deterministic else float(abs(f1 - f0)),
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
-        evaluations=2 + timed + sum(r.evaluations for r in reports.values()),  # 2: the loss at start and end
+        evaluations=2 + timed + spent,  # 2: the loss at start and end
     )
 
 

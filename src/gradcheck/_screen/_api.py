@@ -181,10 +181,11 @@ class Screened:
 
 def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws: int, blocks: int | None,
                complex_step: bool | str, exact: bool | str, adjudicate: bool | str, digits: int,
-               seed: int | None) -> Screened:
+               seed: int | None, recut: bool = True) -> Screened:
     """The screen of ``prep`` (f at x, prepared), from timing f to the bisection's end:
     :func:`screen` without the validation and the report (``gradcheck._models`` screens a
-    whole model's concatenated parameters through it and reports each name)."""
+    whole model's concatenated parameters through it and reports each name). ``recut=False``
+    keeps the fitted blocks (a whole model re-screens the names its blocks limit instead)."""
     per_call, deterministic, f1 = time_and_repeat(prep)
     prep.evaluations += 1
     allowed = parse_budget(budget, per_call)
@@ -198,9 +199,9 @@ def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws
                                 adjudicate=adjudicate, digits=digits, per_call=per_call,
                                 seed=prep.config.seed if seed is None else int(seed))
         state = run(count=count)
-        if blocks is None:
-            state, recut = _smaller_blocks(prep, state, run, allowed)
-            fitted = "; ".join(x for x in (fitted, recut) if x)
+        if blocks is None and recut:
+            state, again = _smaller_blocks(prep, state, run, allowed)
+            fitted = "; ".join(x for x in (fitted, again) if x)
     finally:
         eng.close()
     why = getattr(eng, "why", why)  # auto decides as the screen runs
@@ -480,18 +481,3 @@ def _fd_to_floor(prep: Prepared, bis: Bisection) -> float:
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = bis.tau[0] / prep.weights / prep.floor
     return float(np.median(np.where(np.isfinite(ratio), ratio, np.inf)))
-
-
-def screen_param(loss, params, name: str, claim: np.ndarray, *, config: Config, budget: Any, engine: str,
-                 executor: Any, adjudicate, digits: int) -> Report:
-    """``check_params(..., screen=True)`` for one name: :func:`screen` of the loss as a
-    function of ``params[name]`` alone (the dict with that name replaced by the screen's
-    private copy), the other parameters held at their values."""
-    held = dict(params)
-
-    def of_name(v):
-        return loss({**held, name: v})
-
-    of_name.__name__ = name
-    return screen(of_name, params[name], claim, budget=budget, config=config, engine=engine,
-                  executor=executor, adjudicate=adjudicate, digits=digits, name=name)
