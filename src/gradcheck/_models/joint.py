@@ -35,15 +35,18 @@ from .._report.report import Report
 from .._screen import (
     DEFAULT_DRAWS,
     FlatPrepared,
+    Looked,
     Screened,
     describe,
     looked_in,
+    merge_looks,
     prepare_flat,
     run_notes,
     run_screen,
     screened_limits,
 )
-from .segments import Segments
+from .by_name import ByName, second_look
+from .segments import Segments, flat_loss
 
 #: A name whose median limit is more than this many times check's own floor there has its
 #: limit set by the joint blocks (the screen's re-cut rule: ``_screen._api.RECUT_OVER_FLOOR``).
@@ -52,9 +55,11 @@ OVER_FLOOR = 2.0
 
 @dataclass
 class Whole:
-    """A whole model's screen: a report per name, notes on the run, every call of the loss."""
+    """A whole model's screen: a report per name, the names that fail along their own
+    direction (with the evidence), notes on the run, every call of the loss."""
 
     reports: dict[str, Report]
+    failing: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     evaluations: int = 0
     deterministic: bool = True
@@ -63,31 +68,62 @@ class Whole:
 
 @dataclass
 class Group:
-    """Names screened together (one dtype and config): their segment map and screen."""
+    """Names screened together (one dtype and config): their segment map, the joint screen,
+    and the second look name by name."""
 
     seg: Segments
     config: Config
     prep: FlatPrepared
     done: Screened
     dtype: str
+    options: dict[str, Any]               # engine, executor, adjudicate, digits
+    by_name: ByName = field(default_factory=ByName)
 
 
-def screen_whole(loss: Callable[[Any], Any], params: Mapping[str, np.ndarray], claimed: Mapping[str, np.ndarray],
-                 configs: Mapping[str, Config], *, budget: Any, engine: str, executor: Any, adjudicate: Any,
-                 digits: int, seed: int | None = None, mp_capable: bool = True) -> Whole:
+def screen_whole(loss: Callable[[Any], Any], params: Mapping[str, np.ndarray], claimed: dict[str, np.ndarray],
+                 configs: Mapping[str, Config], order: Sequence[str], *, budget: Any, engine: str, executor: Any,
+                 adjudicate: Any, digits: int, seed: int | None = None, mp_capable: bool = True) -> Whole:
     """Screen every entry of every name of ``params`` (``loss(params)``, a dict of numpy
-    arrays; ``claimed``: float64 claims by name) together; see the module docstring."""
+    arrays; ``claimed``: float64 claims by name, emptied as they are copied into the screen;
+    ``order``: the backward order) together; see the module docstring."""
     started = time.perf_counter()
     out = Whole({})
+    options = dict(engine=engine, executor=executor, adjudicate=adjudicate, digits=digits)
     for names in _groups(params, configs):
-        group = _screen_group(loss, params, claimed, names, configs[names[0]], budget=budget, engine=engine,
-                              executor=executor, adjudicate=adjudicate, digits=digits, seed=seed,
-                              mp_capable=mp_capable)
-        out.evaluations += group.done.state.measurer.evaluations
+        group = _screen_group(loss, params, claimed, names, configs[names[0]], budget=budget, options=options,
+                              seed=seed, mp_capable=mp_capable)
+        notes = _group_notes(group)
+        group.by_name = second_look(group, _name_stats(group), loss, params, list(order), seed)
+        # the joint measurer counted the name-by-name look too; the limited names' screen has its own
+        out.evaluations += group.done.state.measurer.evaluations + _sub_evaluations(group)
         out.deterministic &= group.done.deterministic
         out.drift = max(out.drift, group.done.drift)
+        out.failing.update(group.by_name.failing)
         out.reports.update(_reports(group, started))
-        out.notes += _group_notes(group)
+        out.notes += notes + group.by_name.notes
+    return out
+
+
+def _sub_evaluations(group: Group) -> int:
+    sub = group.by_name.sub
+    return 0 if sub is None else sub[2].state.measurer.evaluations
+
+
+def _name_stats(group: Group) -> dict[str, tuple[bool, float]]:
+    """Per name: whether some entry is neither cleared nor localized (unresolved), and its
+    median stated limit over check's floor there (the screened entries)."""
+    out = {}
+    prep, state = group.prep, group.done.state
+    for name, lo, hi in group.seg.spans():
+        screened, limit, _ = screened_limits(prep, state, lo, hi)
+        looked = looked_in(prep, state, lo, hi)
+        seen = screened.copy()
+        seen[looked.positions] = True
+        if not screened.any():
+            out[name] = (not seen.all(), 1.0)
+            continue
+        floor = np.asarray(prep.floor[lo:hi])[screened]
+        out[name] = (not seen.all(), float(np.median(limit[screened]) / max(np.median(floor), 1e-300)))
     return out
 
 
@@ -99,40 +135,29 @@ def _groups(params: Mapping[str, np.ndarray], configs: Mapping[str, Config]) -> 
     return [names for names in keyed.values() if names]
 
 
-def _screen_group(loss, params, claimed, names: Sequence[str], config: Config, *, budget, engine, executor,
-                  adjudicate, digits, seed, mp_capable: bool) -> Group:
+def _screen_group(loss, params, claimed, names: Sequence[str], config: Config, *, budget, options, seed,
+                  mp_capable: bool) -> Group:
     seg = Segments.of(params, names)
     dtype = dtype_name(np.asarray(params[names[0]]).dtype)
     work = seg.concatenate(params, dtype)
     claim = seg.concatenate(claimed, np.float64)
-    f = _flat_loss(loss, params, seg, mp_capable)
+    for n in names:  # the per-name claims are copied: let a framework's gradient go (a model's worth)
+        claimed.pop(n)
+    f = flat_loss(loss, params, seg, mp_capable)
     y0 = _output(loss, params, seg, None)
     unit = max(config.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     label = names[0] if len(names) == 1 else f"{len(names)} names"
-    prep = prepare_flat(f, work, claim, config, label, float(y0), unit)
+    prep = prepare_flat(f, work, claim, config, label, float(y0), unit, getattr(loss, "gradcheck_backend", "numpy"))
     try:
-        done = run_screen(prep, budget=budget, engine=engine, executor=executor, draws=DEFAULT_DRAWS, blocks=None,
+        done = run_screen(prep, budget=budget, draws=DEFAULT_DRAWS, blocks=None,
                           complex_step="auto" if mp_capable else False, exact="auto" if mp_capable else False,
-                          adjudicate=adjudicate, digits=digits, seed=seed, recut=False)
+                          seed=seed, recut=False, **options)
     except FunctionError as err:
         raise _named(err, seg) from err.__cause__
     except InputMutationError:
         raise mutation_error(f"the loss (while {label} were screened)") from None
     _require_untouched(work, params, seg)
-    return Group(seg, config, prep, done, dtype)
-
-
-def _flat_loss(loss, params: Mapping[str, np.ndarray], seg: Segments, mp_capable: bool) -> Callable[[np.ndarray], float]:
-    """``loss`` of the flat vector: the dict in the user's order, the segment's names as views
-    of the vector, the other names held at their values."""
-    order = list(params)
-
-    def of_flat(v: np.ndarray) -> float:
-        views = seg.views(v)
-        return float(loss({n: views[n] if n in views else params[n] for n in order}))
-
-    of_flat.gradcheck_mp_capable = mp_capable  # type: ignore[attr-defined]  # the referee's question
-    return of_flat
+    return Group(seg, config, prep, done, dtype, options)
 
 
 def _output(loss, params, seg: Segments, index) -> np.ndarray:
@@ -180,21 +205,25 @@ def _reports(group: Group, started: float) -> dict[str, Report]:
 
 
 def _name_report(group: Group, name: str, lo: int, hi: int, started: float) -> Report:
-    """One name's report: SCREENED where cleared in every draw, the entry-wise verdicts of its
-    localized entries, UNCHECKED elsewhere; its detection limit (float32, rounded up)."""
+    """One name's report: SCREENED where cleared in every draw (by the joint screen, its own
+    direction, or the limited names' screen: the lower limit kept), the entry-wise verdicts of
+    its localized entries, UNCHECKED elsewhere; its detection limit (float32, rounded up)."""
     prep, state = group.prep, group.done.state
     shape = group.seg.shapes[group.seg.names.index(name)]
     n = hi - lo
     screened, limit, own = screened_limits(prep, state, lo, hi)
-    looked = looked_in(prep, state, lo, hi)
+    looks, notes = [looked_in(prep, state, lo, hi)], list[str]()
+    sub = group.by_name.sub
+    if sub is not None and name in sub[0].names:
+        looks.append(_own_screen(sub, name, screened, limit, own, notes))
+    looked = merge_looks(looks)
     at = looked.positions
     codes = np.full(n, Verdict.UNCHECKED, dtype=np.uint8)
     codes[screened] = Verdict.SCREENED
     codes[at] = looked.judged.codes
     limit[at] = looked.limit
     detection = upward32(limit)
-    summary = describe(np.where(screened, limit, np.inf) if not at.size else _without(limit, screened, at),
-                       prep.analytic[lo:hi], draws=state.draws, blocks=state.blocks,
+    summary = describe(_without(limit, screened, at), prep.analytic[lo:hi], draws=state.draws, blocks=state.blocks,
                        screened=int(screened.sum()) - int(screened[at].sum()), own=own)
     if at.size:  # full arrays only for a name with localized entries
         numeric, noise, refined = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=bool)
@@ -205,7 +234,9 @@ def _name_report(group: Group, name: str, lo: int, hi: int, started: float) -> R
     else:
         numeric = noise = np.broadcast_to(np.float64(np.nan), (n,))
         refined, tolerance, second = np.broadcast_to(False, (n,)), detection, {}
-    notes = [summary] + _localized_note(looked)
+    if name in group.by_name.failing:
+        notes.append(group.by_name.failing[name])
+    notes = [summary] + notes + _localized_note(looked)
     return Report(
         name=name, analytic=prep.analytic[lo:hi].reshape(shape), numeric=numeric.reshape(shape),
         noise=noise.reshape(shape), tolerance=tolerance.reshape(shape), codes=codes.reshape(shape),
@@ -213,6 +244,23 @@ def _name_report(group: Group, name: str, lo: int, hi: int, started: float) -> R
         deterministic=group.done.deterministic, drift=group.done.drift, evaluations=state.measurer.evaluations,
         seconds=time.perf_counter() - started, notes=tuple(notes), detection_limit=detection.reshape(shape),
         **second)
+
+
+def _own_screen(sub, name: str, screened: np.ndarray, limit: np.ndarray, own: np.ndarray, notes: list[str]) -> Looked:
+    """Fold the limited names' screen into ``name``'s arrays (in place: the lower limit of the
+    two kept per entry); returns its localized entries there."""
+    seg, prep, done = sub
+    lo, hi = seg.span(name)
+    s_screened, s_limit, s_own = screened_limits(prep, done.state, lo, hi)
+    before = float(np.median(limit[screened])) if screened.any() else np.inf
+    np.minimum(limit, s_limit, out=limit)
+    np.minimum(own, s_own, out=own)
+    screened |= s_screened
+    after = float(np.median(limit[screened])) if screened.any() else np.inf
+    notes.append(f"its limit was set by the joint blocks: screened again with the other limited names on their own "
+                 f"({done.state.draws} draws of {done.state.blocks} blocks); the limit at the median entry went "
+                 f"from {before:.3g} to {after:.3g}")
+    return looked_in(prep, done.state, lo, hi)
 
 
 def _without(limit: np.ndarray, screened: np.ndarray, at: np.ndarray) -> np.ndarray:

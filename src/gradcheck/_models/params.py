@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from ..backends._claimed import as_gradient
 from ..engines import CheckProblem, _processes, select_engine
 from ..engines._differences import central_differences, require_moving_steps, steps_for
 from .diagnosis import Diagnosis, diagnose
+from .frameworks import framework_problem
 from .joint import screen_whole
 
 try:
@@ -58,17 +59,25 @@ class ParamsReport(HtmlViews):
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
     #: Every call of the loss: each name's ``report.evaluations`` and the run's own (the loss
-    #: at the start and at the end, and ``engine="auto"``'s timing calls).
+    #: at the start and at the end, and ``engine="auto"``'s timing calls); with ``screen=True``
+    #: the one screen of the whole model (each name's report states that screen's count).
     evaluations: int = 0
+    #: ``screen=True``: names whose gradient disagrees along their own direction (every entry
+    #: of the name, with the draw's signs) beyond the bound, by name, with the evidence; they
+    #: fail even where no single entry was localized (their report says so).
+    evidence: dict[str, str] = field(default_factory=dict)
 
     @property
     def status(self) -> str:
         """``"FAIL"`` if a name fails or the loss is nondeterministic, else
         ``"INCONCLUSIVE"`` if any name verified nothing (its gradient was never checked: a
         model check must not say a plain PASS then), else ``"PASS"``."""
-        if not self.deterministic:
+        if not self.deterministic or self.evidence:
             return _status.FAIL
         return _status.combine(r.status for r in self.reports.values())
+
+    def _name_status(self, name: str) -> str:
+        return _status.FAIL if name in self.evidence else self.reports[name].status
 
     @property
     def passed(self) -> bool:
@@ -76,13 +85,14 @@ class ParamsReport(HtmlViews):
 
     @property
     def failing(self) -> list[str]:
-        """Names with a MISMATCH or NONFINITE entry, in backward order."""
-        return [n for n in self.order if self.reports[n].status == _status.FAIL]
+        """Names with a MISMATCH or NONFINITE entry, or whose own direction disagrees
+        (:attr:`evidence`), in backward order."""
+        return [n for n in self.order if self._name_status(n) == _status.FAIL]
 
     @property
     def inconclusive(self) -> list[str]:
         """Names that verified nothing (no entry PASSed, none failed), in backward order."""
-        return [n for n in self.order if self.reports[n].status == _status.INCONCLUSIVE]
+        return [n for n in self.order if self._name_status(n) == _status.INCONCLUSIVE]
 
     @property
     def worst(self) -> dict[str, float]:
@@ -109,7 +119,7 @@ class ParamsReport(HtmlViews):
             r = self.reports[n]
             c = r.counts
             other = c[Verdict.NONFINITE] + c[Verdict.KINK] + c[Verdict.SKIPPED]
-            status = "ok" if r.passed else r.status
+            status = "ok" if r.passed and n not in self.evidence else self._name_status(n)
             cell = f" {c[Verdict.SCREENED]:>9}" if screened else ""
             rows.append(
                 f"  {n:<16} {str(r.shape):<12} {status:<12} {c[Verdict.PASS]:>6} {c[Verdict.MISMATCH]:>8}"
@@ -140,7 +150,7 @@ class ParamsReport(HtmlViews):
         lines.append(self.table())
         lines.append(f"diagnosis: {self.diagnosis.text}")
         for n in self.failing[:3]:
-            lines.append(f"-- {n}")
+            lines.append(f"-- {n}" + (f": {self.evidence[n]}" if n in self.evidence else ""))
             lines.append(self.reports[n].table(5))
         if unverified:
             way_out = ""
@@ -173,6 +183,7 @@ class ParamsReport(HtmlViews):
             "evaluations": self.evaluations,
             "diagnosis": self.diagnosis.to_dict(),
             "notes": list(self.notes),
+            "evidence": dict(self.evidence),
             "params": {n: self.reports[n].to_dict(**kwargs) for n in self.order},
         }
 
@@ -181,9 +192,9 @@ class ParamsReport(HtmlViews):
 
 
 def check_params(
-    loss: Callable[[Mapping[str, np.ndarray]], Any],
-    params: dict[str, np.ndarray],
-    grads: Mapping[str, Any],
+    loss: Any,
+    params: Any = None,
+    grads: Any = None,
     *,
     order: Sequence[str] | None = None,
     sample: int | None = None,
@@ -198,24 +209,40 @@ def check_params(
 ) -> ParamsReport:
     """Check ``grads[name]`` against ``loss(params)`` at every entry of every name.
 
-    Entries of ``params`` are perturbed in place (the usual convention for models that
-    read their parameters from the dict) and restored bit for bit afterwards, also when
-    ``loss`` raises or the run is interrupted. Every name is checked; nothing stops at the
-    first failure, and the diagnosis reads the failing names in backward order.
+    A model as it is held: a dict of numpy arrays with its hand-written gradients
+    (``check_params(loss, params, grads)``), a PyTorch module (``check_params(model, loss_fn)``
+    or ``check_params(model, loss_fn, batch)``), a dict of torch tensors, or a JAX pytree
+    (``check_params(loss, params)``); for the frameworks the claim is their own gradient
+    (autograd, ``jax.grad``; custom ``autograd.Function`` and ``custom_vjp`` rules included)
+    unless ``grads`` is given. Every name is checked; nothing stops at the first failure, and
+    the diagnosis reads the failing names in backward order. The parameters are restored bit
+    for bit (a numpy dict's entries are perturbed in place, where the loss reads them, also
+    when ``loss`` raises or the run is interrupted); a framework's model is never written
+    (the check evaluates the loss on its own arrays), and its mode, ``requires_grad`` flags
+    and buffers are left as they were. With ``screen=True`` the whole model is screened at
+    once: see the docs' "Checking a whole model".
 
     Parameters
     ----------
-    loss : callable
-        ``loss(params) -> float``, reading its parameters from the dict.
-    params : dict of str to numpy.ndarray
-        The parameters by name. Values must be numpy arrays (a list, a float or a tensor is
+    loss : callable or torch.nn.Module
+        ``loss(params) -> float`` reading its parameters from the dict (or pytree). Or a
+        ``torch.nn.Module``: then ``params`` is ``loss_fn`` and ``grads`` is ``batch``:
+        ``check_params(model, loss_fn)`` checks autograd's gradient of ``loss_fn(model)``;
+        ``check_params(model, loss_fn, (inputs, target))`` of
+        ``loss_fn(model(inputs), target)`` (``inputs`` a tensor or a tuple of them), and
+        ``check_params(model, loss_fn, inputs_tensor)`` of ``loss_fn(model(inputs))``; every
+        parameter that requires grad is checked. A float32 model whose loss computes the same
+        function given float64 parameters (precision-generic) is checked in float64 (the
+        batch's floating tensors cast too), else in float32; the report says which.
+    params : dict of str to numpy.ndarray, dict of torch.Tensor, or a pytree of jax arrays
+        The parameters by name. Numpy values must be numpy arrays (a list or a float is
         refused saying what to pass); names whose arrays share memory (a tied weight under
         two names, overlapping views of one buffer) are refused with
         :class:`AliasedParametersError`, which says how to pass a tied weight once or
-        untied copies.
-    grads : mapping of str to array_like
+        untied copies. A pytree's leaves are named by their path (``"layers.0.w"``).
+    grads : mapping of str to array_like, optional
         The claimed gradient of each name, read by value (lists, other float dtypes, CPU
-        tensors).
+        tensors); required for numpy parameters, the framework's own gradient by default.
     order : sequence of str, optional
         The backward order of the names (default: the reverse of the dict's order, which
         is the forward creation order in most models).
@@ -242,12 +269,18 @@ def check_params(
         ``client.get_executor()``): the loss and the parameters are shipped once per
         worker, results identical to serial.
     screen : bool, default False
-        Screen each name with :func:`gradcheck.screen` instead: every entry covered in
-        O(log N) evaluations, disagreeing entries localized and judged entry by entry, the
-        rest SCREENED with a stated detection limit; the loss then gets the dict with that
-        one name replaced by a private copy.
+        Screen the whole model at once (:func:`gradcheck.screen`'s algorithm over every
+        entry of every name): blocks span all names, each entry with its own sign and
+        block; disagreeing entries are localized by bisection to ``(name, index)`` and
+        judged entry by entry, the rest SCREENED with a stated detection limit per entry.
+        The evaluations do not grow with the number of names. Names whose whole gradient
+        is wrong (an error passed along the backward) are found along their own
+        directions; names the joint screen cannot serve as well as a screen of their own
+        are screened again on their own. The loss gets the dict with every name a view of
+        the screen's private copy.
     budget : optional
-        The screen's budget per name (``screen=True`` only).
+        The screen's budget (``screen=True`` only): evaluations of the loss (an int) or
+        wall time (``"90s"``), as for :func:`gradcheck.screen`.
 
     Returns
     -------
@@ -268,12 +301,67 @@ def check_params(
                                   _arguments.as_digits(digits))
     seed, executor = _arguments.integer("seed", seed, minimum=0), _arguments.as_executor(executor)
     engine = _arguments.choice("engine", engine, PARAMS_ENGINES + ("executor",))
+    problem = framework_problem(loss, params, grads)
+    if problem is not None:
+        loss, params, grads = problem.loss, problem.params, problem.grads
+    elif grads is None:
+        raise TypeError("check_params(loss, params, grads): grads (the claimed gradient of each name) is required "
+                        "for numpy parameters; a torch module, a dict of tensors or a jax pytree bring their own")
     names, order_t = _require_names(params, grads, order, sample)
     dtypes = {n: float_dtype_name(np.asarray(params[n]), f"params[{n!r}]") for n in names}
-    claimed = {n: as_gradient(grads[n], np.shape(params[n]), f"grads[{n!r}]") for n in names}
+    claimed = {n: as_gradient(grads[n], np.shape(params[n]), f"grads[{n!r}]", copy=not screen) for n in names}
+    configs = {n: config if config is not None else Config.for_dtype(dtypes[n]) for n in names}
     for n in names:
-        step = (config if config is not None else Config.for_dtype(dtypes[n])).step
-        require_moving_steps(params[n], steps_for(params[n].reshape(-1), step), step, f"params[{n!r}]")
+        require_moving_steps(params[n], steps_for(params[n].reshape(-1), configs[n].step), configs[n].step,
+                             f"params[{n!r}]")
+    run = dict(order=order_t, adjudicate=adjudicate, digits=digits, engine=engine, executor=executor)
+    if screen:
+        if sample is not None:
+            raise ValueError("check_params: screen=True covers every entry; it cannot be combined with sample=")
+        grads = None  # a framework's claim now lives in ``claimed`` alone (the screen frees it once copied)
+        if problem is not None:
+            problem.grads = {}
+        out = _screened(loss, params, claimed, configs, budget=budget, **run)
+    else:
+        out = _entrywise(loss, params, claimed, configs, sample=sample, seed=seed, **run)
+    notes = list(problem.notes if problem is not None else []) + out.notes
+    if problem is not None:
+        changed = problem.verify()
+        if changed:
+            notes.append(f"the loss changed {', '.join(changed)} of the model during the check")
+    return _params_report(out, order_t, notes, started)
+
+
+@dataclass
+class _Outcome:
+    """A check's reports and what the run around them saw."""
+
+    reports: dict[str, Report]
+    f0: float
+    f1: float
+    evaluations: int
+    notes: list[str] = field(default_factory=list)
+    evidence: dict[str, str] = field(default_factory=dict)
+
+
+def _screened(loss, params, claimed, configs, *, order, budget, adjudicate, digits, engine, executor) -> _Outcome:
+    """``screen=True``: one screen over every entry of every name (:mod:`.joint`); the dict
+    is never written (the screen evaluates the loss on its own copy)."""
+    if engine == "executor" and executor is None:
+        raise ValueError("check_params: engine='executor' needs executor= (a concurrent.futures.Executor)")
+    f0 = _scalar_loss(loss, params, None, "base", None)
+    mp_capable = getattr(loss, "gradcheck_mp_capable", True)
+    whole = screen_whole(loss, params, claimed, configs, order, budget=budget, engine=engine, executor=executor,
+                         adjudicate=adjudicate, digits=digits, mp_capable=mp_capable)
+    f1 = _scalar_loss(loss, params, None, "base", None)
+    return _Outcome(whole.reports, f0, f1, 2 + whole.evaluations, whole.notes, whole.failing)
+
+
+def _entrywise(loss, params, claimed, configs, *, order, sample, seed, adjudicate, digits, engine,
+               executor) -> _Outcome:
+    """Every entry of every name checked entry by entry, perturbed in place in the dict and
+    restored bit for bit."""
+    names = list(params)
     originals = dict(params)                      # the user's objects, for identity restore
     snapshots = {n: np.array(params[n], copy=True) for n in names}
     rng = np.random.default_rng(seed)
@@ -292,40 +380,37 @@ def check_params(
         f0 = _scalar_loss(loss, params, None, "base", None)
         total = sum(int(np.size(params[n])) if sample is None else min(sample, int(np.size(params[n])))
                     for n in names)
-        chosen, why, timed = _params_engine(engine, executor, screen, sample, loss, params, total)
-        configs = {n: config if config is not None else Config.for_dtype(dtypes[n]) for n in names}
-        if screen:  # one screen over every entry of every name (gradcheck._models.joint)
-            whole = screen_whole(loss, params, claimed, configs, budget=budget, engine=engine, executor=executor,
-                                 adjudicate=adjudicate, digits=digits)
-            reports, spent, run_notes = whole.reports, whole.evaluations, whole.notes
-        else:
-            for n in names:
-                reports[n] = _check_one(loss, params, n, claimed[n], configs[n], sample, rng, adjudicate, digits,
-                                        claim_scale, chosen, why, executor)
-            spent, run_notes = sum(r.evaluations for r in reports.values()), []
+        chosen, why, timed = _params_engine(engine, executor, False, sample, loss, params, total)
+        for n in names:
+            reports[n] = _check_one(loss, params, n, claimed[n], configs[n], sample, rng, adjudicate, digits,
+                                    claim_scale, chosen, why, executor)
         f1 = _scalar_loss(loss, params, None, "base", None)
     finally:
         for n in names:
             params[n] = originals[n]
             if params[n].flags.writeable and _bits_differ(params[n], snapshots[n]):
                 params[n][...] = snapshots[n]
+    notes = [f"read-only parameters checked through a temporary copy in the dict: {swapped}"] if swapped else []
+    return _Outcome(reports, f0, f1, 2 + timed + sum(r.evaluations for r in reports.values()), notes)
+
+
+def _params_report(out: _Outcome, order: tuple[str, ...], notes: list[str], started: float) -> ParamsReport:
+    f0, f1, reports, evidence = out.f0, out.f1, out.reports, out.evidence
     deterministic = bool(f1 == f0 or (np.isnan(f0) and np.isnan(f1)))
-    notes = list(run_notes)
-    if swapped:
-        notes.append(f"read-only parameters checked through a temporary copy in the dict: {swapped}")
     if not deterministic:
         notes.append(f"the loss is nondeterministic: {f0!r} then {f1!r}")
     return ParamsReport(
         reports=reports,
-        order=order_t,
-        diagnosis=diagnose(order_t, {n: r.status != _status.FAIL for n, r in reports.items()},
+        order=order,
+        diagnosis=diagnose(order, {n: r.status != _status.FAIL and n not in evidence for n, r in reports.items()},
                            {n: _informative(r) for n, r in reports.items()},
-                           [n for n in order_t if reports[n].status == _status.INCONCLUSIVE]),
+                           [n for n in order if reports[n].status == _status.INCONCLUSIVE and n not in evidence]),
         deterministic=deterministic,
         drift=0.0 if deterministic else float(abs(f1 - f0)),
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
-        evaluations=2 + timed + spent,  # 2: the loss at start and end
+        evaluations=out.evaluations,  # the loss at start and end included
+        evidence=evidence,
     )
 
 
@@ -366,19 +451,15 @@ def _params_engine(engine: str, executor: Any, screen: bool, sample: int | None,
 def _require_arrays(params: Mapping[str, Any]) -> None:
     """Every value a numpy array: check_params perturbs them in place, where the loss reads
     them. Nothing is converted: the loss would see another type than it was written for
-    (a list, a float, a tensor); the error says what to pass instead."""
+    (a list, a float); the error says what to pass instead. (A dict of torch tensors or a
+    pytree of jax arrays is a model of its framework: ``.frameworks``.)"""
     for n, v in params.items():
         if isinstance(v, np.ndarray):
             continue
         kind = type(v).__module__.split(".")[0]
         what = f"a {type(v).__module__}.{type(v).__qualname__}" if kind in ("torch", "jax", "jaxlib") \
             else f"a {type(v).__name__}"
-        if kind == "torch":
-            hint = (f"pass params[{n!r}].detach().numpy() (a numpy view of the same memory) to a loss "
-                    "written for numpy, or check a torch function of several tensors with "
-                    "gradcheck.check(f, (t1, t2, ...))")
-        else:
-            hint = f"pass np.asarray(params[{n!r}], dtype=np.float64) and let the loss read that array"
+        hint = f"pass np.asarray(params[{n!r}], dtype=np.float64) and let the loss read that array"
         raise UnsupportedInputError(
             f"params[{n!r}] is {what}; check_params perturbs numpy arrays in place in the dict, "
             f"where the loss reads them: {hint}")
@@ -491,6 +572,9 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str, int
         raise ValueError("check_params: engine='executor' needs executor= (a concurrent.futures.Executor)")
     if engine not in PARAMS_ENGINES:
         raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
+    if engine == "processes" and getattr(loss, "gradcheck_backend", "numpy") != "numpy":
+        raise ValueError("engine='processes' forks worker processes, and a child forked after a framework (torch, "
+                         "jax) has started its thread pools can deadlock: use engine='serial'")
     if engine != "auto":
         return engine, f"{engine}: asked for", 0
     calls = 0
@@ -499,7 +583,8 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str, int
         nonlocal calls
         calls += 1
         return loss(params)
-    choice, why = _processes.auto_decision(timed, total)  # check's own auto rule
+    fork_safe = getattr(loss, "gradcheck_backend", "numpy") == "numpy"  # torch's and jax's threads: no fork
+    choice, why = _processes.auto_decision(timed, total, fork_safe=fork_safe)  # check's own auto rule
     name = "processes" if choice == "processes" else "serial"
     return name, f"{name}: {why}", calls
 

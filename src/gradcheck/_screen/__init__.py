@@ -30,7 +30,10 @@ from ._api import screen as screen
 from ._assemble import Looked as Looked
 from ._assemble import State as State
 from ._assemble import looked_in as looked_in
+from ._assemble import merge_looks as merge_looks
 from ._assemble import screened_limits as screened_limits
+from ._bisect import Bisection as Bisection
+from ._bisect import Node as Node
 from ._budget import parse_budget as parse_budget
 from ._limit import describe as describe
 from ._measure import BudgetExhausted as BudgetExhausted

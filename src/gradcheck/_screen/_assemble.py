@@ -142,23 +142,8 @@ class Looked:
 
 def looked_in(prep: Prepared, state: State, lo: int, hi: int) -> Looked:
     """The localized entries of ``lo..hi`` and how :func:`assemble` reports them."""
-    rows = [(idx, judged, np.flatnonzero((idx >= lo) & (idx < hi))) for idx, judged in state.judge.parts]
-    rows = [r for r in rows if r[2].size]
-    k = sum(r[2].size for r in rows)
-    looks = Judged(np.full(k, np.nan), np.full(k, np.nan), np.zeros(k, np.uint8), np.zeros(k, bool), 0,
-                   np.zeros(k, np.uint8), SparseColumn(k), np.full(k, -1, np.int16), SparseColumn(k), SparseColumn(k))
-    positions, at = np.zeros(k, np.int64), 0
-    for idx, judged, sel in rows:
-        here = slice(at, at + sel.size)
-        positions[here] = idx[sel] - lo
-        for key in ("numeric", "noise", "codes", "refined", "causes", "digits"):
-            getattr(looks, key)[here] = getattr(judged, key)[sel]
-        for key in ("exact", "left", "right"):
-            getattr(looks, key)[np.arange(at, at + sel.size)] = getattr(judged, key).take(sel)
-        looks.adjudication = judged.adjudication or looks.adjudication
-        chosen = set(sel.tolist())
-        looks.studies.update({at + int(np.searchsorted(sel, p)): v for p, v in judged.studies.items() if p in chosen})
-        at += sel.size
+    rows = [(idx - lo, judged, np.flatnonzero((idx >= lo) & (idx < hi))) for idx, judged in state.judge.parts]
+    positions, looks = _stacked([r for r in rows if r[2].size])
     analytic = prep.analytic[lo + positions]
     rule = Tolerance.of(prep.config)
     tol = tolerance(analytic, looks.numeric, looks.noise, **rule.keywords())
@@ -167,3 +152,38 @@ def looked_in(prep: Prepared, state: State, lo: int, hi: int) -> Looked:
     with np.errstate(invalid="ignore"):
         limit[by_exact] = rule.against_exact(np.abs(exact[by_exact]), rule.round_off(prep.unit, state.judge.claim_scale))
     return Looked(positions, looks, tol, limit)
+
+
+def merge_looks(looks: list[Looked]) -> Looked:
+    """The localized entries of several screens of one range (a later look at an entry wins)."""
+    looks = [k for k in looks if k.positions.size] or looks[:1]
+    if len(looks) == 1:
+        return looks[0]
+    positions, judged = _stacked([(k.positions, k.judged, np.arange(k.positions.size)) for k in looks])
+    first = np.unique(positions[::-1], return_index=True)[1]
+    keep = np.sort(positions.size - 1 - first)  # the last look at each entry, in order of position
+    keep = keep[np.argsort(positions[keep], kind="stable")]
+    _, judged = _stacked([(positions, judged, keep)])
+    return Looked(positions[keep], judged, np.concatenate([k.tolerance for k in looks])[keep],
+                  np.concatenate([k.limit for k in looks])[keep])
+
+
+def _stacked(rows: list[tuple[np.ndarray, Judged, np.ndarray]]) -> tuple[np.ndarray, Judged]:
+    """``(positions, judged)`` of the rows ``sel`` of each ``(positions, judged, sel)``, stacked."""
+    k = sum(r[2].size for r in rows)
+    looks = Judged(np.full(k, np.nan), np.full(k, np.nan), np.zeros(k, np.uint8), np.zeros(k, bool), 0,
+                   np.zeros(k, np.uint8), SparseColumn(k), np.full(k, -1, np.int16), SparseColumn(k), SparseColumn(k))
+    positions, at = np.zeros(k, np.int64), 0
+    for where, judged, sel in rows:
+        here = slice(at, at + sel.size)
+        positions[here] = where[sel]
+        for key in ("numeric", "noise", "codes", "refined", "causes", "digits"):
+            getattr(looks, key)[here] = getattr(judged, key)[sel]
+        for key in ("exact", "left", "right"):
+            getattr(looks, key)[np.arange(at, at + sel.size)] = getattr(judged, key).take(sel)
+        looks.adjudication = judged.adjudication or looks.adjudication
+        looks.evaluations += judged.evaluations
+        chosen = set(sel.tolist())
+        looks.studies.update({at + int(np.searchsorted(sel, p)): v for p, v in judged.studies.items() if p in chosen})
+        at += sel.size
+    return positions, looks

@@ -33,7 +33,7 @@ numeric error within its bound, so the block would have disagreed.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,7 +101,7 @@ class Bisection:
         self.rounds = 0
 
     # -- measuring --------------------------------------------------------------------
-    def measure(self, nodes: list[Node], method: str | None = None) -> None:
+    def measure(self, nodes: Sequence[Node], method: str | None = None) -> None:
         if not nodes:
             return
         got = self.m.measure([(n.idx, self.draws[n.draw].signs[n.idx]) for n in nodes], method)
@@ -155,7 +155,7 @@ class Bisection:
         gate = b + self.gate(node)
         return abs(r) / gate if np.isfinite(r) and gate > 0 else np.inf
 
-    def _decide(self, child: Node, sibling: Node) -> tuple[str, float]:
+    def decide(self, child: Node, sibling: Node) -> tuple[str, float]:
         """("flag" | "clear" | "unsure", the threshold a clearance certifies)."""
         r, b = self.residual(child)
         if not (np.isfinite(r) and np.isfinite(b)):
@@ -189,7 +189,7 @@ class Bisection:
                 if not b.measured or b.derived:
                     b.delta, b.bound = node.delta - a.delta, node.bound + a.bound
                     b.claim, b.derived, b.measured = node.claim + a.claim, True, True
-            unsure = [b for _, (a, b) in zip(frontier, pairs) if b.derived and self._decide(b, a)[0] == "unsure"]
+            unsure = [b for _, (a, b) in zip(frontier, pairs) if b.derived and self.decide(b, a)[0] == "unsure"]
             self.measure(unsure)
             frontier = self._next_level(frontier, pairs, single_path)
         return leaves
@@ -201,7 +201,7 @@ class Bisection:
             for child, sibling in (pair, pair[::-1]):
                 if child.exhausted:
                     continue
-                verdict, tau = self._decide(child, sibling)
+                verdict, tau = self.decide(child, sibling)
                 if verdict == "clear":
                     self._clear(child, tau)
                 elif verdict == "flag":

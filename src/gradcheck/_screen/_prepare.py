@@ -183,11 +183,13 @@ class FlatPrepared(Prepared):
 
 
 def prepare_flat(f: Any, work: np.ndarray, analytic: np.ndarray, config: Config, label: str, f0: float,
-                 unit: float) -> FlatPrepared:
+                 unit: float, backend: str = "numpy") -> FlatPrepared:
     """``f`` of the flat ``work`` (1-D, private to the caller, which keeps the originals:
     no second copy is made, and :meth:`Probe.unchanged` is vacuous), prepared for
     :func:`._api.run_screen`. ``f`` returns a float; ``f0`` is its value at ``work``
-    (one evaluation, made by the caller); ``analytic`` the claim (float64, flat)."""
+    (one evaluation, made by the caller); ``analytic`` the claim (float64, flat);
+    ``backend`` the framework ``f`` calls into (``"torch"``, ``"jax"``: no fork pool, no
+    complex step), ``f`` itself taking numpy arrays."""
     probe = Probe(f, work, lambda: float(f(work)), None, label, pristine=work)
-    return FlatPrepared(label, _backends.NumpyBackend(), float_dtype_name(work), config, probe, analytic, float(f0),
-                        unit, None, WeightsOf(work), 1)
+    return FlatPrepared(label, _backends.resolve(backend, work), float_dtype_name(work), config, probe, analytic,
+                        float(f0), unit, None, WeightsOf(work), 1)
