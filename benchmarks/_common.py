@@ -21,7 +21,7 @@ import numpy as np
 
 def cores() -> int:
     """Cores this process may use (its affinity mask where the OS tells it)."""
-    from gradcheck.engines._processes import usable_cores
+    from gradcheck._evaluate import usable_cores
 
     return usable_cores()
 

@@ -25,10 +25,11 @@ import numpy as np
 from _common import compare, header, naive_loop, run, seconds, table
 
 import gradcheck
+from gradcheck._differences import CentralDifferences, steps_for
+from gradcheck._evaluate import BatchedRunner
+from gradcheck._evaluate import batched as _batched
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem, _batched
-from gradcheck.engines._batched import BatchedEngine
-from gradcheck.engines._differences import steps_for
+from gradcheck.engines import CheckProblem
 
 TARGET = 10.0
 
@@ -73,7 +74,7 @@ def _engine(f, W, budget=None):
     work = np.array(W, copy=True)
     problem = CheckProblem(f=f, work=work, evaluate=lambda: float(f(work)), backend=NumpyBackend(),
                            cotangent=None, vectorized=True)
-    return BatchedEngine(problem, budget_bytes=budget), work
+    return CentralDifferences(BatchedRunner(problem, budget_bytes=budget), work), work
 
 
 def _floor(f, W, rows: int, total_rows: int):
@@ -98,13 +99,13 @@ def measure(n: int, repeat: int, with_check: bool, over: str = "W") -> dict:
     contenders = {
         "naive": lambda: naive_loop(lambda w: float(f(w)), scratch),
         "batched": lambda: engine.differences(idx, steps),
-        "floor": _floor(f, W, engine.rows, 2 * W.size),
+        "floor": _floor(f, W, engine.runner.rows, 2 * W.size),
     }
     if with_check:
         contenders["check"] = lambda: gradcheck.check(f, W, grad, engine="batched", vectorized=True,
                                                       progress=False)
     times = compare(contenders, repeat=repeat)
-    out = {"n": n, "over": over, "entries": int(W.size), "rows_per_call": engine.rows, **times,
+    out = {"n": n, "over": over, "entries": int(W.size), "rows_per_call": engine.runner.rows, **times,
            "naive_over_batched": times["naive"] / times["batched"],
            "naive_over_floor": times["naive"] / times["floor"],
            "batched_over_floor": times["batched"] / times["floor"]}
@@ -120,7 +121,7 @@ def budget_sweep(n: int, repeat: int, budgets) -> list[dict]:
     steps = steps_for(W.reshape(-1), 6e-6)
     times = compare({b: (lambda e=e: e.differences(idx, steps)) for b, e in engines.items()},
                     repeat=repeat, warmup=False)
-    return [{"budget_bytes": b, "rows": engines[b].rows, "seconds": t} for b, t in times.items()]
+    return [{"budget_bytes": b, "rows": engines[b].runner.rows, "seconds": t} for b, t in times.items()]
 
 
 def main(quick: bool = False) -> dict:

@@ -24,9 +24,9 @@ import numba
 import numpy as np
 
 import gradcheck
+from gradcheck._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem, select_engine
-from gradcheck.engines._differences import steps_for
 from gradcheck.native import native_function
 
 
@@ -148,7 +148,7 @@ def measure(label: str, f, x: np.ndarray, bare, repeats: int, cores: int, bare_p
         "bare_single_s": single, "limit_s": limit, "engine_s": min(t_engine),
         "check_s": t_check, "ratio": min(t_engine) / limit, "check_ratio": t_check / limit,
         "check_evaluations": reports[-1].evaluations, "check_passed": reports[-1].passed,
-        "compile_s": engine.compile_seconds, "first_call_s": first_call,
+        "compile_s": engine.runner.compile_seconds, "first_call_s": first_call,
         "bare_parallel_s": min(t_par) if t_par else float("nan"),
         "per_evaluation_us": 1e6 * single / (2 * x.size),
     }

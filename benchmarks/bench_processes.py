@@ -15,11 +15,10 @@ import numpy as np
 from _common import compare, cores, header, run, seconds, table, wall
 
 import gradcheck
+from gradcheck._differences import CentralDifferences, steps_for
+from gradcheck._evaluate import ProcessesRunner
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem
-from gradcheck.engines._differences import steps_for
-from gradcheck.engines._processes import ProcessesEngine
-from gradcheck.engines._serial import SerialEngine
+from gradcheck.engines import CheckProblem, select_engine
 
 PER_CALL_SECONDS = 1e-3
 
@@ -79,11 +78,11 @@ def measure(n: int, quick: bool) -> dict:
     work_s, work_p = x.copy(), x.copy()
     mk = lambda work: CheckProblem(f=f, work=work, evaluate=lambda: float(f(work)),  # noqa: E731
                                    backend=NumpyBackend(), cotangent=None)
-    serial = SerialEngine(mk(work_s))
+    serial = select_engine("serial", mk(work_s))[0]
     idx, steps = np.arange(n), steps_for(x, 6e-6)
 
     def processes():
-        engine = ProcessesEngine(mk(work_p))  # a fresh pool: start-up is part of the cost
+        engine = CentralDifferences(ProcessesRunner(mk(work_p)), work_p)  # a fresh pool: start-up is part of the cost
         try:
             return engine.differences(idx, steps)
         finally:

@@ -28,8 +28,8 @@ import gradcheck
 from gradcheck import Config, DependentSlicesError, Verdict
 from gradcheck._axes.colour import SliceGroups
 from gradcheck._axes.declare import declare
+from gradcheck._evaluate import fork_available
 from gradcheck._pipeline.prepare import make_cotangent
-from gradcheck.engines._fork import fork_available
 
 needs_fork = pytest.mark.skipif(not fork_available(), reason="needs the fork start method")
 

@@ -21,12 +21,12 @@ import gradcheck
 from gradcheck._axes.colour import Coloured, wire_ids
 from gradcheck._core.arrays import same_bits
 from gradcheck._core.formats import from_bits, round_to_format
+from gradcheck._differences import DenominatorsOf, StepsOf, perturbed_points, slope_and_noise, steps_for
+from gradcheck._evaluate import fork_available
 from gradcheck._pipeline.options import validate
 from gradcheck._pipeline.prepare import prepare
 from gradcheck._refine.roundoff import PROBES, LowerFormats, _finite_count, _parts, representable
 from gradcheck._refine.second_look import PerEntry, base_at, finite_anywhere
-from gradcheck.engines._differences import DenominatorsOf, StepsOf, perturbed_points, slope_and_noise, steps_for
-from gradcheck.engines._fork import fork_available
 
 declare_module = importlib.import_module("gradcheck._axes.declare")
 judge_module = importlib.import_module("gradcheck._pipeline.judge")

@@ -17,19 +17,30 @@ import pytest
 from optional_deps import needs
 
 from gradcheck import Config, FunctionError, check
+from gradcheck._differences import CentralDifferences, steps_for
+from gradcheck._evaluate import ExecutorOptions, ExecutorRunner
 from gradcheck._runtime import checkpoint as _checkpoint
 from gradcheck._runtime.checkpoint import Checkpoint, CheckpointError, CheckpointMismatchError, open_checkpoint
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem
-from gradcheck.engines._differences import steps_for
-from gradcheck.engines._executor import ExecutorEngine, ExecutorOptions
-from gradcheck.engines._serial import SerialEngine
+from gradcheck.engines import CheckProblem, select_engine
 
 needs_cloudpickle = needs("cloudpickle")  # the executor engine ships f with it
 
 ARRAYS = ("analytic", "numeric", "noise", "tolerance", "codes", "refined", "causes", "exact",
           "digits", "left", "right")
 
+
+
+
+class ExecutorEngine(CentralDifferences):
+    """The executor engine as check runs it: the entry-wise pass on the executor runner (its
+    counters, ``stats`` and ``slots``, read through)."""
+
+    def __init__(self, problem, options):
+        super().__init__(ExecutorRunner(problem, options), problem.work)
+
+    def __getattr__(self, name):
+        return getattr(self.runner, name)
 
 def _settled(report) -> dict:
     """The report as a dict without what may differ between equal runs (timings, the
@@ -229,7 +240,7 @@ def test_executor_chunks_are_saved_as_they_finish(tmp_path):
     Ctrl-C in the checking process, a resume asks the executor only for the rest."""
     problem = _problem(f, X)
     idx, steps = np.arange(X.size), steps_for(X.reshape(-1), 6e-6)
-    want = SerialEngine(problem).differences(idx, steps)
+    want = select_engine("serial", problem)[0].differences(idx, steps)
     ck = Checkpoint(tmp_path / "c.npz", interval=0.0)
     kw = dict(x=problem.work, config=Config(), cotangent=None, f=f, backend=problem.backend, vectorized=False)
 
@@ -432,7 +443,7 @@ def test_a_failed_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
         raise OSError("no space left on device")
 
     monkeypatch.setattr(_checkpoint.np, "savez", half)
-    saved = open_checkpoint(Checkpoint(path), SerialEngine(_problem(f, X)), x=X, config=Config(),
+    saved = open_checkpoint(Checkpoint(path), select_engine("serial", _problem(f, X))[0], x=X, config=Config(),
                             cotangent=None, f=f, backend=NumpyBackend(), vectorized=False)
     with pytest.raises(OSError, match="no space"):
         saved.save()

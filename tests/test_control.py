@@ -8,7 +8,7 @@ import pytest
 
 import gradcheck
 from gradcheck import Verdict, assert_detects_wrong_gradient
-from gradcheck.engines import _processes
+from gradcheck._evaluate import fork_available
 
 
 def test_control_passes_for_numpy_backend():
@@ -71,7 +71,7 @@ def test_unknown_backend_lists_known():
 
 @pytest.mark.parametrize("engine", [
     "serial", "batched", "compiled",
-    pytest.param("processes", marks=pytest.mark.skipif(not _processes.fork_available(),
+    pytest.param("processes", marks=pytest.mark.skipif(not fork_available(),
                                                        reason="needs the fork start method")),
     "executor",
 ])
@@ -113,9 +113,8 @@ def test_control_fails_when_another_engine_ran(monkeypatch):
     """A control asked of one engine that ran on another says nothing about the one asked
     for: it fails, naming both."""
     import gradcheck._pipeline.difference as dif
-    from gradcheck.engines import Choice
-    from gradcheck.engines._serial import SerialEngine
+    from gradcheck._evaluate import Choice, SerialRunner
 
-    monkeypatch.setattr(dif, "choose_engine", lambda name, problem: Choice(SerialEngine(problem), "serial: forced"))
+    monkeypatch.setattr(dif, "choose", lambda name, target: Choice(SerialRunner(target), "serial: forced"))
     with pytest.raises(gradcheck.GradientAssertionError, match="'processes' was asked for.*'serial'"):
         assert_detects_wrong_gradient("numpy", engine="processes")

@@ -6,11 +6,11 @@ import pytest
 
 import gradcheck
 from gradcheck import FunctionError, InputMutationError, Verdict, check
+from gradcheck._differences import CentralDifferences, steps_for
+from gradcheck._evaluate import BatchedRunner
+from gradcheck._evaluate.batched import rows_for_budget
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem, select_engine
-from gradcheck.engines._batched import BatchedEngine, rows_for_budget
-from gradcheck.engines._differences import steps_for
-from gradcheck.engines._serial import SerialEngine
 
 rng = np.random.default_rng(7)
 
@@ -83,6 +83,10 @@ ZOO = [
 ]
 
 
+def BatchedEngine(problem, budget_bytes=None):  # noqa: N802 - the engine as check runs it
+    return CentralDifferences(BatchedRunner(problem, budget_bytes=budget_bytes), problem.work)
+
+
 def _problem(f, x, cotangent=None, vectorized=True):
     work = np.array(x, order="C", copy=True)
     if cotangent is None:
@@ -117,7 +121,7 @@ def test_elementwise_f_is_bit_identical_to_serial(budget):
     v = np.random.default_rng(0).standard_normal(X_ELEM.shape)
     problem = _problem(f_elementwise, X_ELEM, cotangent=v)
     idx, steps = _all_entries(problem.work)
-    want = SerialEngine(problem).differences(idx, steps)
+    want = select_engine("serial", problem)[0].differences(idx, steps)
     got = BatchedEngine(problem, budget_bytes=budget).differences(idx, steps)
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g, w)
@@ -128,7 +132,7 @@ def test_matmul_f_agrees_with_serial_to_rounding():
     to a few ulps of f, never more."""
     problem = _problem(f_tanh_matmul, X_MAT)
     idx, steps = _all_entries(problem.work)
-    want = SerialEngine(problem).differences(idx, steps)
+    want = select_engine("serial", problem)[0].differences(idx, steps)
     got = BatchedEngine(problem).differences(idx, steps)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-14, atol=1e-14)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-14, atol=1e-14)
@@ -142,7 +146,7 @@ def test_float32_steps_are_realized_like_serial():
     problem = _problem(f, x)
     idx = np.arange(x.size)
     steps = steps_for(x.reshape(-1), 1e-3)
-    want = SerialEngine(problem).differences(idx, steps)
+    want = select_engine("serial", problem)[0].differences(idx, steps)
     got = BatchedEngine(problem).differences(idx, steps)
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g, w)
@@ -154,7 +158,7 @@ def test_nonfinite_entries_are_skipped_like_serial():
     f = lambda x: np.nansum(np.where(np.isfinite(x), x, 0.0) ** 2, axis=(-2, -1))  # noqa: E731
     problem = _problem(f, x)
     idx, steps = _all_entries(problem.work)
-    want = SerialEngine(problem).differences(idx, steps)
+    want = select_engine("serial", problem)[0].differences(idx, steps)
     got = BatchedEngine(problem).differences(idx, steps)
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g, w)
@@ -181,7 +185,7 @@ def test_no_call_sees_more_rows_than_the_budget_allows():
 
     x = rng.standard_normal((5, 8))
     engine = BatchedEngine(_problem(f, x), budget_bytes=6 * x.nbytes)
-    engine.differences(*_all_entries(engine.problem.work))
+    engine.differences(*_all_entries(engine.work))
     assert max(seen) == 6
     assert sum(seen) == 2 * x.size
 
@@ -285,7 +289,7 @@ def test_a_write_that_a_later_batch_would_overwrite_is_still_caught():
 
     engine = BatchedEngine(_problem(f, x), budget_bytes=4 * x.nbytes)
     with pytest.raises(InputMutationError):
-        engine.differences(*_all_entries(engine.problem.work))
+        engine.differences(*_all_entries(engine.work))
 
 
 def test_numpy_warnings_at_perturbed_points_stay_silent_like_serial():

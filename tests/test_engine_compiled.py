@@ -13,10 +13,12 @@ import pytest
 
 import gradcheck
 from gradcheck import Config, FunctionError, Verdict
+from gradcheck._differences import steps_for
+from gradcheck._evaluate import CompiledRunner, auto_reason, loops
+from gradcheck._evaluate import auto as _auto
+from gradcheck._evaluate import compiled as _compiled
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem, Declined, _compiled, select_engine
-from gradcheck.engines._differences import steps_for
-from gradcheck.engines._serial import SerialEngine
+from gradcheck.engines import CheckProblem, Declined, select_engine
 from gradcheck.native import native_function
 
 
@@ -87,7 +89,7 @@ def problem(f, x, cotangent=None):
 def both(p, idx, steps):
     compiled, _ = select_engine("compiled", p)
     got = compiled.differences(idx, steps)
-    want = SerialEngine(p).differences(idx, steps)
+    want = select_engine("serial", p)[0].differences(idx, steps)
     return got, want
 
 
@@ -168,7 +170,7 @@ def test_reduction_is_numpys_pairwise_sum():
         v = rng.standard_normal(m)
         y = rng.standard_normal(m) * np.exp(rng.uniform(-20, 20, m))
         for yy in (y, y.astype(np.float32)):
-            assert _compiled.reduce_like_numpy(v, yy) == np.add.reduce(v * yy.astype(np.float64)), m
+            assert loops.reduce_like_numpy(v, yy) == np.add.reduce(v * yy.astype(np.float64)), m
 
 
 def test_check_flags_a_planted_bug_at_exactly_its_entry():
@@ -270,7 +272,7 @@ def test_compile_time_is_kept_apart():
     """The engine says how long compiling took, apart from differencing."""
     engine, _ = select_engine("compiled", problem(rosen, rosen_input(np.float64)))
     engine.differences(np.arange(3), np.full(3, 1e-6))
-    assert engine.compile_seconds >= 0.0 and engine.threads >= 1
+    assert engine.runner.compile_seconds >= 0.0 and engine.runner.threads >= 1
     assert "compil" in engine.notes[0]
 
 
@@ -283,8 +285,8 @@ def test_unsupported_problems_say_what_to_do(f, x, backend, message):
     """engine="compiled" on what it cannot run: a TypeError naming the reason; auto skips it."""
     p = CheckProblem(f=f, work=x, evaluate=lambda: 0.0, backend=backend, cotangent=None)
     with pytest.raises(TypeError, match=message):
-        _compiled.make_engine(p)
-    assert _compiled.auto_reason(p) is None
+        CompiledRunner(p)
+    assert auto_reason("compiled", p) is None
 
 
 @numba.njit
@@ -346,18 +348,18 @@ def test_auto_picks_compiled_when_it_pays_off(monkeypatch):
     x = rosen_input(np.float64)
     warm = problem(rosen, x)
     select_engine("compiled", warm)[0].differences(np.arange(2), np.full(2, 1e-6))
-    monkeypatch.setattr(_compiled, "AUTO_WARM_MIN_SECONDS", 0.0)
-    assert "compiled" in _compiled.auto_reason(warm)
+    monkeypatch.setattr(_auto, "COMPILED_WARM_MIN_SECONDS", 0.0)
+    assert "compiled" in auto_reason("compiled", warm)
     cold = problem(ROSEN_C, np.abs(x) + 0.1)
-    monkeypatch.setitem(_compiled.AUTO_MIN_SECONDS, "native", 1e9)
+    monkeypatch.setitem(_auto.COMPILED_MIN_SECONDS, "native", 1e9)
     monkeypatch.setattr(_compiled, "_WARM", set())
-    declined = _compiled.auto_reason(cold)
+    declined = auto_reason("compiled", cold)
     assert isinstance(declined, Declined) and "too little to repay compiling" in declined
     assert select_engine("auto", cold)[1].startswith("serial: f is a native (cffi) C function, but")
-    monkeypatch.setitem(_compiled.AUTO_MIN_SECONDS, "native", 0.0)
-    assert "native" in _compiled.auto_reason(cold)
+    monkeypatch.setitem(_auto.COMPILED_MIN_SECONDS, "native", 0.0)
+    assert "native" in auto_reason("compiled", cold)
     parallel_f = numba.njit(parallel=True)(rosen.py_func)  # never compiled here
-    assert _compiled.auto_reason(problem(parallel_f, x)) is None
+    assert auto_reason("compiled", problem(parallel_f, x)) is None
 
 
 def test_auto_leaves_a_tiny_warm_check_to_serial(monkeypatch):
@@ -367,18 +369,18 @@ def test_auto_leaves_a_tiny_warm_check_to_serial(monkeypatch):
     x = np.random.default_rng(12).uniform(-1.0, 1.0, 24)
     tiny = problem(rosen, x)
     select_engine("compiled", tiny)[0].differences(np.arange(2), np.full(2, 1e-6))
-    assert _compiled._warm_key(tiny) in _compiled._WARM
-    monkeypatch.setattr(_compiled, "time_call", lambda evaluate: 1e-6)  # 48 calls: 48 us
-    monkeypatch.setattr(_compiled, "AUTO_WARM_MIN_SECONDS", 1e-3)
-    declined = _compiled.auto_reason(tiny)
+    assert _compiled.warm_key(tiny) in _compiled._WARM
+    monkeypatch.setattr(_auto, "time_call", lambda evaluate: 1e-6)  # 48 calls: 48 us
+    monkeypatch.setattr(_auto, "COMPILED_WARM_MIN_SECONDS", 1e-3)
+    declined = auto_reason("compiled", tiny)
     assert isinstance(declined, Declined) and "launching the compiled kernel" in declined
     assert select_engine("auto", tiny)[0].name == "serial"
     report = gradcheck.check(rosen, x, rosen_grad)
     assert report.engine == "serial" and report.passed
     # auto says why serial ran: f is compiled code, but too small a check (not "general Python")
     assert any("f is a numba @njit function, but its 48 evaluations" in n for n in report.notes)
-    monkeypatch.setattr(_compiled, "AUTO_WARM_MIN_SECONDS", 40e-6)
-    assert "kernel for it is compiled" in _compiled.auto_reason(tiny)
+    monkeypatch.setattr(_auto, "COMPILED_WARM_MIN_SECONDS", 40e-6)
+    assert "kernel for it is compiled" in auto_reason("compiled", tiny)
     assert gradcheck.check(rosen, x, rosen_grad).engine == "compiled"
 
 
@@ -386,11 +388,12 @@ def test_auto_reason_for_plain_python_does_not_import_numba():
     """auto_reason on a Python function is cheap: it does not import numba."""
     code = (
         "import sys, numpy as np\n"
-        "from gradcheck.engines import _compiled, CheckProblem\n"
+        "from gradcheck._evaluate import auto_reason\n"
+        "from gradcheck.engines import CheckProblem\n"
         "from gradcheck.backends import NumpyBackend\n"
         "p = CheckProblem(f=lambda x: x.sum(), work=np.ones(4), evaluate=lambda: 4.0,\n"
         "                 backend=NumpyBackend(), cotangent=None)\n"
-        "assert _compiled.auto_reason(p) is None\n"
+        "assert auto_reason('compiled', p) is None\n"
         "assert 'numba' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -25,15 +25,23 @@ from zoo import CASES  # noqa: E402
 
 import gradcheck  # noqa: E402
 from gradcheck import FunctionError, InputMutationError, check  # noqa: E402
+from gradcheck._differences import CentralDifferences, steps_for  # noqa: E402
+from gradcheck._evaluate import ChunkFailedError, ExecutorOptions, ExecutorRunner  # noqa: E402
+from gradcheck._evaluate import executor as _executor  # noqa: E402
 from gradcheck.backends import NumpyBackend  # noqa: E402
-from gradcheck.engines import CheckProblem, _executor  # noqa: E402
-from gradcheck.engines._differences import steps_for  # noqa: E402
-from gradcheck.engines._executor import (  # noqa: E402
-    ChunkFailedError,
-    ExecutorEngine,
-    ExecutorOptions,
-)
-from gradcheck.engines._serial import SerialEngine  # noqa: E402
+from gradcheck.engines import CheckProblem, select_engine  # noqa: E402
+
+
+class ExecutorEngine(CentralDifferences):
+    """The executor engine as check runs it: the entry-wise pass on the executor runner (its
+    counters, ``stats`` and ``slots``, read through)."""
+
+    def __init__(self, problem, options):
+        super().__init__(ExecutorRunner(problem, options), problem.work)
+
+    def __getattr__(self, name):
+        return getattr(self.runner, name)
+
 
 ARRAYS = ("analytic", "numeric", "noise", "tolerance", "codes", "refined", "causes", "exact",
           "digits", "left", "right")
@@ -109,7 +117,7 @@ def test_generic_executors_equal_serial_for_any_chunking(pool, chunk_entries):
     problem = _problem(lambda x: float((np.tanh(x.astype(np.float64)) * x).sum()), x)
     idx = np.arange(x.size)
     steps = steps_for(x.reshape(-1), 1e-3)
-    want = SerialEngine(problem).differences(idx, steps)
+    want = select_engine("serial", problem)[0].differences(idx, steps)
     make = cf.ThreadPoolExecutor if pool == "threads" else cf.ProcessPoolExecutor
     with make(max_workers=2) as ex:
         engine = ExecutorEngine(problem, ExecutorOptions(ex, chunk_entries=chunk_entries))
@@ -224,7 +232,7 @@ def test_a_worker_killed_from_outside_loses_nothing(client):
 
     problem = _problem(f, x, client.get_executor())
     idx, steps = np.arange(x.size), steps_for(x, 6e-6)
-    want = SerialEngine(problem).differences(idx, steps)
+    want = select_engine("serial", problem)[0].differences(idx, steps)
     victim = list(client.run(os.getpid).values())[0]
     killed = []
 
@@ -269,7 +277,7 @@ def test_infrastructure_failures_are_retried(exc):
     x = np.random.default_rng(2).standard_normal(40)
     problem = _problem(lambda x: float((x**3).sum()), x)
     idx, steps = np.arange(40), steps_for(x, 6e-6)
-    want = SerialEngine(problem).differences(idx, steps)
+    want = select_engine("serial", problem)[0].differences(idx, steps)
     with _FlakyExecutor(entry=17, failures=2, exc=exc) as ex:
         engine = ExecutorEngine(problem, ExecutorOptions(ex, retries=2, chunk_entries=5))
         got = engine.differences(idx, steps)
@@ -422,7 +430,7 @@ def test_chunk_size_rule():
     """First wave small; then about TARGET_CHUNK_SECONDS of work per chunk, capped by
     MAX_CHUNK_ENTRIES and by guided scheduling (remaining / 2 slots)."""
     with cf.ThreadPoolExecutor(2) as ex:
-        eng = ExecutorEngine(_problem(lambda x: float(x.sum()), np.ones(4)), ExecutorOptions(ex))
+        eng = ExecutorRunner(_problem(lambda x: float(x.sum()), np.ones(4)), ExecutorOptions(ex))
     assert eng.slots == 2
     assert eng._chunk_size(10_000) == _executor.FIRST_CHUNK_ENTRIES
     eng._observe(10, 10 * 1e-3)  # 1 ms per entry

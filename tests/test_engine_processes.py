@@ -17,13 +17,13 @@ from zoo import CASES
 
 import gradcheck
 from gradcheck import FunctionError, check
+from gradcheck._differences import CentralDifferences, steps_for
+from gradcheck._evaluate import ProcessesRunner, auto_reason, fork_available
+from gradcheck._evaluate import auto as _auto
 from gradcheck.backends import NumpyBackend
-from gradcheck.engines import CheckProblem, _processes
-from gradcheck.engines._differences import steps_for
-from gradcheck.engines._processes import ProcessesEngine, auto_reason
-from gradcheck.engines._serial import SerialEngine
+from gradcheck.engines import CheckProblem, select_engine
 
-pytestmark = pytest.mark.skipif(not _processes.fork_available(), reason="needs the fork start method")
+pytestmark = pytest.mark.skipif(not fork_available(), reason="needs the fork start method")
 
 
 def _problem(f, x):
@@ -70,8 +70,8 @@ def test_differences_equal_serial_for_any_chunking(workers, chunks):
     problem = _problem(lambda x: float((np.tanh(x.astype(np.float64)) * x).sum()), x)
     idx = np.arange(x.size)
     steps = steps_for(x.reshape(-1), 1e-3)
-    want = SerialEngine(problem).differences(idx, steps)
-    engine = ProcessesEngine(problem, workers=workers, chunks_per_worker=chunks)
+    want = select_engine("serial", problem)[0].differences(idx, steps)
+    engine = CentralDifferences(ProcessesRunner(problem, workers=workers, chunks_per_worker=chunks), problem.work)
     try:
         got = engine.differences(idx, steps)
         again = engine.differences(idx[::-1], steps[::-1])  # the pool is reused
@@ -118,7 +118,7 @@ def test_a_dead_worker_is_named_with_its_entry_range(death, how):
             death()
         return float(x.sum())
 
-    with pytest.raises(_processes.WorkerDiedError) as info:
+    with pytest.raises(gradcheck.WorkerDiedError) as info:
         check(f, x, np.ones_like(x), engine="processes")
     err = info.value
     flat = lambda index: int(np.ravel_multi_index(index, x.shape))  # noqa: E731
@@ -191,7 +191,8 @@ def test_progress_is_reported_as_chunks_finish():
     """The progress callback sees growing counts that end at the number of entries."""
     x = np.ones(24)
     counts = []
-    engine = ProcessesEngine(_problem(lambda x: float(x.sum()), x), workers=2, chunks_per_worker=3)
+    problem = _problem(lambda x: float(x.sum()), x)
+    engine = CentralDifferences(ProcessesRunner(problem, workers=2, chunks_per_worker=3), problem.work)
     try:
         engine.differences(np.arange(24), np.full(24, 1e-5), progress=counts.append)
     finally:
@@ -203,26 +204,26 @@ def test_auto_leaves_a_cheap_f_to_others():
     """A cheap f is not worth a pool: auto_reason returns None after one timing."""
     calls = []
     problem = _problem(lambda x: calls.append(1) or float(x.sum()), np.ones(100))
-    assert auto_reason(problem) is None
+    assert auto_reason("processes", problem) is None
     assert len(calls) == 1
 
 
 def test_auto_picks_processes_for_a_costly_f(monkeypatch):
     """A check estimated at more than AUTO_MIN_SECONDS on more than one core goes to
     processes, and the reason gives the estimate."""
-    monkeypatch.setattr(_processes, "usable_cores", lambda: 4)
-    monkeypatch.setattr(_processes, "time_call", lambda evaluate: 0.01)
+    monkeypatch.setattr(_auto, "usable_cores", lambda: 4)
+    monkeypatch.setattr(_auto, "time_call", lambda evaluate: 0.01)
     # the estimate is under test, not the hazard: jax may be running from an earlier test
-    monkeypatch.setattr(_processes, "fork_hazard", lambda: None)
-    reason = auto_reason(_problem(lambda x: float(x.sum()), np.ones(200)))
+    monkeypatch.setattr(_auto, "fork_hazard", lambda: None)
+    reason = auto_reason("processes", _problem(lambda x: float(x.sum()), np.ones(200)))
     assert reason is not None and "400 evaluations" in reason and "4 processes" in reason
 
 
 def test_auto_never_picks_processes_on_one_core(monkeypatch):
     """With one usable core a pool cannot help."""
-    monkeypatch.setattr(_processes, "usable_cores", lambda: 1)
-    monkeypatch.setattr(_processes, "time_call", lambda evaluate: 10.0)
-    assert auto_reason(_problem(lambda x: float(x.sum()), np.ones(200))) is None
+    monkeypatch.setattr(_auto, "usable_cores", lambda: 1)
+    monkeypatch.setattr(_auto, "time_call", lambda evaluate: 10.0)
+    assert auto_reason("processes", _problem(lambda x: float(x.sum()), np.ones(200))) is None
 
 
 def test_negative_control_passes_on_processes():
@@ -237,7 +238,8 @@ _INTERRUPTED = textwrap.dedent(
     import sys, time
     import numpy as np
     from gradcheck.engines import CheckProblem
-    from gradcheck.engines._processes import ProcessesEngine
+    from gradcheck._differences import CentralDifferences
+    from gradcheck._evaluate import ProcessesRunner
     from gradcheck.backends import NumpyBackend
 
     def f(x):
@@ -247,7 +249,7 @@ _INTERRUPTED = textwrap.dedent(
     work = np.ones(400)
     problem = CheckProblem(f=f, work=work, evaluate=lambda: f(work), backend=NumpyBackend(),
                            cotangent=None)
-    engine = ProcessesEngine(problem, workers=2)
+    engine = CentralDifferences(ProcessesRunner(problem, workers=2), work)
     print("ready", flush=True)
     try:
         engine.differences(np.arange(400), np.full(400, 1e-5))
@@ -318,13 +320,13 @@ _WITH_JAX = textwrap.dedent(
     import jax.numpy as jnp
     jnp.ones(3).block_until_ready()  # jax's runtime is now running in this process
     from gradcheck import check, check_params
-    from gradcheck.engines._fork import fork_hazard
-    from gradcheck.engines import _processes
+    from gradcheck._evaluate import fork_hazard
+    from gradcheck._evaluate import auto as _auto
     from gradcheck._adjudicate.referee import Referee
     import gradcheck._adjudicate.referee as referee_module
 
     assert "jax" in fork_hazard()
-    _processes.AUTO_MIN_SECONDS = 0.0          # any f is "costly" now
+    _auto.PROCESSES_MIN_SECONDS = 0.0          # any f is "costly" now
     x = np.linspace(0.5, 1.5, 40)
     r = check(lambda z: float((z ** 3).sum()), x, lambda z: 3 * z ** 2, adjudicate=False)
     assert r.engine == "serial" and "no process pool is forked" in r.notes[0], r.notes

@@ -169,10 +169,10 @@ def test_torch_checks_never_fork_a_pool_by_themselves(monkeypatch):
     serial: a child forked after torch's thread pool ran deadlocks (seen: check_jvp of a
     50x1000 tanh layer hung on a busy machine when auto picked processes)."""
     torch = framework("torch")
-    from gradcheck.engines import _processes
+    from gradcheck._evaluate import auto as _auto
 
-    monkeypatch.setattr(_processes, "usable_cores", lambda: 4)
-    monkeypatch.setattr(_processes, "time_call", lambda evaluate: 1.0)
+    monkeypatch.setattr(_auto, "usable_cores", lambda: 4)
+    monkeypatch.setattr(_auto, "time_call", lambda evaluate: 1.0)
     r = check_jvp(torch_sin_times_x(), torch.tensor(X))
     assert r.passed and r.engine == "serial"
     assert gradcheck.check(lambda t: (t.sin() * t).sum(), torch.tensor(X)).engine == "serial"

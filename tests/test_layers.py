@@ -12,6 +12,11 @@ checks three rules:
    is heavy), and ``importlib.import_module`` only in the modules of ``DYNAMIC`` (the lazy
    hooks, each with its reason). Standard-library imports are free.
 
+4. **Faces.** A unit is entered through its package's ``__init__``: no module imports another
+   unit's private module (``gradcheck._screen._api`` from ``_models``) or a private name of it
+   (``_forget`` from ``gradcheck._evaluate.executor``), except the edges in ``PRIVATE_REACH``,
+   each with the reason it is still there (issue 26: they go as their stacks move).
+
 The checker is run on the package and, to show it is not vacuous, on small trees in
 ``tmp_path`` with one violation planted in each.
 """
@@ -32,8 +37,9 @@ RANKS: dict[str, int] = {
     "_kernels": 0,                                  # the compiled C kernels (cffi extension)
     "mp": 1, "dual": 1,                             # independent oracles: arbitrary precision, dual numbers
     "backends": 2, "native": 2,                     # 1 adapt f (native: C functions through cffi)
-    "engines": 3,                                   # 2 difference
-    "_runtime": 4,                                  # checkpoint and progress around an engine
+    "_evaluate": 3,                                 # 2 the evaluation layer: points in, reduced values out
+    "_differences": 4,                              # 2 the entry-wise point generator, difference arithmetic
+    "_runtime": 4,                                  # checkpoint and progress around the differences
     "_classify": 5,                                 # 3 classify
     "_refine": 6,                                   # 4 refine
     "_adjudicate": 7,                               # 5 adjudicate
@@ -44,6 +50,7 @@ RANKS: dict[str, int] = {
     "_models": 11, "_sweeps": 11, "_screen": 11, "_orders": 11,  # features
     "_controls": 12,                                # the negative controls (every kind of check)
     "examples": 13, "subjects": 13,                 # public subjects
+    "engines": 13,                                  # the public face of the evaluation layer
     "": 14,                                         # the package root: the public names
     "_demo": 15,                                    # gradcheck demo / bench
     "cli": 16, "pytest_plugin": 16,                 # entry points
@@ -51,6 +58,29 @@ RANKS: dict[str, int] = {
 #: Imports between units of the same rank that the code needs, with the reason.
 ALLOWED_EDGES: dict[tuple[str, str], str] = {
     ("_models", "_screen"): "check_params(screen=True) screens each named tensor",
+}
+#: Imports of another unit's private module or private name (rule 4) still in the code, with the
+#: reason; (importer, imported module). The list only shrinks: a new one is a violation.
+PRIVATE_REACH: dict[tuple[str, str], str] = {
+    **{("gradcheck", f"gradcheck._orders.{m}"): "the root re-exports the orders' public names from their modules"
+       for m in ("_adjoint", "_hvp", "_jvp", "_taylor")},
+    ("gradcheck.cli", "gradcheck._orders._cli"): "the orders' command line (issue 27 owns the CLI)",
+    ("gradcheck.pytest_plugin", "gradcheck._orders._plugin"): "the orders' fixture methods",
+    ("gradcheck._demo.showcases", "gradcheck._orders._showcases"): "the orders' showcases",
+    **{("gradcheck._controls.kinds", f"gradcheck._orders.{m}"): "the controls of the orders' kinds of claim"
+       for m in ("_adjoint", "_hvp", "_jvp", "_taylor")},
+    ("gradcheck._controls.kinds", "gradcheck.backends._numpy"): "the control problem (and its private weights)",
+    ("gradcheck._controls.kinds", "gradcheck.backends._jax"): "jax's x64 switch for the jax control",
+    ("gradcheck._orders._links", "gradcheck.backends._numpy"): "the control problem (and its private weights)",
+    **{(m, "gradcheck.backends._claimed"): "as_gradient (backends/__init__ cannot re-export it: _claimed "
+       "imports resolve from it)" for m in ("gradcheck._pipeline.prepare", "gradcheck._screen._prepare",
+                                            "gradcheck._models.params")},
+    **{(f"gradcheck._lowp.{m}", f"gradcheck.mp.{n}"): "the exact kernels' arbitrary-precision helpers (issue 29)"
+       for m, n in (("dispute", "_context"), ("dispute", "_convert"), ("dispute", "_evaluate"),
+                    ("dispute_bound", "_context"), ("dispute_bound", "_convert"), ("dispute_bound", "_evaluate"),
+                    ("dispute_gradient", "_reverse"))},
+    ("gradcheck._axes.executor", "gradcheck._evaluate.executor"): "the colouring ships its points itself until "
+    "the layer's runners carry per-slice reductions (issue 26, the colouring's move)",
 }
 #: Modules a function may import (they are heavy at import time), with the reason.
 HEAVY: dict[str, str] = {
@@ -78,7 +108,6 @@ HEAVY: dict[str, str] = {
 #: Modules that import other modules by name at run time, with the reason.
 DYNAMIC: dict[str, str] = {
     "gradcheck.backends": "the torch, jax and dual adapters load when their backend is asked for",
-    "gradcheck.engines._base": "an engine's module loads when it is chosen",
     "gradcheck._report.html": "a result's renderer is found by the result's type name (html imports no feature)",
     "gradcheck.cli": "MODULE:FUNC given on the command line",
     "gradcheck._demo.bench": "the benchmark scripts of a checkout",
@@ -91,6 +120,7 @@ class Edge:
     target: str       # imported module (resolved; a package's __init__ is the package)
     lineno: int
     in_function: bool
+    names: tuple[str, ...] = ()   # the names imported from ``target`` (not submodules)
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -144,7 +174,8 @@ def walk(root: Path) -> tuple[set[str], list[Edge], list[tuple[str, int]]]:
                         target = child.module or ""
                     for alias in child.names:  # `from pkg import module` imports the module
                         sub = f"{target}.{alias.name}"
-                        edges.append(Edge(name, sub if sub in modules else target, child.lineno, in_function))
+                        edges.append(Edge(name, sub, child.lineno, in_function) if sub in modules
+                                     else Edge(name, target, child.lineno, in_function, (alias.name,)))
                 elif (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
                       and child.func.attr == "import_module"):
                     dynamic.append((name, child.lineno))
@@ -168,8 +199,24 @@ def _stdlib(target: str) -> bool:
     return target.split(".")[0] in sys.stdlib_module_names
 
 
-def violations(root: Path, ranks: dict[str, int] = RANKS) -> list[str]:
-    """Every breach of the three rules in the package at ``root`` (empty: the layout holds)."""
+def _private_reach(e: Edge, allowed: dict[tuple[str, str], str]) -> list[str]:
+    """Rule 4 for one import between two units: a private module of the other unit, or a
+    private name from one of its modules (dunder names are not private)."""
+    if (e.source, e.target) in allowed:
+        return []
+    inner = e.target.split(".")[2:]  # below the unit: gradcheck.UNIT.<inner>
+    if any(part.startswith("_") for part in inner):
+        return [f"{e.source}:{e.lineno}: imports {e.target}, a private module of "
+                f"{'.'.join(e.target.split('.')[:2])}: enter it through its __init__"]
+    hidden = [n for n in e.names if n.startswith("_") and not n.startswith("__")]
+    if hidden:
+        return [f"{e.source}:{e.lineno}: imports the private name(s) {hidden} of {e.target}"]
+    return []
+
+
+def violations(root: Path, ranks: dict[str, int] = RANKS,
+               private_reach: dict[tuple[str, str], str] = PRIVATE_REACH) -> list[str]:
+    """Every breach of the four rules in the package at ``root`` (empty: the layout holds)."""
     pkg = root.name
     modules, edges, dynamic = walk(root)
     found = []
@@ -192,6 +239,7 @@ def violations(root: Path, ranks: dict[str, int] = RANKS) -> list[str]:
         elif ranks[dst] == ranks[src] and (src, dst) not in ALLOWED_EDGES:
             found.append(f"{e.source}:{e.lineno}: imports {e.target}: {src} and {dst} are peers "
                          "(same rank) that must not know each other")
+        found += _private_reach(e, private_reach)
     found += [f"{m}:{line}: importlib.import_module outside DYNAMIC" for m, line in dynamic if m not in DYNAMIC]
     found += [f"import cycle: {' -> '.join(c)}" for c in cycles(modules, edges)]
     return found
@@ -249,6 +297,14 @@ def test_every_unit_has_a_rank():
     assert {unit_of(m) for m in modules} - set(RANKS) == set()
 
 
+def test_private_reach_allow_list_is_used():
+    """Every PRIVATE_REACH entry is an import the code still makes (a stale one would hide a
+    new reach of the same kind)."""
+    _, edges, _ = walk(PACKAGE)
+    made = {(e.source, e.target) for e in edges}
+    assert [k for k in PRIVATE_REACH if k not in made] == []
+
+
 def test_heavy_allow_list_is_used():
     """Every HEAVY entry of gradcheck's own is a real module (a stale entry would widen the rule)."""
     modules, _, _ = walk(PACKAGE)
@@ -271,6 +327,7 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 CLEAN = {
     "_core/errors.py": "class GradcheckError(Exception):\n    pass\n",
     "_classify/rule.py": "from .._core.errors import GradcheckError\n",
+    "_classify/_inner.py": "x = 1\n",
     "_report/report.py": "from .._classify import rule\n",
     "_pipeline/check.py": "import json\n\nfrom .._report.report import rule\n\n\ndef f():\n    import mpmath\n",
 }
@@ -289,6 +346,8 @@ PLANTED = [  # (file, line added to it, what the checker must say)
     ("_core/config.py", "def f():\n    import numpy\n", "inside a function"),
     ("_core/config.py", "import importlib\n\nM = importlib.import_module('json')\n", "import_module"),
     ("_core/errors.py", "from . import config\n", "import cycle"),
+    ("_report/report.py", "from .._classify.rule import _private\n", "private name"),
+    ("_report/report.py", "from .._classify._inner import x\n", "private module"),
 ]
 
 

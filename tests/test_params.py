@@ -217,14 +217,14 @@ def test_processes_engine_names_the_parameter_and_entry_of_an_error():
 def test_engine_auto_says_what_it_picked(monkeypatch):
     """auto: serial for a cheap loss, processes when the estimate is long (threshold
     patched, not timed); a name the check_params engines do not have is a clear error."""
-    from gradcheck.engines import _processes
-    from gradcheck.engines._fork import fork_hazard, usable_cores
+    from gradcheck._evaluate import auto as _auto
+    from gradcheck._evaluate import fork_hazard, usable_cores
 
     params = {"w": np.linspace(0.1, 1.0, 8)}
     fn = lambda p: float((p["w"] ** 2).sum())  # noqa: E731
     cheap = check_params(fn, params, {"w": 2 * params["w"]}, adjudicate=False)
     assert cheap["w"].engine == "serial" and any("serial: 2N = 16" in n for n in cheap["w"].notes)
-    monkeypatch.setattr(_processes, "AUTO_MIN_SECONDS", 0.0)
+    monkeypatch.setattr(_auto, "PROCESSES_MIN_SECONDS", 0.0)
     costly = check_params(fn, params, {"w": 2 * params["w"]}, adjudicate=False)
     assert costly.passed
     if usable_cores() >= 2 and fork_hazard() is None:

@@ -63,7 +63,7 @@ def test_all_lists_every_public_name_once():
     assert len(set(gradcheck.__all__)) == len(gradcheck.__all__)
     assert public | {"__version__"} == set(gradcheck.__all__)
     assert set(PUBLIC) == set(gradcheck.__all__) and "ExecutorOptions" in gradcheck.__all__
-    assert gradcheck.ExecutorOptions is importlib.import_module("gradcheck.engines._executor").ExecutorOptions
+    assert gradcheck.ExecutorOptions is importlib.import_module("gradcheck.engines").ExecutorOptions
 
 
 def numpydoc_parameters(doc: str) -> set[str]:

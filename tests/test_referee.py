@@ -267,7 +267,7 @@ def test_a_dead_referee_worker_is_a_worker_died_error_naming_the_entries():
     import subprocess
     import sys
 
-    from gradcheck.engines._fork import fork_available, usable_cores
+    from gradcheck._evaluate import fork_available, usable_cores
 
     if usable_cores() < 2 or not fork_available():
         pytest.skip("the referee forks a pool only with two cores and the fork start method")

@@ -24,6 +24,7 @@ from ._core.errors import UnsupportedInputError as UnsupportedInputError
 from ._core.errors import WorkerDiedError as WorkerDiedError
 from ._core.verdict import Cause as Cause
 from ._core.verdict import Verdict as Verdict
+from ._evaluate import ExecutorOptions as ExecutorOptions
 from ._lowp.dispute import DisputeResult as DisputeResult
 from ._lowp.dispute import dispute as dispute
 from ._models.diagnosis import Diagnosis as Diagnosis
@@ -47,7 +48,6 @@ from ._sweeps.sweep import SweepReport as SweepReport
 from ._sweeps.sweep import grid as grid
 from ._sweeps.sweep import shape_sweep as shape_sweep
 from ._version import __version__ as __version__
-from .engines import ExecutorOptions as ExecutorOptions
 
 __all__ = [
     "__version__",

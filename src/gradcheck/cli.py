@@ -24,14 +24,13 @@ from typing import Any
 import numpy as np
 
 from ._core.config import Config
-from ._core.errors import FunctionError, InputMutationError
+from ._core.errors import FunctionError, InputMutationError, WorkerDiedError
 from ._core.formats import resolve_format
 from ._demo.bench import discover, find_directory, run_benchmarks
 from ._demo.showcases import run_demo
 from ._lowp.dispute import dispute
 from ._orders._cli import add_check_options, add_taylor_parser, check_orders  # --jvp/--hvp, taylor
 from ._pipeline.check import check
-from .engines._processes import WorkerDiedError
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_RAISED, EXIT_INTERNAL = 0, 1, 2, 3, 4, 5
 EXIT_CODES = (

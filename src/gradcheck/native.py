@@ -22,9 +22,9 @@ import numpy as np
 
 
 def _builtin():
-    from . import _kernels  # the cffi extension built at install time
+    from ._kernels import ffi, lib  # the cffi extension built at install time
 
-    return _kernels
+    return ffi, lib
 
 
 @dataclass(frozen=True)
@@ -73,8 +73,7 @@ def native_function(name: str, *, grad: str = "grad", lib: Any = None, ffi: Any 
     ``lib``/``ffi`` default to gradcheck's own kernels. ``grad=None`` gives a loss only.
     """
     if lib is None:
-        mod = _builtin()
-        lib, ffi = mod.lib, mod.ffi
+        ffi, lib = _builtin()
     if ffi is None:
         raise TypeError("pass ffi= together with lib= (the cffi module's ffi object)")
     loss_name = f"{prefix}{name}_loss"

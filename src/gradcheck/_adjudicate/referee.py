@@ -26,14 +26,9 @@ is reported as not adjudicable, with the reason; its entries keep their earlier 
 """
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
-import signal
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,18 +39,12 @@ from .._core.config import DEFAULT_RESOLUTION
 from .._core.errors import WorkerDiedError
 from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
-from ..engines._fork import die_with, fork_hazard, shutdown_pool, usable_cores
-from ..engines._processes import how_it_died
+from .._evaluate import WorkerDied, fork_hazard, fork_map, usable_cores
 
 #: Entries beyond this many are left with their step-study verdicts (and the report says so).
 MAX_ADJUDICATED = 256
 #: From this many entries on, adjudication is spread over a fork process pool.
 PARALLEL_MIN = 12
-
-# In a forked worker: the referee it works for. The parent hands it over as the pool's
-# initializer argument, which a forked process inherits without pickling (the user's function
-# need not be picklable), so concurrent adjudications in threads each fork their own.
-_ACTIVE: Referee | None = None
 
 #: Why the referee does not run a compiled f (numba or C), for the report.
 COMPILED_F = "f is compiled code (numba or C), which cannot run at arbitrary precision"
@@ -169,20 +158,13 @@ class Referee:
         workers = min(usable_cores(), flat_indices.size // (PARALLEL_MIN // 2))
         if workers < 2 or flat_indices.size < PARALLEL_MIN or fork_hazard() is not None:
             return self.derivatives(flat_indices)
-        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"), initializer=_worker_init,
-                                   initargs=(os.getpid(), self))
+        # Forked workers inherit the referee (the user's function need not be picklable), so
+        # concurrent adjudications in threads each fork their own pool.
         try:
-            chunks = np.array_split(flat_indices, workers * 2)
-            parts = list(pool.map(_derivatives_in_worker, chunks))
-        except BrokenProcessPool as exc:
-            processes = list((getattr(pool, "_processes", None) or {}).values())
-            shutdown_pool(pool, terminate=True)
-            raise self._died(flat_indices, how_it_died(processes)) from exc
-        except BaseException:
-            shutdown_pool(pool, terminate=True)  # Ctrl-C or an error: no waiting for the rest
-            raise
-        else:
-            shutdown_pool(pool, terminate=False)
+            parts = fork_map(Referee.derivatives, np.array_split(flat_indices, workers * 2), state=self,
+                             workers=workers)
+        except WorkerDied as died:
+            raise self._died(flat_indices, died.how) from died.__cause__
         return [d for part in parts for d in part]
 
     def _died(self, flat_indices: np.ndarray, how: str) -> WorkerDiedError:
@@ -286,15 +268,3 @@ def _tight(a: float, e: float, bound: float, round_off: float, claim_scale: floa
     scale = max(abs(a), abs(e))
     return bool(np.isfinite(a) and np.isfinite(e) and abs(a - e) <= tight and tight > 0
                 and not rule.coarse(tight, scale))
-
-
-def _worker_init(parent: int, referee: Referee) -> None:
-    global _ACTIVE
-    _ACTIVE = referee
-    die_with(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-
-
-def _derivatives_in_worker(flat_indices: np.ndarray) -> list[tuple | None]:
-    assert _ACTIVE is not None, "the pool's initializer sets the referee"
-    return _ACTIVE.derivatives(flat_indices)

@@ -29,8 +29,8 @@ import numpy as np
 from .._core.arrays import same_bits
 from .._core.errors import FunctionError, OutputError, mutation_error
 from .._core.inputs import output_array, require_real_output
+from .._differences import StepsOf, perturbed_points
 from .._refine.second_look import PerEntry
-from ..engines._differences import StepsOf, perturbed_points
 from .declare import Axes
 from .referee import first_slice, slice_referee
 
@@ -116,7 +116,7 @@ class Coloured:
         the rounds come from the strides, and the elementwise pass (one round holding every
         entry) perturbs ``work`` in place on the serial engine (:meth:`_whole`). Without
         ``denominators`` the third array is None (the caller computes them where it reads
-        them: :class:`~gradcheck.engines._differences.DenominatorsOf`)."""
+        them: :class:`~gradcheck._differences.DenominatorsOf`)."""
         n = self.work.size
         # StepsOf: each round's steps computed when it is made (no array of N)
         h = steps if isinstance(steps, StepsOf) else np.asarray(steps, dtype=np.float64).reshape(-1)
@@ -316,7 +316,7 @@ def _kept(selection: Any, finite: np.ndarray) -> np.ndarray:
 
 def _moved(move: Any, old: np.ndarray, h: Any, out: np.ndarray, block: int = 65536) -> None:
     """``out = move(old, h)`` in ``old``'s dtype (``h``, float64 steps or a
-    :class:`~gradcheck.engines._differences.StepsOf`, rounded to it first, as
+    :class:`~gradcheck._differences.StepsOf`, rounded to it first, as
     :func:`perturbed_points` does), a block at a time: no array of N besides ``out``."""
     for start in range(0, old.size, block):
         part = slice(start, start + block)

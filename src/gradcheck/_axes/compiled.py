@@ -10,7 +10,7 @@ a buffer. The rows are then reduced per slice with the cotangent by the serial c
 (:meth:`Coloured._reduce`), so each entry's value is serial's, bit for bit (``f``'s machine
 code is the same whether numba calls it from the kernel or from Python).
 
-As on the compiled engine (:mod:`gradcheck.engines._compiled`): numba cannot raise out of a
+As on the layer's compiled runner (:mod:`gradcheck._evaluate.compiled`): numba cannot raise out of a
 parallel loop, so an evaluation that raised (or returned another shape) is only recorded;
 after the kernel the earliest such point is evaluated again from Python, which raises
 :class:`~gradcheck.FunctionError` as serial does. A copy that ``f`` wrote into is
@@ -24,10 +24,14 @@ import numpy as np
 
 from .._core.errors import FunctionError, mutation_error
 from .._core.jit import PRANGE, kernel
-from ..engines._compiled import _DTYPES, _first_changed, _kind, _numpy_backend, _same
+from .._evaluate import DTYPES as _DTYPES
+from .._evaluate import kind_of as _kind
+from .._evaluate import loops
+from .._evaluate import numpy_backend as _numpy_backend
 from .colour import BUDGET_BYTES, Coloured
 
 prange = PRANGE
+_same, _first_changed = loops.same, loops.first_changed  # the layer's kernels, called from this one
 
 _RAISED, _SHAPE, _MUTATED = 1, 2, 3
 

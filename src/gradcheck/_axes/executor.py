@@ -2,13 +2,13 @@
 
 Each evaluation of the coloured differencer (one round's entries, one in every slice, all at
 ``+h`` or all at ``-h``) is a task of its own, as on the processes engine (:mod:`.processes`).
-What travels is the executor engine's (:mod:`gradcheck.engines._executor`): the differencer
+What travels is the layer's executor runner's (:mod:`gradcheck._evaluate.executor`): the differencer
 (``f``, the cotangent, the private working array) is cloudpickled once into a payload named by
 a token, cached by each worker process and unpickled once per worker thread; a task carries the
 token, the perturbed entries, their values and their slices. A worker that has not seen the
 payload answers ``missing`` and the task is sent again with it; a task that fails for reasons
 outside ``f`` (a lost worker, a broken pool) is resubmitted up to ``retries`` times, then
-:class:`~gradcheck.engines._executor.ChunkFailedError` names its entries. ``f`` raising is
+:class:`~gradcheck._evaluate.ChunkFailedError` names its entries. ``f`` raising is
 :class:`~gradcheck.FunctionError` at the earliest failing evaluation, as serial reports it (not
 retried); a write by ``f`` into its input, seen on the worker, is
 :class:`~gradcheck.InputMutationError`. A worker evaluates with the serial code
@@ -20,22 +20,14 @@ import asyncio
 import concurrent.futures as cf
 import copy
 import time
-from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from ..engines._chunks import worker_answer, worker_mutation_error
-from ..engines._executor import (
-    IN_FLIGHT_PER_SLOT,
-    ChunkFailedError,
-    ExecutorEngine,
-    ExecutorOptions,
-    _forget,
-    _problem_for,
-    _rebuild_error,
-)
+from .._evaluate import ChunkFailedError, ExecutorOptions, ExecutorRunner, Target
+from .._evaluate.executor import IN_FLIGHT_PER_SLOT, _forget, _target_for  # transitional: see .workers
 from .colour import BUDGET_BYTES, Coloured, wire_ids
+from .workers import rebuild_error, worker_answer, worker_mutation_error
 
 
 class ExecutorColoured(Coloured):
@@ -50,7 +42,9 @@ class ExecutorColoured(Coloured):
         options = executor if isinstance(executor, ExecutorOptions) else ExecutorOptions(executor)
         # The workers' differencer: a copy that does not hold the executor (it must pickle).
         view = copy.copy(self)
-        self.engine = ExecutorEngine(SimpleNamespace(evaluate=view, work=view.work), options)
+        # (transitional) the payload is the differencer itself: the workers call its point()
+        self.engine = ExecutorRunner(Target(f=view.point, work=view.work, evaluate=cast(Any, view), backend=None),
+                                     options)
         per_round = max(1, self.axes.slices if not self.axes.elementwise else self.work.size)
         self.rows = max(2, min(2 * IN_FLIGHT_PER_SLOT * self.engine.slots, BUDGET_BYTES // (32 * per_round)))
 
@@ -91,7 +85,7 @@ class ExecutorColoured(Coloured):
             for fut in in_flight:  # KeyboardInterrupt, a task out of retries: nothing keeps running
                 fut.cancel()
         if failures:
-            raise _rebuild_error(min(failures, key=lambda item: item[0])[1])
+            raise rebuild_error(min(failures, key=lambda item: item[0])[1], "on a worker of the executor")
         self.evaluations += len(points)
 
     def _submit(self, point, force_payload: bool) -> cf.Future:
@@ -112,7 +106,7 @@ def _evaluate_point(token: str, payload: bytes | None, ids: np.ndarray, values: 
                     side: str) -> tuple:
     """One evaluation on this thread's copy: ``("ok", reductions, seconds)``, ``("error",
     payload)``, ``("missing",)`` without the payload, or ``("mutated",)``."""
-    problem = _problem_for(token, payload)
+    problem = _target_for(token, payload)
     if problem is None:
         return ("missing",)
     coloured, work, pristine = problem

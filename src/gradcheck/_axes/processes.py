@@ -8,7 +8,7 @@ a job carries only the perturbed entries, their values and their slices, and ans
 reductions. A worker evaluates a job with the same code as the serial differencer
 (:meth:`Coloured.point`), so the numbers are serial's, bit for bit.
 
-As on the plain processes engine (:mod:`gradcheck.engines._processes`): ``f`` raising in a
+As on the layer's processes runner (:mod:`gradcheck._evaluate.processes`): ``f`` raising in a
 worker is :class:`~gradcheck.FunctionError` at the first entry of the earliest failing
 evaluation, as serial would report it; a write by ``f`` into its input is seen on the worker
 (its copy against the snapshot it was forked with) and raised as
@@ -20,25 +20,35 @@ referee run in the checking process.
 from __future__ import annotations
 
 import copy
-import os
-import signal
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import numpy as np
 
 from .._core.errors import WorkerDiedError
-from ..engines._chunks import rebuild_error, worker_answer, worker_mutation_error
-from ..engines._fork import ForkPoolOwner, die_with, fork_available, fork_hazard, usable_cores
-from ..engines._processes import how_it_died
+from .._evaluate import ForkPool, fork_available, usable_cores
 from .colour import BUDGET_BYTES, Coloured, wire_ids
+from .workers import rebuild_error, worker_answer, worker_mutation_error
 
 #: Evaluations in flight per worker (each is one job): enough to keep every worker busy.
 JOBS_PER_WORKER = 4
 
 
-class PooledColoured(ForkPoolOwner, Coloured):
+def _pristine(coloured: Any) -> tuple[Any, np.ndarray]:
+    """In a worker as it starts: the differencer and its array as forked (a write by f shows against it)."""
+    return coloured, coloured.work.copy()
+
+
+def _evaluate_point(state: tuple[Any, np.ndarray], job: tuple) -> tuple:
+    """One evaluation on this worker's copy; the answer is data (:mod:`.workers`)."""
+    coloured, pristine = state
+    ids, values, mine, side = job
+    return worker_answer(lambda: (coloured.point(ids, values, pristine.reshape(-1)[ids], mine, side),),
+                         coloured.work, pristine)
+
+
+class PooledColoured(Coloured):
     """:class:`Coloured` whose evaluations run on a fork pool (``workers`` processes)."""
 
     IN_PLACE = False  # each evaluation's entries and values are shipped to its runner
@@ -53,7 +63,7 @@ class PooledColoured(ForkPoolOwner, Coloured):
         # Evaluations gathered before a wave is sent: each holds ~32 bytes per entry of its round.
         per_round = max(1, self.axes.slices if not self.axes.elementwise else self.work.size)
         self.rows = max(2, min(JOBS_PER_WORKER * self.workers, BUDGET_BYTES // (32 * per_round)))
-        self._hazard: str | None = None
+        self.pool: ForkPool | None = None
 
     def _run(self, points) -> None:
         """Each point an evaluation on the pool; the earliest failure (in point order) raised."""
@@ -61,7 +71,10 @@ class PooledColoured(ForkPoolOwner, Coloured):
         futures: dict[Future, int] = {}
         try:
             for k, (_, ids, values, _, mine, _, side) in enumerate(points):
-                futures[pool.submit(_evaluate_point, wire_ids(ids, self.work.size), values, mine, side)] = k
+                futures[pool.submit(_evaluate_point, (wire_ids(ids, self.work.size), values, mine, side))] = k
+            if pool.hazard is not None and not any("forked its workers" in n for n in self.notes):
+                self.notes.append(f"engine='processes' forked its workers although {pool.hazard}: f must "
+                                  "not call into jax")
             failures: list[tuple[int, tuple]] = []
             pending = set(futures)
             while pending and not failures:
@@ -75,13 +88,16 @@ class PooledColoured(ForkPoolOwner, Coloured):
                 failures += self._store(wait(pending).done, futures, points)
                 raise rebuild_error(min(failures, key=lambda item: item[0])[1])
         except BrokenProcessPool as exc:
-            processes = list((getattr(pool, "_processes", None) or {}).values())
-            self.close(terminate=True)
-            raise self._died(futures, points, processes) from exc
+            died = pool.died(list(futures), exc)
+            raise self._died(futures, died.broken, points, died.how) from exc
         except BaseException:
-            self.close(terminate=True)  # KeyboardInterrupt or f's error: no worker outlives the check
+            pool.close(terminate=True)  # KeyboardInterrupt or f's error: no worker outlives the check
             raise
         self.evaluations += len(points)
+
+    def close(self, terminate: bool = False) -> None:
+        if self.pool is not None:
+            self.pool.close(terminate)
 
     def _store(self, finished, futures: dict[Future, int], points) -> list[tuple[int, tuple]]:
         """Store the answers of ``finished`` jobs; return their failures ``(point, payload)``."""
@@ -101,48 +117,21 @@ class PooledColoured(ForkPoolOwner, Coloured):
             out[pos] = answer[1]
         return failures
 
-    def _died(self, futures: dict[Future, int], points, processes: list[Any]) -> WorkerDiedError:
+    def _died(self, futures: dict[Future, int], broken: list[int], points, how: str) -> WorkerDiedError:
         """The dead worker ran one of the first ``workers + 1`` unfinished evaluations (jobs
         are picked up in order, one per worker and one queued ahead)."""
-        broken = sorted(k for fut, k in futures.items()
-                        if fut.done() and not fut.cancelled() and isinstance(fut.exception(), BrokenProcessPool))
-        suspects = broken[:self.workers + 1] or sorted(futures.values())
+        order = list(futures.values())
+        suspects = sorted(order[b] for b in broken)[:self.workers + 1] or sorted(order)
         flat = np.unique(np.concatenate([points[k][1] for k in suspects]))
         entry = lambda i: tuple(int(c) for c in np.unravel_index(int(i), self.work.shape))  # noqa: E731
         return WorkerDiedError(
-            entry(flat.min()), entry(flat.max()), flat.size, how_it_died(processes),
+            entry(flat.min()), entry(flat.max()), flat.size, how,
             task="a worker process of engine='processes' died ({how}) while evaluating f (coloured: one "
                  "entry of each slice perturbed together) with")
 
-    def _ensure_pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._hazard = self._hazard or fork_hazard()
-            if self._hazard is not None:
-                self.notes.append(f"engine='processes' forked its workers although {self._hazard}: f must "
-                                  "not call into jax")
-        # The workers' differencer: a shallow copy that does not hold the pool (which holds
-        # its initargs), so this one stays collectable and its finalizer shuts the pool down.
-        return self._pool or self._fork_pool(_install, (copy.copy(self), os.getpid()))
-
-
-# -- in the worker ------------------------------------------------------------------------
-_COLOURED: Any = None
-_PRISTINE: np.ndarray | None = None
-
-
-def _install(coloured: PooledColoured, parent: int) -> None:
-    global _COLOURED, _PRISTINE
-    die_with(parent)
-    _COLOURED = coloured
-    _PRISTINE = coloured.work.copy()  # as forked: a write by f shows against it
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it terminates the pool
-
-
-def _evaluate_point(ids: np.ndarray, values: np.ndarray, mine: np.ndarray, side: str) -> tuple:
-    """One evaluation on this worker's copy; the answer is data: ``("ok", reductions)``,
-    ``("error", payload)`` (see :func:`~gradcheck.engines._chunks.rebuild_error`) or
-    ``("mutated",)``."""
-    assert _PRISTINE is not None  # set by the pool's initializer
-    pristine = _PRISTINE
-    return worker_answer(lambda: (_COLOURED.point(ids, values, pristine.reshape(-1)[ids], mine, side),),
-                         _COLOURED.work, pristine)
+    def _ensure_pool(self) -> ForkPool:
+        # The workers' differencer: a shallow copy that does not hold the pool, so this one
+        # stays collectable and the pool's finalizer shuts it down.
+        if self.pool is None:
+            self.pool = ForkPool(copy.copy(self), self.workers, prepare=_pristine)
+        return self.pool

@@ -58,7 +58,7 @@ from .._core.config import Config
 from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_format, ulp
 from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
-from ..engines._differences import slope_and_noise
+from .._differences import slope_and_noise
 from . import f32steps
 from .float32 import (
     F32_BOUND_ULPS,

@@ -36,9 +36,9 @@ ROPE_BASE = 10000.0
 
 
 def _lib():
-    from .. import _kernels  # the cffi extension built at install time
+    from .._kernels import ffi, lib  # the cffi extension built at install time
 
-    return _kernels.ffi, _kernels.lib
+    return ffi, lib
 
 
 def _bf16_bits(a: Any, what: str) -> np.ndarray:

@@ -17,23 +17,18 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import model_problem
+
 
 def framework_problem(loss: Any, params: Any, grads: Any) -> Any:
     """A ``backends._models.ModelProblem`` for a framework's model, or None for numpy."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(loss, torch.nn.Module):
-        from ..backends._torch_model import module_problem
-
-        return module_problem(loss, params, grads)
+        return model_problem("torch", "module_problem", loss, params, grads)
     if isinstance(params, Mapping) and torch is not None and any(isinstance(v, torch.Tensor) for v in params.values()):
-        from ..backends._torch_model import tensors_problem
-
-        return tensors_problem(loss, params, grads)
-    if "jax" in sys.modules and not _numpy_dict(params):
-        from ..backends._jax_model import is_pytree_of_arrays, pytree_problem
-
-        if is_pytree_of_arrays(params):
-            return pytree_problem(loss, params, grads)
+        return model_problem("torch", "tensors_problem", loss, params, grads)
+    if "jax" in sys.modules and not _numpy_dict(params) and model_problem("jax", "is_pytree_of_arrays", params):
+        return model_problem("jax", "pytree_problem", loss, params, grads)
     return None
 
 

@@ -23,6 +23,8 @@ from .._core.errors import (
 )
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from .._core.verdict import Cause, Verdict
+from .._differences import CentralDifferences, require_moving_steps, steps_for
+from .._evaluate import SerialRunner, Target, auto_decision, make_runner
 from .._pipeline.assemble import assemble_report
 from .._pipeline.difference import first_differences
 from .._pipeline.judge import judge_entries
@@ -30,8 +32,6 @@ from .._report.html import HtmlViews
 from .._report.report import Report
 from ..backends import NumpyBackend
 from ..backends._claimed import as_gradient
-from ..engines import CheckProblem, _processes, select_engine
-from ..engines._differences import central_differences, require_moving_steps, steps_for
 from .diagnosis import Diagnosis, diagnose
 from .frameworks import framework_problem
 from .joint import screen_whole
@@ -183,7 +183,7 @@ class ParamsReport(HtmlViews):
             "evaluations": self.evaluations,
             "diagnosis": self.diagnosis.to_dict(),
             "notes": list(self.notes),
-            "evidence": dict(self.evidence),
+            **({"evidence": dict(self.evidence)} if self.evidence else {}),  # screen=True found names failing
             "params": {n: self.reports[n].to_dict(**kwargs) for n in self.order},
         }
 
@@ -550,21 +550,6 @@ def _loss_output(loss, params, index, side, name) -> np.ndarray:
 PARAMS_ENGINES = ("auto", "serial", "processes")  # and "executor", with executor=
 
 
-def _named(differences, name: str):
-    """``differences`` whose FunctionError names the parameter (a worker's does not)."""
-    def run(idx: np.ndarray, h: np.ndarray):
-        try:
-            return differences(idx, h)
-        except FunctionError as err:
-            if err.param is not None:
-                raise
-            if isinstance(err, OutputError):
-                raise err.at(err.index, err.side, name) from None
-            cause = err.__cause__ if err.__cause__ is not None else err
-            raise FunctionError(err.index, err.side, name, cause) from cause
-    return run
-
-
 def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str, int]:
     """``(engine, why, calls)`` for check_params; auto times one loss evaluation (two when
     the first says the check is long): ``calls``."""
@@ -584,7 +569,7 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str, int
         calls += 1
         return loss(params)
     fork_safe = getattr(loss, "gradcheck_backend", "numpy") == "numpy"  # torch's and jax's threads: no fork
-    choice, why = _processes.auto_decision(timed, total, fork_safe=fork_safe)  # check's own auto rule
+    choice, why = auto_decision(timed, 2 * total, fork_safe=fork_safe)  # check's own auto rule
     name = "processes" if choice == "processes" else "serial"
     return name, f"{name}: {why}", calls
 
@@ -634,12 +619,11 @@ def _param_differencer(loss, params, name: str, engine: str, executor: Any):
     """``(differencer, pool)`` for ``params[name]``: serial in place (pool None), or on a
     process pool or an executor, whose workers perturb their own copy of the array (the
     dict's object, in their memory: forked, or shipped together with the loss's closure
-    over the dict, so one object there too)."""
+    over the dict, so one object there too). Errors name the parameter."""
     arr = params[name]
     evaluate = lambda: _scalar_loss(loss, params, None, "base", name)  # noqa: E731
+    target = Target(f=loss, work=arr, evaluate=evaluate, backend=NumpyBackend(), executor=executor, param=name)
     if engine not in ("processes", "executor"):
-        return (lambda idx, h: central_differences(evaluate, arr, idx, h, param=name)), None
-    problem = CheckProblem(f=loss, work=arr, evaluate=evaluate, backend=NumpyBackend(), cotangent=None,
-                           executor=executor)
-    pool = select_engine(engine, problem)[0]
-    return _named(pool.differences, name), pool
+        return CentralDifferences(SerialRunner(target), arr).differences, None
+    pool = CentralDifferences(make_runner(engine, target), arr)
+    return pool.differences, pool

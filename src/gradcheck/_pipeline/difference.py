@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from .. import _axes
+from .._differences import CentralDifferences, DenominatorsOf, StepsOf, steps_for
+from .._evaluate import Target, choose
 from .._runtime.checkpoint import open_checkpoint
 from .._runtime.progress import Progress, differences_with_progress, screen_hint
-from ..engines import CheckProblem, choose_engine
-from ..engines._differences import DenominatorsOf, StepsOf, steps_for
 from .options import CheckOptions
 from .prepare import Subject
 
@@ -24,7 +24,7 @@ Diffs = tuple[np.ndarray, np.ndarray, np.ndarray]
 class Differenced:
     """The first pass: ``diffs = (f(x+h), f(x-h), 2h)`` per entry, and what ran them."""
 
-    engine: Any                  # the engine that ran (its name and notes go in the report)
+    engine: Any                  # what ran the differences (its name and notes go in the report)
     engine_reason: str           # why ``engine="auto"`` picked it
     differencer: Callable[..., Diffs]  # more differences on demand (the step study's)
     saved: Any                   # the open checkpoint, or None
@@ -42,11 +42,11 @@ class Differenced:
 
 def difference(subject: Subject, opts: CheckOptions) -> Differenced:
     """Every entry of ``subject.work`` differenced once, on the chosen engine."""
-    problem = CheckProblem(f=subject.f, work=subject.work, evaluate=subject.evaluate, backend=subject.backend,
-                           cotangent=subject.cotangent, vectorized=subject.vectorized, executor=opts.executor)
-    choice = choose_engine(opts.engine, problem)
-    eng, reason = choice.engine, choice.reason
-    differencer = eng.differences
+    target = Target(f=subject.f, work=subject.work, evaluate=subject.evaluate, backend=subject.backend,
+                    cotangent=subject.cotangent, vectorized=subject.vectorized, executor=opts.executor)
+    choice = choose(opts.engine, target)
+    eng, reason = CentralDifferences(choice.runner, subject.work), choice.reason
+    differencer: Callable[..., Diffs] = eng.differences
     saved = None
     if opts.checkpoint is not None:
         saved = open_checkpoint(opts.checkpoint, eng, x=subject.pristine, config=subject.config,

@@ -30,10 +30,10 @@ from .._core.config import Config
 from .._core.judged import Judged
 from .._core.sparse import SparseColumn
 from .._core.verdict import Cause
+from .._differences import DenominatorsOf, slope_and_noise
 from .._refine.retry import retry_nonfinite_steps
 from .._refine.roundoff import demote_unproven, probe_roundoff, recheck_precision, watch_lower_formats
 from .._refine.second_look import Recorded, second_look
-from ..engines._differences import DenominatorsOf, slope_and_noise
 
 if TYPE_CHECKING:
     from .difference import Differenced

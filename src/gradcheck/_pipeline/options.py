@@ -8,7 +8,7 @@ from typing import Any
 from .. import _axes
 from .._core import arguments as _arguments
 from .._core.config import Config
-from ..engines import ENGINE_NAMES
+from .._evaluate import RUNNER_NAMES as ENGINE_NAMES
 from . import complex as _complex
 
 

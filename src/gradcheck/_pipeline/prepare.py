@@ -13,10 +13,10 @@ from .._core import arguments as _arguments
 from .._core.config import Config, dtype_name
 from .._core.errors import FunctionError, OutputError
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
+from .._differences import require_moving_steps, steps_for
 from .._lowp.forced64 import route_float64
 from .._lowp.plan import OrdinaryPlan, plan_for
 from ..backends._claimed import as_gradient
-from ..engines._differences import require_moving_steps, steps_for
 from .options import CheckOptions
 
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from .._classify.kernel import classify  # the fused kernel from 1e5 entries, numpy below
 from .._classify.rule import rule_of
-from ..engines._differences import slope_and_noise
+from .._differences import slope_and_noise
 
 
 def retry_nonfinite_steps(differencer, x, a, diffs, steps, codes, numeric, noise, unit, cfg):

@@ -42,7 +42,7 @@ from .._core.config import UNIT_ROUNDOFF
 from .._core.formats import from_bits, round_to_format
 from .._core.judged import Judged
 from .._core.verdict import Cause, Verdict
-from ..engines._differences import slope_and_noise
+from .._differences import slope_and_noise
 from .second_look import PerEntry, Recorded, base_at, finite_anywhere, second_look
 from .study import step_study
 

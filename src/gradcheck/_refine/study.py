@@ -34,7 +34,7 @@ from .._classify.rule import classify
 from .._core.config import DEFAULT_RESOLUTION
 from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
-from ..engines._differences import slope_and_noise
+from .._differences import slope_and_noise
 from .kink import kink_test
 
 Differencer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]

@@ -371,8 +371,9 @@ def _alive(pid: int) -> bool:
 
 # -- the differencer ------------------------------------------------------------------------
 class Checkpointed:
-    """Wraps an engine's ``differences``: finished entries come from the file, the rest
-    from the engine, and finished chunks go to the file."""
+    """Wraps a differencer's ``differences`` (:class:`~gradcheck._differences.CentralDifferences`
+    on a runner): finished entries come from the file, the rest from the differencer, and
+    finished chunks go to the file."""
 
     def __init__(self, engine: Any, spec: Checkpoint, header: dict[str, Any]) -> None:
         self.engine = engine
@@ -395,7 +396,9 @@ class Checkpointed:
         self._dirty = False
         self._last_write = time.monotonic()
         self._write_seconds = 0.0
-        self._on_chunk = "on_chunk" in _parameters(engine.differences)
+        # A differencer whose runner reports its chunks as they finish (the executor's) saves
+        # them itself; any other is driven here in chunks sized by time.
+        self._on_chunk = bool(getattr(engine, "reports_chunks", False))
 
     def differences(self, flat_indices, steps, progress: Callable[[int], None] | None = None):
         idx = np.asarray(flat_indices, dtype=np.int64).reshape(-1)
@@ -433,8 +436,8 @@ class Checkpointed:
     def _run(self, rec: _Record, idx, steps, pending: np.ndarray, progress) -> None:
         before = int(idx.size - pending.size)
         if self._on_chunk:
-            def on_chunk(lo, hi, fp, fm, den):
-                self._record(rec, pending[lo:hi], fp, fm, den)
+            def on_chunk(positions, fp, fm, den):  # positions into this call's request
+                self._record(rec, pending[positions], fp, fm, den)
 
             wrapped = None if progress is None else (lambda done: progress(before + done))
             kwargs: dict[str, Any] = {"on_chunk": on_chunk}

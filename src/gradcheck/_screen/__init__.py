@@ -7,8 +7,8 @@ entries carry ``check``'s entry-wise verdicts.
 Modules, in the order a screen uses them: ``_partition`` (sign draws, blocks),
 ``_directional`` (central differences along a block, Richardson with bounds, the step
 search), ``_complex`` (the complex-step probe and its verification), ``_probe`` and
-``_engines`` (evaluating f along many directions: serial, processes, executor),
-``_compiled`` (the same for an ``@njit`` f, in one numba kernel), ``_measure`` (blocks to
+``_engines`` (the jobs along many directions as points on the evaluation layer's runners:
+serial, processes, executor, compiled; screen's adaptive ``auto``), ``_measure`` (blocks to
 estimates, the budget), ``_bisect`` (the bisection driver), ``_prepare`` (f at x, the
 claim, the private copy), ``_entrywise`` (check's judgement of localized entries),
 ``_exact`` (exact directional derivatives of blocks at arbitrary precision, ``exact=``),
@@ -16,13 +16,13 @@ claim, the private copy), ``_entrywise`` (check's judgement of localized entries
 ``_assemble`` (the report), ``_budget`` (evaluations or seconds), and ``_api`` (the public
 :func:`screen`).
 
-Builds on the stages of ``check`` (backends, engines' serial differencer, the pipeline's
+Builds on the stages of ``check`` (backends, the evaluation layer and the entry-wise differences, the pipeline's
 prepare and judge, the report); nothing in those stages imports this package.
 Must not import: the other features (``_models`` imports it, not the reverse), the negative
 controls, the demo, the command line (``gradcheck.mp`` only inside the exact path).
 """
-# For gradcheck._models, which screens a whole model as the concatenation of its parameters
-# (the screen's algorithm over another grouping of the entries): not public names.
+# ``screen`` is the public name; the others are for gradcheck._models, which screens a whole
+# model as the concatenation of its parameters (the screen's algorithm over another grouping).
 from ._api import DEFAULT_DRAWS as DEFAULT_DRAWS
 from ._api import Screened as Screened
 from ._api import run_screen as run_screen

@@ -193,7 +193,8 @@ def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws
     count, fitted = int(blocks or 0), ""
     if blocks is None:  # asked-for blocks are kept even when the budget cannot pay for them
         count, fitted = _fit_blocks(min(DEFAULT_BLOCKS, max(1, n // (2 * LEAF_SIZE))), int(draws), allowed)
-    eng, why = select(engine, prep.probe, executor=executor, fork_safe=prep.backend.name == "numpy")
+    eng, why = select(engine, prep.probe, executor=executor, fork_safe=prep.backend.name == "numpy",
+                      backend=prep.backend)
     try:
         run = functools.partial(_run, prep, eng, allowed, draws=int(draws), wanted=(complex_step, exact),
                                 adjudicate=adjudicate, digits=digits, per_call=per_call,

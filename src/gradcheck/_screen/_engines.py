@@ -1,32 +1,35 @@
-"""Screening engines: how the evaluations along many directions run.
+"""Screening's evaluations on the evaluation layer: a block's jobs are points.
 
 Evaluations along different directions are independent, so they run like ``check``'s
-entries: ``serial`` (in process), ``processes`` (a fork pool: each worker inherits the
-probe, its own copy of ``x`` and ``f``; only indices and values travel) and ``executor``
-(any ``concurrent.futures.Executor``, e.g. dask's ``client.get_executor()``: the probe is
-cloudpickled once and cached on the workers, as the executor engine of ``check`` does) and
-``compiled`` (an ``@njit`` f or a C f through cffi: one parallel numba kernel,
-:mod:`._compiled`).
-Every engine runs :func:`._probe.run_jobs` on its share, so the values are the same bits
-whichever engine ran them (given an ``f`` that computes the same on every worker).
+entries, on the layer's runners (:mod:`gradcheck._evaluate`): ``serial`` (in process, the
+probe itself), ``processes`` (one fork pool), ``executor`` (any ``concurrent.futures.Executor``,
+e.g. dask's ``client.get_executor()``) and ``compiled`` (an ``@njit`` f or a C f through cffi:
+one parallel numba kernel). A job ``(idx, values)`` is a point: ``x`` with ``x[idx] = values``;
+the values are the same bits whichever runner ran them (given an ``f`` that computes the same
+on every worker). Complex jobs (the complex step) run in process.
 
-An engine is ``run(jobs) -> values`` plus ``close()``; ``jobs`` are ``(idx, values)`` pairs.
+An engine is ``run(jobs) -> values`` plus ``close()``; :class:`AutoEngine` is screen's
+``engine="auto"``, which decides from the median of the evaluations it timed in this screen.
 """
 from __future__ import annotations
 
-import os
-import signal
-from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, InputMutationError, mutation_error
-from ..engines import _executor  # the payload cache and dask helpers
-from ..engines._chunks import picklable, rebuild_error
-from ..engines._executor import _problem_for
-from ..engines._fork import ForkPoolOwner, die_with, fork_available, fork_hazard, usable_cores
-from ._compiled import CompiledEngine, applies
+from .._evaluate import (
+    CompiledRunner,
+    ExecutorRunner,
+    Points,
+    ProcessesRunner,
+    Runner,
+    Target,
+    fork_available,
+    fork_hazard,
+    kind_of,
+    usable_cores,
+)
+from ..backends import NumpyBackend
 from ._probe import Probe, run_jobs
 
 SCREEN_ENGINES = ("auto", "serial", "processes", "executor", "compiled")
@@ -48,6 +51,22 @@ def _is_njit(f: Any) -> bool:
     return type(f).__name__ == "CPUDispatcher"
 
 
+def applies(f: Any) -> bool:
+    """Whether ``f`` runs in the compiled kernel: a numba ``@njit`` function or a C loss
+    through cffi, without importing numba otherwise."""
+    return kind_of(f) is not None
+
+
+def points_of(jobs: list[tuple[np.ndarray, np.ndarray]]) -> Points:
+    """The jobs as points of the evaluation layer (each job a point of its block's entries)."""
+    sizes = np.array([idx.size for idx, _ in jobs], dtype=np.int64)
+    starts = np.zeros(len(jobs) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    idx = np.concatenate([i for i, _ in jobs]).astype(np.int64) if jobs else np.zeros(0, np.int64)
+    values = np.concatenate([v for _, v in jobs]) if jobs else np.zeros(0)
+    return Points(idx, values, starts, labels=("along a block of {count} entries",))
+
+
 class SerialEngine:
     name = "serial"
 
@@ -61,7 +80,53 @@ class SerialEngine:
         pass
 
 
-def select(name: str, probe: Probe, *, executor: Any, fork_safe: bool) -> tuple[Any, str]:
+class _OnRunner:
+    """A screen engine: the jobs as points on a runner of the evaluation layer."""
+
+    def __init__(self, probe: Probe, runner: Runner) -> None:
+        self.probe, self.runner = probe, runner
+
+    @property
+    def name(self) -> str:
+        return str(self.runner.name)
+
+    def run(self, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        if not jobs or jobs[0][1].dtype.kind == "c":
+            return run_jobs(self.probe, jobs)  # the complex step: in process
+        return self.runner.run(points_of([(i, np.asarray(v, dtype=self.probe.work.dtype)) for i, v in jobs]))
+
+    def close(self) -> None:
+        self.runner.close()
+
+
+def _target(probe: Probe, backend: Any = None, executor: Any = None) -> Target:
+    cotangent = None if probe.cotangent is None else probe.cotangent.reshape(probe.cotangent_shape)
+    return Target(f=probe.f, work=probe.work, evaluate=probe.evaluate, backend=backend, cotangent=cotangent,
+                  executor=executor)
+
+
+def ProcessesEngine(probe: Probe, workers: int | None = None) -> _OnRunner:  # noqa: N802 - an engine's name
+    """Chunks of jobs on one fork pool that lives as long as the screen."""
+    return _OnRunner(probe, ProcessesRunner(_target(probe), workers=workers))
+
+
+def ExecutorEngine(probe: Probe, executor: Any) -> _OnRunner:  # noqa: N802
+    """Chunks of jobs on any ``concurrent.futures.Executor``; the probe travels once per worker."""
+    return _OnRunner(probe, ExecutorRunner(_target(probe, executor=executor)))
+
+
+def CompiledEngine(probe: Probe, backend: Any = None) -> _OnRunner:  # noqa: N802
+    """The jobs in one parallel numba kernel (an ``@njit`` f, or a C f through cffi)."""
+    if not applies(probe.f):
+        raise ValueError(f"engine='compiled' needs a numba @njit f or a C f through cffi "
+                         f"(gradcheck.native.NativeFunction), got {type(probe.f).__name__}; "
+                         "use engine='serial' or 'auto'")
+    if kind_of(probe.f) == "native" and probe.cotangent is not None:
+        raise ValueError("engine='compiled' runs a C f that returns a scalar; use engine='serial'")
+    return _OnRunner(probe, CompiledRunner(_target(probe, backend if backend is not None else NumpyBackend())))
+
+
+def select(name: str, probe: Probe, *, executor: Any, fork_safe: bool, backend: Any = None) -> tuple[Any, str]:
     """The engine for ``name`` and why (said in the report's notes; for ``"auto"`` without
     an executor, an :class:`AutoEngine`, whose ``why`` is final once the screen has run)."""
     if name not in SCREEN_ENGINES:
@@ -81,7 +146,7 @@ def select(name: str, probe: Probe, *, executor: Any, fork_safe: bool) -> tuple[
         return ProcessesEngine(probe), ("processes: asked for" if hazard is None else
                                         f"processes: asked for, although {hazard}: f must not call into jax")
     if name == "compiled":
-        return CompiledEngine(probe), "compiled: asked for"
+        return CompiledEngine(probe, backend), "compiled: asked for"
     if name == "serial":
         return SerialEngine(probe), "serial: asked for"
     auto = AutoEngine(probe, fork_safe=fork_safe)
@@ -187,170 +252,3 @@ class AutoEngine:
     def close(self) -> None:
         if self.chosen is not None:
             self.chosen.close()
-
-
-# -- processes ---------------------------------------------------------------------------
-_PROBE: Probe | None = None
-
-
-def _install(probe: Probe, parent: int) -> None:
-    global _PROBE
-    die_with(parent)
-    _PROBE = probe
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-
-
-def _answer(probe: Probe, jobs: list) -> tuple:
-    """A worker's answer as data (FunctionError does not survive pickling)."""
-    try:
-        values = run_jobs(probe, jobs)
-    except InputMutationError:
-        return ("mutated", str(probe.label))
-    except FunctionError as err:
-        cause = err.__cause__ if err.__cause__ is not None else err
-        return ("error", (err.index, err.side, picklable(cause), ""))
-    if not probe.unchanged():
-        return ("mutated", str(probe.label))
-    return ("ok", values)
-
-
-def _run_in_worker(jobs: list) -> tuple:
-    assert _PROBE is not None, "the probe is installed before the pool forks"
-    return _answer(_PROBE, jobs)
-
-
-def _unpack(answer: tuple, where: str) -> np.ndarray:
-    if answer[0] == "ok":
-        return answer[1]
-    if answer[0] == "mutated":
-        raise mutation_error(answer[1], f" (seen {where})")
-    raise rebuild_error(answer[1], where)
-
-
-class ProcessesEngine(ForkPoolOwner):
-    """Chunks of jobs on a fork pool that lives as long as the screen."""
-
-    name = "processes"
-
-    def __init__(self, probe: Probe, workers: int | None = None) -> None:
-        if not fork_available():
-            raise RuntimeError("engine='processes' needs the 'fork' start method (Linux, macOS); "
-                               "use engine='serial' on this platform")
-        self.probe = probe
-        self.workers = max(1, workers or usable_cores())
-
-    def run(self, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        if len(jobs) < 2:
-            return run_jobs(self.probe, jobs)
-        chunks = [c for c in np.array_split(np.arange(len(jobs)), min(len(jobs), 2 * self.workers)) if c.size]
-        pool = self._ensure_pool()
-        try:
-            futures = [pool.submit(_run_in_worker, [jobs[j] for j in c]) for c in chunks]
-            parts = [_unpack(fut.result(), "in a worker process") for fut in futures]
-        except BaseException:
-            self.close(terminate=True)
-            raise
-        return np.concatenate(parts)
-
-    def _ensure_pool(self) -> ProcessPoolExecutor:
-        return self._fork_pool(_install, (self.probe, os.getpid()))
-
-
-# -- executor ----------------------------------------------------------------------------
-class ExecutorEngine:
-    """Chunks of jobs on any ``concurrent.futures.Executor``; the probe travels once per
-    worker process (cached under a token, as in ``check``'s executor engine)."""
-
-    name = "executor"
-
-    def __init__(self, probe: Probe, executor: Any) -> None:
-        import uuid
-
-        ex = _executor
-        self._ex = ex
-        options = executor if isinstance(executor, ex.ExecutorOptions) else ex.ExecutorOptions(executor)
-        self.executor = options.executor
-        self.retries = int(options.retries)
-        self._client = ex._dask_client(self.executor)
-        self.slots = int(options.slots) if options.slots else ex._slots(self.executor, self._client)
-        self.token = uuid.uuid4().hex
-        self.payload = _serialize(probe)
-        self._primed = False
-        self._sent = 0
-
-    def run(self, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        self._prime()
-        chunks = [c for c in np.array_split(np.arange(len(jobs)), min(len(jobs), 2 * self.slots)) if c.size]
-        results: dict[int, np.ndarray] = {}
-        attempts = {k: 0 for k in range(len(chunks))}
-        pending = {self._submit([jobs[j] for j in c], self._carry()): k for k, c in enumerate(chunks)}
-        import concurrent.futures as cf
-
-        while pending:
-            done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
-            for fut in done:
-                k = pending.pop(fut)
-                try:
-                    answer = fut.result()
-                except Exception:
-                    attempts[k] += 1
-                    if attempts[k] > self.retries:
-                        raise
-                    answer = ("missing",)
-                if answer[0] == "missing":
-                    pending[self._submit([jobs[j] for j in chunks[k]], self.payload)] = k
-                    continue
-                results[k] = _unpack(answer, "on a worker of the executor")
-        return np.concatenate([results[k] for k in range(len(chunks))])
-
-    def close(self) -> None:
-        if self._client is not None and self._primed:
-            try:
-                self._client.run(self._ex._forget, self.token, on_error="ignore")
-            except Exception:
-                pass
-
-    def _prime(self) -> None:
-        if not self._primed:
-            self._primed = True
-            if self._client is not None:
-                try:
-                    self._client.run(self._ex._store_payload, self.token, self.payload)
-                except Exception:  # a worker went away: misses cover it
-                    pass
-
-    def _carry(self) -> bytes | None:
-        """The payload rides along on the first ``slots`` tasks of an executor whose
-        workers cannot be primed (misses cover the rest)."""
-        if self._client is None and self._sent < self.slots:
-            self._sent += 1
-            return self.payload
-        return None
-
-    def _submit(self, jobs: list, payload: bytes | None):
-        if self._client is not None:
-            return self.executor.submit(_run_remote, self.token, payload, jobs, pure=False)
-        return self.executor.submit(_run_remote, self.token, payload, jobs)
-
-
-def _serialize(probe: Probe) -> bytes:
-    import pickle
-
-    try:
-        import cloudpickle
-    except ModuleNotFoundError as exc:  # pragma: no cover - dask brings it
-        raise ModuleNotFoundError("the executor engine needs cloudpickle (pip install cloudpickle)") from exc
-    try:
-        # (probe, work) as the executor engine's cache expects: one object graph.
-        return cloudpickle.dumps((probe, probe.work), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception as exc:
-        raise TypeError(f"the executor engine ships f to other processes, but f cannot be pickled: "
-                        f"{type(exc).__name__}: {exc}; use engine='serial' or 'processes'") from exc
-
-
-def _run_remote(token: str, payload: bytes | None, jobs: list) -> tuple:
-    cached = _problem_for(token, payload)
-    if cached is None:
-        return ("missing",)
-    probe = cached[0]
-    return _answer(probe, jobs)

@@ -21,11 +21,9 @@ from .._adjudicate.referee import MAX_ADJUDICATED, Referee
 from .._core.judged import Judged
 from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
+from .._differences import CentralDifferences, steps_for
+from .._evaluate import SerialRunner, Target
 from .._pipeline.judge import judge_entries
-from ..engines import CheckProblem, select_engine
-
-# gradcheck internals this module builds on (one place, for the package layout to come):
-from ..engines._differences import steps_for
 from . import _complex
 from ._directional import FACTORS, choose_step, claimed_slope, estimate, points, roundoff_per_step
 from ._measure import BudgetExhausted, Measurer
@@ -50,9 +48,9 @@ class EntryJudge:
     def __init__(self, prep: Prepared, m: Measurer, adjudicate, digits: int, per_call: float,
                  exact: bool | str = "auto") -> None:
         self.prep, self.m, self.adjudicate = prep, m, adjudicate
-        problem = CheckProblem(f=prep.probe.f, work=prep.probe.work, evaluate=prep.probe.evaluate,
-                               backend=prep.backend, cotangent=prep.cotangent)
-        self.differences = select_engine("serial", problem)[0].differences
+        target = Target(f=prep.probe.f, work=prep.probe.work, evaluate=prep.probe.evaluate,
+                        backend=prep.backend, cotangent=prep.cotangent)
+        self.differences = CentralDifferences(SerialRunner(target), prep.probe.work).differences
         self.mp_seconds: float | None = None  # one evaluation at arbitrary precision, once timed
         self.referee, self.referee_note = self._referee(True if exact is True else adjudicate, digits, per_call)
         self.exact_look = False

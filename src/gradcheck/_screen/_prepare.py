@@ -19,9 +19,9 @@ from .._core import arguments as _arguments
 from .._core.config import Config
 from .._core.errors import FunctionError, UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
+from .._differences import steps_for
 from .._pipeline.prepare import make_cotangent, reducer
 from ..backends._claimed import as_gradient
-from ..engines._differences import steps_for
 from ._limit import entrywise_floor
 from ._probe import Probe
 

@@ -40,11 +40,11 @@ from .._core import arguments as _arguments
 from .._core import status as _status
 from .._core.errors import GradientAssertionError
 from .._core.verdict import Verdict
+from .._evaluate import RUNNER_NAMES as ENGINE_NAMES
 from .._pipeline.check import check
 from .._report.html import HtmlViews
 from .._report.layout import LayoutDescription, describe_layout, split_parts
 from .._report.plot import plot_sweep
-from ..engines import ENGINE_NAMES
 from .pattern import ShapeRule, find_shape_rule
 
 Shape = tuple[int, ...]

@@ -1,21 +1,20 @@
-"""Central differences with the realized step, perturbing one writable array in place.
+"""The arithmetic of a central difference, the same for every runner and every generator.
 
-The serial engine: any Python callable. The array being perturbed is either the
-checker's private copy of ``x`` (``check``) or a user's parameter array that is restored
-bit for bit afterwards (``check_params``); either way each entry is put back in a
-``finally`` block, so an exception or a KeyboardInterrupt never leaves it perturbed.
+``h_i = step * max(1, |x_i|)`` (:func:`steps_for`, or :class:`StepsOf` computed where read);
+``x +- h`` rounded in ``x``'s dtype and the realized denominator ``(x+h) - (x-h)`` in float64
+(:func:`perturbed_points`, or :class:`DenominatorsOf` computed where read); the quotient and the
+round-off it may carry, ``u(|f+| + |f-|)/|denom|`` (:func:`slope_and_noise`: the one round-off
+model of a difference); and the refusal of a step that moves no entry
+(:func:`require_moving_steps`).
 """
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .._core.config import UNIT_ROUNDOFF, Config, dtype_name
-from .._core.errors import FunctionError, OutputError, mutation_error
 from .._core.sparse import SparseColumn
 
 
@@ -106,53 +105,6 @@ class DenominatorsOf(_ComputedWhereRead):
         return perturbed_points(np.atleast_1d(self.values[key]), np.atleast_1d(self.steps[key]))[2]
 
 
-def _flat_handle(target: np.ndarray):
-    """A 1-D handle whose item assignment writes into ``target`` (a view when possible)."""
-    if target.flags.c_contiguous:
-        return target.reshape(-1)
-    return target.flat  # writes through for any layout
-
-
-def _reader(flat):
-    """Fast item reads of ``flat`` (a memoryview of float64/float32 data: ~5x cheaper
-    than numpy's scalar indexing), else ``flat`` itself."""
-    # memoryview knows native byte order only (a big-endian parameter array reads via numpy)
-    if isinstance(flat, np.ndarray) and flat.dtype.char in "df" and flat.dtype.isnative:
-        try:
-            return memoryview(flat)
-        except (TypeError, ValueError, BufferError):
-            pass
-    return flat
-
-
-def central_differences(
-    evaluate: Callable[[], float],
-    target: np.ndarray,
-    flat_indices: Sequence[int] | np.ndarray,
-    steps: np.ndarray,
-    *,
-    param: str | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Evaluate ``f(x + h e_i)`` and ``f(x - h e_i)`` for each flat index.
-
-    ``evaluate()`` reads the current contents of ``target`` and returns a float.
-    Returns ``(f_plus, f_minus, realized_denominator)``, each float64 of len(indices).
-    Entries whose value is not finite are not perturbed (NaN results).
-    """
-    idx = np.asarray(flat_indices, dtype=np.int64)
-    flat = _flat_handle(target)
-    # Everything that does not need f is computed up front, vectorized, in the array's
-    # dtype (x +- h rounds exactly as the perturbed entry will), so the loop is bare.
-    old = np.asarray(flat[idx], dtype=target.dtype).reshape(-1)
-    xp, xm, denom, finite = perturbed_points(old, steps)
-    f_plus, f_minus = [np.nan] * idx.size, [np.nan] * idx.size
-    with np.errstate(all="ignore"):  # f is evaluated at points the user did not choose
-        _difference_loop(evaluate, target, flat, idx.tolist(), old.tolist(), xp.tolist(), xm.tolist(),
-                         finite.tolist(), f_plus, f_minus, param, progress)
-    return np.array(f_plus, dtype=np.float64), np.array(f_minus, dtype=np.float64), denom
-
-
 def perturbed_points(old: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(x + h, x - h, realized denominator, finite)`` for the values ``old``, in their
     dtype: ``x +- h`` rounds exactly as the perturbed entry will, and the realized step
@@ -196,51 +148,6 @@ def require_moving_steps(values: np.ndarray, steps: np.ndarray, rel_step: float,
         f"to x in {name}), so nothing could be differenced there. Every entry moves from step={eps:.3g} "
         f"(the {name} epsilon) on; a usable step is far larger (the {name} preset is {preset!r})"
     )
-
-
-def _difference_loop(evaluate, target, flat, idx, old, xp, xm, finite, f_plus, f_minus, param, progress) -> None:
-    probe = _reader(flat)
-    for j, i in enumerate(idx):
-        if not finite[j]:
-            continue  # a NaN/inf entry is never perturbed (nor rewritten: NaN payloads survive)
-        now = probe[i]
-        if now != old[j] or (now == 0 and math.copysign(1.0, now) != math.copysign(1.0, old[j])):
-            # An earlier call of f wrote here; restoring the up-front value below would
-            # silently repair that write (and the final comparison would miss it).
-            index = tuple(int(k) for k in np.unravel_index(i, target.shape))
-            raise mutation_error(seen=f" (entry {index} changed while other entries were perturbed)")
-        side = "+h"
-        try:
-            flat[i] = xp[j]
-            f_plus[j] = evaluate()
-            kept = probe[i] == xp[j]
-            side = "-h"
-            flat[i] = xm[j]
-            f_minus[j] = evaluate()
-            kept = kept and probe[i] == xm[j]
-        except Exception as exc:  # re-raised with the entry it happened at
-            raise _located(exc, tuple(int(k) for k in np.unravel_index(i, target.shape)), side, param)  # noqa: B904
-        finally:
-            flat[i] = old[j]
-        if not kept:  # f wrote into the entry while it was perturbed: putting it back hid the write
-            index = tuple(int(k) for k in np.unravel_index(i, target.shape))
-            raise mutation_error(seen=f" (entry {index} changed while it was perturbed)")
-        if progress is not None:
-            progress(j)
-
-
-def _located(exc: Exception, index: tuple[int, ...], side: str, param: str | None) -> FunctionError:
-    """``exc`` from an evaluation at entry ``index`` (``side``), as one FunctionError there:
-    f's output refused by gradcheck (:class:`OutputError`) keeps its own message, and an
-    evaluation that already wrapped f's exception (check_params' loss) is not wrapped twice."""
-    if isinstance(exc, OutputError):
-        err: FunctionError = exc.at(index, side, param)
-        err.__suppress_context__ = True
-        return err
-    cause = exc.__cause__ if isinstance(exc, FunctionError) and exc.__cause__ is not None else exc
-    err = FunctionError(index, side, param if param is not None else getattr(exc, "param", None), cause)
-    err.__cause__ = cause
-    return err
 
 
 def slope_and_noise(

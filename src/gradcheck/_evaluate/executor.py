@@ -1,10 +1,9 @@
-"""The executor engine: chunks of entries through any ``concurrent.futures.Executor``.
+"""The executor runner: chunks of points through any ``concurrent.futures.Executor``.
 
-``check(f, x, grad, executor=ex)`` sends the 2N evaluations to ``ex``: a
-``dask.distributed`` cluster (``Client(...).get_executor()``), a
-``ProcessPoolExecutor``, a ``ThreadPoolExecutor`` (only for an ``f`` that releases the
-GIL), or anything else with ``submit``. ``executor=ExecutorOptions(ex, retries=...)``
-tunes it. With dask::
+``check(f, x, grad, executor=ex)`` sends the evaluations to ``ex``: a ``dask.distributed``
+cluster (``Client(...).get_executor()``), a ``ProcessPoolExecutor``, a ``ThreadPoolExecutor``
+(threads need no pickling of anything but the payload once), or anything else with ``submit``.
+``executor=ExecutorOptions(ex, retries=...)`` tunes it. With dask::
 
     from dask.distributed import Client, LocalCluster
     import gradcheck
@@ -14,52 +13,35 @@ tunes it. With dask::
                                  checkpoint="f-check.npz")   # optional: resumable
 
 ``f`` travels by cloudpickle: a function of a module the workers can import, or one defined in
-``__main__`` or inside a function (shipped by value), works; so does any closure over
-picklable data.
-
-Same numbers as ``serial``, bit for bit: every chunk is differenced on a worker by the
-serial code (:func:`central_differences`) on the worker's own copy of the private
-working array, and entries are independent of each other, so neither the chunking nor
-the worker changes a bit. (``f`` itself must compute the same on a worker as here: a
-BLAS with a different thread count may round a large ``A @ x`` differently.)
+``__main__`` or inside a function (shipped by value), works; so does any closure over picklable
+data. Same numbers as ``serial``, bit for bit: every chunk is evaluated on a worker by the
+serial loop on the worker's own copy of the working array, and points are independent of each
+other, so neither the chunking nor the worker changes a bit.
 
 What travels
-    The problem (``f``, the reduction, the working array) is cloudpickled ONCE, into a
-    payload named by a random token, kept by each worker process in a small cache keyed
-    by that token and deserialized once per worker thread (each thread perturbs its own
-    copy). On dask the payload is put into every worker's cache up front
-    (``client.run``: one transfer per worker); on any other executor, which cannot
-    address its workers, the first ``slots`` tasks carry it. Every other task carries
-    only the token. A worker that has not seen the token (a worker that joined or was
-    restarted after a crash, or a pool worker that got no payload-carrying task) answers
-    ``missing``, a round trip with no work, and that chunk is sent again with the payload
-    (to whichever worker takes it: on a generic executor the payload travels
-    ``slots + misses`` times in all, and only workers still without it miss). (A scattered future would be simpler on dask, but
-    when the only worker holding it dies, tasks that depend on it can wait forever.) A
-    chunk's own message is its indices and steps (16 bytes per entry) and its results
-    (24 bytes per entry).
+    The target (``f``'s reduced evaluation and the working array) is cloudpickled ONCE, into a
+    payload named by a random token, kept by each worker process in a small cache keyed by that
+    token and deserialized once per worker thread (each thread perturbs its own copy). On dask
+    the payload is put into every worker's cache up front (``client.run``: one transfer per
+    worker); on any other executor, which cannot address its workers, the first ``slots`` tasks
+    carry it. Every other task carries only the token and its points (never whole copies of
+    ``x``). A worker that has not seen the token answers ``missing``, a round trip with no work,
+    and that chunk is sent again with the payload.
 
-Chunk size (the rule)
-    Per-task overhead (a scheduler round trip: ~1-5 ms on dask, ~0.1 ms on a local
-    pool) is amortized when a task computes for much longer than that, so chunks
-    aim at :data:`TARGET_CHUNK_SECONDS` of evaluations (>= 100x the overhead). The first
-    wave has :data:`FIRST_CHUNK_ENTRIES` entries per chunk and measures the per-entry
-    time on the workers; later chunks are ``TARGET_CHUNK_SECONDS / seconds_per_entry``
-    entries, at most :data:`MAX_CHUNK_ENTRIES` (bounds message size and the work a lost
-    worker takes with it) and at most ``remaining / (2 * slots)`` (guided scheduling: the
-    tail is split finely so no worker idles while one finishes a big chunk). At most
-    ``IN_FLIGHT_PER_SLOT * slots`` chunks are in flight, so each worker has its next
-    chunk queued while it computes.
+Chunk size (the rule), in groups of points (entries, for the entry-wise pass)
+    Chunks aim at :data:`TARGET_CHUNK_SECONDS` of evaluations (>= 100x a task's overhead). The
+    first wave has :data:`FIRST_CHUNK_ENTRIES` groups per chunk and measures the time per
+    group on the workers; later chunks are ``TARGET_CHUNK_SECONDS / seconds_per_group``, at
+    most :data:`MAX_CHUNK_ENTRIES` and at most ``remaining / (2 * slots)`` (guided scheduling).
+    At most ``IN_FLIGHT_PER_SLOT * slots`` chunks are in flight.
 
 Faults
     A chunk whose task raises (worker lost, ``KilledWorker``, ``BrokenProcessPool``,
     ``CancelledError``, ``OSError``, ...) is resubmitted, at most ``retries`` times, then
-    :class:`ChunkFailedError` names its entries. dask reschedules a killed worker's
-    tasks by itself; either way each entry's result is recorded exactly once. An
-    exception raised by the user's ``f`` is deterministic: it is not retried but
-    re-raised as :class:`FunctionError` at the first failing entry in index order, as
-    ``serial`` reports it. A worker whose ``f`` wrote into its input reports it, and the
-    check raises :class:`InputMutationError`.
+    :class:`ChunkFailedError` names its entries; each point's value is recorded exactly once. An
+    exception raised by the user's ``f`` is deterministic: it is not retried but raised as
+    :class:`~gradcheck.FunctionError` at the first failing point, as ``serial`` reports it. A
+    worker whose ``f`` wrote into its input reports it: :class:`~gradcheck.InputMutationError`.
 """
 from __future__ import annotations
 
@@ -78,21 +60,25 @@ from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, GradcheckError
-from ._chunks import difference_chunk, rebuild_error, worker_mutation_error
+from .._core.errors import GradcheckError
+from .answers import answer, failure, mutated_on_worker
+from .points import Points
+from .target import Target, entry_of
 
 #: Resubmissions of a chunk whose task failed (not counting the first attempt).
 RETRIES = 2
 #: Chunks aim at this much evaluation time on a worker (>= 100x a task's overhead).
 TARGET_CHUNK_SECONDS = 0.5
-#: Entries per chunk of the first wave, which measures the time per entry.
+#: Groups (entries) per chunk of the first wave, which measures the time per group.
 FIRST_CHUNK_ENTRIES = 4
-#: No chunk has more entries than this (bounds messages and the work a lost worker loses).
+#: No chunk has more groups than this (bounds messages and the work a lost worker loses).
 MAX_CHUNK_ENTRIES = 1 << 16
 #: Chunks in flight per slot (a slot: one task running at a time on some worker).
 IN_FLIGHT_PER_SLOT = 2
-#: Payloads a worker process keeps, and deserialized problems a worker thread keeps.
+#: Payloads a worker process keeps, and deserialized targets a worker thread keeps.
 CACHE_SIZE = 2
+
+OnChunk = Callable[[int, int, np.ndarray], None]
 
 
 @dataclass(frozen=True)
@@ -101,9 +87,14 @@ class ExecutorOptions:
 
     ``retries``        resubmissions of a chunk whose task failed, before
                        :class:`ChunkFailedError` (default :data:`RETRIES`).
-    ``chunk_entries``  a fixed chunk size instead of the timing rule (module docstring).
+    ``chunk_entries``  a fixed chunk size (entries) instead of the timing rule (module docstring).
     ``slots``          tasks the executor runs at once (default: asked from the executor:
                        dask's thread count, a pool's ``max_workers``, else the cores).
+
+    >>> import concurrent.futures
+    >>> with concurrent.futures.ThreadPoolExecutor(2) as pool:
+    ...     ExecutorOptions(pool, retries=0).retries
+    0
     """
 
     executor: Any
@@ -124,14 +115,18 @@ class ExecutorOptions:
         if self.slots is not None and int(self.slots) < 1:
             raise ValueError(f"slots must be >= 1, got {self.slots!r}")
 
+    @classmethod
+    def of(cls, executor: Any) -> ExecutorOptions:
+        return executor if isinstance(executor, ExecutorOptions) else cls(executor)
+
 
 class ChunkFailedError(GradcheckError, RuntimeError):
-    """A chunk of entries could not be differenced: its task failed ``attempts`` times
-    for reasons outside ``f`` (a lost worker, a broken pool, ...).
+    """A chunk of entries could not be evaluated: its task failed ``attempts`` times for
+    reasons outside ``f`` (a lost worker, a broken pool, ...).
 
     ``entries`` are the multi-indices of the chunk, ``attempts`` how often it was tried,
-    ``unfinished`` how many entries of the call had no result; the last failure is
-    chained as ``__cause__``.
+    ``unfinished`` how many entries of the call had no result; the last failure is chained as
+    ``__cause__``.
     """
 
     def __init__(self, entries: list[tuple[int, ...]], attempts: int, unfinished: int,
@@ -147,69 +142,46 @@ class ChunkFailedError(GradcheckError, RuntimeError):
         )
 
 
-def auto_reason(problem: Any) -> str | None:
-    """``auto`` picks this engine whenever ``check`` was given an executor."""
-    options = getattr(problem, "executor", None)
-    if options is None:
-        return None
-    ex = options.executor if isinstance(options, ExecutorOptions) else options
-    return f"check was given an executor ({type(ex).__name__}): chunks of entries run on it"
-
-
-def make_engine(problem: Any) -> ExecutorEngine:
-    options = getattr(problem, "executor", None)
-    if options is None:
-        raise ValueError("engine='executor' needs check(..., executor=...): a concurrent.futures.Executor")
-    if not isinstance(options, ExecutorOptions):
-        options = ExecutorOptions(options)
-    return ExecutorEngine(problem, options)
-
-
 @dataclass
 class ExecutorStats:
-    """What an engine sent and got back (for tests and curious users)."""
+    """What a runner sent and got back (for tests and curious users); counts in groups."""
 
     chunks: int = 0            # chunks whose results were recorded
-    entries: int = 0           # entries recorded (each exactly once per call)
+    entries: int = 0           # groups recorded (each exactly once per call)
     retries: int = 0           # resubmissions after a failed task
     misses: int = 0            # tasks answered "missing" (sent again with the payload)
     payload_sends: int = 0     # payload transfers: tasks that carried it, workers primed with it
     chunk_sizes: list[int] = field(default_factory=list)
 
 
-class ExecutorEngine:
+class ExecutorRunner:
     name = "executor"
+    notes: tuple[str, ...] = ()
 
-    def __init__(self, problem: Any, options: ExecutorOptions) -> None:
-        self.problem = problem
+    def __init__(self, target: Target, options: ExecutorOptions | None = None) -> None:
+        options = ExecutorOptions.of(target.executor if options is None else options)
+        self.target = target
         self.options = options
         self.executor = options.executor
-        self.shape = problem.work.shape
-        self._client = _dask_client(self.executor)
+        self._client = dask_client(self.executor)
         self.slots = int(options.slots) if options.slots else _slots(self.executor, self._client)
         self.token = uuid.uuid4().hex
-        self.payload = _serialize(problem)
+        self.payload = _serialize(target)
         self.stats = ExecutorStats()
+        self.evaluations = 0
         self._primed = False
         self._per_entry: float | None = None
 
-    # -- the engine interface -------------------------------------------------------
-    def differences(
-        self,
-        flat_indices: np.ndarray,
-        steps: np.ndarray,
-        progress: Callable[[int], None] | None = None,
-        on_chunk: Callable[[int, int, np.ndarray, np.ndarray, np.ndarray], None] | None = None,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(f_plus, f_minus, denominator)`` for ``flat_indices``, in chunks on the
-        executor. ``progress(done)`` is called as chunks finish; ``on_chunk(lo, hi, fp,
-        fm, den)`` receives each chunk's results (positions ``lo:hi`` of this call) the
-        moment they arrive (the checkpoint saves them)."""
-        idx = np.asarray(flat_indices, dtype=np.int64).reshape(-1)
-        steps = np.asarray(steps, dtype=np.float64).reshape(-1)
-        return _Pass(self, idx, steps, progress, on_chunk).run()
+    def run(self, points: Points, progress: Callable[[int], None] | None = None,
+            on_chunk: OnChunk | None = None) -> np.ndarray:
+        """The reduced ``f`` at each point, in chunks on the executor. ``progress(groups done)``
+        as chunks finish; ``on_chunk(lo, hi, values)`` receives each chunk's values (points
+        ``lo:hi`` of this call) the moment they arrive (the checkpoint saves them)."""
+        values = _Pass(self, points, progress, on_chunk).run()
+        self.evaluations += len(points)
+        return values
 
-    def close(self) -> None:
+    def close(self, terminate: bool = False) -> None:
         """Ask dask workers to drop the payload now (they also drop it by LRU, keeping
         :data:`CACHE_SIZE` payloads)."""
         if self._client is not None and self._primed:
@@ -240,8 +212,8 @@ class ExecutorEngine:
         self._per_entry = per_entry if self._per_entry is None else 0.5 * (self._per_entry + per_entry)
 
     def _payload_argument(self, force: bool) -> Any:
-        """What a task carries besides the token: the payload bytes on a miss, and for
-        the first ``slots`` tasks on an executor whose workers cannot be primed."""
+        """What a task carries besides the token: the payload bytes on a miss, and for the
+        first ``slots`` tasks on an executor whose workers cannot be primed."""
         if not self._primed:
             self._primed = True
             if self._client is not None:
@@ -255,46 +227,45 @@ class ExecutorEngine:
             return self.payload
         return None
 
-    def _submit(self, idx: np.ndarray, steps: np.ndarray, force_payload: bool) -> cf.Future:
+    def _submit(self, points: Points, force_payload: bool) -> cf.Future:
         payload = self._payload_argument(force_payload)
+        # What travels: the points' entries and values (and where each point starts).
+        args = (self.token, payload, points.idx, points.values, points.starts)
         if self._client is not None:
             # pure=False: a resubmitted chunk must be a new task, not the failed one's key.
-            return self.executor.submit(_run_chunk, self.token, payload, idx, steps, pure=False)
-        return self.executor.submit(_run_chunk, self.token, payload, idx, steps)
+            return self.executor.submit(_run_chunk, *args, pure=False)
+        return self.executor.submit(_run_chunk, *args)
 
     def _entries(self, positions: np.ndarray) -> list[tuple[int, ...]]:
-        return [tuple(int(k) for k in np.unravel_index(int(i), self.shape)) for i in positions]
+        return [entry_of(i, self.target.work.shape) for i in positions]
 
 
 @dataclass
 class _Chunk:
-    lo: int
+    lo: int          # groups lo:hi of the pass
     hi: int
     attempt: int = 0
     force_payload: bool = False
 
 
 class _Pass:
-    """One call of ``differences``: submit chunks in a window, collect, retry, report."""
+    """One call of ``run``: submit chunks in a window, collect, retry, report."""
 
-    def __init__(self, engine: ExecutorEngine, idx, steps, progress, on_chunk) -> None:
-        self.engine, self.idx, self.steps = engine, idx, steps
+    def __init__(self, runner: ExecutorRunner, points: Points, progress, on_chunk) -> None:
+        self.runner, self.points = runner, points
         self.progress, self.on_chunk = progress, on_chunk
-        count = idx.size
-        self.count = count
-        self.fp = np.full(count, np.nan)
-        self.fm = np.full(count, np.nan)
-        self.den = np.full(count, np.nan)
-        self.filled = np.zeros(count, dtype=bool)
+        self.width = points.width
+        self.count = points.groups
+        self.out = np.full(len(points), np.nan)
+        self.filled = np.zeros(self.count, dtype=bool)
         self.next_lo = 0
         self.queue: collections.deque[_Chunk] = collections.deque()
         self.in_flight: dict[cf.Future, _Chunk] = {}
-        self.failures: list[tuple[int, tuple]] = []   # (lo, error payload) from f
+        self.failures: list[tuple[int, tuple]] = []   # (first point, error answer) from f
         self.stop_at: int | None = None                # no chunk after an f error's chunk
 
-    def run(self):
-        eng = self.engine
-        window = IN_FLIGHT_PER_SLOT * eng.slots
+    def run(self) -> np.ndarray:
+        window = IN_FLIGHT_PER_SLOT * self.runner.slots
         try:
             while True:
                 while len(self.in_flight) < window:
@@ -315,11 +286,13 @@ class _Pass:
                 fut.cancel()
             self.in_flight.clear()
         if self.failures:
-            raise _rebuild_error(min(self.failures, key=lambda item: item[0])[1])
+            lo, got = min(self.failures, key=lambda item: item[0])
+            t = self.runner.target
+            raise failure(self.points, lo, got, t.work.shape, t.param, "on a worker of the executor")
         missing = np.flatnonzero(~self.filled)
         if missing.size:  # cannot happen: every chunk is recorded or raises
             raise RuntimeError(f"executor engine lost {missing.size} entries; please report this")
-        return self.fp, self.fm, self.den
+        return self.out
 
     def _next_chunk(self) -> _Chunk | None:
         while self.queue:
@@ -329,14 +302,16 @@ class _Pass:
         if self.next_lo >= self.count or (self.stop_at is not None and self.next_lo > self.stop_at):
             return None
         lo = self.next_lo
-        hi = lo + self.engine._chunk_size(self.count - lo)
+        hi = lo + self.runner._chunk_size(self.count - lo)
         self.next_lo = hi
         return _Chunk(lo, hi)
 
+    def _part(self, chunk: _Chunk) -> Points:
+        return self.points.part(chunk.lo * self.width, chunk.hi * self.width)
+
     def _launch(self, chunk: _Chunk) -> None:
-        eng = self.engine
         try:
-            fut = eng._submit(self.idx[chunk.lo:chunk.hi], self.steps[chunk.lo:chunk.hi], chunk.force_payload)
+            fut = self.runner._submit(self._part(chunk), chunk.force_payload)
         except (Exception, cf.CancelledError, asyncio.CancelledError) as exc:
             # A broken or shut-down pool refuses at submit: same budget as a failed task.
             self._failed(chunk, exc)
@@ -344,12 +319,12 @@ class _Pass:
         self.in_flight[fut] = chunk
 
     def _failed(self, chunk: _Chunk, exc: BaseException) -> None:
-        eng = self.engine
-        if chunk.attempt >= eng.options.retries:
-            positions = self.idx[chunk.lo:chunk.hi]
-            raise ChunkFailedError(eng._entries(positions), chunk.attempt + 1,
+        runner = self.runner
+        if chunk.attempt >= runner.options.retries:
+            entries = np.unique(self._part(chunk).idx)
+            raise ChunkFailedError(runner._entries(entries), chunk.attempt + 1,
                                    int((~self.filled).sum()), exc) from exc
-        eng.stats.retries += 1
+        runner.stats.retries += 1
         self.queue.append(_Chunk(chunk.lo, chunk.hi, chunk.attempt + 1, chunk.force_payload))
 
     def _collect(self, fut: cf.Future, chunk: _Chunk) -> None:
@@ -361,42 +336,45 @@ class _Pass:
             self._failed(chunk, exc)
             return
         status = outcome[0]
-        eng = self.engine
+        runner = self.runner
         if status == "missing":
-            eng.stats.misses += 1
+            runner.stats.misses += 1
             self.queue.appendleft(_Chunk(chunk.lo, chunk.hi, chunk.attempt, force_payload=True))
         elif status == "ok":
-            _, fp, fm, den, seconds = outcome
-            lo, hi = chunk.lo, chunk.hi
-            if self.filled[lo:hi].any():  # each entry recorded exactly once
-                raise RuntimeError(f"executor engine got entries {lo}:{hi} twice; please report this")
-            self.fp[lo:hi], self.fm[lo:hi], self.den[lo:hi] = fp, fm, den
-            self.filled[lo:hi] = True
-            eng.stats.chunks += 1
-            eng.stats.entries += hi - lo
-            eng.stats.chunk_sizes.append(hi - lo)
-            eng._observe(hi - lo, seconds)
-            if self.on_chunk is not None:
-                self.on_chunk(lo, hi, self.fp[lo:hi], self.fm[lo:hi], self.den[lo:hi])
-            if self.progress is not None:
-                self.progress(int(self.filled.sum()))
+            self._record(chunk, outcome[1], outcome[2])
         elif status == "error":
-            self.failures.append((chunk.lo, outcome[1]))
+            self.failures.append((chunk.lo * self.width, outcome))
             self.stop_at = chunk.lo if self.stop_at is None else min(self.stop_at, chunk.lo)
             for other_fut, other in list(self.in_flight.items()):
                 if other.lo > self.stop_at:
                     other_fut.cancel()
                     del self.in_flight[other_fut]
         elif status == "mutated":
-            raise worker_mutation_error(self.engine._entries(self.idx[chunk.lo:chunk.lo + 1])[0])
+            raise mutated_on_worker(runner._entries(self._part(chunk).idx[:1])[0])
         else:  # pragma: no cover - a worker running another gradcheck version
             raise RuntimeError(f"unexpected answer {status!r} from a worker")
 
+    def _record(self, chunk: _Chunk, values: np.ndarray, seconds: float) -> None:
+        lo, hi, stats = chunk.lo, chunk.hi, self.runner.stats
+        if self.filled[lo:hi].any():  # each point recorded exactly once
+            raise RuntimeError(f"executor engine got entries {lo}:{hi} twice; please report this")
+        a, b = lo * self.width, hi * self.width
+        self.out[a:b] = values
+        self.filled[lo:hi] = True
+        stats.chunks += 1
+        stats.entries += hi - lo
+        stats.chunk_sizes.append(hi - lo)
+        self.runner._observe(hi - lo, seconds)
+        if self.on_chunk is not None:
+            self.on_chunk(a, b, self.out[a:b])
+        if self.progress is not None:
+            self.progress(int(self.filled.sum()))
+
 
 # -- in the parent ------------------------------------------------------------------------
-def _serialize(problem: Any) -> bytes:
-    """``(evaluate, work)`` in one cloudpickle call: the closure's array and ``work``
-    stay one object on the worker, so perturbing ``work`` is what ``evaluate`` sees."""
+def _serialize(target: Target) -> bytes:
+    """``(evaluate, work)`` in one cloudpickle call: the closure's array and ``work`` stay one
+    object on the worker, so perturbing ``work`` is what ``evaluate`` sees."""
     try:
         import cloudpickle
     except ModuleNotFoundError as exc:  # pragma: no cover - dask and friends bring it
@@ -404,7 +382,7 @@ def _serialize(problem: Any) -> bytes:
             "the executor engine needs cloudpickle (pip install cloudpickle, or gradcheck[dask])"
         ) from exc
     try:
-        return cloudpickle.dumps((problem.evaluate, problem.work), protocol=pickle.HIGHEST_PROTOCOL)
+        return cloudpickle.dumps((target.evaluate, target.work), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         raise TypeError(
             f"the executor engine ships f to other processes, but f (or the backend) cannot be "
@@ -413,7 +391,7 @@ def _serialize(problem: Any) -> bytes:
         ) from exc
 
 
-def _dask_client(executor: Any) -> Any:
+def dask_client(executor: Any) -> Any:
     """The dask Client behind ``client.get_executor()``, else None."""
     if type(executor).__module__.split(".")[0] == "distributed":
         return getattr(executor, "_client", None)
@@ -432,10 +410,6 @@ def _slots(executor: Any, client: Any) -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def _rebuild_error(payload: tuple) -> FunctionError:
-    return rebuild_error(payload, "on a worker of the executor")
-
-
 # -- on a worker ----------------------------------------------------------------------------
 _PAYLOADS: collections.OrderedDict[str, bytes] = collections.OrderedDict()
 _PAYLOADS_LOCK = threading.Lock()
@@ -449,15 +423,15 @@ def _remember(cache: collections.OrderedDict, key: str, value: Any) -> None:
         cache.popitem(last=False)
 
 
-def _problem_for(token: str, payload: bytes | None):
-    """This thread's ``(evaluate, work, pristine)`` for ``token``, or None when this
-    process has never received the payload."""
-    problems = getattr(_LOCAL, "problems", None)
-    if problems is None:
-        problems = _LOCAL.problems = collections.OrderedDict()
-    if token in problems:
-        problems.move_to_end(token)
-        return problems[token]
+def _target_for(token: str, payload: bytes | None) -> tuple[Any, np.ndarray, np.ndarray] | None:
+    """This thread's ``(evaluate, work, pristine)`` for ``token``, or None when this process
+    has never received the payload."""
+    targets = getattr(_LOCAL, "targets", None)
+    if targets is None:
+        targets = _LOCAL.targets = collections.OrderedDict()
+    if token in targets:
+        targets.move_to_end(token)
+        return targets[token]
     with _PAYLOADS_LOCK:
         if payload is not None:
             _remember(_PAYLOADS, token, payload)
@@ -466,7 +440,7 @@ def _problem_for(token: str, payload: bytes | None):
         return None
     evaluate, work = pickle.loads(payload)
     entry = (evaluate, work, work.copy())
-    _remember(problems, token, entry)
+    _remember(targets, token, entry)
     return entry
 
 
@@ -479,29 +453,26 @@ def _store_payload(token: str, payload: bytes) -> bool:
 
 def _forget(token: str) -> None:
     """Drop ``token`` from this thread's and this process's caches."""
-    problems = getattr(_LOCAL, "problems", None)
-    if problems is not None:
-        problems.pop(token, None)
+    targets = getattr(_LOCAL, "targets", None)
+    if targets is not None:
+        targets.pop(token, None)
     with _PAYLOADS_LOCK:
         _PAYLOADS.pop(token, None)
 
 
-def _run_chunk(token: str, payload: bytes | None, idx: np.ndarray, steps: np.ndarray) -> tuple:
-    """Serial differences of one chunk on this thread's copy of the working array.
-
-    Answers ``("ok", fp, fm, den, seconds)``, ``("error", details)`` when f raised,
-    ``("missing",)`` without the payload, ``("mutated",)`` when f wrote into its input.
-    f's errors come back as data: FunctionError does not survive pickling (its
-    constructor takes structured fields), and the original exception may not pickle.
-    """
-    problem = _problem_for(token, payload)
-    if problem is None:
+def _run_chunk(token: str, payload: bytes | None, idx: np.ndarray, values: np.ndarray,
+               starts: np.ndarray | None) -> tuple:
+    """One chunk of points on this thread's copy of the working array: ``("ok", values,
+    seconds)``, ``("error", j, cause, traceback)``, ``("missing",)`` without the payload, or
+    ``("mutated",)`` (see :mod:`.answers`)."""
+    got = _target_for(token, payload)
+    if got is None:
         return ("missing",)
-    evaluate, work, pristine = problem
+    evaluate, work, pristine = got
     started = time.perf_counter()
-    answer = difference_chunk(evaluate, work, pristine, idx, steps)
-    if answer[0] == "mutated":
+    result = answer(evaluate, work, pristine, Points(idx, values, starts))
+    if result[0] == "mutated":
         _forget(token)  # this copy is spoiled; a later task starts from the payload again
-    if answer[0] != "ok":
-        return answer
-    return answer + (time.perf_counter() - started,)
+    if result[0] != "ok":
+        return result
+    return result + (time.perf_counter() - started,)

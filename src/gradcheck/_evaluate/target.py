@@ -1,0 +1,109 @@
+"""The target: what every runner evaluates, and how an evaluation's failure is named.
+
+A :class:`Target` is ``f`` with the array it perturbs and the reduction of its output to a
+scalar (``evaluate()``: the reduced ``f`` at the current contents of ``work``). ``work`` is the
+checker's private copy of ``x`` (``check``), or a parameter array the caller restores bit for
+bit (``check_params``); runners perturb it in place and put every entry back in ``finally``,
+or perturb their own copies of it (threads, worker processes).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
+
+if TYPE_CHECKING:
+    from .points import Points
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the layer evaluates (see the module docstring).
+
+    ``cotangent``: the reduction ``v . f`` of an array output (None: ``f`` returns a scalar);
+    the batched and compiled runners apply it themselves, as ``np.add.reduce(v * y)`` (numpy's
+    pairwise order: the same bits as ``evaluate``). ``vectorized``: ``f`` takes a leading batch
+    axis. ``executor``: a ``concurrent.futures.Executor`` (or :class:`ExecutorOptions`) the
+    executor runner sends points to. ``param``: the parameter name errors carry (check_params).
+    """
+
+    f: Callable[..., Any]
+    work: np.ndarray
+    evaluate: Callable[[], float]
+    backend: Any
+    cotangent: np.ndarray | None = None
+    vectorized: bool = False
+    executor: Any = None
+    param: str | None = None
+
+    def entry(self, flat_index: Any) -> tuple[int, ...]:
+        """The multi-index of a flat index of ``work`` (as errors print it: ``(0, 2)``)."""
+        return entry_of(flat_index, self.work.shape)
+
+
+class Runner(Protocol):
+    """What every runner answers: ``run(points) -> one float64 per point`` (``progress(groups
+    done)``), its ``name`` and ``notes`` for the report, the points it ran, ``close()``."""
+
+    name: str
+    evaluations: int
+
+    @property
+    def notes(self) -> tuple[str, ...]: ...
+
+    def run(self, points: Points, progress: Callable[[int], None] | None = None) -> np.ndarray: ...
+
+    def close(self, terminate: bool = False) -> None: ...
+
+
+def entry_of(flat_index: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(int(k) for k in np.unravel_index(int(flat_index), shape))
+
+
+def located(exc: BaseException, index: tuple[int, ...] | None, side: str, param: str | None) -> FunctionError:
+    """``exc`` from an evaluation at entry ``index`` (``side``), as one FunctionError there:
+    ``f``'s output refused by gradcheck (:class:`OutputError`) keeps its own message, and an
+    evaluation that already wrapped ``f``'s exception (check_params' loss) is not wrapped twice."""
+    if isinstance(exc, OutputError):
+        err: FunctionError = exc.at(index, side, param)
+        err.__suppress_context__ = True
+        return err
+    cause = exc.__cause__ if isinstance(exc, FunctionError) and exc.__cause__ is not None else exc
+    err = FunctionError(index, side, param if param is not None else getattr(exc, "param", None), cause)
+    err.__cause__ = cause
+    return err
+
+
+def written(index: tuple[int, ...], how: str = "while it was perturbed") -> InputMutationError:
+    """``f`` wrote into entry ``index``: seen ``how``."""
+    return mutation_error(seen=f" (entry {index} changed {how})")
+
+
+def same_value(a: float, b: float) -> bool:
+    """Two floats hold the same value and sign (``same_bits`` for one finite entry: ``-0.0``
+    over ``0.0`` is a write; NaN is never set by a point)."""
+    return a == b and (a != 0 or math.copysign(1.0, a) == math.copysign(1.0, b))
+
+
+def flat_handle(target: np.ndarray) -> Any:
+    """A 1-D handle whose item assignment writes into ``target`` (a view when possible)."""
+    if target.flags.c_contiguous:
+        return target.reshape(-1)
+    return target.flat  # writes through for any layout
+
+
+def reader(flat: Any) -> Any:
+    """Fast item reads of ``flat`` (a memoryview of float64/float32 data: ~5x cheaper than
+    numpy's scalar indexing), else ``flat`` itself."""
+    # memoryview knows native byte order only (a big-endian parameter array reads via numpy)
+    if isinstance(flat, np.ndarray) and flat.dtype.char in "df" and flat.dtype.isnative:
+        try:
+            return flat.data  # a memoryview of its buffer
+        except (TypeError, ValueError, BufferError):
+            pass
+    return flat
