@@ -139,7 +139,7 @@ def _by_direction(group: Any, names: list[str], out: ByName) -> None:
                                                 f"{bis.gate(node):.3g}: some entry of it is wrong")
         for node, tau in cleared:
             fresh = node.idx[~bis.cleared[draw, node.idx]]
-            bis.tau[draw, fresh] = tau
+            bis.set_tau(draw, fresh, tau)
             bis.cleared[draw, fresh] = True
         pending = [p for node, _ in cleared for p in node.pieces if p.name not in out.failing]
     out.notes.append(f"{len(names)} names the joint screen could not settle were tested along their own directions "

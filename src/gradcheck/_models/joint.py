@@ -37,17 +37,21 @@ from .._screen import (
     FlatPrepared,
     Looked,
     Screened,
-    describe,
+    Seen,
     looked_in,
     merge_looks,
     prepare_flat,
     run_notes,
     run_screen,
     screened_limits,
+    sentence,
+    upward32,
 )
 from .by_name import ByName, second_look
 from .segments import Segments, flat_loss
 
+#: Entries per chunk of the per-name statistics.
+CHUNK = 1 << 20
 #: A name whose median limit is more than this many times check's own floor there has its
 #: limit set by the joint blocks (the screen's re-cut rule: ``_screen._api.RECUT_OVER_FLOOR``).
 OVER_FLOOR = 2.0
@@ -116,14 +120,15 @@ def _name_stats(group: Group) -> dict[str, tuple[bool, float]]:
     prep, state = group.prep, group.done.state
     for name, lo, hi in group.seg.spans():
         screened, limit, _ = screened_limits(prep, state, lo, hi)
-        looked = looked_in(prep, state, lo, hi)
         seen = screened.copy()
-        seen[looked.positions] = True
+        seen[looked_in(prep, state, lo, hi).positions] = True
         if not screened.any():
             out[name] = (not seen.all(), 1.0)
             continue
-        floor = np.asarray(prep.floor[lo:hi])[screened]
-        out[name] = (not seen.all(), float(np.median(limit[screened]) / max(np.median(floor), 1e-300)))
+        floor = np.concatenate([upward32(prep.floor[a:min(hi, a + CHUNK)])[screened[a - lo:a - lo + CHUNK]]
+                                for a in range(lo, hi, CHUNK)])
+        ratio = np.median(limit[screened], overwrite_input=True) / max(float(np.median(floor)), 1e-300)
+        out[name] = (not seen.all(), float(ratio))
     return out
 
 
@@ -192,14 +197,6 @@ def _require_untouched(work: np.ndarray, params: Mapping[str, np.ndarray], seg: 
             raise mutation_error(f"the loss (params[{name!r}] was written while the model was screened)")
 
 
-def upward32(values: np.ndarray) -> np.ndarray:
-    """``values`` as float32, each rounded up (a stated limit must not shrink)."""
-    out = values.astype(np.float32)
-    low = out.astype(np.float64) < values
-    out[low] = np.nextafter(out[low], np.float32(np.inf))
-    return out
-
-
 def _reports(group: Group, started: float) -> dict[str, Report]:
     return {name: _name_report(group, name, lo, hi, started) for name, lo, hi in group.seg.spans()}
 
@@ -221,10 +218,10 @@ def _name_report(group: Group, name: str, lo: int, hi: int, started: float) -> R
     codes = np.full(n, Verdict.UNCHECKED, dtype=np.uint8)
     codes[screened] = Verdict.SCREENED
     codes[at] = looked.judged.codes
-    limit[at] = looked.limit
-    detection = upward32(limit)
-    summary = describe(_without(limit, screened, at), prep.analytic[lo:hi], draws=state.draws, blocks=state.blocks,
-                       screened=int(screened.sum()) - int(screened[at].sum()), own=own)
+    limit[at] = upward32(looked.limit)
+    detection = limit
+    summary = sentence(_seen(limit, own, screened, at, prep.analytic[lo:hi]), draws=state.draws,
+                       blocks=state.blocks, screened=int(screened.sum()) - int(screened[at].sum()))
     if at.size:  # full arrays only for a name with localized entries
         numeric, noise, refined = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=bool)
         numeric[at], noise[at], refined[at] = looked.judged.numeric, looked.judged.noise, looked.judged.refined
@@ -263,11 +260,27 @@ def _own_screen(sub, name: str, screened: np.ndarray, limit: np.ndarray, own: np
     return looked_in(prep, done.state, lo, hi)
 
 
-def _without(limit: np.ndarray, screened: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """The limits of the entries cleared without an entry-wise look (inf elsewhere)."""
-    out = np.where(screened, limit, np.inf)
-    out[at] = np.inf
-    return out
+def _seen(limit: np.ndarray, own: np.ndarray, screened: np.ndarray, at: np.ndarray, analytic: np.ndarray) -> Seen:
+    """The numbers of a name's sentence (``_screen.describe``'s, over the entries cleared
+    without an entry-wise look), from float32 limits, in chunks: no float64 temporaries of a
+    big name's size."""
+    keep = screened.copy()
+    keep[at] = False
+    count, total = int(keep.sum()), keep.size
+    if not count:
+        return Seen(0, total, 0.0, 0.0, 0.0, None)
+    square, rel = 0.0, np.empty(count, np.float32)
+    done = 0
+    for a in range(0, total, CHUNK):
+        part, mask = analytic[a:a + CHUNK], keep[a:a + CHUNK]
+        square += float(np.dot(part, part))
+        ratio = limit[a:a + CHUNK][mask] / np.maximum(np.abs(part[mask]), np.finfo(float).tiny)
+        rel[done:done + ratio.size] = upward32(ratio)
+        done += ratio.size
+    alone = own[keep]
+    alone_med = float(np.median(alone, overwrite_input=True)) if np.isfinite(alone).any() else None
+    return Seen(count, total, float(np.sqrt(square / total)), float(np.median(limit[keep], overwrite_input=True)),
+                float(np.median(rel, overwrite_input=True)), alone_med)
 
 
 def _localized_note(looked) -> list[str]:

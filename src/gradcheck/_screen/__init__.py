@@ -35,7 +35,10 @@ from ._assemble import screened_limits as screened_limits
 from ._bisect import Bisection as Bisection
 from ._bisect import Node as Node
 from ._budget import parse_budget as parse_budget
+from ._limit import Seen as Seen
 from ._limit import describe as describe
+from ._limit import sentence as sentence
+from ._limit import upward32 as upward32
 from ._measure import BudgetExhausted as BudgetExhausted
 from ._measure import Measurer as Measurer
 from ._prepare import FlatPrepared as FlatPrepared

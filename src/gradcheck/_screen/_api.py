@@ -38,7 +38,7 @@ from ._exact import GAIN as EXACT_GAIN
 from ._limit import Product, screening_limit
 from ._measure import REFINE_OVER, BudgetExhausted, Measured, Measurer
 from ._partition import draw
-from ._prepare import Prepared, prepare, time_and_repeat
+from ._prepare import CHUNK, Prepared, prepare, time_and_repeat
 
 #: Blocks per sign draw, and sign draws, unless asked otherwise.
 DEFAULT_BLOCKS = 16
@@ -312,7 +312,8 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adju
     n = prep.analytic.size
     all_draws = [draw(n, count, seed=seed, number=r) for r in range(draws)]
     judge = EntryJudge(prep, m, adjudicate, digits, per_call, exact)
-    bis = Bisection(m, all_draws, judge, relevance=Product(prep.floor, prep.weights, RELEVANCE_SHARE))
+    bis = Bisection(m, all_draws, judge, relevance=Product(prep.floor, prep.weights, RELEVANCE_SHARE),
+                    tau_dtype=getattr(prep, "TAU_DTYPE", np.float64))
     first = (all_draws[0].blocks[0], all_draws[0].signs[all_draws[0].blocks[0]])
     step_note, known = _calibrate(prep, m, first)
     if m.rho != prep.rho:  # check's floor with f's measured round-off (see _limit.entrywise_floor)
@@ -404,7 +405,7 @@ def _try_complex(prep: Prepared, m: Measurer, bis: Bisection, wanted) -> str:
     for j, n in enumerate(tops):
         if cs.bound[j] < n.bound:
             n.delta, n.bound, n.claim = float(cs.delta[j]), float(cs.bound[j]), float(cs.claim[j])
-            bis.tau[n.draw, n.idx] = 2.0 * n.bound + n.claim
+            bis.set_tau(n.draw, n.idx, 2.0 * n.bound + n.claim)
     return (f"complex step used after it agreed with finite differences on all {len(tops)} blocks "
             f"of the first draw (round-off factor {cp.kappa:.3g})")
 
@@ -456,7 +457,7 @@ def _try_exact(prep: Prepared, m: Measurer, bis: Bisection, judge: EntryJudge, w
         n.slack = np.nan  # the gate's relevance share follows the new floor
     for j, n in enumerate(tops):
         n.delta, n.bound, n.claim = float(ex.delta[j]), float(ex.bound[j]), float(ex.claim[j])
-        bis.tau[0, n.idx] = 2.0 * n.bound + bis.gate(n)
+        bis.set_tau(0, n.idx, 2.0 * n.bound + bis.gate(n))
     rms = float(np.sqrt(np.mean(np.square(prep.analytic)))) or 1.0
     return (f"exact directional derivatives (f on gradcheck.mp arrays, {digits} digits) for the blocks, after "
             f"they agreed with the first draw's estimates on all {len(tops)} blocks, where those (and check's "
@@ -478,7 +479,13 @@ FD_GOOD_ENOUGH = 0.1
 
 
 def _fd_to_floor(prep: Prepared, bis: Bisection) -> float:
-    """Median over entries of (the first draw's finite-difference limit / check's floor)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = bis.tau[0] / prep.weights / prep.floor
-    return float(np.median(np.where(np.isfinite(ratio), ratio, np.inf)))
+    """Median over entries of (the first draw's finite-difference limit / check's floor),
+    computed in chunks (one array of the ratios, no temporaries of the whole size)."""
+    n = prep.analytic.size
+    ratio = np.empty(n)
+    for lo in range(0, n, CHUNK):
+        hi = min(n, lo + CHUNK)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = bis.tau[0, lo:hi] / np.asarray(prep.weights[lo:hi]) / np.asarray(prep.floor[lo:hi])
+        ratio[lo:hi] = np.where(np.isfinite(r), r, np.inf)
+    return float(np.median(ratio, overwrite_input=True))

@@ -22,7 +22,7 @@ from .._core.verdict import Cause, Verdict
 from .._report.report import Report
 from ._bisect import Bisection
 from ._entrywise import EntryJudge
-from ._limit import describe, screening_limit
+from ._limit import describe, screening_limit, upward32
 from ._measure import Measurer
 from ._prepare import Prepared
 from ._words import notes_for
@@ -107,21 +107,23 @@ def trivial_report(prep: Prepared, started: float, code: Verdict, note: str) -> 
 # -- a range of the entries as one tensor (a whole model's name) --------------------------------
 
 #: Entries per chunk of the per-range limits (no temporaries of a whole name at once).
-RANGE_CHUNK = 1 << 22
+RANGE_CHUNK = 1 << 20
 
 
 def screened_limits(prep: Prepared, state: State, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(screened, limit, own)`` of the entries ``lo..hi``: cleared in every draw, the stated
     limit ``max(own, check's floor)`` there as :func:`assemble` states it, and ``own``, the
-    blocks' screening limit (both inf where not screened), computed in chunks."""
+    blocks' screening limit (both inf where not screened); computed in chunks and held in
+    float32, each rounded up (a whole model's reports: 4 bytes per entry)."""
     bis = state.bisection
     screened = np.asarray(bis.cleared[:, lo:hi].all(axis=0))
-    limit, own = np.empty(hi - lo), np.empty(hi - lo)
+    limit, own = np.empty(hi - lo, np.float32), np.empty(hi - lo, np.float32)
     for a in range(lo, hi, RANGE_CHUNK):
         b = min(hi, a + RANGE_CHUNK)
-        own[a - lo:b - lo] = screening_limit(bis.tau[:, a:b], bis.cleared[:, a:b], np.asarray(prep.weights[a:b]),
-                                             bis.depth_ratio)
-        limit[a - lo:b - lo] = np.maximum(own[a - lo:b - lo], prep.floor[a:b])
+        tau = bis.tau[:, a:b].astype(np.float64)  # float32 thresholds (a whole model): widened before any product
+        blocks = screening_limit(tau, bis.cleared[:, a:b], np.asarray(prep.weights[a:b]), bis.depth_ratio)
+        own[a - lo:b - lo] = upward32(blocks)
+        limit[a - lo:b - lo] = upward32(np.maximum(blocks, prep.floor[a:b]))
     limit[~screened] = np.inf
     own[~screened] = np.inf
     return screened, limit, own

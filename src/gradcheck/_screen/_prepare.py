@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -116,7 +116,7 @@ def time_and_repeat(prep: Prepared) -> tuple[float, bool, float]:
 # -- a whole model: the concatenation of its parameters -------------------------------------------
 
 #: Entries per chunk when a per-entry quantity of a flat problem is wanted whole.
-CHUNK = 1 << 22
+CHUNK = 1 << 20
 
 
 class _WhereRead:
@@ -173,7 +173,10 @@ class FloorOf(_WhereRead):
 @dataclass
 class FlatPrepared(Prepared):
     """A flat problem (a model's parameters concatenated) whose weights and floor are computed
-    where read: :func:`prepare_flat`."""
+    where read, and whose bisection keeps its thresholds in float32 (rounded up):
+    :func:`prepare_flat`."""
+
+    TAU_DTYPE: ClassVar[Any] = np.float32
 
     @property
     def floor(self) -> Any:
