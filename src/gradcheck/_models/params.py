@@ -109,10 +109,15 @@ class ParamsReport(HtmlViews):
         return self.reports[name]
 
     def table(self) -> str:
+        """The names in backward order: status and counts per verdict, the worst relative
+        error judged, and (``screen=True``) the detection limit at the median entry (absolute
+        and relative to the claim) and at the worst."""
         screened = any(r.counts[Verdict.SCREENED] for r in self.reports.values())  # screen=True
+        width = max([16] + [len(n) for n in self.order])
         extra = f" {'SCREENED':>9}" if screened else ""
-        head = (f"  {'name':<16} {'shape':<12} {'status':<12} {'PASS':>6} {'MISMATCH':>8} {'UNCHECKED':>9}"
-                f"{extra} {'other':>6} {'worst rel':>10}")
+        limits = f" {'limit med':>10} {'rel med':>8} {'limit max':>10}" if screened else ""
+        head = (f"  {'name':<{width}} {'shape':<12} {'status':<12} {'PASS':>6} {'MISMATCH':>8} {'UNCHECKED':>9}"
+                f"{extra} {'other':>6} {'worst rel':>10}{limits}")
         rows = [head]
         worst = self.worst
         for n in self.order:
@@ -122,8 +127,8 @@ class ParamsReport(HtmlViews):
             status = "ok" if r.passed and n not in self.evidence else self._name_status(n)
             cell = f" {c[Verdict.SCREENED]:>9}" if screened else ""
             rows.append(
-                f"  {n:<16} {str(r.shape):<12} {status:<12} {c[Verdict.PASS]:>6} {c[Verdict.MISMATCH]:>8}"
-                f" {c[Verdict.UNCHECKED]:>9}{cell} {other:>6} {worst[n]:>10.2e}"
+                f"  {n:<{width}} {str(r.shape):<12} {status:<12} {c[Verdict.PASS]:>6} {c[Verdict.MISMATCH]:>8}"
+                f" {c[Verdict.UNCHECKED]:>9}{cell} {other:>6} {worst[n]:>10.2e}{_limit_cells(r) if screened else ''}"
             )
         return "\n".join(rows)
 
@@ -412,6 +417,18 @@ def _params_report(out: _Outcome, order: tuple[str, ...], notes: list[str], star
         evaluations=out.evaluations,  # the loss at start and end included
         evidence=evidence,
     )
+
+
+def _limit_cells(report: Report) -> str:
+    """A name's detection limit over its SCREENED entries: the median (absolute, and relative
+    to the claim there) and the largest; dashes where nothing was screened."""
+    if report.detection_limit is None or not report.counts[Verdict.SCREENED]:
+        return f" {'-':>10} {'-':>8} {'-':>10}"
+    on = report.codes == Verdict.SCREENED
+    limit = report.detection_limit[on].astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = limit / np.abs(report.analytic[on])
+    return f" {np.median(limit):>10.2e} {np.median(rel):>8.1e} {limit.max():>10.2e}"
 
 
 def _require_names(params: Mapping[str, Any], grads: Mapping[str, Any], order: Sequence[str] | None,

@@ -72,7 +72,8 @@ def upward32(values: Any) -> np.ndarray:
     True
     """
     values = np.asarray(values, dtype=np.float64)
-    out = values.astype(np.float32)
+    with np.errstate(over="ignore"):  # beyond float32's range: inf, which is above it
+        out = values.astype(np.float32)
     low = out.astype(np.float64) < values
     out[low] = np.nextafter(out[low], np.float32(np.inf))
     return out
