@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from gradcheck._demo.bench import INDENT, text_table
+
 
 def cores() -> int:
     """Cores this process may use (its affinity mask where the OS tells it)."""
@@ -93,16 +95,22 @@ def seconds(value: float) -> str:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A plain-text table with aligned columns."""
-    rows = [[str(c) for c in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+    """A plain-text table in the one format of ``gradcheck bench`` (every benchmark's tables)."""
+    return text_table(headers, list(rows))
 
 
-def header(title: str, quick: bool) -> None:
+def header(title: str, quick: bool, leaves_out: str = "") -> None:
+    """The title line, the machine line and, for ``--quick``, what the quick run leaves out
+    (quick means small, never silently skipped)."""
     print(f"== {title}{'  [--quick]' if quick else ''}")
-    print(f"   {machine_line()}")
+    print(f"{INDENT}{machine_line()}")
+    if quick and leaves_out:
+        print(f"{INDENT}--quick leaves out: {leaves_out}")
+
+
+def note(text: str) -> None:
+    """A line of prose under a benchmark's title, indented like its tables."""
+    print(f"{INDENT}{text}")
 
 
 def naive_loop(f: Callable[[np.ndarray], float], x: np.ndarray, h: float = 1e-5) -> np.ndarray:

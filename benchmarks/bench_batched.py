@@ -125,7 +125,8 @@ def budget_sweep(n: int, repeat: int, budgets) -> list[dict]:
 
 
 def main(quick: bool = False) -> dict:
-    header("batched engine vs the naive loop, tanh(A @ W) . B, checked over W and over B", quick)
+    header("batched engine vs the naive loop, tanh(A @ W) . B, checked over W and over B", quick,
+           "W of 96 x 96 (48 x 48 here), best of 5 (2 here), the byte-budget sweep")
     repeat = 2 if quick else 5
     sizes = [48, 16] if quick else [96, 16]
     results = [measure(n, repeat, with_check=(i == 0)) for i, n in enumerate(sizes)]

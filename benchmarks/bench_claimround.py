@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from _common import header, note, table
 from bench_axes import layer_norm, layer_norm_vjp  # the same layer as bench_axes.py
 
 import gradcheck
@@ -62,14 +63,19 @@ def run(measure: bool) -> dict:
     return out
 
 
-def main() -> None:
+def main(quick: bool = False) -> dict:
+    header(f"referee against a cancelling backward (layer norm VJP, N = {N}): before / after the claim's "
+           "measured round-off", quick)
     before, after = run(False), run(True)
-    for name, r in (("before", before), ("after", after)):
-        print(f"{name:6}  false MISMATCH {r['false']:2d} / {2 * len(SEEDS)} correct checks  "
-              f"entry 3: {dict(sorted(r['at3'].items()))}  planted 1e-4 caught {r['caught']}/{r['bugs']}  "
-              f"{r['seconds']:.2f} s")
-    print(f"time after/before: {after['seconds'] / before['seconds']:.2f}x")
+    print(table(["referee", "false MISMATCH", "entry 3", "planted 1e-4 caught", "time"], [
+        [name, f"{r['false']} / {2 * len(SEEDS)} correct checks", str(dict(sorted(r["at3"].items()))),
+         f"{r['caught']}/{r['bugs']}", f"{r['seconds']:.2f} s"] for name, r in (("before", before), ("after", after))]))
+    note(f"time after/before: {after['seconds'] / before['seconds']:.2f}x")
+    return {"benchmark": "claimround", "before": before, "after": after,
+            "meets_target": after["false"] == 0 and after["caught"] == after["bugs"]}
 
 
 if __name__ == "__main__":
-    main()
+    from _common import run as run_cli
+
+    run_cli(main)

@@ -11,7 +11,7 @@ variant, the process high-water mark (VmHWM, reset once the inputs are in memory
 the resident size before the call.
 
     python benchmarks/bench_classify.py            # 1e8 entries (about 6 GB of RAM)
-    python benchmarks/bench_classify.py --quick    # 1e7 entries
+    python benchmarks/bench_classify.py --quick    # 2e6 entries, no subprocesses
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ import time
 import tracemalloc
 
 import numpy as np
+from _common import header, note, table
 
 RULE = dict(rtol=1e-6, atol=0.0, noise_factor=8.0)
 MB = 2**20
@@ -170,13 +171,13 @@ def crossover(sizes=(100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000)) -> lis
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1e7 entries instead of 1e8")
+    parser.add_argument("--quick", action="store_true", help="2e6 entries instead of 1e8, no subprocesses")
     parser.add_argument("--size", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-subprocess", action="store_true", help="skip the VmHWM measurement")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    size = args.size or (10_000_000 if args.quick else 100_000_000)
+    size = args.size or (2_000_000 if args.quick else 100_000_000)
     if args.child:
         _child(args.child, size)
         return {}
@@ -184,6 +185,11 @@ def main(argv: list[str] | None = None) -> dict:
     import numba
 
     from gradcheck._classify import kernel as _classify_kernel
+
+    measure_hwm = not (args.no_subprocess or args.quick)
+    header("classify: the fused kernel vs the numpy chain (time and peak memory)", args.quick,
+           "1e8 entries (2e6 here), the sizes above 1e6 in the table by size, and the high-water mark of "
+           "each variant in a fresh subprocess (tracemalloc's peak is shown)")
 
     cores = len(os.sched_getaffinity(0))
     a, n, z = make_inputs(size)
@@ -208,33 +214,32 @@ def main(argv: list[str] | None = None) -> dict:
     v = results["variants"]
     results["speedup_codes"] = v["numpy_codes"]["seconds"] / v["kernel_codes"]["seconds"]
     results["speedup_codes+tol"] = v["numpy_codes+tol"]["seconds"] / v["kernel_codes+tol"]["seconds"]
-    if not args.no_subprocess:
+    if measure_hwm:
         del a, n, z  # the children need the memory
         for name in VARIANTS:
             v[name]["hwm_growth_mib"] = hwm_growth(name, size)
-    results["crossover"] = crossover()
+    results["crossover"] = crossover((100, 1_000, 10_000, 100_000, 1_000_000) if args.quick else
+                                     (100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000))
     print_table(results)
     return results
 
 
 def print_table(r: dict) -> None:
-    print(f"classify: {r['size']:.0e} entries ({r['input_mib']:.0f} MiB of float64 inputs), "
-          f"{r['cores']} cores, numba threads {r['numba_threads']}, load average {r['load_average']:.2f}")
-    print(f"{'variant':<18}{'seconds':>10}{'traced peak MiB':>18}{'VmHWM growth MiB':>19}")
-    for name, row in r["variants"].items():
-        hwm = row.get("hwm_growth_mib", float("nan"))
-        print(f"{name:<18}{row['seconds']:>10.3f}{row['traced_peak_mib']:>18.0f}{hwm:>19.0f}")
-    print(f"speedup (numpy / kernel): codes {r['speedup_codes']:.1f}x, codes+tolerance "
-          f"{r['speedup_codes+tol']:.1f}x; codes equal: {r['codes_equal']}, "
-          f"tolerance equal: {r['tolerance_equal']}")
-    print(f"one output array: codes {r['size'] / MB:.0f} MiB, tolerance {8 * r['size'] / MB:.0f} MiB "
-          f"(anything above that is a temporary)")
-    print(f"by size (codes only; the checker uses the kernel from {r['min_size']} entries, "
-          f"its threads from {r['threads_min_size']}):")
-    print(f"{'entries':>10}{'numpy s':>12}{'1 thread s':>12}{'threads s':>12}{'best speedup':>14}")
-    for row in r["crossover"]:
-        print(f"{row['size']:>10}{row['numpy_s']:>12.2e}{row['one_thread_s']:>12.2e}"
-              f"{row['threads_s']:>12.2e}{row['speedup']:>14.1f}")
+    note(f"{r['size']:.0e} entries ({r['input_mib']:.0f} MiB of float64 inputs), numba threads "
+         f"{r['numba_threads']}")
+    print(table(["variant", "seconds", "traced peak MiB", "VmHWM growth MiB"], [
+        [name, f"{row['seconds']:.3f}", f"{row['traced_peak_mib']:.0f}",
+         f"{row['hwm_growth_mib']:.0f}" if "hwm_growth_mib" in row else "-"]
+        for name, row in r["variants"].items()]))
+    note(f"speedup (numpy / kernel): codes {r['speedup_codes']:.1f}x, codes+tolerance "
+         f"{r['speedup_codes+tol']:.1f}x; codes equal: {r['codes_equal']}, tolerance equal: {r['tolerance_equal']}")
+    note(f"one output array: codes {r['size'] / MB:.0f} MiB, tolerance {8 * r['size'] / MB:.0f} MiB "
+         "(anything above that is a temporary)")
+    note(f"by size (codes only; the checker uses the kernel from {r['min_size']} entries, "
+         f"its threads from {r['threads_min_size']}):")
+    print(table(["entries", "numpy s", "1 thread s", "threads s", "best speedup"], [
+        [row["size"], f"{row['numpy_s']:.2e}", f"{row['one_thread_s']:.2e}", f"{row['threads_s']:.2e}",
+         f"{row['speedup']:.1f}x"] for row in r["crossover"]]))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import time
 
 import numba
 import numpy as np
+from _common import header, note, table
 
 import gradcheck
 from gradcheck._differences import steps_for
@@ -161,6 +162,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     n = args.n or (4_000 if args.quick else 20_000)
+    header("compiled engine vs the physical limit (njit and C through cffi), extended Rosenbrock", args.quick,
+           "N = 20,000 (4,000 here: the same measurements on a smaller x)")
     cores = len(os.sched_getaffinity(0))
     x = np.random.default_rng(0).uniform(-1.5, 1.5, n)
     h = steps_for(x, 6e-6)
@@ -185,25 +188,20 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def print_table(r: dict) -> None:
-    print(f"compiled engine vs physical limit: N = {r['n']}, 2N = {2 * r['n']} evaluations, "
-          f"{r['cores']} cores, numba threads {r['numba_threads']} ({r['threading_layer']}), "
-          f"load average {r['load_average']:.2f}")
-    print("limit = (2N evaluations in a single-thread njit loop) / cores")
-    head = (f"{'f':<6}{'eval us':>9}{'single s':>10}{'limit s':>9}{'engine s':>10}{'ratio':>7}"
-            f"{'check s':>9}{'ratio':>7}{'check evals':>13}{'compile s':>11}")
-    print(head)
-    for row in r["rows"]:
-        print(f"{row['function']:<6}{row['per_evaluation_us']:>9.2f}{row['bare_single_s']:>10.3f}"
-              f"{row['limit_s']:>9.3f}{row['engine_s']:>10.3f}{row['ratio']:>7.2f}"
-              f"{row['check_s']:>9.3f}{row['check_ratio']:>7.2f}{row['check_evaluations']:>13}"
-              f"{row['compile_s']:>11.2f}")
+    note(f"N = {r['n']}, 2N = {2 * r['n']} evaluations, numba threads {r['numba_threads']} "
+         f"({r['threading_layer']}); limit = (2N evaluations in a single-thread njit loop) / cores")
+    print(table(["f", "eval us", "single s", "limit s", "engine s", "ratio", "check s", "ratio", "check evals",
+                 "compile s"], [
+        [row["function"], f"{row['per_evaluation_us']:.2f}", f"{row['bare_single_s']:.3f}", f"{row['limit_s']:.3f}",
+         f"{row['engine_s']:.3f}", f"{row['ratio']:.2f}", f"{row['check_s']:.3f}", f"{row['check_ratio']:.2f}",
+         row["check_evaluations"], f"{row['compile_s']:.2f}"] for row in r["rows"]]))
     njit = r["rows"][0]
-    print(f"njit, the bare loop split over {r['numba_threads']} threads without the engine: "
-          f"{njit['bare_parallel_s']:.3f} s (engine / that = {njit['engine_s'] / njit['bare_parallel_s']:.2f}: "
-          "the engine's own overhead, whatever else runs on the machine)")
-    print(f"(njit, 2N evaluations at an unperturbed x, single thread: {r['njit_same_x_single_s']:.3f} s; "
-          "'check' is the whole gradcheck.check(engine='compiled'), compile excluded,\n"
-          " with its refinement's extra evaluations: 'check evals' against 2N)")
+    note(f"njit, the bare loop split over {r['numba_threads']} threads without the engine: "
+         f"{njit['bare_parallel_s']:.3f} s (engine / that = {njit['engine_s'] / njit['bare_parallel_s']:.2f}: "
+         "the engine's own overhead, whatever else runs on the machine)")
+    note(f"njit, 2N evaluations at an unperturbed x, single thread: {r['njit_same_x_single_s']:.3f} s; 'check' is "
+         "the whole gradcheck.check(engine='compiled'), compile excluded, with its refinement's extra "
+         "evaluations ('check evals' against 2N)")
 
 
 if __name__ == "__main__":

@@ -72,7 +72,8 @@ def main(quick: bool = False) -> dict:
     from gradcheck import dispute
     from gradcheck.mp import backend
 
-    header(f"dispute: exact values at 40 digits (mpmath backend: {backend()})", quick)
+    header(f"dispute: exact values at 40 digits (mpmath backend: {backend()})", quick,
+           "~1e5 entries per dispute (~2e4 here), 256 matvec rows (64 here), best of 2 (1 here)")
     repeat = 1 if quick else 2
     rows, out = [], {}
     for name, math_fn, inputs, cands in _problems(quick):

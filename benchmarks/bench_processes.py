@@ -52,7 +52,8 @@ def make_f(n: int, target_seconds: float = PER_CALL_SECONDS):
 
 
 def main(quick: bool = False) -> dict:
-    header(f"processes engine vs serial, pure-Python f of ~{PER_CALL_SECONDS * 1e3:.0f} ms per call", quick)
+    header(f"processes engine vs serial, pure-Python f of ~{PER_CALL_SECONDS * 1e3:.0f} ms per call", quick,
+           "N = 200 and 1000 (60 here: too few evaluations for a pool to pay), best of 3 (1 here)")
     results = [measure(n, quick) for n in ((60,) if quick else (200, 1000))]
     rows = []
     for r in results:

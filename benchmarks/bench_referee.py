@@ -24,12 +24,14 @@ from gradcheck.examples.transformer import loss, loss_and_grads, make_problem
 def main(quick: bool = False) -> dict:
     from gradcheck.mp import evaluate, mp_derivative, to_mp
 
-    header("arbitrary-precision referee: cost per entry (tiny transformer, 440 parameters)", quick)
+    header("arbitrary-precision referee: cost per entry (tiny transformer, 440 parameters)", quick,
+           "one entry of every tensor (of every 4th here), check_params over all 37 tensors (block 1's 16 here)")
     params, ids, targets, cfg = make_problem(seed=0)
     names = list(params)
     rng = np.random.default_rng(0)
     picks = [(n, tuple(int(i) for i in rng.integers(0, params[n].shape))) for n in names]
     picks = picks[:: 4] if quick else picks
+    checked = {n: params[n] for n in names if n.startswith("b1.") or not quick}
 
     t = time.perf_counter()
     for _ in range(20):
@@ -50,13 +52,14 @@ def main(quick: bool = False) -> dict:
         per_entry.append(time.perf_counter() - t)
         evals.append(d.evaluations)
         digits.append(d.digits)
-    _, grads = loss_and_grads(params, ids, targets, cfg)
-    lossf = lambda p: loss(p, ids, targets, cfg)  # noqa: E731
+    _, all_grads = loss_and_grads(params, ids, targets, cfg)
+    grads = {n: all_grads[n] for n in checked}
+    lossf = lambda p: loss({**params, **p}, ids, targets, cfg)  # noqa: E731
     t = time.perf_counter()
-    fd = gradcheck.check_params(lossf, params, grads, adjudicate=False)
+    fd = gradcheck.check_params(lossf, checked, grads, adjudicate=False)
     fd_time = time.perf_counter() - t
     t = time.perf_counter()
-    full = gradcheck.check_params(lossf, params, grads)
+    full = gradcheck.check_params(lossf, checked, grads)
     full_time = time.perf_counter() - t
     adjudicated = sum(r.adjudication.get("entries", 0) for r in full.reports.values())
 
@@ -68,8 +71,9 @@ def main(quick: bool = False) -> dict:
         ["referee per entry, worst", seconds(max(per_entry))],
         ["high-precision evaluations per entry (mean)", f"{np.mean(evals):.1f}"],
         ["certified digits (min over entries; 0 = exact zero)", f"{min(digits)}"],
-        ["check_params, finite differences only", seconds(fd_time) + f"  passed={fd.passed}"],
-        [f"check_params with the referee ({adjudicated} entries adjudicated)", seconds(full_time) + f"  passed={full.passed}"],
+        [f"check_params of {len(checked)} tensors, finite differences only", seconds(fd_time) + f"  passed={fd.passed}"],
+        [f"check_params of {len(checked)} tensors with the referee ({adjudicated} entries adjudicated)",
+         seconds(full_time) + f"  passed={full.passed}"],
     ]))
     verdict = "meets" if mean <= 1.0 else "MISSES"
     print(f"   referee per entry = {mean:.3f} s at 30 digits: {verdict} the goal <= 1 s")

@@ -197,7 +197,9 @@ def torch_fast_mode(n: int, trials: int) -> dict | None:
 
 
 def main(quick: bool = False) -> dict:
-    header("screen: every entry in O(log N) evaluations (f = sum(tanh(A @ W) * B))", quick)
+    header("screen: every entry in O(log N) evaluations (f = sum(tanh(A @ W) * B))", quick,
+           "W of 1024 x 1024 (256 here), the ratio column at 256^2 (64^2 here), screen vs check at 128 x 128 "
+           "(48 here), 10 torch fast_mode trials (3 here)")
     small, large, versus = (64, 256, 48) if quick else (256, 1024, 128)
     vs = versus_check(versus)
     print(f"   1. screen vs a full check, W {versus}x{versus} (N = {vs['entries']}), three entries off by 1e-5:")

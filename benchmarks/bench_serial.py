@@ -53,7 +53,8 @@ def _cases(quick: bool):
 
 
 def main(quick: bool = False) -> dict:
-    header("serial engine vs the naive loop (2N evaluations of a numpy f)", quick)
+    header("serial engine vs the naive loop (2N evaluations of a numpy f)", quick,
+           "W of 32 x 32 (16 x 16 here), x of 1024 (256 here), best of 7 (3 here)")
     repeat = 3 if quick else 7
     rows, results = [], {}
     for name, f, x, grad in _cases(quick):

@@ -1,4 +1,4 @@
-"""Measurements behind the default tolerances (README, "Choosing tolerances").
+"""Measurements behind the default tolerances (docs/guide/tolerances.md).
 
 These measure the finite-difference verdicts (first pass + step study), so the
 arbitrary-precision referee is switched off (``adjudicate=False``).

@@ -36,3 +36,22 @@ def big_report(unchecked: int = 0) -> Report:
         n[:, -1] *= 1.01
     return Report("big", a, n, np.full(shape, 1e-14), 1e-9 * np.abs(a) + 1e-12, codes,
                   np.zeros(shape, bool), "float64", "compiled", Config.for_dtype("float64"))
+
+
+COLUMN, STRAY = 5, (10, 20)
+
+
+def column_and_stray_grad(x):
+    """The README's f with a bad column (1e-3 relative) and one stray entry (1e-5 relative: by
+    err/tol it would come last among the 24 + 1 failing entries)."""
+    g = (1 - np.tanh(x) ** 2) * x[::-1] + np.tanh(x[::-1])
+    g[:, COLUMN] *= 1 + 1e-3
+    g[STRAY] *= 1 + 1e-5
+    return g
+
+
+def bfloat16_f(x):
+    """f computed in bfloat16 (ml_dtypes): every entry UNCHECKED, and no arbitrary precision."""
+    import ml_dtypes
+
+    return np.sin(x.astype(ml_dtypes.bfloat16)).sum()

@@ -1,13 +1,12 @@
 """check_adjoint: the dot-product test <J t, v> = <t, J^T v> against a bound made of the
 round-off of the two inner products and the operators' measured linearity defect. It
 flags a transposed-wrong VJP (and, with f, names the inconsistent side), passes correct
-pairs without crying wolf (cancellation, float32), and runs on 10^5-entry operators in
-well under a second.
+pairs without crying wolf (cancellation, float32), and runs on 10^5-entry operators (its
+speed there is measured in benchmarks/bench_speed_claims.py, never asserted here).
 (The jax cases are in tests/test_orders_jax.py, for the session's order.)"""
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import optional_deps
@@ -27,10 +26,10 @@ KERNEL = np.random.default_rng(2).standard_normal(9)
 
 
 @pytest.mark.parametrize("operator", ["dense 316x316", "convolution of 1e5 entries"])
-def test_correct_pair_passes_and_transposed_wrong_vjp_fails_on_1e5_entries_in_under_a_second(operator):
+def test_correct_pair_passes_and_transposed_wrong_vjp_fails_on_1e5_entries(operator):
     """A correct tangent/adjoint pair passes; the same pair with the adjoint not transposed
     (A v instead of A^T v; a convolution instead of a correlation) fails by ~1e11 times
-    its bound. Each test takes well under a second (measured here: ms)."""
+    its bound. (Its time: benchmarks/bench_speed_claims.py.)"""
     if operator.startswith("dense"):
         jvp, vjp, wrong, shape = (lambda t: A @ t), (lambda v: A.T @ v), (lambda v: A @ v), (316,)
     else:
@@ -38,11 +37,9 @@ def test_correct_pair_passes_and_transposed_wrong_vjp_fails_on_1e5_entries_in_un
         vjp = lambda v: np.correlate(v, KERNEL, mode="valid")  # noqa: E731
         wrong = lambda v: np.convolve(v, KERNEL, mode="valid")  # noqa: E731
         shape = (100_000,)
-    started = time.perf_counter()
     good = check_adjoint(jvp, vjp, in_shape=shape)
     bad = check_adjoint(jvp, wrong, in_shape=shape)
-    assert time.perf_counter() - started < 1.0
-    assert good.passed and good.seconds < 1.0
+    assert good.passed
     assert not bad.passed
     assert min(d / b for d, b in zip(bad.differences, bad.bound)) > 1e6
 

@@ -22,6 +22,7 @@ import threading
 
 import numpy as np
 import pytest
+from njit_subjects import rowwise, rowwise_vjp
 from optional_deps import need
 
 import gradcheck
@@ -503,32 +504,7 @@ def test_torch_function_through_its_adapter():
     assert "coloured" in report.engine
 
 
-def _rowwise_njit():
-    """An array-valued @njit f, built once (one JIT function for the tests below)."""
-    import numba
-
-    global _ROWWISE
-    if _ROWWISE is None:
-        @numba.njit(cache=False)
-        def rowwise(x):
-            out = np.empty_like(x)
-            for i in range(x.shape[0]):
-                out[i] = np.sin(x[i]) * x[i].sum()
-            return out
-        _ROWWISE = rowwise
-    return _ROWWISE
-
-
-_ROWWISE = None
-
-
-def rowwise_vjp(x, g):
-    s = x.sum(axis=1, keepdims=True)
-    return g * np.cos(x) * s + (g * np.sin(x)).sum(axis=1, keepdims=True)
-
-
 def test_njit_function_returning_an_array():
-    rowwise = _rowwise_njit()
     x = data((4, 3), seed=61)
     assert gradcheck.check(rowwise, x, rowwise_vjp, independent_axes=(0,)).passed
 
@@ -544,7 +520,6 @@ def test_compiled_engine_gives_serials_report_bit_for_bit():
     """engine='compiled' with an array-valued @njit f: the coloured evaluations run in a
     parallel numba kernel; the first pass and the second look (a planted bug at one entry)
     give serial's numbers bit for bit; x is untouched."""
-    rowwise = _rowwise_njit()
     x = data((9, 5), seed=67)
     before = x.copy()
 
@@ -569,33 +544,21 @@ def test_compiled_engine_blames_f_like_serial():
     """An @njit f that raises at a perturbed point, or writes into its input there (into
     another entry, or into the perturbed entry itself, where putting the entry back would
     hide the write): the compiled engine raises serial's FunctionError (same entry, same
-    side), and InputMutationError, as serial (and the executor's workers) do."""
-    import numba
-
-
-    @numba.njit(cache=False)
-    def odd(x):
-        if x[0, 0] > 10.0:
-            raise ValueError("too big")
-        if x[0, 0] < -10.0:
-            x[0, 1] += 1.0
-        if x[1, 1] > 30.0:
-            x[1, 1] = 0.0
-        return x * x
-
+    side), and InputMutationError, as serial (and the executor's workers) do. (The shared
+    subject rowwise does each past a threshold: tests/njit_subjects.py.)"""
     x = data((4, 3), seed=79)
     x[0, 0] = 10.0 - 1e-9  # +h crosses 10: f raises there
     errors = []
     for engine in ("serial", "compiled"):
         with pytest.raises(gradcheck.FunctionError, match="too big") as caught:
-            gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine=engine)
+            gradcheck.check(rowwise, x, rowwise_vjp, independent_axes=(0,), engine=engine)
         errors.append((caught.value.index, caught.value.side))
     assert errors[0] == errors[1] == ((0, 0), "+h, coloured: 4 entries perturbed together")
     x[0, 0] = -10.0 + 1e-9  # -h crosses -10: f writes into x[0, 1]
     before = x.copy()
     for engine in ("serial", "compiled"):
         with pytest.raises(gradcheck.InputMutationError):
-            gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine=engine)
+            gradcheck.check(rowwise, x, rowwise_vjp, independent_axes=(0,), engine=engine)
     assert x.tobytes() == before.tobytes()
     x = data((4, 3), seed=79)
     x[1, 1] = 30.0 - 1e-9  # +h crosses 30: f writes into x[1, 1], the entry perturbed there
@@ -604,17 +567,16 @@ def test_compiled_engine_blames_f_like_serial():
             "compiled": r"compiled engine, coloured, \+h, perturbing x\[0, 1\]"}
     for engine, message in seen.items():
         with pytest.raises(gradcheck.InputMutationError, match=message):
-            gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine=engine)
+            gradcheck.check(rowwise, x, rowwise_vjp, independent_axes=(0,), engine=engine)
     with cf.ThreadPoolExecutor(2) as ex, pytest.raises(gradcheck.InputMutationError):
-        gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), executor=ex)
+        gradcheck.check(rowwise, x, rowwise_vjp, independent_axes=(0,), executor=ex)
     assert x.tobytes() == before.tobytes()
     x[1, 1] = 30.0 - 1.0  # control: no step reaches 30, f never writes
-    assert gradcheck.check(odd, x, lambda x, g: 2 * x * g, independent_axes=(0,), engine="compiled").passed
+    assert gradcheck.check(rowwise, x, rowwise_vjp, independent_axes=(0,), engine="compiled").passed
 
 
 def test_compiled_engine_refuses_what_it_cannot_run():
     """Not an @njit f, or a scalar-valued one: refused with the reason, never run elsewhere."""
-    rowwise = _rowwise_njit()
     x = data((3, 4), seed=73)
     with pytest.raises(TypeError, match="engine='compiled' with independent_axes.*numba @njit"):
         gradcheck.check(layer_norm, x, layer_norm_vjp, independent_axes=(0,), engine="compiled")

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -158,6 +158,7 @@ floats = st.one_of(
 tolerances = st.sampled_from([0.0, TINY, 1e-300, 1e-12, 1e-6, 0.5, 1.0, 8.0, 1e300])
 
 
+@settings(max_examples=max(100, settings.default.max_examples))  # the mutation run's power: mutation/README.md
 @given(
     a=hnp.arrays(np.float64, st.integers(1, 64), elements=floats),
     data=st.data(),

@@ -1,15 +1,15 @@
 """gradcheck.dispute: candidates against the exact value, in ulps of the target format."""
 from __future__ import annotations
 
+import functools
 import json
 import math
-import subprocess
-import sys
 
 import ml_dtypes
 import mpmath
 import numpy as np
 import pytest
+from cli_in_process import run_cli
 from optional_deps import need
 
 import gradcheck
@@ -265,9 +265,10 @@ def test_public_names():
 # -- the command line ----------------------------------------------------------------------
 
 
-def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "gradcheck.cli", "dispute", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=120)
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """``cli(*args, cwd=...)``: `gradcheck dispute ARGS` in this process (tests/cli_in_process.py)."""
+    return functools.partial(run_cli, monkeypatch, capsys, "dispute")
 
 
 @pytest.fixture(scope="module")
@@ -281,8 +282,8 @@ def rope_files(tmp_path_factory):
     return d
 
 
-def test_cli_reference_is_broken_exit_1_with_json(rope_files):
-    out = _cli("--fn", "gradcheck.subjects:rope_math", "--inputs", "in.npz", "--bits", "arr_0",
+def test_cli_reference_is_broken_exit_1_with_json(rope_files, cli):
+    out = cli("--fn", "gradcheck.subjects:rope_math", "--inputs", "in.npz", "--bits", "arr_0",
                "--candidate", "fast=fast.npy", "--candidate", "reference=ref.npy",
                "--dtype", "bfloat16", "--json", cwd=rope_files)
     assert out.returncode == 1, out.stderr
@@ -291,8 +292,8 @@ def test_cli_reference_is_broken_exit_1_with_json(rope_files):
     assert data["stats"]["fast"]["beyond_count"] == 0
 
 
-def test_cli_no_candidate_broken_exit_0_text(rope_files):
-    out = _cli("--fn", "gradcheck.subjects:rope_math", "--inputs", "in.npz", "--bits", "arr_0",
+def test_cli_no_candidate_broken_exit_0_text(rope_files, cli):
+    out = cli("--fn", "gradcheck.subjects:rope_math", "--inputs", "in.npz", "--bits", "arr_0",
                "--candidate", "fast=fast.npy", "--candidate", "again=fast.npy",
                "--dtype", "bfloat16", cwd=rope_files)
     assert out.returncode == 0, out.stderr
@@ -305,15 +306,15 @@ def test_cli_no_candidate_broken_exit_0_text(rope_files):
     (["--candidate", "fast=fast.npy", "--dtype", "bfloat17"], "valid names"),
     (["--candidate", "short=short.npy", "--dtype", "bfloat16"], "shape (3, 64)"),
 ])
-def test_cli_usage_errors_exit_2(rope_files, args, message):
-    out = _cli("--fn", "gradcheck.subjects:rope_math", "--inputs", "in.npz", "--bits", "arr_0",
+def test_cli_usage_errors_exit_2(rope_files, args, message, cli):
+    out = cli("--fn", "gradcheck.subjects:rope_math", "--inputs", "in.npz", "--bits", "arr_0",
                *args, cwd=rope_files)
     assert out.returncode == 2, (out.stdout, out.stderr)
     assert message in out.stderr
 
 
-def test_cli_definition_leaving_arbitrary_precision_exits_2(rope_files):
-    out = _cli("--fn", "math:fsum", "--inputs", "fast.npy", "--candidate", "fast=fast.npy",
+def test_cli_definition_leaving_arbitrary_precision_exits_2(rope_files, cli):
+    out = cli("--fn", "math:fsum", "--inputs", "fast.npy", "--bits", "arr_0", "--candidate", "fast=fast.npy",
                "--dtype", "bfloat16", cwd=rope_files)
     assert out.returncode == 2
     assert "not adjudicable" in out.stderr

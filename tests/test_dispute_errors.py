@@ -4,22 +4,18 @@ number of inputs, a raising math_fn (CLI exit 4), raw bfloat16 bytes without --b
 (No torch here: these run whether or not torch is installed.)"""
 from __future__ import annotations
 
-import os
-import pathlib
-import subprocess
-import sys
+import functools
 import textwrap
 
 import ml_dtypes
 import numpy as np
 import pytest
+from cli_in_process import run_cli
 
-import gradcheck
 from gradcheck import dispute
 from gradcheck.mp import NotAdjudicable
 
 BF16 = ml_dtypes.bfloat16
-SOURCE = str(pathlib.Path(gradcheck.__file__).resolve().parents[1])
 
 
 def _counting(fn):
@@ -99,10 +95,10 @@ def test_wrong_number_of_inputs_blames_the_call_not_arbitrary_precision():
 # -- the command line ----------------------------------------------------------------------
 
 
-def _cli(*args: str, cwd) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SOURCE, str(cwd)]))
-    return subprocess.run([sys.executable, "-m", "gradcheck.cli", "dispute", *args],
-                          capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """``cli(*args, cwd=...)``: `gradcheck dispute ARGS` in this process (tests/cli_in_process.py)."""
+    return functools.partial(run_cli, monkeypatch, capsys, "dispute")
 
 
 @pytest.fixture(scope="module")
@@ -125,23 +121,23 @@ def files(tmp_path_factory):
     return d
 
 
-def test_cli_raw_bfloat16_inputs_hint_at_bits(files):
+def test_cli_raw_bfloat16_inputs_hint_at_bits(files, cli):
     """A bfloat16 array saved by np.save comes back as raw |V2 bytes: exit 2 with a hint
     at --bits naming the array, not "cannot convert bytes"; with --bits it runs."""
     for inputs, key in (("in_bf16.npz", "arr_0"), ("x_bf16.npy", "arr_0")):
-        out = _cli("--fn", "numpy:exp", "--inputs", inputs, "--candidate", "c=y.npy",
+        out = cli("--fn", "numpy:exp", "--inputs", inputs, "--candidate", "c=y.npy",
                    "--dtype", "bfloat16", cwd=files)
         assert out.returncode == 2, out.stderr
         assert f"--bits {key}" in out.stderr and "cannot convert bytes" not in out.stderr
-    ok = _cli("--fn", "numpy:exp", "--inputs", "in_bits.npz", "--bits", "arr_0",
+    ok = cli("--fn", "numpy:exp", "--inputs", "in_bits.npz", "--bits", "arr_0",
               "--candidate", "c=y.npy", "--dtype", "bfloat16", cwd=files)
     assert ok.returncode == 0, ok.stderr
 
 
-def test_cli_a_raising_definition_exits_four(files):
+def test_cli_a_raising_definition_exits_four(files, cli):
     """--fn raising: exit 4 and one line naming it, the exception and the message (not a
     usage error, not a traceback)."""
-    out = _cli("--fn", "defs:raises", "--inputs", "in_bits.npz", "--bits", "arr_0",
+    out = cli("--fn", "defs:raises", "--inputs", "in_bits.npz", "--bits", "arr_0",
                "--candidate", "c=y.npy", "--dtype", "bfloat16", cwd=files)
     assert out.returncode == 4, out.stderr
     line, = out.stderr.strip().splitlines()
@@ -152,10 +148,10 @@ def test_cli_a_raising_definition_exits_four(files):
     ("defs:two", "c=y.npy", ["two(a, b)", "1 input"]),
     ("numpy:exp", "c=y64.npy", ["candidate 'c' is not a bfloat16 output"]),
 ])
-def test_cli_caller_mistakes_exit_two(files, fn, candidate, words):
+def test_cli_caller_mistakes_exit_two(files, fn, candidate, words, cli):
     """The wrong number of inputs, a candidate that is not a bfloat16 output: usage errors
     (exit 2) that say so."""
-    out = _cli("--fn", fn, "--inputs", "in_bits.npz", "--bits", "arr_0", "--candidate", candidate,
+    out = cli("--fn", fn, "--inputs", "in_bits.npz", "--bits", "arr_0", "--candidate", candidate,
                "--dtype", "bfloat16", cwd=files)
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr

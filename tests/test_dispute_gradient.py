@@ -2,13 +2,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_in_process import run_cli
 
 import gradcheck
 import gradcheck.mp
@@ -18,7 +15,6 @@ from gradcheck.dual import dual_gradient
 from gradcheck.mp._reverse import mp_vjp
 from gradcheck.subjects import matvec_inputs, rope_inputs
 
-SRC = Path(gradcheck.__file__).resolve().parents[1]  # this checkout's package, for the CLI
 DIM = 64
 INV_FREQ = (10000.0 ** (-np.arange(0, DIM, 2) / DIM)).astype(np.float32)
 
@@ -161,7 +157,7 @@ def test_gradient_dispute_errors():
                 cotangent=np.ones(8))
 
 
-def test_cli_of_gradient(tmp_path):
+def test_cli_of_gradient(tmp_path, monkeypatch, capsys):
     x, pos = rope_inputs(rows=8, dim=DIM, start=65536, stop=131072, seed=4)
     g = bf(np.random.default_rng(1).standard_normal(x.shape))
     np.savez(tmp_path / "in.npz", x.view(np.uint16), pos)
@@ -176,12 +172,9 @@ def test_cli_of_gradient(tmp_path):
         "    a = p[..., None] * INV\n"
         "    c, s = np.cos(a), np.sin(a)\n"
         "    return np.concatenate([x[..., :h] * c - x[..., h:] * s, x[..., h:] * c + x[..., :h] * s], axis=-1)\n")
-    out = subprocess.run([sys.executable, "-m", "gradcheck.cli", "dispute", "--fn", "defs:rope",
-                          "--inputs", "in.npz", "--bits", "arr_0", "--of", "gradient", "--cotangent", "g.npy",
-                          "--candidate", "fast=fast.npy", "--candidate", "reference=ref.npy",
-                          "--dtype", "bfloat16", "--json"],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
-                         env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{SRC}"})
+    out = run_cli(monkeypatch, capsys, "dispute", "--fn", "defs:rope", "--inputs", "in.npz", "--bits", "arr_0",
+                  "--of", "gradient", "--cotangent", "g.npy", "--candidate", "fast=fast.npy",
+                  "--candidate", "reference=ref.npy", "--dtype", "bfloat16", "--json", cwd=tmp_path)
     assert out.returncode == 1, out.stderr
     data = json.loads(out.stdout)
     assert data["of"] == "gradient" and data["broken"] == ["reference"] and data["most_accurate"] == "fast"

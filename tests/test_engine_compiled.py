@@ -1,6 +1,8 @@
 """The compiled engine: numba/C perturbation loop in parallel threads, bit-equal to serial.
 
-Few distinct njit functions on purpose: each one compiles the engine's kernel once.
+Few distinct njit functions on purpose: each one compiles the engine's kernel once. The
+subjects are tests/njit_subjects.py's, shared with the other test modules; a misbehaving
+f is one of their branches (a sentinel value in the input), not a new function.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import sys
 import numba
 import numpy as np
 import pytest
+from njit_subjects import WRITES_ALWAYS, WRITES_WHEN_PERTURBED, layer, layer_vjp, rosen, rosen_grad
 
 import gradcheck
 from gradcheck import Config, FunctionError, Verdict
@@ -20,54 +23,6 @@ from gradcheck._evaluate import compiled as _compiled
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem, Declined, select_engine
 from gradcheck.native import native_function
-
-
-@numba.njit
-def rosen(x):
-    """Rosenbrock; raises when x[0] > 1e3 and is NaN when x[1] < -5 (domain tests)."""
-    if x[0] > 1e3:
-        raise ValueError("x[0] is above 1e3")
-    if x[1] < -5.0:
-        return np.nan
-    s = 0.0
-    for i in range(x.size - 1):
-        a = x[i + 1] - x[i] * x[i]
-        b = 1.0 - x[i]
-        s += 100.0 * a * a + b * b
-    return s
-
-
-def rosen_grad(x):
-    g = np.zeros_like(x, dtype=np.float64)
-    a = x[1:] - x[:-1] ** 2
-    g[:-1] += -400.0 * x[:-1] * a - 2.0 * (1.0 - x[:-1])
-    g[1:] += 200.0 * a
-    return g
-
-
-W = np.linspace(-1.0, 1.0, 15).reshape(5, 3)
-
-
-@numba.njit
-def layer(x):
-    """An array output (x is n x 5): tanh(x @ W) scaled; a wrong shape when x[0,0] < -1e3,
-    an exception when x[0,0] > 1e3."""
-    if x[0, 0] > 1e3:
-        raise ValueError("x[0, 0] is above 1e3")
-    y = np.zeros((x.shape[0], W.shape[1]), dtype=x.dtype)
-    for i in range(x.shape[0]):  # x @ W without BLAS (numba's needs scipy)
-        for k in range(W.shape[0]):
-            for j in range(W.shape[1]):
-                y[i, j] += x[i, k] * W[k, j]
-    y = np.tanh(y) * 1.5
-    if x[0, 0] < -1e3:
-        return y[1:]
-    return y
-
-
-def layer_vjp(x, v):
-    t = np.tanh(x @ W)
-    return ((1.0 - t * t) * 1.5 * v) @ W.T
 
 
 def problem(f, x, cotangent=None):
@@ -289,42 +244,32 @@ def test_unsupported_problems_say_what_to_do(f, x, backend, message):
     assert auto_reason("compiled", p) is None
 
 
-@numba.njit
-def scribble(x):
-    x[0] += 1.0  # writes into its input
-    return x.sum()
-
-
 def test_f_writing_into_its_input_is_refused():
-    """An njit f that mutates x is refused (InputMutationError), as serial refuses it,
-    instead of silently differencing a corrupted copy."""
+    """An njit f that mutates x (rosen, told to by the sentinel in its last entry) is refused
+    (InputMutationError), as serial refuses it, instead of silently differencing a corrupted
+    copy."""
     x = np.linspace(0.0, 1.0, 40)
-    p = problem(scribble, x)
+    x[-1] = WRITES_ALWAYS
+    p = problem(rosen, x)
     engine, _ = select_engine("compiled", p)
     with pytest.raises(gradcheck.InputMutationError, match="wrote into the array"):
         engine.differences(np.arange(x.size), steps_for(x, 6e-6))
     np.testing.assert_array_equal(p.work, x)
 
 
-@numba.njit
-def scribble_perturbed(x):
-    if x[1] > 2.0:  # only at x[1] + h: a write into the entry perturbed there
-        x[1] = 0.0
-    return (x * x).sum()
-
-
 def test_f_writing_into_the_perturbed_entry_is_refused():
     """Putting the perturbed entry back after the call would hide the write: the kernel
-    compares the entry with what it set there first. Control: below 2, no write, no error."""
-    x = np.array([1.0, 2.0 - 1e-9, 3.0])
-    p = problem(scribble_perturbed, x)
+    compares the entry with what it set there first (rosen writes 0 into x[1] when x[1] > 2,
+    told to by the sentinel in its last entry). Control: below 2, no write, no error."""
+    x = np.array([1.0, 2.0 - 1e-9, 3.0, WRITES_WHEN_PERTURBED])
+    p = problem(rosen, x)
     engine, _ = select_engine("compiled", p)
     with pytest.raises(gradcheck.InputMutationError, match=r"compiled engine at entry \(1,\)"):
         engine.differences(np.arange(x.size), steps_for(x, 6e-6))
     np.testing.assert_array_equal(p.work, x)
-    below = np.array([1.0, 1.5, 3.0])
-    fp, fm, _ = select_engine("compiled", problem(scribble_perturbed, below))[0].differences(
-        np.arange(3), steps_for(below, 6e-6))
+    below = np.array([1.0, 1.5, 3.0, WRITES_WHEN_PERTURBED])
+    fp, fm, _ = select_engine("compiled", problem(rosen, below))[0].differences(
+        np.arange(4), steps_for(below, 6e-6))
     assert np.isfinite(fp).all() and np.isfinite(fm).all()
 
 

@@ -93,7 +93,7 @@ def _problem(f, x, executor=None):
                         cotangent=None, executor=executor)
 
 
-def _wait_for_workers(client, n=2, timeout=60):
+def _wait_for_workers(client, n=2, timeout=300):  # a bound on waiting: a busy machine restarts a worker slowly
     client.wait_for_workers(n, timeout=timeout)
 
 

@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from dataclasses import fields
 from pathlib import Path
 
@@ -83,7 +82,7 @@ def test_page_names_the_planted_entry_in_its_tables(planted_report):
         head, first = t[0], t[1]
         assert first[0] == str(PLANTED) and first[1] == "MISMATCH"
         assert float(first[head.index("exact")]) == pytest.approx(planted_report.exact[PLANTED], rel=1e-15)
-        assert int(first[head.index("certified digits")]) >= 15
+        assert int(first[head.index("digits")]) >= 15
     non_pass = entry_tables[1]
     assert len(non_pass) == 2  # header + the one planted entry
     counts = next(t for t in tables(tree) if t and t[0] == ["verdict", "entries", "share"])
@@ -192,15 +191,13 @@ def test_block_max_is_the_maximum_of_each_block(shape, max_cells):
             assert out[i, j] == want or (np.isnan(want) and np.isnan(out[i, j]))
 
 
-def test_a_million_entry_page_is_small_quick_and_still_shows_one_mismatch():
-    """1,048,576 entries: the page stays under 2 MB and renders in seconds; the verdict map is
-    256 x 256 pixels of 4 x 4 blocks and the single MISMATCH at (700, 300) is its only red pixel."""
+def test_a_million_entry_page_is_small_and_still_shows_one_mismatch():
+    """1,048,576 entries: the page stays under 2 MB; the verdict map is 256 x 256 pixels of
+    4 x 4 blocks and the single MISMATCH at (700, 300) is its only red pixel. (How long it
+    takes to render: benchmarks/bench_speed_claims.py.)"""
     r = big_report()
-    started = time.perf_counter()
     page = r.to_html()
-    seconds = time.perf_counter() - started
     assert len(page.encode()) < 2_000_000
-    assert seconds < 20  # about 0.6 s on an idle 2-core machine; generous for a busy one
     tree = parse(page)
     verdicts = pictures(tree)[0]
     assert verdicts.shape == (256, 256, 3)

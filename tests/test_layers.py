@@ -53,7 +53,9 @@ RANKS: dict[str, int] = {
     "engines": 13,                                  # the public face of the evaluation layer
     "": 14,                                         # the package root: the public names
     "_demo": 15,                                    # gradcheck demo / bench
+    "_cli": 15,                                     # the command line's helpers (loading, help, pipe, dispute files)
     "cli": 16, "pytest_plugin": 16,                 # entry points
+    "__main__": 17,                                 # python -m gradcheck
 }
 #: Imports between units of the same rank that the code needs, with the reason.
 ALLOWED_EDGES: dict[tuple[str, str], str] = {
@@ -109,7 +111,7 @@ HEAVY: dict[str, str] = {
 DYNAMIC: dict[str, str] = {
     "gradcheck.backends": "the torch, jax and dual adapters load when their backend is asked for",
     "gradcheck._report.html": "a result's renderer is found by the result's type name (html imports no feature)",
-    "gradcheck.cli": "MODULE:FUNC given on the command line",
+    "gradcheck._cli.common": "MODULE:FUNC given on the command line (cli.py's loader)",
     "gradcheck._demo.bench": "the benchmark scripts of a checkout",
 }
 

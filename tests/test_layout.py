@@ -61,6 +61,18 @@ CASES = [
     ("nd-parity", mask((6, 2, 3), S[::2]), "parity", "even indices along axis 0"),
     ("nd-block", mask((3, 4, 5), S[1:3, :, 2:4]), "block",
      "a block indices 1–2 along axis 0 × indices 2–3 along axis 2"),
+    # issue 27: a pattern and a stray entry are named, not "scattered: 65 of 4096 entries"
+    ("column-and-stray", mask((64, 64), S[:, 5], (10, 20)), "plus", "column 5 and one entry (10, 20)"),
+    ("row-and-column", mask((16, 17), S[3], S[:, 5]), "plus", "row 3 and column 5"),
+    ("block-and-two-strays", mask((16, 16), S[2:5, 1:4], (10, 12), (14, 0)), "plus",
+     "a block rows 2–4 × columns 1–3 and entries (10, 12) and (14, 0)"),
+    ("vec-run-and-stray", mask(20, S[4:10], 15), "plus", "a run of entries 4–9 and entry 15"),
+    ("nd-slice-and-stray", mask((3, 4, 5), S[:, 2], (0, 0, 0)), "plus",
+     "index 2 along axis 1 and one entry (0, 0, 0)"),
+    ("all-but-column-and-stray", ~mask((8, 8), S[:, 5], (1, 2)), "except",
+     "every entry except column 5 and one entry (1, 2)"),
+    ("too-many-strays-are-scattered", mask((16, 16), S[:, 5], (1, 2), (3, 9), (7, 11), (12, 14)),
+     "scattered", "scattered: 20 of 256 entries"),
 ]
 
 
@@ -131,6 +143,11 @@ def rebuild(details: dict, kind: str) -> np.ndarray:
         out = eye[:, ::-1] if details["anti"] else eye
     elif kind == "except":
         out = ~rebuild({"shape": shape, **details["except"]}, details["except_kind"])
+    elif kind == "plus":
+        for part in details["parts"]:
+            out |= rebuild({"shape": shape, **part}, part["kind"])
+        for ix in details["entries"]:
+            out[tuple(ix)] = True
     else:
         assert kind == "none", kind
     return out
@@ -148,8 +165,14 @@ def masks(draw):
     """Random masks, biased towards structure so every kind gets exercised."""
     shape = tuple(draw(st.lists(st.integers(1, 7), min_size=0, max_size=3)))
     size = int(np.prod(shape))
-    style = draw(st.sampled_from(["random", "product", "diagonal"]))
-    if style == "random":
+    style = draw(st.sampled_from(["random", "product", "diagonal", "strays"]))
+    if style == "strays":
+        m = np.zeros(shape, bool)
+        if size:
+            m[np.ix_(*[draw(index_set(n)) for n in shape])] = True
+            for flat in draw(st.lists(st.integers(0, size - 1), max_size=3)):
+                m.reshape(-1)[flat] = True
+    elif style == "random":
         bits = draw(st.lists(st.booleans(), min_size=size, max_size=size))
         m = np.array(bits, bool).reshape(shape)
     elif style == "diagonal" and len(shape) == 2:

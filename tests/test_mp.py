@@ -10,7 +10,6 @@ import os
 import pickle
 import subprocess
 import sys
-import time
 
 import ml_dtypes
 import mpmath
@@ -697,13 +696,11 @@ def _mlp_grad(theta):
 
 @pytest.mark.parametrize("index", [7, 165, 180, 192])
 def test_mlp_entry_is_exact_within_the_per_entry_budget(index):
-    """One entry of a 193-parameter MLP at 30 digits: ten evaluations, well under the 1 s
-    budget, and it agrees with the hand-written backward pass to float64 accuracy."""
-    start = time.perf_counter()
+    """One entry of a 193-parameter MLP at 30 digits: ten evaluations (the budget, counted;
+    its time is in benchmarks/bench_speed_claims.py), and it agrees with the hand-written
+    backward pass to float64 accuracy."""
     d = mp_derivative(_mlp_loss, THETA, index, dps=30)
-    elapsed = time.perf_counter() - start
     assert d.evaluations == 10 and d.digits >= 20
-    assert elapsed < 1.0
     assert abs(float(d.value) - _mlp_grad(THETA)[index]) <= 1e-12 * max(1.0, abs(float(d.value)))
 
 

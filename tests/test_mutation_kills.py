@@ -2,7 +2,7 @@
 
 Each test was written against mutants of ``_classify``, ``_config`` and ``_refine`` (now
 ``_classify/rule.py``, ``_core/config.py`` and ``_refine/study.py``, ``quick.py``, ``kink.py``) that
-survived the rest of the suite (``mutation/README.md``: command, score, and the mutants
+survived the rest of the suite (``tests/mutation/README.md``: command, score, and the mutants
 that are equivalent and why). They state behaviour, not implementation: boundaries of
 the rule (``>`` vs ``>=``), what each documented formula computes, that the step study
 reuses the first step and pays for five more, that no floating-point warning escapes, and
@@ -16,7 +16,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gradcheck import Config, Verdict
@@ -494,6 +494,7 @@ def studies(draw):
     return raw, analytic, base, unit, rtol, atol, k, res
 
 
+@settings(max_examples=max(100, settings.default.max_examples))  # the mutation run's power: mutation/README.md
 @given(studies())
 def test_step_study_computes_its_documented_estimates(case):
     """On smooth functions, kinks, round-off wiggles and arbitrary values, the step study

@@ -1,27 +1,22 @@
-"""The command line of the checks beyond first-order reverse mode, run as a subprocess:
+"""The command line of the checks beyond first-order reverse mode, run in process through
+``gradcheck.cli.main`` (tests/cli_in_process.py; tests/test_cli.py runs it as a subprocess):
 `gradcheck check --jvp/--hvp` and `gradcheck taylor` (exit 0 pass, 1 fail, 2 usage)."""
 from __future__ import annotations
 
+import functools
 import json
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import optional_deps
 import pytest
-
-import gradcheck
-
-SRC = str(Path(gradcheck.__file__).resolve().parents[1])  # this checkout's sources
+from cli_in_process import run_cli
 
 
-def run(*args, cwd):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(cwd), SRC]))
-    return subprocess.run([sys.executable, "-m", "gradcheck.cli", *args], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300)
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """``cli(*args, cwd=...)``: `gradcheck ARGS` in this process (tests/cli_in_process.py)."""
+    return functools.partial(run_cli, monkeypatch, capsys)
 
 
 @pytest.fixture
@@ -49,18 +44,18 @@ def user_module(tmp_path):
     (["--hvp", "ordermod:bad_hvp", "--grad", "ordermod:grad"], 1, [[1]]),
     (["--hvp", "ordermod:bad_hvp"], 1, [[1]]),
 ])
-def test_check_jvp_and_hvp_options(user_module, args, code, flagged):
+def test_check_jvp_and_hvp_options(user_module, args, code, flagged, cli):
     """`check --jvp` and `check --hvp` (with or without --grad) exit 0 on a correct claim
     and 1 on a planted error, which the JSON names at its entry."""
-    out = run("check", "ordermod:f", "--input", "x.npy", "--json", *args, cwd=user_module)
+    out = cli("check", "ordermod:f", "--input", "x.npy", "--json", *args, cwd=user_module)
     assert out.returncode == code, out.stdout + out.stderr
     entries = json.loads(out.stdout)["entries"]
     assert [e["index"] for e in entries if e["verdict"] == "MISMATCH"] == flagged
 
 
-def test_check_jvp_with_grad_is_a_usage_error(user_module):
+def test_check_jvp_with_grad_is_a_usage_error(user_module, cli):
     """--jvp replaces --grad: both given is a usage error (exit 2) with a one-line reason."""
-    out = run("check", "ordermod:f", "--input", "x.npy", "--jvp", "ordermod:jvp", "--grad", "ordermod:grad",
+    out = cli("check", "ordermod:f", "--input", "x.npy", "--jvp", "ordermod:jvp", "--grad", "ordermod:grad",
               cwd=user_module)
     assert out.returncode == 2 and "--jvp replaces --grad" in out.stderr
 
@@ -71,17 +66,17 @@ def test_check_jvp_with_grad_is_a_usage_error(user_module):
     (["--grad", "ordermod:grad", "--hvp", "ordermod:hvp"], 0, "order 3.0"),
     (["--grad", "ordermod:grad", "--hvp", "ordermod:scaled_hvp"], 1, "needs >= 2.9"),
 ])
-def test_taylor_command(user_module, args, code, text):
+def test_taylor_command(user_module, args, code, text, cli):
     """`gradcheck taylor` prints the table and exits 0 (orders 2 / 3) or 1 (order 1 / 2)."""
-    out = run("taylor", "ordermod:f", "--input", "x.npy", *args, cwd=user_module)
+    out = cli("taylor", "ordermod:f", "--input", "x.npy", *args, cwd=user_module)
     assert out.returncode == code, out.stdout + out.stderr
     assert text in out.stdout and "R1 (grad)" in out.stdout
 
 
-def test_taylor_command_json_and_plot(user_module):
+def test_taylor_command_json_and_plot(user_module, cli):
     """`taylor --json --plot` prints JSON and writes the PNG."""
     optional_deps.need("matplotlib")
-    out = run("taylor", "ordermod:f", "--shape", "4", "--grad", "ordermod:grad", "--json", "--plot", "t.png",
+    out = cli("taylor", "ordermod:f", "--shape", "4", "--grad", "ordermod:grad", "--json", "--plot", "t.png",
               cwd=user_module)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["status"] == "PASS"

@@ -421,7 +421,7 @@ def problems(draw):
     """Sums of c*sin(a x + b), c*exp(a x), cubics and tanh products; f scaled by 1e-8..1e8,
     offset by 0..1e12; float64, float32 inside with float64 out, or float32 out."""
     # |x| and |b| below 1e-30 are left out: a float32 f can underflow to exactly 0 there,
-    # where its round-off model is 0 too (a known limitation, in the README)
+    # where its round-off model is 0 too (a known limitation, in docs/guide/limitations.md)
     sizable = st.floats(-2.0, 2.0).filter(lambda v: v == 0 or abs(v) > 1e-30)
     n = draw(st.integers(2, 6))
     terms = []
@@ -468,7 +468,7 @@ def _flat(problem: Problem) -> bool:
     """An f whose computed value does not change at all when some entry moves by 1e-4 (the
     step study's widest step is 16 * 6e-6): float32 arithmetic under a large offset. Its
     values are then those of a constant function, which no finite difference can tell from
-    a float64 constant (the README's limitations say so)."""
+    a float64 constant (docs/guide/limitations.md says so)."""
     f, x = problem.f(), problem.x
     f0 = f(x)
     for i in range(x.size):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -29,6 +29,7 @@ def test_check_never_changes_the_users_array(x, layout, readonly):
     assert x.tobytes(order="A") == before and x.strides == strides
 
 
+@settings(max_examples=max(100, settings.default.max_examples))  # the mutation run's power: mutation/README.md
 @given(hnp.arrays(np.float64, st.integers(1, 6), elements=finite), st.integers(0, 30))
 def test_check_params_restores_even_when_loss_raises(w, fail_at):
     """check_params leaves parameters bit-identical, also when the loss raises mid-way."""
@@ -53,6 +54,7 @@ vals = st.floats(-1e3, 1e3, allow_nan=False) | st.sampled_from([0.0, -0.0, np.na
 noise_vals = st.floats(0, 10, allow_nan=False) | st.sampled_from([0.0, np.nan, np.inf])
 
 
+@settings(max_examples=max(100, settings.default.max_examples))  # the mutation run's power: mutation/README.md
 @given(vals, vals, noise_vals, st.floats(0, 1e-2), st.floats(0, 1e-3), st.floats(0, 16),
        st.sampled_from([1e-3, 1e-2, 0.1, 0.5, 0.99]))
 def test_verdict_rules(a, n, z, rtol, atol, k, resolution):
@@ -73,6 +75,7 @@ def test_verdict_rules(a, n, z, rtol, atol, k, resolution):
         assert err <= resolution * scale  # a PASS claim is within the share of the numeric value
 
 
+@settings(max_examples=max(100, settings.default.max_examples))  # the mutation run's power: mutation/README.md
 @given(st.floats(0.1, 10), st.floats(-3, 3))
 def test_mismatch_is_symmetric_and_scale_free(c, x0):
     """Swapping claimed and numeric, or scaling both (away from noise), keeps the verdict."""

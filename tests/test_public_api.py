@@ -127,26 +127,20 @@ def test_the_package_is_marked_typed():
     assert (Path(gradcheck.__file__).parent / "py.typed").is_file()
 
 
-def test_import_does_not_drag_in_heavy_dependencies():
-    """`import gradcheck` imports none of numba, mpmath, cffi, ml_dtypes, torch, jax,
-    matplotlib (checked in a fresh interpreter)."""
+def test_import_loads_only_numpy_and_the_standard_library():
+    """`import gradcheck`, in a fresh interpreter, loads gradcheck, numpy and modules of the
+    standard library, nothing else: none of numba, llvmlite, mpmath, cffi, ml_dtypes, torch,
+    jax, matplotlib. What an import costs is what it loads; its time is measured, beside
+    `import numpy`, in benchmarks/bench_speed_claims.py."""
     code = (
-        "import sys, gradcheck\n"
-        "heavy = {'numba', 'mpmath', 'cffi', 'ml_dtypes', 'torch', 'jax', 'matplotlib', 'llvmlite'}\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+        "import sys\n"
+        "main, before = sys.modules['__main__'], set(sys.modules)\n"
+        "import gradcheck\n"
+        "new = {m.split('.')[0] for m in set(sys.modules) - before if sys.modules[m] is not main}\n"
+        "print(sorted(new - set(sys.stdlib_module_names)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-
-
-def test_import_is_fast():
-    """`import gradcheck` adds little beyond numpy (measured with -X importtime)."""
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import gradcheck"],
-                         capture_output=True, text=True, check=True)
-    own = [ln for ln in out.stderr.splitlines() if ln.rstrip().endswith("gradcheck")]
-    # "import time: self | cumulative | name"; cumulative includes numpy (~100 ms).
-    cumulative_us = int(own[-1].split("|")[1])
-    assert cumulative_us < 1_500_000
+    assert out.stdout.strip() == "['gradcheck', 'numpy']"
 
 
 def test_pytest11_entry_point_names_the_plugin():

@@ -320,6 +320,29 @@ def test_failing_checks_leave_html_and_json_named_after_the_test(pytester, monke
         assert data["passed"] is False and data["entries"][0]["index"] == [1, 2]
 
 
+def test_passing_checks_leave_pages_with_the_passing_option(pytester, monkeypatch):
+    """--gradcheck-passing (issue 27): with --gradcheck-html, the checks that passed leave their
+    pages too, one per check (a test's second check gets -2), each a PASS page; the failing
+    test's page is still written, and the option is listed by pytest --help."""
+    pytester.makepyfile(test_inner_buggy=BUGGY_TESTS + "\ndef test_fine(gradcheck):\n"
+                        "    gradcheck.check(f, X, lambda x: np.cos(x) * x + np.sin(x))\n"
+                        "    gradcheck.check(f, X * 2, lambda x: np.cos(x) * x + np.sin(x))\n")
+    result = run(pytester, monkeypatch, "--gradcheck-html", "pages", "--gradcheck-passing")
+    result.assert_outcomes(failed=2, passed=1)
+    fine = "test_inner_buggy.py_test_fine"
+    names = sorted(p.name for p in (pytester.path / "pages").iterdir())
+    assert names == sorted([f"{fine}.html", f"{fine}-2.html", "test_inner_buggy.py_test_through_fixture.html",
+                            "test_inner_buggy.py_test_direct_assert_pass.html"])
+    for page in (f"{fine}.html", f"{fine}-2.html"):
+        text = (pytester.path / "pages" / page).read_text(encoding="utf-8")
+        assert '<span class="gc-badge gc-pass">PASS</span>' in text and 'gc-badge gc-fail' not in text
+    without = run(pytester, monkeypatch, "--gradcheck-html", "only-failing")
+    assert not any(p.name.startswith(fine) for p in (pytester.path / "only-failing").iterdir())
+    without.assert_outcomes(failed=2, passed=1)
+    helped = run(pytester, monkeypatch, "--help")
+    helped.stdout.fnmatch_lines(["*--gradcheck-passing*"])
+
+
 def test_without_the_options_nothing_is_written(pytester, monkeypatch):
     """No --gradcheck-html / --gradcheck-json: a failing check writes no file and adds no section."""
     pytester.makepyfile(test_inner_buggy=BUGGY_TESTS)
@@ -338,7 +361,7 @@ def table_rows(page: Path) -> list[list[str]]:
     return [["".join(td.itertext()).strip() for td in tr] for tr in tree.iter("tr")]
 
 
-EXAMPLE_SRC = Path(__file__).resolve().parents[1] / "example-project" / "src"
+EXAMPLE_SRC = Path(__file__).resolve().parent / "example-project" / "src"
 
 
 def test_example_project_failure_leaves_a_page_naming_the_planted_entry(pytester, monkeypatch):

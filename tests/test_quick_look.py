@@ -244,7 +244,7 @@ def test_an_infinite_claim_is_not_certified():
 
 
 # -- the rule at its edges (written against the mutants of quick_certify / _smooth that
-# -- survived the tests above; see mutation/README.md) ---------------------------------------
+# -- survived the tests above; see tests/mutation/README.md) ---------------------------------------
 H = 2.0**-10  # dyadic steps: x +- s, the slopes and the gaps below are exact in float64
 
 

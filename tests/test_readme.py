@@ -9,11 +9,22 @@ A block may be preceded by HTML comments that say how to run it:
 * ``<!-- needs: MODULE ... -->``: optional modules it needs beyond those it imports;
 * ``<!-- not-run: REASON -->``: a fragment, not run (counted: there must stay few).
 
+A ```` ```text ```` block right after a ```python block, under ``<!-- output: checked -->``, is
+what that block prints: its lines must match the block's output as a doctest's expected output
+does (``...`` stands for any text, whitespace runs are one space), so the README's example output
+cannot drift from what gradcheck prints. The same marker after a ```bash block whose last line
+runs ``gradcheck ...`` (``pip install . && gradcheck demo``) checks what that command prints (a
+figure quoted from the demo cannot drift either, issue 27). Other ``text`` blocks are not run.
+
+The README's table against the peers is checked too: it must be what
+``benchmarks/peers_table.py`` renders from the recorded benchmark results.
+
 Blocks that need torch, jax, dask or matplotlib skip when it is missing, outside CI only
-(CI installs them: missing there, the test fails). ``text`` output blocks are not run.
+(CI installs them: missing there, the test fails).
 """
 from __future__ import annotations
 
+import doctest
 import importlib.util
 import os
 import pathlib
@@ -37,11 +48,15 @@ MAX_NOT_RUN = 2
 TIMEOUT = 600
 
 
+OUTPUT_MARKER = "<!-- output: checked -->"
+
+
 @dataclass(frozen=True)
 class Block:
     line: int                 # line of the opening fence, 1-based
     code: str
     markers: dict[str, str]   # from the HTML comments just above the fence
+    output: str | None = None  # the checked ```text block that follows, if any
 
     @property
     def needs(self) -> set[str]:
@@ -67,22 +82,70 @@ def python_blocks(text: str) -> list[Block]:
             markers[m.group(1)] = m.group(2)
             j -= 1
         end = next(e for e in range(k + 1, len(lines)) if lines[e].strip() == "```")
-        blocks.append(Block(k + 1, "\n".join(lines[k + 1:end]) + "\n", markers))
+        output, after = None, end + 1
+        while after < len(lines) and not lines[after].strip():
+            after += 1
+        if lines[after:after + 2] == [OUTPUT_MARKER, "```text"]:
+            close = next(e for e in range(after + 2, len(lines)) if lines[e].strip() == "```")
+            output = "\n".join(lines[after + 2:close]) + "\n"
+        blocks.append(Block(k + 1, "\n".join(lines[k + 1:end]) + "\n", markers, output))
         k = end + 1
     return blocks
 
 
+def command_outputs(text: str) -> list[tuple[int, list[str], str]]:
+    """``(line, gradcheck arguments, checked output)`` for each ```bash block whose last line runs
+    ``gradcheck ...`` and is followed by a checked ```text block."""
+    lines = text.splitlines()
+    found, k = [], 0
+    while k < len(lines):
+        if lines[k].strip() not in ("```bash", "```sh", "```console"):
+            k += 1
+            continue
+        end = next(e for e in range(k + 1, len(lines)) if lines[e].strip() == "```")
+        body = [ln.strip().removeprefix("$ ") for ln in lines[k + 1:end] if ln.strip()]
+        command = body[-1].split("&&")[-1].split("#")[0].split() if body else []
+        after = end + 1
+        while after < len(lines) and not lines[after].strip():
+            after += 1
+        if command[:1] == ["gradcheck"] and lines[after:after + 2] == [OUTPUT_MARKER, "```text"]:
+            close = next(e for e in range(after + 2, len(lines)) if lines[e].strip() == "```")
+            found.append((k + 1, command[1:], "\n".join(lines[after + 2:close]) + "\n"))
+        k = end + 1
+    return found
+
+
+def output_matches(expected: str, printed: str) -> bool:
+    """doctest's rule for expected output: ``...`` matches any text, whitespace runs are one space."""
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    return doctest.OutputChecker().check_output(expected, printed, flags)
+
+
 BLOCKS = python_blocks(README.read_text(encoding="utf-8"))
+COMMANDS = command_outputs(README.read_text(encoding="utf-8"))
 
 
 def test_the_readme_blocks_are_found_and_few_are_left_unrun():
     """The extraction sees the README's examples (so the test below cannot pass on none),
     every marker is one this test knows, and at most MAX_NOT_RUN fragments are skipped."""
-    assert len(BLOCKS) >= 8
+    assert len(BLOCKS) >= 3
     known = {"raises", "run-with", "needs", "not-run"}
     assert all(set(b.markers) <= known for b in BLOCKS), [b.markers for b in BLOCKS]
     assert all(b.markers.get("run-with", "pytest") == "pytest" for b in BLOCKS)
     assert sum("not-run" in b.markers for b in BLOCKS) <= MAX_NOT_RUN
+    # every checked output block belongs to a python block or a command (none is silently left unchecked)
+    checked = sum(b.output is not None for b in BLOCKS) + len(COMMANDS)
+    assert checked == README.read_text(encoding="utf-8").count(OUTPUT_MARKER) >= 1
+
+
+def test_the_readme_fits_one_screen_and_starts_with_the_two_commands():
+    """At most 200 lines; the install-and-demo and install-and-test commands within the first 40,
+    verbatim (.ci/run runs exactly these in fresh virtual environments)."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200
+    head = lines[:40]
+    assert "pip install . && gradcheck demo" in head
+    assert 'pip install ".[test]" && pytest' in head
 
 
 def test_the_block_parser_reads_markers_and_code():
@@ -91,7 +154,63 @@ def test_the_block_parser_reads_markers_and_code():
     (block,) = python_blocks(text)
     assert block.line == 4 and block.code == "import jax\n"
     assert block.markers == {"needs": "matplotlib", "raises": "ValueError"}
-    assert block.needs == {"jax", "matplotlib"}
+    assert block.needs == {"jax", "matplotlib"} and block.output is None
+    checked = f"```python\nprint(1)\n```\n\n{OUTPUT_MARKER}\n```text\nf: FAIL -- 3\n...\n```\n"
+    (block,) = python_blocks(checked)
+    assert block.output == "f: FAIL -- 3\n...\n"
+
+
+def test_a_checked_command_output_is_found_after_a_gradcheck_command():
+    """A bash block ending in a gradcheck command, then a checked text block: its arguments and
+    output; an unchecked block, or a command other than gradcheck, is not taken."""
+    text = (f"```bash\npip install . && gradcheck demo\n```\n\n{OUTPUT_MARKER}\n```text\ndemo: 16/16 ...\n```\n"
+            f"```bash\nls\n```\n{OUTPUT_MARKER}\n```text\nx\n```\n```bash\ngradcheck --version\n```\n```text\ny\n```\n")
+    assert command_outputs(text) == [(1, ["demo"], "demo: 16/16 ...\n")]
+
+
+@pytest.mark.parametrize("line, args, shown", COMMANDS, ids=[f"line{c[0]}:gradcheck {' '.join(c[1])}" for c in COMMANDS])
+def test_readme_command_output_is_what_the_command_prints(line, args, shown, tmp_path):
+    """A ``gradcheck ...`` command whose output the README shows (checked) prints it."""
+    env = dict(os.environ, PYTHONPATH=SOURCE, MPLBACKEND="Agg")
+    out = subprocess.run([sys.executable, "-m", "gradcheck", *args], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=TIMEOUT)
+    assert output_matches(shown, out.stdout), (f"README line {line}: `gradcheck {' '.join(args)}` does not print "
+                                               f"what is shown:\nshown:\n{shown}\nprinted:\n{out.stdout[-3000:]}")
+
+
+def test_the_output_rule_accepts_elisions_and_refuses_other_figures():
+    """The rule the checked output blocks are held to: an elided timing matches, a changed count
+    or a missing line does not (so a README that quotes a figure gradcheck no longer prints fails)."""
+    expected = "f: FAIL -- 30 entries: 29 PASS, 1 MISMATCH\n  dtype float64, ... in ... s\n...\n"
+    printed = "f: FAIL -- 30 entries: 29 PASS, 1 MISMATCH\n  dtype float64, 86 evaluations in 0.149 s\n  note: x\n"
+    assert output_matches(expected, printed)
+    assert not output_matches(expected, printed.replace("29 PASS, 1", "28 PASS, 2"))
+    assert not output_matches(expected, printed.splitlines()[0] + "\n")
+
+
+def test_every_relative_link_of_the_readme_resolves():
+    """The README points into docs/ and benchmarks/: each relative link names a file that exists
+    (a page renamed or moved would otherwise leave the first screen pointing nowhere)."""
+    text = README.read_text(encoding="utf-8")
+    targets = [t for t in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text) if "://" not in t]
+    assert len(targets) >= 10
+    assert [t for t in targets if not (ROOT / t).exists()] == []
+
+
+def _peers_table_module():
+    spec = importlib.util.spec_from_file_location("peers_table", ROOT / "benchmarks" / "peers_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_peers_table_is_read_from_the_recorded_benchmarks():
+    """README.md's table against torch and jax is exactly what benchmarks/peers_table.py renders
+    from the recorded runs: a figure typed by hand, or a record replaced without re-rendering,
+    fails here (``python benchmarks/peers_table.py --write`` updates it)."""
+    peers = _peers_table_module()
+    assert all(path.exists() for path in peers.SOURCES.values())
+    assert peers.readme_table(README.read_text(encoding="utf-8")) == peers.render()
 
 
 def _run(block: Block, folder: pathlib.Path) -> subprocess.CompletedProcess:
@@ -107,7 +226,9 @@ def _run(block: Block, folder: pathlib.Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=TIMEOUT)
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+@pytest.mark.parametrize("block", [
+    pytest.param(b, id=b.id, marks=[optional_deps.needs(*sorted(b.needs))] if b.needs else []) for b in BLOCKS
+])
 def test_readme_python_block_runs(block, tmp_path):
     """The block runs to its end (or to the exception its marker names) in an empty folder."""
     if "not-run" in block.markers:
@@ -123,3 +244,7 @@ def test_readme_python_block_runs(block, tmp_path):
         raised = out.stderr.rpartition("Traceback (most recent call last):")[2]
         assert out.returncode != 0 and re.search(rf"^([\w.]+\.)?{expected}\b", raised, re.M), (
             f"README line {block.line}: expected {expected}, got:\n{out.stderr[-3000:]}")
+    if block.output is not None:
+        assert output_matches(block.output, out.stdout), (
+            f"README line {block.line}: the output shown below the block is not what it prints:\n"
+            f"shown:\n{block.output}\nprinted:\n{out.stdout[-3000:]}")

@@ -309,6 +309,22 @@ def test_whether_the_referee_may_run_is_asked_of_the_backend_and_of_f():
     assert referee_may_run(NotMp(), f) == (False, None)
     x = np.array([0.5, -1.25, 2.0])
     compiled = check(njit_f, x, grad=lambda v: 3 * v ** 2, adjudicate=True, engine="serial")
-    assert f"not adjudicable: {COMPILED_F}" in compiled.notes
+    assert f"no exact derivatives (not adjudicable): {COMPILED_F}" in compiled.notes
     plain = check(f, x, grad=lambda v: 3 * v ** 2, adjudicate=True)
     assert not any(COMPILED_F in n for n in plain.notes) and plain.adjudication
+
+
+def test_a_function_that_cannot_run_at_arbitrary_precision_is_said_in_user_words():
+    """issue 27: f casting to bfloat16 (ml_dtypes) cannot run on arbitrary-precision numbers; the
+    note says so, names the line of f where it failed and what runs instead, never the internal
+    code "unsupported_operation" or numpy's "object-dtype loop"."""
+    import ml_dtypes
+
+    def f(x):
+        return np.sin(x.astype(ml_dtypes.bfloat16)).sum()
+
+    report = check(f, np.linspace(0.1, 1.3, 6), grad=np.cos)
+    (note,) = [n for n in report.notes if "adjudicable" in n]
+    assert note.startswith("no exact derivatives (not adjudicable): f cannot run on arbitrary-precision numbers")
+    assert f"test_referee.py:{f.__code__.co_firstlineno + 1} (in f)" in note
+    assert "unsupported_operation" not in note and "object-dtype" not in note and "astype" in note

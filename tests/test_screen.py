@@ -2,11 +2,10 @@
 localized by bisection and judged entry by entry, a stated per-entry detection limit.
 
 Sizes are moderate (64x64 to 256x256) so the module stays fast; the 1024x1024 case of
-issue 14 is in benchmarks/bench_screen.py (and one slow test at the end).
+issue 14 is in benchmarks/bench_screen.py and in one ``scale`` test at the end (CI's full
+configuration runs it; tests/conftest.py).
 """
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
@@ -674,12 +673,13 @@ def test_report_words_and_json():
     assert r.worst(1) == [(1, 1)]
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("CI"), reason="the issue-14 bar on 1024x1024 takes a minute or "
-                    "more: it runs where CI is set (.ci/run's full configuration, or CI=1 pytest)")
+@pytest.mark.scale
 def test_issue_14_bar_at_1024():
     """The bar of issue 14 on W 1024x1024: one entry off by 1e-6 is traced to its index and
-    three off by 1e-5 are MISMATCH at theirs, each within 1,000 evaluations."""
+    three off by 1e-5 are MISMATCH at theirs, each within 1,000 evaluations. (A minute or
+    more: ``scale``. Its smaller siblings, the same screen and bisection on 128x128 and
+    64x64 -> 256x256: test_one_bad_entry_is_flagged_at_exactly_its_index,
+    test_cost_grows_like_log_n.)"""
     f, g, W = mlp(1024)
     G = g(W)
     one = gradcheck.screen(f, W, planted(G, [(3, 7)], 1e-6))

@@ -3,6 +3,7 @@ compact (only entries that had a step study, at most STUDIES_KEPT, failing ones 
 and shown in the HTML page's entry table."""
 from __future__ import annotations
 
+import itertools
 import json
 
 import html5lib
@@ -61,22 +62,19 @@ def test_json_carries_the_study_of_listed_entries(report):
 
 
 def test_html_entry_table_shows_the_study(report):
-    """The page's table of non-PASS entries has a step-study column whose cell for the
-    planted entry lists every step and its central difference."""
+    """The page lists the planted entry's step study in a table of its own, one row per step
+    with its central difference (issue 27: the entry tables keep one line per entry, so the
+    study is no longer a column of theirs)."""
     parser = html5lib.HTMLParser(strict=True, tree=html5lib.getTreeBuilder("etree"), namespaceHTMLElements=False)
     tree = parser.parse(report.to_html())
-    found = False
-    for t in tree.iter("table"):
-        rows = [[("".join(c.itertext())).strip() for c in tr if c.tag in ("td", "th")] for tr in t.iter("tr")]
-        if not rows or rows[0][:2] != ["entry", "verdict"]:
-            continue
-        head = rows[0]
-        col = next(i for i, name in enumerate(head) if name.startswith("step study"))
-        row = next(r for r in rows[1:] if r[0] == str(BAD))
-        for h, d in zip(*report.step_study[BAD]):
-            assert f"h {h:.3g}: {d:.10g}" in row[col]
-        found = True
-    assert found
+    tables = [[[("".join(c.itertext())).strip() for c in tr if c.tag in ("td", "th")] for tr in t.iter("tr")]
+              for t in tree.iter("table")]
+    entry_tables = [t for t in tables if t and t[0][:2] == ["entry", "verdict"]]
+    assert entry_tables and not any(name.startswith("step") for t in entry_tables for name in t[0])
+    (study,) = [t for t in tables if t and t[0] == ["entry", "step h", "D(h)"]]
+    start = next(k for k, r in enumerate(study) if r[0] == str(BAD))
+    rows = [study[start]] + list(itertools.takewhile(lambda r: r[0] == "", study[start + 1:]))
+    assert [(r[1], r[2]) for r in rows] == [(f"{h:.3g}", f"{d:.12g}") for h, d in zip(*report.step_study[BAD])]
 
 
 def test_only_so_many_studies_are_kept_failing_first(monkeypatch):

@@ -3,7 +3,7 @@
 The public names are below (``__all__``); the public modules are ``gradcheck.backends``,
 ``gradcheck.engines``, ``gradcheck.mp``, ``gradcheck.native``, ``gradcheck.subjects``,
 ``gradcheck.examples.transformer``, ``gradcheck.cli`` and ``gradcheck.pytest_plugin``. Every
-module whose name starts with ``_`` is private (the README's "How the code is laid out" maps them).
+module whose name starts with ``_`` is private (docs/design.md maps them).
 
 >>> import numpy as np, gradcheck
 >>> gradcheck.check(lambda x: (x**2).sum(), np.arange(3.0), grad=lambda x: 2*x).passed

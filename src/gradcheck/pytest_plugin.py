@@ -19,6 +19,10 @@ UNCHECKED entry, and the default (``None``) accepts UNCHECKED entries beside ver
 backend (per engine), the session runs :func:`gradcheck.assert_detects_wrong_gradient`
 for it; if that control fails, every test using the backend fails with the control's
 report, and the terminal summary says to ignore every gradcheck result of the run.
+
+``--gradcheck-html DIR`` / ``--gradcheck-json DIR`` write the report of each failing check
+into DIR, named after its test; ``--gradcheck-passing`` adds the reports of the checks that
+passed (a CI artifact of every check, not only of the failures).
 """
 from __future__ import annotations
 
@@ -48,6 +52,8 @@ MARKER_HELP = (
 _STATE = pytest.StashKey["_SessionState"]()
 #: Options that write one artifact per failing check, named after the test.
 HTML_OPTION, JSON_OPTION = "--gradcheck-html", "--gradcheck-json"
+#: With HTML_OPTION / JSON_OPTION: also write the reports of the checks that passed.
+PASSING_OPTION = "--gradcheck-passing"
 
 
 class NegativeControlError(AssertionError):
@@ -170,6 +176,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "(named after the test; its path is printed with the failure)")
     group.addoption(JSON_OPTION, metavar="DIR", default=None,
                     help="write the JSON of each failing gradcheck check into DIR, likewise")
+    group.addoption(PASSING_OPTION, action="store_true", default=False,
+                    help=f"with {HTML_OPTION} / {JSON_OPTION}: also write the report of every gradcheck check "
+                    "that passed (one file per check, named after the test; default: failing checks only)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -222,7 +231,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
             and excinfo.errisinstance((GradientAssertionError, NegativeControlError))):
         _cut_internal_tail(excinfo)
     rep = yield
-    if excinfo is not None and call.when == "call":
+    if call.when == "call":
         _write_artifacts(item, excinfo, rep)
     return rep
 
@@ -235,28 +244,48 @@ def artifact_name(nodeid: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", nodeid).strip("_")[:200] or "test"
 
 
-def _write_artifacts(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException], rep: Any) -> None:
-    """``--gradcheck-html`` / ``--gradcheck-json``: the failing check's report, as files named
-    after the test, their paths added to the failure. Writing never hides the failure."""
+def _reports_to_write(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException] | None) -> list[Any]:
+    """The failing check's report; with ``--gradcheck-passing``, every report of the test."""
+    failing = None
+    if excinfo is not None and excinfo.errisinstance(GradientAssertionError):
+        failing = getattr(excinfo.value, "report", None)
+    if not item.config.getoption(PASSING_OPTION):
+        return [] if failing is None else [failing]
+    fixture = getattr(item, "funcargs", {}).get(MARKER)
+    reports = list(getattr(fixture, "reports", []))
+    if failing is not None and not any(r is failing for r in reports):
+        reports.append(failing)
+    return reports
+
+
+def _write_artifacts(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException] | None, rep: Any) -> None:
+    """``--gradcheck-html`` / ``--gradcheck-json``: the failing check's report (with
+    ``--gradcheck-passing``, every check's), as files named after the test (``-2``, ``-3``
+    ... for a test's further checks), their paths added to the test's report. Writing never
+    hides the failure."""
     dirs = [(item.config.getoption(opt), suffix) for opt, suffix in ((HTML_OPTION, "html"), (JSON_OPTION, "json"))]
-    report = getattr(excinfo.value, "report", None)
-    if not any(d for d, _ in dirs) or not excinfo.errisinstance(GradientAssertionError) or report is None:
+    if not any(d for d, _ in dirs):
+        return
+    reports = _reports_to_write(item, excinfo)
+    if not reports:
         return
     base = item.config.invocation_params.dir
     lines = []
-    for folder, suffix in dirs:
-        if not folder:
-            continue
-        path = (base / folder / f"{artifact_name(item.nodeid)}.{suffix}").resolve()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if suffix == "html":
-                report.to_html(path)
-            else:
-                path.write_text(_json_of(report), encoding="utf-8")
-            lines.append(f"gradcheck {suffix.upper()} report: {path}")
-        except Exception as exc:  # noqa: BLE001 - a broken artifact must not replace the verdict
-            lines.append(f"gradcheck could not write the {suffix.upper()} report to {path}: {exc!r}")
+    for k, report in enumerate(reports, 1):
+        stem = artifact_name(item.nodeid) + (f"-{k}" if k > 1 else "")
+        for folder, suffix in dirs:
+            if not folder:
+                continue
+            path = (base / folder / f"{stem}.{suffix}").resolve()
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if suffix == "html":
+                    report.to_html(path)
+                else:
+                    path.write_text(_json_of(report), encoding="utf-8")
+                lines.append(f"gradcheck {suffix.upper()} report: {path}")
+            except Exception as exc:  # noqa: BLE001 - a broken artifact must not replace the verdict
+                lines.append(f"gradcheck could not write the {suffix.upper()} report to {path}: {exc!r}")
     rep.sections.append(("gradcheck report", "\n".join(lines)))
 
 

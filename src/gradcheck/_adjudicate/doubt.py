@@ -53,7 +53,7 @@ def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit,
     judged.evaluations += probed
     info["evaluations"] = probed
     if reason is not None:
-        info["reason"] = f"not adjudicable: {reason}"
+        info["reason"] = f"no exact derivatives (not adjudicable): {reason}"
         return
     if positions.size > MAX_ADJUDICATED:
         info["skipped"] = int(positions.size - MAX_ADJUDICATED)

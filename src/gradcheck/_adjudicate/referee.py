@@ -130,8 +130,8 @@ class Referee:
             try:
                 evaluate(self.f_mp, to_mp(self.probe_point()), dps=20)
                 self._reason = None
-            except NotAdjudicable as exc:
-                self._reason = f"{exc.reason.value}: {exc.detail}"
+            except NotAdjudicable as exc:  # the detail says it in the user's words, not the reason's code
+                self._reason = exc.detail
             except Exception as exc:  # f failed on object arrays: say how
                 self._reason = f"f raised {type(exc).__name__} on arbitrary-precision input: {exc}"
         return self._reason  # type: ignore[return-value]

@@ -36,13 +36,44 @@ def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto
     ``processes``, and ``executor`` (pass ``executor=``, as to :func:`gradcheck.check`).
     The compiled engine runs numpy-backend problems only.
 
-    ``kind`` chooses the claim: ``"grad"`` (a gradient, the default), ``"jvp"``
-    (:func:`gradcheck.check_jvp`), ``"hvp"`` (:func:`gradcheck.check_hvp`, with the
-    symmetric-Hessian test), ``"adjoint"`` (:func:`gradcheck.check_adjoint`: a
-    transposed-wrong VJP must fail and be named), ``"taylor"`` (:func:`gradcheck.taylor_test`
-    with a gradient and a Hessian), ``"complex"`` (:func:`gradcheck.check` on complex
-    input); ``gradcheck._controls.kinds`` holds them.
+    Parameters
+    ----------
+    backend : str or backend object, default "numpy"
+        The backend to prove: ``"numpy"``, ``"dual"``, ``"torch"``, ``"jax"`` or an adapter.
+    engine : str, default "auto"
+        The engine the control must run on (``"serial"``, ``"batched"``, ``"compiled"``,
+        ``"processes"``, ``"executor"``); a control that ran on another engine fails.
+    config : Config, optional
+        Steps and tolerances, as for :func:`gradcheck.check`.
+    adjudicate : {"auto", True, False}, default "auto"
+        The referee, as for :func:`gradcheck.check`.
+    executor : concurrent.futures.Executor, optional
+        Runs the control's differences there (``engine="executor"``).
+    kind : str, default "grad"
+        The claim: ``"grad"`` (a gradient), ``"jvp"`` (:func:`gradcheck.check_jvp`),
+        ``"hvp"`` (:func:`gradcheck.check_hvp`, with the symmetric-Hessian test),
+        ``"adjoint"`` (:func:`gradcheck.check_adjoint`: a transposed-wrong VJP must fail and
+        be named), ``"taylor"`` (:func:`gradcheck.taylor_test` with a gradient and a Hessian),
+        ``"complex"`` (:func:`gradcheck.check` on complex input); ``gradcheck._controls.kinds``
+        holds them.
 
+    Returns
+    -------
+    None
+        The control passed: through this backend and engine the checker flags the corrupted
+        entries, only them, and passes the correct claim.
+
+    Raises
+    ------
+    GradientAssertionError
+        The correct claim was not passed at every entry, the corrupted one was not flagged at
+        exactly its corrupted entries, or another engine ran than the one asked for; ``.report``
+        holds the report that shows it.
+    ValueError
+        An unknown ``kind``, or ``engine=``/``executor=`` for a kind that runs no engine.
+
+    Examples
+    --------
     >>> import gradcheck
     >>> gradcheck.assert_detects_wrong_gradient("numpy")
     >>> gradcheck.assert_detects_wrong_gradient("numpy", kind="taylor")

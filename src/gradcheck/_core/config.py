@@ -34,33 +34,49 @@ def dtype_name(dtype: Any) -> str:
 class Config:
     """How a check decides. Immutable: derive variants with :meth:`replace`.
 
-    ``step``          relative step: ``h_i = step * max(1, |x_i|)``.
-    ``rtol``/``atol`` tolerance ``atol + rtol * max(|a_i|, |n_i|) + noise_factor * noise_i``.
-    ``noise_factor``  how many estimated round-off units of the difference to forgive.
-    ``resolution``    the largest tolerance, as a share of ``max(|a_i|, |n_i|)``, at which
-                      an entry may PASS (default 0.01): **a PASS claim is within 1% of the
-                      numeric value, and in the float64 preset usually within rtol**. An
-                      entry that agrees only within a larger tolerance (round-off swamping
-                      its slope) is UNCHECKED, with the resolution reached in the notes.
-                      A number in (0, 1), larger than ``rtol`` (or nothing could pass).
-    ``reduce``        how an array output becomes a scalar: ``"random"`` (a seeded random
-                      cotangent ``v . f(x)``, the default) or ``"sum"``. A plain sum hides
-                      bugs: ``sum(softmax(x))`` is constant, so every entry would be checked
-                      against a true gradient of zero.
-    ``seed``          seed of the random cotangent.
-    ``refine``        give every MISMATCH a step study before it is reported.
-    ``refine_noisy``  also study PASS entries whose tolerance is dominated by round-off
-                      (``k*noise > rtol*scale``): larger steps resolve them to ``rtol``.
-                      Off in the float32 preset, where that is nearly every entry.
-    ``dtype``         the preset this came from: it sets ``step`` and the round-off model
-                      of the numeric side (:attr:`unit_roundoff`). ``check`` differences a
-                      float16/bfloat16/float32 input of a precision-generic ``f`` at its
-                      float64 upcast with the float64 preset (rtol, atol and resolution
-                      from the claim's ulp rule), so ``report.config.dtype`` is
-                      ``"float64"`` there while ``report.dtype`` is the input's; an ``f``
-                      that computes in float32 whatever it is given gets the
-                      forced-float32 preset, ``"float32"``, even for a float64 input.
+    Parameters
+    ----------
+    step : float, default 6e-6
+        Relative step: ``h_i = step * max(1, |x_i|)``.
+    rtol, atol : float, default 1e-6, 0
+        The tolerance ``atol + rtol * max(|a_i|, |n_i|) + noise_factor * noise_i``.
+    noise_factor : float, default 8
+        How many estimated round-off units of the difference to forgive.
+    resolution : float, default 0.01
+        The largest tolerance, as a share of ``max(|a_i|, |n_i|)``, at which an entry may
+        PASS: **a PASS claim is within 1% of the numeric value, and in the float64 preset
+        usually within rtol**. An entry that agrees only within a larger tolerance (round-off
+        swamping its slope) is UNCHECKED, with the resolution reached in the notes. A number
+        in (0, 1), larger than ``rtol`` (or nothing could pass).
+    reduce : {"random", "sum"}, default "random"
+        How an array output becomes a scalar: a seeded random cotangent ``v . f(x)``, or a
+        plain sum. A plain sum hides bugs: ``sum(softmax(x))`` is constant, so every entry
+        would be checked against a true gradient of zero.
+    seed : int, default 0
+        Seed of the random cotangent.
+    refine : bool, default True
+        Give every MISMATCH a step study before it is reported.
+    refine_noisy : bool, default True
+        Also study PASS entries whose tolerance is dominated by round-off
+        (``k*noise > rtol*scale``): larger steps resolve them to ``rtol``. Off in the float32
+        preset, where that is nearly every entry.
+    dtype : str, default "float64"
+        The preset this came from: it sets ``step`` and the round-off model of the numeric
+        side (:attr:`unit_roundoff`). ``check`` differences a float16/bfloat16/float32 input of
+        a precision-generic ``f`` at its float64 upcast with the float64 preset (rtol, atol
+        and resolution from the claim's ulp rule), so ``report.config.dtype`` is
+        ``"float64"`` there while ``report.dtype`` is the input's; an ``f`` that computes in
+        float32 whatever it is given gets the forced-float32 preset, ``"float32"``, even for
+        a float64 input.
 
+    Raises
+    ------
+    ValueError
+        A negative, infinite or non-numeric step or tolerance, a zero step, an unknown
+        ``reduce``, or a ``resolution`` outside (0, 1) or not above ``rtol``.
+
+    Examples
+    --------
     >>> Config.for_dtype("float32").step
     0.001
     >>> Config().replace(rtol=1e-5).rtol
@@ -101,8 +117,8 @@ class Config:
     def for_dtype(cls, dtype: Any, **overrides: Any) -> Config:
         """The preset for inputs of ``dtype`` ('float64', 'float32', np.float32, ...).
 
-        The presets and the measurements behind them are in the README ("Choosing
-        tolerances"). Keyword arguments override single fields.
+        The presets and why they are what they are: docs/guide/tolerances.md (the measurements
+        behind them: benchmarks/tolerance_study.py). Keyword arguments override single fields.
         """
         name = dtype_name(np.dtype(dtype) if not isinstance(dtype, str) and not hasattr(dtype, "name") else dtype)
         if name not in _PRESETS:

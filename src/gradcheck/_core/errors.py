@@ -5,11 +5,37 @@ from typing import Any
 
 
 class GradcheckError(Exception):
-    """Base class of gradcheck's own errors."""
+    """Base class of gradcheck's own errors.
+
+    Every error gradcheck raises about your input or your function derives from it, and
+    also from the built-in exception it resembles (``ValueError``, ``TypeError``,
+    ``RuntimeError``), so ``except ValueError`` keeps working. Each carries structured data
+    besides its message (``ShapeMismatchError.expected``, ``FunctionError.index``, ...).
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> try:
+    ...     gradcheck.check(lambda x: x.sum(), np.ones((2, 3)), np.ones((3, 2)))
+    ... except gradcheck.GradcheckError as err:
+    ...     print(type(err).__name__, isinstance(err, ValueError))
+    ShapeMismatchError True
+    """
 
 
 class ShapeMismatchError(GradcheckError, ValueError):
-    """A claimed gradient (or cotangent) does not have the shape it must have."""
+    """A claimed gradient (or cotangent) does not have the shape it must have.
+
+    ``what`` names the array, ``expected`` and ``got`` are the two shapes.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> gradcheck.check(lambda x: x.sum(), np.ones((2, 3)), np.ones((3, 2)))
+    Traceback (most recent call last):
+    ...
+    gradcheck._core.errors.ShapeMismatchError: claimed gradient has shape (3, 2), but it must have shape (2, 3)
+    """
 
     def __init__(self, what: str, expected: tuple[int, ...], got: tuple[int, ...]) -> None:
         self.what, self.expected, self.got = what, tuple(expected), tuple(got)
@@ -19,15 +45,40 @@ class ShapeMismatchError(GradcheckError, ValueError):
 
 
 class UnsupportedInputError(GradcheckError, TypeError):
-    """An input that cannot be differentiated (integer, complex, object, ...)."""
+    """An input that cannot be differentiated (integer, object, a type no backend takes, ...).
+
+    The message says what to pass instead.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> gradcheck.check(lambda x: x.sum(), np.arange(3), np.ones(3))
+    Traceback (most recent call last):
+    ...
+    gradcheck._core.errors.UnsupportedInputError: x has dtype int64, which has no gradient (perturbing an integer moves it by at least 1); pass x.astype(np.float64)
+    """
 
 
 class FunctionError(GradcheckError, RuntimeError):
     """The user's function raised while gradcheck evaluated it.
 
     ``index`` is the multi-index of the entry being perturbed (None for the unperturbed
-    evaluation), ``side`` is ``"+h"``, ``"-h"`` or ``"base"``; the original exception is
-    chained as ``__cause__``.
+    evaluation), ``side`` is ``"+h"``, ``"-h"`` or ``"base"``, ``param`` the parameter's name
+    in :func:`gradcheck.check_params` (else None); the original exception is chained as
+    ``__cause__``.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> def f(x):
+    ...     if x[1] != 1.0:
+    ...         raise ZeroDivisionError("boom")
+    ...     return x.sum()
+    >>> try:
+    ...     gradcheck.check(f, np.array([1.0, 1.0]), np.ones(2))
+    ... except gradcheck.FunctionError as err:
+    ...     print(err.index, err.side, type(err.__cause__).__name__)
+    (1,) +h ZeroDivisionError
     """
 
     def __init__(self, index: tuple[int, ...] | None, side: str, param: str | None, exc: BaseException) -> None:
@@ -48,6 +99,14 @@ class OutputError(FunctionError, TypeError):
 
     ``returned`` describes the value, ``what`` names the function (``"f"``,
     ``"loss(params)"``), ``tail`` is the requirement and hint after the location.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> gradcheck.check(lambda x: None, np.ones(2), np.ones(2))
+    Traceback (most recent call last):
+    ...
+    gradcheck._core.errors.OutputError: f (<lambda>) returned None at the unperturbed input; it must return a real number or an array of real numbers (is a `return` missing?)
     """
 
     def __init__(self, returned: str, index: tuple[int, ...] | None = None, side: str = "base",
@@ -67,7 +126,21 @@ class OutputError(FunctionError, TypeError):
 
 class AliasedParametersError(GradcheckError, ValueError):
     """Parameters of ``check_params`` share memory (the same array, views, overlapping
-    slices of one buffer). ``groups`` lists the names of each set that shares memory."""
+    slices of one buffer). ``groups`` lists the names of each set that shares memory.
+
+    The message says how to pass a tied weight once, or untied copies.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> w = np.ones(3)
+    >>> try:
+    ...     gradcheck.check_params(lambda p: (p["a"] ** 2).sum(), {"a": w, "b": w[:2]},
+    ...                            {"a": 2 * w, "b": np.zeros(2)})
+    ... except gradcheck.AliasedParametersError as err:
+    ...     print(err.groups)
+    [['a', 'b']]
+    """
 
     def __init__(self, groups: list[list[str]]) -> None:
         self.groups = [list(g) for g in groups]
@@ -88,7 +161,19 @@ class DependentSlicesError(GradcheckError, ValueError):
     """``check(..., independent_axes=...)`` declared that output slice ``b`` depends only on
     input slice ``b``, and gradcheck saw otherwise: perturbing input ``entry`` changed the
     output at ``leak``, which lies in another slice along ``axis``. The declaration is
-    refused: no verdict is produced from it."""
+    refused: no verdict is produced from it.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> batch_norm = lambda x: (x - x.mean(axis=0)) / np.sqrt(x.var(axis=0) + 1e-5)  # mixes rows
+    >>> x = np.random.default_rng(1).standard_normal((8, 3))
+    >>> try:
+    ...     gradcheck.check(batch_norm, x, lambda x, g: g, independent_axes=(0,))
+    ... except gradcheck.DependentSlicesError as err:
+    ...     print(err.axis, err.entry, err.leak)
+    0 (4, 2) (0, 2)
+    """
 
     def __init__(self, axis: int, entry: tuple[int, ...], leak: tuple[int, ...], how: str) -> None:
         self.axis, self.entry, self.leak = int(axis), tuple(entry), tuple(leak)
@@ -102,7 +187,22 @@ class DependentSlicesError(GradcheckError, ValueError):
 
 
 class InputMutationError(GradcheckError, RuntimeError):
-    """The user's function wrote into the array it was given."""
+    """The user's function wrote into the array it was given.
+
+    gradcheck perturbs a private copy and restores it; a function that writes into its input
+    would make every later evaluation wrong. The user's own array is never touched.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> def f(x):
+    ...     x[0] = 0.0                     # writes into its input
+    ...     return x.sum()
+    >>> gradcheck.check(f, np.ones(2), np.ones(2))
+    Traceback (most recent call last):
+    ...
+    gradcheck._core.errors.InputMutationError: the function wrote into the array it was given (...); gradcheck cannot difference a function that mutates its input (copy inside the function)
+    """
 
 
 def mutation_error(who: str = "the function", seen: str = "",
@@ -128,6 +228,18 @@ class WorkerDiedError(GradcheckError, RuntimeError):
     could have picked up); ``how`` says how the dead process ended, as far as it is known;
     ``task`` what the workers were doing. The pool's ``BrokenProcessPool`` is chained as
     ``__cause__``.
+
+    Examples
+    --------
+    Raised by the ``processes`` engine, for example when ``f`` calls ``os._exit`` or crashes
+    in native code at some entry; built here directly:
+
+    >>> import gradcheck
+    >>> err = gradcheck.WorkerDiedError((5,), (5,), 1, "killed by signal 9 (SIGKILL)")
+    >>> err.first, err.count
+    ((5,), 1)
+    >>> str(err).split(". ")[0]
+    "a worker process of engine='processes' died (killed by signal 9 (SIGKILL)) while differencing entry (5,)"
     """
 
     def __init__(self, first: tuple[int, ...], last: tuple[int, ...], count: int, how: str,
@@ -144,7 +256,21 @@ class WorkerDiedError(GradcheckError, RuntimeError):
 
 
 class GradientAssertionError(AssertionError):
-    """Raised by ``Report.assert_pass``; ``.report`` holds the report it judged."""
+    """Raised by ``Report.assert_pass``; ``.report`` holds the report it judged.
+
+    An ``AssertionError``, so test runners show it as a failed assertion; its message is the
+    report's table (and, for an INCONCLUSIVE check, why and the way out). Also raised by the
+    negative control and by a framework gradient that breaks its contract.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> try:
+    ...     gradcheck.check(lambda x: x.sum(), np.ones(3), 2 * np.ones(3)).assert_pass()
+    ... except gradcheck.GradientAssertionError as err:
+    ...     print(err.report.status)
+    FAIL
+    """
 
     def __init__(self, message: str, report: Any) -> None:
         super().__init__(message)
@@ -152,4 +278,18 @@ class GradientAssertionError(AssertionError):
 
 
 class GradcheckWarning(UserWarning):
-    """A check ran but something about it deserves attention."""
+    """The category of warnings about a check that ran but deserves attention.
+
+    The current version issues none: what deserves attention is said in the result's notes
+    and status, where it cannot be filtered away. The category is public so that a test
+    suite can turn such warnings into errors now (``filterwarnings =
+    ["error::gradcheck.GradcheckWarning"]``, as gradcheck's own suite does).
+
+    Examples
+    --------
+    >>> import warnings, gradcheck
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", gradcheck.GradcheckWarning)
+    ...     issubclass(gradcheck.GradcheckWarning, UserWarning)
+    True
+    """

@@ -6,8 +6,10 @@ the naive loop) and pull in heavy optional dependencies, so they are developer t
 not library code. ``gradcheck bench`` therefore works from a source checkout (an
 editable install finds the directory beside ``src/``; elsewhere run it from the
 repository root or pass ``--dir``). Each script ``bench_NAME.py`` exposes
-``main(quick=False) -> dict``, prints its own table, and runs alone as
-``python benchmarks/bench_NAME.py [--quick]``.
+``main(quick=False) -> dict``, prints its tables in the one format of :func:`text_table`
+(through ``benchmarks/_common.py``), and runs alone as
+``python benchmarks/bench_NAME.py [--quick]``. ``--quick`` runs small sizes, under a minute
+for all of them; each benchmark's header says what its quick run leaves out.
 """
 from __future__ import annotations
 
@@ -22,9 +24,30 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+#: Indent of every line a benchmark prints under its ``==`` title (tables included).
+INDENT = "   "
 #: Environment variable naming the benchmarks directory (overridden by ``--dir``).
 BENCH_DIR_ENV = "GRADCHECK_BENCH_DIR"
 PREFIX = "bench_"
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = INDENT) -> str:
+    """The one table format of ``gradcheck bench``: a header, a rule of dashes, one row per
+    line, columns left-aligned to their widest cell, every line indented.
+
+    >>> print(text_table(["f", "time"], [["tanh", "1.2 ms"], ["x * x", "80 us"]], indent=""))
+    f      time
+    -----  ------
+    tanh   1.2 ms
+    x * x  80 us
+    """
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in cells if i < len(r)]) for i, h in enumerate(headers)]
+
+    def line(row: Sequence[str]) -> str:
+        return (indent + "  ".join(c.ljust(w) for c, w in zip(row, widths))).rstrip()
+
+    return "\n".join([line(list(headers)), line(["-" * w for w in widths])] + [line(r) for r in cells])
 
 
 def find_directory(directory: str | os.PathLike | None = None) -> Path:
@@ -115,8 +138,9 @@ def run_benchmarks(
         summary.append((name, outcome, took, _target_word(result)))
         print(flush=True)
     print("== gradcheck bench summary" + ("  [--quick]" if quick else ""))
-    for name, outcome, took, target in summary:
-        print(f"   {name:<12} {outcome:<8} {took:7.1f} s  {target}")
+    print(text_table(["benchmark", "outcome", "time", "target"],
+                     [[name, outcome, f"{took:.1f} s", target] for name, outcome, took, target in summary]))
+    print(f"{INDENT}total {sum(took for _, _, took, _ in summary):.1f} s")
     if json_path:
         with open(json_path, "w") as fh:
             json.dump(results, fh, indent=2, default=_jsonable)

@@ -85,16 +85,40 @@ OnChunk = Callable[[int, int, np.ndarray], None]
 class ExecutorOptions:
     """An executor with settings: ``check(..., executor=ExecutorOptions(ex, retries=0))``.
 
-    ``retries``        resubmissions of a chunk whose task failed, before
-                       :class:`ChunkFailedError` (default :data:`RETRIES`).
-    ``chunk_entries``  a fixed chunk size (entries) instead of the timing rule (module docstring).
-    ``slots``          tasks the executor runs at once (default: asked from the executor:
-                       dask's thread count, a pool's ``max_workers``, else the cores).
+    Parameters
+    ----------
+    executor : concurrent.futures.Executor
+        Where the chunks run: any object with ``.submit`` (a process or thread pool, a dask
+        cluster's ``client.get_executor()``).
+    retries : int, default 2
+        Resubmissions of a chunk whose task failed (a lost worker, a broken pool), before
+        :class:`ChunkFailedError`. An exception raised by ``f`` itself is never retried.
+    chunk_entries : int, optional
+        A fixed chunk size (entries) instead of the timing rule (``gradcheck._evaluate.executor``
+        explains the rule).
+    slots : int, optional
+        Tasks the executor runs at once (default: asked from the executor: dask's thread
+        count, a pool's ``max_workers``, else the cores).
 
+    Raises
+    ------
+    TypeError
+        ``executor`` has no ``submit`` method.
+    ValueError
+        A negative ``retries``, or ``chunk_entries`` / ``slots`` below 1.
+
+    Examples
+    --------
     >>> import concurrent.futures
     >>> with concurrent.futures.ThreadPoolExecutor(2) as pool:
     ...     ExecutorOptions(pool, retries=0).retries
     0
+    >>> import numpy as np, gradcheck
+    >>> with concurrent.futures.ThreadPoolExecutor(2) as pool:
+    ...     options = gradcheck.ExecutorOptions(pool, retries=0)
+    ...     r = gradcheck.check(lambda x: np.sin(x).sum(), np.linspace(0, 1, 8), np.cos, executor=options)
+    >>> r.passed, r.engine
+    (True, 'executor')
     """
 
     executor: Any

@@ -151,6 +151,20 @@ def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: An
     DisputeResult
         The table, ``most_accurate``, ``broken``, the bounds and the verdict in words.
 
+    Raises
+    ------
+    ShapeMismatchError
+        A candidate is not shaped like ``math_fn(*inputs)``.
+    TypeError
+        ``candidates`` is not a dict or sequence of arrays, a candidate is not a float array
+        (or a callable), or ``math_fn`` cannot be called with the inputs given.
+    ValueError
+        No candidate, an empty one, a reserved name, no ``dtype`` where the candidates do not
+        imply one, or a non-positive ``dps`` / ``bound_ulps``.
+    gradcheck.mp.NotAdjudicable
+        ``math_fn`` cannot be evaluated at arbitrary precision (it drops to float, calls C
+        code, returns a non-finite value): its value would settle nothing.
+
     Notes
     -----
     Every candidate is compared, unrounded, with the exact value in ulps of ``dtype``. A

@@ -86,6 +86,15 @@ class DisputeResult(HtmlViews):
     seconds per call) for each candidate given as a callable; the verdict then has a line
     "name: 3.1x faster, 898x more accurate (than slowest ...)" per timed candidate, and
     :meth:`benchmark_record` gives the figures as JSON-able numbers.
+
+    Examples
+    --------
+    >>> import numpy as np, ml_dtypes, gradcheck
+    >>> x = np.linspace(-3, 3, 64).astype(ml_dtypes.bfloat16)
+    >>> once = np.exp(x.astype(np.float32)).astype(ml_dtypes.bfloat16)  # rounded once
+    >>> r = gradcheck.dispute(np.exp, (x,), {"once": once, "twice": np.exp(x / 2) * np.exp(x / 2)}, "bfloat16")
+    >>> r.most_accurate, r.stats["once"].max_ulp <= 0.5
+    ('once', True)
     """
 
     function: str

@@ -20,7 +20,22 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """Where a model's gradient defect sits, read in backward order."""
+    """Where a model's gradient defect sits, read in backward order.
+
+    ``kind`` is ``"none"``, ``"isolated"`` (names failing alone: look at the line that fills
+    each one's gradient) or ``"run"`` (names failing together from some point on: a wrong
+    value passed along); ``text`` says it in words, ``failing`` lists the failing names,
+    ``runs`` the runs of consecutive failing names, ``suspects`` where to look.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
+    >>> loss = lambda p: float((p["w"] ** 2).sum() + 3 * p["b"][0])
+    >>> d = gradcheck.check_params(loss, p, {"w": 2 * p["w"], "b": np.array([2.0])}).diagnosis
+    >>> d.kind, d.text
+    ('isolated', 'b fails alone: look at the line that fills the gradient of b')
+    """
 
     kind: str                   # "pass", "isolated", "run", "mixed"
     text: str

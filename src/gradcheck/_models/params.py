@@ -49,7 +49,18 @@ class ParamsReport(HtmlViews):
 
     ``status``: ``"FAIL"`` when a name fails, else ``"INCONCLUSIVE"`` when any name
     verified nothing (e.g. every entry of a key bias UNCHECKED with the referee off), else
-    ``"PASS"``; ``passed`` is true for PASS only."""
+    ``"PASS"``; ``passed`` is true for PASS only. ``reports[name]`` is each name's report,
+    ``order`` the backward order, ``failing`` the failing names in that order.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
+    >>> loss = lambda p: float((p["w"] ** 2).sum() + 3 * p["b"][0])
+    >>> r = gradcheck.check_params(loss, p, {"w": 2 * p["w"], "b": np.array([2.0])})
+    >>> r.status, r.failing, r.reports["w"].passed
+    ('FAIL', ['b'], True)
+    """
 
     reports: dict[str, Report]
     order: tuple[str, ...]          # backward order used by the diagnosis
@@ -292,6 +303,22 @@ def check_params(
     ParamsReport
         One :class:`Report` per name, a table of all names and a diagnosis
         (``.assert_pass()`` in a test).
+
+    Raises
+    ------
+    AliasedParametersError
+        Two names share memory (a tied weight, views of one buffer).
+    ShapeMismatchError
+        A claimed gradient is not shaped like its parameter.
+    UnsupportedInputError
+        A parameter is not a floating numpy array (a tensor, a list, a float).
+    KeyError
+        ``grads`` has no entry for a parameter name.
+    FunctionError
+        ``loss`` raised (the message names the parameter and the entry);
+        :class:`OutputError` when it returned something that is not a real scalar.
+    ValueError, TypeError
+        An option out of range or of the wrong type.
 
     Examples
     --------

@@ -43,7 +43,19 @@ DRAWS = 3
 class AdjointResult(ResultMixin):
     """The dot-product test: per draw ``<J t, v>``, ``<t, J^T v>``, their difference and
     the bound it must stay under; the operators' linearity defects; and, when ``f`` was
-    given, which side agrees with finite differences (``blame``)."""
+    given, which side agrees with finite differences (``blame``).
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> A = np.random.default_rng(0).standard_normal((5, 4))
+    >>> f = lambda x: np.tanh(A @ x)
+    >>> jvp = lambda x, t: (1 - np.tanh(A @ x) ** 2) * (A @ t)
+    >>> vjp = lambda x, v: 2 * A.T @ ((1 - np.tanh(A @ x) ** 2) * v)     # twice too large
+    >>> result = gradcheck.check_adjoint(jvp, vjp, np.array([0.3, -1.2, 0.7, 0.1]), f=f)
+    >>> result.passed, result.blame["verdict"]
+    (False, 'the vjp (adjoint) is inconsistent with f; the jvp agrees')
+    """
 
     name: str
     forward: tuple[float, ...]          # <J t, v> per draw
@@ -126,6 +138,45 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     given, each side is also compared with finite differences of ``f`` (``result.blame``
     names the inconsistent one). The bound is in this module's docstring.
 
+    Parameters
+    ----------
+    jvp : callable or None
+        The tangent-linear model: ``jvp(x, t)``, or ``jvp(t)`` for a linear operator; None
+        means the framework's forward mode of ``f``.
+    vjp : callable or None
+        Its adjoint: ``vjp(x, v)``, or ``vjp(v)``; None means the framework's reverse mode.
+    x : array_like, optional
+        The point of linearization; None for a linear operator (then ``in_shape`` is needed).
+    f : callable, optional
+        The function both models linearize: each side is then also compared with a central
+        difference of ``v . f`` along ``t``.
+    in_shape : tuple of int, optional
+        The shape of a tangent ``t`` for a linear operator (``x=None``).
+    backend : str or backend object, optional
+        As for :func:`gradcheck.check`; default: inferred from ``x``.
+    seed : int, default 0
+        Seeds the random tangents and cotangents.
+    noise_factor : float, default 8.0
+        How many modelled round-off units of the inner products to forgive.
+    name : str, optional
+        What the result calls the pair.
+
+    Returns
+    -------
+    AdjointResult
+        The three draws' inner products, their bounds, the linearity defects and, with ``f``,
+        which model disagrees with it (``.passed``, ``.assert_pass()``, ``str()``).
+
+    Raises
+    ------
+    TypeError
+        A missing ``in_shape`` (linear operator), ``jvp``/``vjp`` None without a framework
+        ``f`` and ``x``, or a missing model without ``x``.
+    ShapeMismatchError
+        ``vjp(v)`` is not shaped like the input, or ``jvp`` returns different shapes.
+
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> A = np.random.default_rng(0).standard_normal((300, 200))
     >>> gradcheck.check_adjoint(lambda t: A @ t, lambda v: A.T @ v, in_shape=(200,)).passed

@@ -67,8 +67,52 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     only, and a backward right at ``x`` but wrong nearby would move its differences;
     ``f`` is independent of it (at a coarser resolution). ``hvp=None`` with torch or jax
     checks double backward. ``symmetry`` runs the symmetric-Hessian test on the claim.
-    Other keywords are :func:`gradcheck.check`'s. Returns a :class:`~gradcheck.Report`.
 
+    Parameters
+    ----------
+    f : callable
+        A scalar function ``f(x)``.
+    x : array_like
+        The point (numpy, torch or jax).
+    hvp : callable, optional
+        The claim, ``hvp(x, v) -> H v``, shaped like ``x``; None checks the framework's
+        double backward (torch, jax).
+    grad : callable, optional
+        ``grad(x)``, the gradient whose central differences are the reference.
+    reference : {"auto", "grad", "f"}, default "auto"
+        ``"grad"``: differences of the gradient; ``"f"``: second differences of ``f``;
+        ``"auto"``: the gradient when one is at hand, else ``f``.
+    check_grad : bool, default True
+        Check the reference gradient first (with :func:`gradcheck.check`).
+    symmetry : bool, default True
+        Run the symmetric-Hessian test ``<u, H w> = <w, H u>`` on the claim.
+    backend : str or backend object, optional
+        As for :func:`gradcheck.check`; default: inferred from ``x``.
+    name : str, optional
+        What the report calls the claim (default ``"hvp of <f's name>"``).
+    config : Config, optional
+        Steps and tolerances.
+    **options
+        Any other keyword of :func:`gradcheck.check`.
+
+    Returns
+    -------
+    Report
+        One verdict per entry of ``H v``; the symmetry test's outcome is in its notes.
+
+    Raises
+    ------
+    GradientAssertionError
+        The reference gradient is wrong (``check_grad``), or the claim fails the symmetry test
+        while every entry passed (the only evidence of a bug is the asymmetry).
+    TypeError
+        ``hvp=None`` for a backend without double backward, ``grad`` not a function, or
+        ``reference="grad"`` without a gradient.
+    ValueError
+        An unknown ``reference``.
+
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> f = lambda x: np.sum(x**3)
     >>> r = gradcheck.check_hvp(f, np.array([0.5, -1.0]), lambda x, v: 6 * x * v, grad=lambda x: 3 * x**2)

@@ -35,8 +35,41 @@ def check_jvp(f: Callable[..., Any], x: Any, jvp: Callable[..., Any] | None = No
 
     Entry ``i`` of the report is ``v . J e_i`` against the central difference of
     ``v . f``, with ``check``'s seeded cotangent ``v``: the verdicts, tolerance, step study
-    and referee are ``check``'s. Returns a :class:`~gradcheck.Report`.
+    and referee are ``check``'s.
 
+    Parameters
+    ----------
+    f : callable
+        The function, ``f(x)``, a scalar or an array.
+    x : array_like
+        One input array (numpy, torch or jax); for ``f(*xs)``, check each input with the
+        others held fixed.
+    jvp : callable, optional
+        The claim, ``jvp(x, t) -> J t``; None checks the framework's own forward mode.
+    batched : bool, default False
+        ``jvp`` takes a stack of tangents ``(k, *x.shape)`` and returns ``(k, *f(x).shape)``.
+    backend : str or backend object, optional
+        As for :func:`gradcheck.check`; default: inferred from ``x``.
+    name : str, optional
+        What the report calls the claim (default ``"jvp of <f's name>"``).
+    **options
+        Any other keyword of :func:`gradcheck.check` (``config=``, ``engine=``, ...).
+
+    Returns
+    -------
+    Report
+        One verdict per input entry, with :func:`gradcheck.check`'s tolerances and notes.
+
+    Raises
+    ------
+    TypeError
+        ``x`` is a tuple of inputs, or ``jvp=None`` for a backend without forward mode.
+    GradcheckError
+        As :func:`gradcheck.check` raises for bad inputs or a failing ``f`` (for example
+        :class:`~gradcheck.FunctionError`, :class:`~gradcheck.ShapeMismatchError`).
+
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> f = lambda x: np.sin(x) * x[::-1]
     >>> jvp = lambda x, t: np.cos(x) * t * x[::-1] + np.sin(x) * t[::-1]

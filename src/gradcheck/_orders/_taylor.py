@@ -60,6 +60,13 @@ class TaylorResult(ResultMixin):
     ``remainders[0]`` is ``R1`` (gradient), ``remainders[1]`` is ``R2`` (with the Hessian;
     absent without ``hvp``). ``orders[j][k]`` compares steps ``k`` and ``k+1``;
     ``counted[j][k]`` says whether step ``k``'s remainder stood above the threshold.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> t = gradcheck.taylor_test(lambda x: np.sum(np.sin(x)), np.array([0.3, -1.2, 0.8]), np.cos)
+    >>> t.passed, len(t.remainders), round(t.orders[0][1], 1)
+    (True, 1, 2.0)
     """
 
     name: str
@@ -146,9 +153,47 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     ``grad`` is an array or ``grad(x)`` (torch/jax: ``None`` means the framework's);
     ``hvp(x, v)`` (or ``"backend"``: torch/jax double backward) adds the second-order
     remainder. ``direction`` defaults to a seeded standard normal. The rules (which steps
-    count, the orders required) are in this module's docstring. Returns a
-    :class:`TaylorResult`: ``print`` it for the table, ``.plot(path)`` for the picture.
+    count, the orders required) are in this module's docstring.
 
+    Parameters
+    ----------
+    f : callable
+        A real scalar function ``f(x)``.
+    x : array_like
+        The point (numpy, torch or jax).
+    grad : array_like or callable, optional
+        The claimed gradient, an array or ``grad(x)``; None: the framework's (torch, jax).
+    hvp : callable or "backend", optional
+        The claimed Hessian-vector product ``hvp(x, v)``, or ``"backend"`` for torch/jax
+        double backward: adds the second-order remainder.
+    direction : array_like, optional
+        The direction ``d`` to move along, shaped like ``x`` (default: seeded standard normal).
+    backend : str or backend object, optional
+        As for :func:`gradcheck.check`; default: inferred from ``x``.
+    steps : int, default 20
+        How many halving steps ``h0, h0/2, ...``.
+    h0 : float, optional
+        The largest step (default ``2**-7 * max(1, |x|)`` over ``|d|``).
+    seed : int, default 0
+        Seeds the default direction.
+    name : str, optional
+        What the result calls ``f``.
+
+    Returns
+    -------
+    TaylorResult
+        The remainders at each step, the measured orders and the verdict: ``print`` it for
+        the table, ``.plot(path)`` for the picture, ``.assert_pass()`` in a test.
+
+    Raises
+    ------
+    ShapeMismatchError
+        The claimed gradient or the direction is not shaped like ``x``.
+    ValueError
+        ``f`` is not a real scalar function, or the direction is zero.
+
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> x = np.array([0.3, -1.2, 0.8])
     >>> gradcheck.taylor_test(lambda x: np.sum(np.sin(x)), x, np.cos).passed

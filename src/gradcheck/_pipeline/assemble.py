@@ -40,7 +40,7 @@ def assemble(subject: Subject, run: Differenced, sanity: Sanity, judged: Judged,
     tail = list(getattr(run.engine, "notes", ()))  # e.g. the compiled engine's compile time
     why_not = referee_may_run(subject.backend, subject.f)[1]
     if why_not is not None and subject.adjudicate is True:
-        tail.append(f"not adjudicable: {why_not}")
+        tail.append(f"no exact derivatives (not adjudicable): {why_not}")
     if not sanity.deterministic:
         tail.append(f"f is nondeterministic: f(x) gave {subject.f0!r} then {sanity.f1!r}; "
                     "its drift is counted as noise")

@@ -145,6 +145,31 @@ def check(
         engine choice's timing, the referee's); the backend's own forward passes that
         make a claimed gradient (torch, jax) are not among them.
 
+    Raises
+    ------
+    ShapeMismatchError
+        The claimed gradient (or a VJP's result) is not shaped like ``x``.
+    UnsupportedInputError
+        ``x`` cannot be differentiated (integers, objects, an empty framework tensor type).
+    FunctionError
+        ``f`` or the claimed gradient raised; the message names the entry being perturbed
+        and the original exception is chained. :class:`OutputError` (a subclass): ``f``
+        returned something unusable (None, another shape than at ``x``).
+    InputMutationError
+        ``f`` wrote into the array it was given.
+    DependentSlicesError
+        ``independent_axes`` was declared, and perturbing one slice moved another.
+    CheckpointError
+        ``checkpoint`` is not a checkpoint file or cannot be written;
+        :class:`CheckpointMismatchError` when it belongs to another check.
+    WorkerDiedError
+        A worker process of the ``processes`` engine died.
+    GradientAssertionError
+        A framework's gradient breaks its contract (dtype, shape, reentrancy, zero in gives
+        zero out); ``.report`` holds the report.
+    ValueError, TypeError
+        An option out of range or of the wrong type; the message lists what is accepted.
+
     Examples
     --------
     >>> import numpy as np, gradcheck

@@ -188,7 +188,16 @@ def _complex_column(col: SparseColumn, to_c: Callable[[np.ndarray], np.ndarray])
 class ComplexReport(Report):
     """A :class:`~gradcheck.Report` over complex entries: ``analytic`` and ``numeric``
     are complex (in the report's ``convention``); ``parts`` is the report on the real
-    view (last axis: real part, imaginary part), where each part has its own verdict."""
+    view (last axis: real part, imaginary part), where each part has its own verdict.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> z = np.array([1 + 2j, -0.5 + 0.3j])
+    >>> r = gradcheck.check(lambda z: np.sum(np.abs(z) ** 2), z, lambda z: 2 * z)
+    >>> type(r).__name__, r.passed, r.convention, r.parts.shape
+    ('ComplexReport', True, 'torch', (2, 2))
+    """
 
     convention: str = "torch"
     parts: Report | None = None

@@ -35,6 +35,8 @@ class MultiReport(HtmlViews):
 
     Input ``k`` is checked with the others held fixed; ``report[k]`` is its report.
 
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> a, b = np.array([1.0, 2.0]), np.array([0.5, -1.0])
     >>> r = gradcheck.check(lambda a, b: (a * b).sum(), (a, b), grad=(lambda a, b: b, lambda a, b: a))

@@ -21,6 +21,9 @@ kind                       details
 ``product``                a grid: the product of one index set per axis
 ``diagonal``               ``offset`` (as ``np.eye(r, c, offset)``), ``anti`` (flip columns)
 ``except``                 ``except_kind``, ``except``: the details of the complement
+``plus``                   ``parts``: exact descriptions (each a dict with its ``kind``) whose
+                           union is the mask but for ``entries``, up to three single indices
+                           named on their own ("column 5 and one entry (10, 20)")
 ``scattered``              ``examples``: up to 10 indices (the only inexact kind)
 =========================  ==================================================================
 
@@ -43,6 +46,8 @@ import numpy as np
 
 _MAX_LISTED = 6  # longer index lists are summarised ("9 rows (0, 2, 3, 5, 7, …)")
 _N_EXAMPLES = 10
+#: Single entries a description may name beside a structured part ("column 5 and one entry (10, 20)").
+MAX_STRAYS = 3
 
 
 @dataclass(frozen=True)
@@ -185,6 +190,77 @@ def _structured(arr: np.ndarray, allow_many: bool) -> LayoutDescription | None:
     return _product(arr, allow_many) or _diagonal(arr)
 
 
+def _full_slices(arr: np.ndarray, axis: int) -> np.ndarray:
+    """The whole slices along ``axis`` that are True throughout, as a mask (2-D and up)."""
+    others = tuple(a for a in range(arr.ndim) if a != axis)
+    full = arr.all(axis=others)
+    return np.broadcast_to(np.expand_dims(full, others), arr.shape)
+
+
+def _cores(arr: np.ndarray) -> list[list[np.ndarray]]:
+    """Candidate structured parts of a mask, each a list of masks whose union it describes:
+    the whole slices along one axis; whole rows and whole columns together (2-D); the
+    entries on lines (along every axis) holding two or more; the runs of three or more (1-D)."""
+    if arr.ndim == 1:
+        padded = np.concatenate(([False], arr, [False])).astype(np.int8)
+        starts, stops = np.flatnonzero(np.diff(padded) == 1), np.flatnonzero(np.diff(padded) == -1)
+        runs = np.zeros_like(arr)
+        for a, b in zip(starts, stops):
+            if b - a >= 3:
+                runs[a:b] = True
+        return [[runs]]
+    full = [_full_slices(arr, ax) for ax in range(arr.ndim)]
+    cores = [[m] for m in full]
+    if arr.ndim == 2 and full[0].any() and full[1].any():
+        cores.append([full[0], full[1]])
+    dense = [arr.sum(axis=tuple(a for a in range(arr.ndim) if a != ax)) >= 2 for ax in range(arr.ndim)]
+    on_lines = np.zeros(arr.shape, bool)
+    on_lines[np.ix_(*dense)] = True
+    cores.append([arr & on_lines])
+    return cores
+
+
+def _stray_words(entries: list[tuple[int, ...]], ndim: int) -> str:
+    if ndim == 1:
+        values = [e[0] for e in entries]
+        return f"entry {values[0]}" if len(values) == 1 else f"entries {_join(values)}"
+    words = [str(e) for e in entries]
+    if len(words) == 1:
+        return f"one entry {words[0]}"
+    return "entries " + ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _with_strays(arr: np.ndarray) -> LayoutDescription | None:
+    """A structured part and at most :data:`MAX_STRAYS` single entries beside it, the part
+    at least twice their number ("column 5 and one entry (10, 20)"), or whole rows and whole
+    columns together ("row 3 and column 5"); exact, or None."""
+    if arr.ndim == 0 or not arr.any():
+        return None
+    best: tuple[int, list[LayoutDescription], np.ndarray] | None = None
+    for parts in _cores(arr):
+        parts = [p for p in parts if p.any()]
+        if not parts:
+            continue
+        core = np.logical_or.reduce(parts)
+        rest = arr & ~core
+        n_rest = int(rest.sum())
+        if n_rest > MAX_STRAYS or (n_rest == 0 and len(parts) == 1) or int(core.sum()) < 2 * n_rest:
+            continue
+        found = [_structured(np.ascontiguousarray(p), allow_many=True) for p in parts]
+        described = [d for d in found if d is not None]
+        if len(described) < len(found) or (best is not None and n_rest >= best[0]):
+            continue
+        best = (n_rest, described, rest)
+    if best is None:
+        return None
+    _, described, rest = best
+    entries = [tuple(int(i) for i in ix) for ix in np.argwhere(rest)]
+    words = [d.text for d in described] + ([_stray_words(entries, arr.ndim)] if entries else [])
+    text = words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    parts_details = [{"kind": d.kind, **d.details} for d in described]
+    return LayoutDescription(text, "plus", {"parts": parts_details, "entries": entries})
+
+
 def _as_mask(mask: Any) -> np.ndarray:
     arr = np.asarray(mask)
     if arr.dtype != bool:
@@ -199,7 +275,9 @@ def describe_layout(mask: Any) -> LayoutDescription:
 
     Tried in order: none, every entry, a single entry, a product of one index set per axis
     (rows / columns / slices, parities, strides, blocks, grids), a diagonal, everything except
-    one of those, and finally "scattered" (the only description that is not exact).
+    one of those, one of those (or whole rows and whole columns) with up to
+    :data:`MAX_STRAYS` single entries beside it, and finally "scattered" (the only
+    description that is not exact).
 
     Example:
         >>> m = np.zeros((6, 4), bool); m[1::2] = True
@@ -230,9 +308,13 @@ def describe_layout(mask: Any) -> LayoutDescription:
             what = str(comp.details["index"])
         return done(LayoutDescription(f"every entry except {what}", "except",
                                       {"except_kind": comp.kind, "except": comp.details}))
-    found = _structured(arr, allow_many=True)
+    found = _structured(arr, allow_many=True) or _with_strays(arr)
     if found is not None:
         return done(found)
+    comp = _with_strays(~arr)
+    if comp is not None:
+        return done(LayoutDescription(f"every entry except {comp.text}", "except",
+                                      {"except_kind": comp.kind, "except": comp.details}))
     examples = tuple(tuple(int(i) for i in ix) for ix in np.argwhere(arr)[:_N_EXAMPLES])
     return done(LayoutDescription(f"scattered: {count} of {size} entries", "scattered",
                                   {"examples": examples}))

@@ -7,6 +7,7 @@ heat map (``plot``, :mod:`.plot`).
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import InitVar, dataclass, field
 from typing import Any
@@ -49,6 +50,8 @@ class Report(ReportText, ReportSerialize, HtmlViews):
     PASS, e.g. all UNCHECKED because ``f`` returns bfloat16); ``passed`` is true for PASS
     only. ``gradcheck._core.status`` states the rule and its edge cases.
 
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> r = gradcheck.check(lambda x: (x**3).sum(), np.array([1.0, 2.0]), grad=lambda x: 3*x**2)
     >>> r.passed, r.counts[gradcheck.Verdict.PASS]
@@ -160,11 +163,11 @@ class Report(ReportText, ReportSerialize, HtmlViews):
         mask = np.isin(self.codes, np.array([int(v) for v in wanted], dtype=np.uint8))
         return [tuple(int(i) for i in ix) for ix in np.argwhere(mask)]
 
-    @property
+    @functools.cached_property
     def layout(self) -> Any:
         """Where the MISMATCH entries sit, in words: a
         :class:`~gradcheck._report.layout.LayoutDescription` such as "the last column (column 4)"
-        (its text is ``"none"`` when nothing mismatches)."""
+        or "column 5 and one entry (10, 20)" (its text is ``"none"`` when nothing mismatches)."""
         return describe_layout(self.codes == Verdict.MISMATCH)
 
     def cause(self, index: tuple[int, ...]) -> Cause:
@@ -176,15 +179,29 @@ class Report(ReportText, ReportSerialize, HtmlViews):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.abs(self.analytic - self.numeric) / self.tolerance
 
+    def rank(self, flat: Any = None) -> np.ndarray:
+        """Flat indices (of every entry, or of ``flat``) from the most to the least severe:
+        failing verdicts first, then by how far each entry is beyond its tolerance (err/tol),
+        SCREENED entries last. An entry the layout names on its own beside a pattern ("column 5
+        and one entry (10, 20)") comes right after the worst entry: a stray bug is not buried
+        under the pattern's many entries."""
+        codes = self.codes.reshape(-1)
+        idx = np.arange(codes.size) if flat is None else np.asarray(flat, dtype=np.int64).reshape(-1)
+        ex = np.nan_to_num(self.excess().reshape(-1)[idx], nan=np.inf, posinf=np.inf)
+        ex[codes[idx] == Verdict.SCREENED] = -np.inf  # screening: never looked at alone, listed last
+        failing = np.isin(codes[idx], [int(v) for v in FAILING])
+        order = idx[np.lexsort((-ex, ~failing))]
+        layout = self.layout if self.counts[Verdict.MISMATCH] else None
+        if layout is not None and layout.kind == "plus" and order.size > 1:
+            strays = np.array([np.ravel_multi_index(ix, self.shape) for ix in layout.details["entries"]], np.int64)
+            named = np.isin(order, strays)
+            named[0] = False  # the worst entry stays first
+            order = np.concatenate([order[:1], order[named], order[1:][~named[1:]]])
+        return order
+
     def worst(self, count: int = 10) -> list[tuple[int, ...]]:
-        """Multi-indices of the entries furthest outside (or closest to) tolerance;
-        failing verdicts first."""
-        flat_codes = self.codes.reshape(-1)
-        ex = np.nan_to_num(self.excess().reshape(-1), nan=np.inf, posinf=np.inf)
-        ex[flat_codes == Verdict.SCREENED] = -np.inf  # screening: never looked at alone, listed last
-        failing = np.isin(flat_codes, [int(v) for v in FAILING])
-        order = np.lexsort((-ex, ~failing))[:count]
-        return [tuple(int(i) for i in np.unravel_index(j, self.shape)) for j in order]
+        """Multi-indices of the ``count`` most severe entries, in the order of :meth:`rank`."""
+        return [tuple(int(i) for i in np.unravel_index(j, self.shape)) for j in self.rank()[:count]]
 
     # -- judging -------------------------------------------------------------------
     def assert_pass(self, *, allow_unchecked: bool | None = None) -> Report:

@@ -1,5 +1,6 @@
 """A report as text: the summary line, the table of the worst entries, one entry explained,
-and ``str(report)`` (what a terminal or a failing test shows)."""
+and ``str(report)`` (what a terminal or a failing test shows), which ends with the next step
+for its status (:mod:`.next_step`)."""
 from __future__ import annotations
 
 import math
@@ -9,6 +10,7 @@ import numpy as np
 from .._classify.rule import resolved_share
 from .._core import status as _status
 from .._core.verdict import Cause, Verdict
+from .next_step import next_steps
 
 # Cause codes (see gradcheck._core.verdict.Cause) -> the mark shown after a verdict in the table.
 _CAUSE_MARK = {0: "", 1: "*", 2: "*", 3: "~", 4: "^", 5: "^", 6: "~"}
@@ -86,6 +88,7 @@ class ReportText:
             for ix in self.worst(3):
                 if self.causes is not None and int(self.causes[ix]) >= 3 and int(self.codes[ix]) != Verdict.PASS:
                     lines.append("  " + self.explain(ix))
+        lines += [f"  next: {step}" for step in next_steps(self)]
         return "\n".join(lines)
 
 

@@ -82,8 +82,36 @@ class Checkpoint:
     """Where and how a check saves its progress: ``check(..., checkpoint=Checkpoint(...))``
     (a plain path means ``Checkpoint(path)``).
 
-    ``interval``  least seconds between two writes (writes also stay under ~10% of the run).
-    ``keep``      keep the file after a successful check (default: delete it).
+    The file (npz, never pickle) records what it belongs to: shapes, dtype, digests of ``x``,
+    the config and ``f``'s code. Run an interrupted check again with the same checkpoint and
+    it resumes; the report is the uninterrupted one. A checkpoint is trusted input: resume
+    only files your own runs wrote.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write and resume from.
+    interval : float, default 2
+        Least seconds between two writes (writes also stay under ~10% of the run).
+    keep : bool, default False
+        Keep the file after a successful check (by default it is deleted).
+
+    Raises
+    ------
+    ValueError
+        A negative or non-numeric ``interval``.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, gradcheck
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "run.npz")
+    >>> f, x = (lambda x: np.sin(x).sum()), np.linspace(0.0, 1.0, 4)
+    >>> gradcheck.check(f, x, np.cos, checkpoint=gradcheck.Checkpoint(path, keep=True)).passed
+    True
+    >>> os.path.exists(path)          # kept: running the same check again resumes from it
+    True
+    >>> folder.cleanup()
     """
 
     path: str | os.PathLike
@@ -97,7 +125,24 @@ class Checkpoint:
 
 class CheckpointError(GradcheckError, RuntimeError):
     """A checkpoint file that cannot be read as one (damaged, or not a checkpoint), or a
-    path where no checkpoint can be written (``writing=True``)."""
+    path where no checkpoint can be written (``writing=True``).
+
+    Raised when the check opens the checkpoint, before any differencing. ``path``,
+    ``problem`` and ``writing`` say which file and what is wrong with it.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, gradcheck
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "notes.npz")
+    >>> with open(path, "w") as fh:
+    ...     _ = fh.write("not a checkpoint")
+    >>> gradcheck.check(lambda x: np.sin(x).sum(), np.ones(3), np.cos, checkpoint=path)
+    Traceback (most recent call last):
+    ...
+    gradcheck._runtime.checkpoint.CheckpointError: cannot resume from '...notes.npz': it is not an npz (zip) archive (16 bytes), so not a checkpoint; delete the file to start over
+    >>> folder.cleanup()
+    """
 
     def __init__(self, path: str, problem: str, *, writing: bool = False) -> None:
         self.path, self.problem, self.writing = path, problem, writing
@@ -112,7 +157,23 @@ class CheckpointError(GradcheckError, RuntimeError):
 class CheckpointMismatchError(GradcheckError, ValueError):
     """The checkpoint file belongs to a different check.
 
-    ``differences`` maps each differing field to ``(in_file, now)``.
+    ``path`` is the file; ``differences`` maps each differing field to ``(in_file, now)``.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, gradcheck
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(folder.name, "run.npz")
+    >>> f = lambda x: np.sin(x).sum()
+    >>> kept = gradcheck.Checkpoint(path, keep=True)
+    >>> gradcheck.check(f, np.linspace(0.0, 1.0, 4), np.cos, checkpoint=kept).passed
+    True
+    >>> try:                                          # another x: refused, not resumed
+    ...     gradcheck.check(f, np.linspace(0.0, 2.0, 4), np.cos, checkpoint=path)
+    ... except gradcheck.CheckpointMismatchError as err:
+    ...     print(sorted(err.differences))
+    ['x_sha256']
+    >>> folder.cleanup()
     """
 
     def __init__(self, path: str, differences: dict[str, tuple[Any, Any]]) -> None:

@@ -145,6 +145,17 @@ def screen(
         Verdicts per entry (``SCREENED`` for the entries cleared in every draw) and
         ``report.detection_limit``.
 
+    Raises
+    ------
+    ValueError
+        An unknown engine, ``draws``, ``blocks``, ``complex_step``, ``adjudicate`` or
+        ``exact`` value (the message lists the valid ones).
+    InputMutationError
+        ``f`` wrote into the array it was given.
+    GradcheckError
+        As :func:`check` raises for bad inputs or a failing ``f`` (for example
+        :class:`ShapeMismatchError`, :class:`FunctionError`).
+
     Examples
     --------
     >>> import numpy as np, gradcheck

@@ -44,6 +44,7 @@ from .._evaluate import RUNNER_NAMES as ENGINE_NAMES
 from .._pipeline.check import check
 from .._report.html import HtmlViews
 from .._report.layout import LayoutDescription, describe_layout, split_parts
+from .._report.next_step import next_steps
 from .._report.plot import plot_sweep
 from .pattern import ShapeRule, find_shape_rule
 
@@ -104,9 +105,32 @@ def grid(*axes: Iterable[int], **named_axes: Iterable[int]) -> Grid:
     Give the axes positionally (dimensions named ``d0, d1, ...``) or by keyword (named in
     order; the names then appear in rules, tables and plots), not both.
 
-    Example:
-        >>> len(grid(m=range(1, 9), k=range(1, 9), n=range(1, 9)))
-        512
+    Parameters
+    ----------
+    *axes : iterable of int
+        The values of each dimension, in order (dimensions named ``d0, d1, ...``).
+    **named_axes : iterable of int
+        The same, by name: ``grid(m=range(1, 9), n=(16, 32))``.
+
+    Returns
+    -------
+    Grid
+        The shapes, in order (the last dimension varies fastest), with the dimension names;
+        pass it to :func:`shape_sweep`.
+
+    Raises
+    ------
+    TypeError
+        Axes given both positionally and by name.
+    ValueError
+        No axis, or an axis without values.
+
+    Examples
+    --------
+    >>> len(grid(m=range(1, 9), k=range(1, 9), n=range(1, 9)))
+    512
+    >>> list(grid(m=(1, 2), n=(3,)))
+    [(1, 3), (2, 3)]
     """
     if axes and named_axes:
         raise TypeError("give grid axes either positionally or by name, not both")
@@ -206,6 +230,15 @@ class SweepReport(HtmlViews):
     :class:`~gradcheck._sweeps.pattern.ShapeRule` that separates failing from passing shapes
     (``rule.found`` is False for "no simple rule"); it is ``None`` only when the shapes do
     not all have the same number of dimensions.
+
+    Examples
+    --------
+    >>> import numpy as np, gradcheck
+    >>> grad = lambda x: 2 * x + (x.size == 3)              # wrong at length 3 only
+    >>> sweep = gradcheck.shape_sweep(lambda x: (x * x).sum(), [(n,) for n in range(1, 6)],
+    ...                               lambda s: np.linspace(0.5, 1.5, s[0]), grad, adjudicate=False)
+    >>> [r.shape for r in sweep.results if r.failed]
+    [(3,)]
     """
 
     name: str
@@ -339,6 +372,7 @@ class SweepReport(HtmlViews):
                 items.append(f"... ({len(failed) - _LISTED_SHAPES} more: .failed lists all)")
             lines += _wrap_items(items, "  failing shapes: ", "    ")
         lines += self._inconclusive_lines()
+        lines += [f"  next: {step}" for step in next_steps(self)]
         return "\n".join(lines)
 
     def _inconclusive_lines(self) -> list[str]:
@@ -436,28 +470,65 @@ def shape_sweep(
     ``shapes`` is a list of shape tuples (ints for 1-D) or a :func:`grid`.
     ``make_input(shape)`` returns the input ``x`` to check at that shape.
 
-    How the function is given (an explicit flag, never guessed):
+    Parameters
+    ----------
+    f : callable
+        How the function is given is an explicit flag, never guessed. With ``factory=False``
+        (default), ``f`` is the function, the same at every shape. With ``factory=True``,
+        ``f(shape)`` builds the function for that shape and returns it, or the pair
+        ``(function, grad)``: use it for kernels that take their dimensions as parameters,
+        e.g. ``lambda s: (nf := native_function("matmul_tn", iparams=s), nf.gradient)``.
+    shapes : iterable of tuple of int, or Grid
+        The shapes to check (ints for 1-D), or a :func:`grid`.
+    make_input : callable
+        ``make_input(shape)`` returns the input ``x`` to check at that shape.
+    grad : callable, optional
+        The claimed gradient ``grad(x)`` (or VJP ``grad(x, v)``), or None for the backend's
+        own gradient; with ``factory=True`` a factory too, ``grad(shape) -> claim``.
+    factory : bool, default False
+        ``f`` (and ``grad``) build the function for each shape (above).
+    config : Config, optional
+        Passed to :func:`gradcheck.check` unchanged.
+    engine : str, default "auto"
+        Passed to :func:`gradcheck.check` (``"auto"``: the fastest engine that applies, per
+        shape).
+    backend : str or backend object, optional
+        Passed to :func:`gradcheck.check` unchanged.
+    vectorized : bool, default False
+        Passed to :func:`gradcheck.check` unchanged.
+    dim_names : sequence of str, optional
+        Names of the dimensions in the rule and the table (a named :func:`grid` supplies them).
+    parts : callable, optional
+        ``parts(shape)`` names consecutive pieces of a flat input with their shapes, e.g.
+        ``{"A": (k, m), "B": (k, n)}``, so the layout is described per piece ("A: the last
+        column; B: the last column") rather than on the flat vector.
+    name : str, optional
+        What the report calls the function.
+    keep : {"failing", "all", "none"}, default "failing"
+        Which full reports to keep: the shapes that did not pass (inconclusive ones
+        included), all, or none.
+    adjudicate : {"auto", True, False}, default "auto"
+        Passed to :func:`gradcheck.check` unchanged.
 
-    * ``factory=False`` (default): ``f`` is the function, the same at every shape, and
-      ``grad`` its claimed gradient ``grad(x)`` (or VJP ``grad(x, v)``), or ``None`` for the
-      backend's own gradient.
-    * ``factory=True``: ``f(shape)`` builds the function for that shape and returns it, or
-      the pair ``(function, grad)``; a ``grad`` given here is a factory too,
-      ``grad(shape) -> claimed gradient``. Use it for kernels that take their dimensions
-      as parameters, e.g. ``lambda s: (nf := native_function("matmul_tn", iparams=s),
-      nf.gradient)``.
+    Returns
+    -------
+    SweepReport
+        One result per shape, the rule that separates failing from passing shapes, and
+        where the mismatches sit; ``.assert_all_pass()`` in a test.
 
-    ``config``, ``engine`` (default ``"auto"``: the fastest engine that applies, per shape),
-    ``backend``, ``vectorized`` and ``adjudicate`` go to :func:`gradcheck.check` unchanged. ``dim_names``
-    names the dimensions in the rule and the table (a named :func:`grid` supplies them).
-    ``parts(shape)`` names consecutive pieces of a flat input with their shapes, e.g.
-    ``{"A": (k, m), "B": (k, n)}``, so the layout is described per piece ("A: the last
-    column; B: the last column") rather than on the flat vector. ``keep`` says which full
-    reports to keep: ``"failing"`` (default: the shapes that did not pass, inconclusive
-    ones included), ``"all"`` or ``"none"``.
+    Raises
+    ------
+    ValueError
+        No shape, an unknown ``keep`` or ``engine``, or ``dim_names`` that do not fit the shapes.
+    TypeError
+        A factory that returns something other than a function or ``(function, grad)``, a
+        ``grad`` given twice, or ``parts``/``grad`` that are not functions.
+    GradcheckError
+        As :func:`gradcheck.check` raises at a shape (a function that raises, a claim of
+        the wrong shape, ...).
 
-    Returns a :class:`SweepReport`; ``.assert_all_pass()`` in a test.
-
+    Examples
+    --------
     >>> import numpy as np, gradcheck
     >>> def grad(x):  # wrong in the last entry whenever the length is even
     ...     g = 2 * x

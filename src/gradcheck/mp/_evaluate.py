@@ -1,6 +1,7 @@
 """Run unmodified numpy code at arbitrary precision, and refuse to trust it if it left mpmath."""
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -122,10 +123,28 @@ def _classify(exc: Exception, events: list[PrecisionLossError]) -> NotAdjudicabl
     if isinstance(exc, TypeError) or module in _COMPILED_MODULES:
         return NotAdjudicable(
             Reason.UNSUPPORTED_OPERATION,
-            f"{type(exc).__name__}: {exc}. numpy has no object-dtype loop for this operation, or "
-            "compiled code (numba, C, scipy) was handed the object array",
+            f"f cannot run on arbitrary-precision numbers: an operation{_where(exc)} accepts only machine "
+            f"floats ({type(exc).__name__}: {exc}). Only numpy code (np.sin, @, sum, indexing) runs at "
+            "arbitrary precision; a cast (astype to float32, float16 or bfloat16), math.*, numba, C or "
+            "scipy does not",
         )
     return None
+
+
+def _where(exc: BaseException) -> str:
+    """`` at file.py:12 (in f)``: the last frame of the user's code in ``exc``'s traceback
+    (not gradcheck's, not numpy's), or "" when there is none."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # gradcheck/
+    numpy_dir = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+    found = ""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = os.path.abspath(code.co_filename)
+        if not path.startswith((here, numpy_dir)):
+            found = f" at {os.path.basename(path)}:{tb.tb_lineno} (in {code.co_name})"
+        tb = tb.tb_next
+    return found
 
 
 def check_result(result: Any) -> Any:

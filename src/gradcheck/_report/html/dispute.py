@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..text import figure, percent
-from .page import badge, esc, notes_list, status_of
+from .page import badge, esc, next_section, notes_list, status_of
 from .tables import table
 
 #: Upper edges of the ulp-error bins (the first bin is "exactly 0").
@@ -73,5 +73,5 @@ def render_dispute(result: Any, full: bool) -> tuple[str, str]:
              f'<p class="gc-meta">bound: {esc(result.bound_reason)}</p>',
              f"<p><b>Verdict:</b></p><ul>{verdict}</ul>",
              notes_list(result.notes),
-             "<h3>Errors in ulps</h3>" + histogram_table(result)]
+             "<h3>Errors in ulps</h3>" + histogram_table(result), next_section(result)]
     return f"gradcheck: dispute over {result.function}: {status}", "".join(parts)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .heatmap import severity_order
-from .page import badge, details, esc, notes_list, num, status_of
+from .page import badge, details, esc, next_section, notes_list, num, status_of
 from .report import report_body
 from .tables import table
 
@@ -54,4 +54,5 @@ def render_params(params: Any, full: bool) -> tuple[str, str]:
     elif len(failing) > 3:
         parts.append(f'<p class="gc-cap">{len(failing) - 3} more failing names: report.to_html() '
                      "has them all</p>")
+    parts.append(next_section(params))
     return f"gradcheck: check_params: {status}", "".join(parts)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .page import badge, esc, notes_list, num, status_of
+from .page import badge, esc, next_section, notes_list, num, status_of
 from .tables import table
 
 _DRAWS = ("t1, v1", "t2, v2", "sums")
@@ -51,7 +51,7 @@ def render_adjoint(result: Any, full: bool) -> tuple[str, str]:
         parts.append(f"<p><b>Against finite differences of v · f along t</b> ({num(b['numeric'], '.12e')} ± "
                      f"{num(b['error'], '.1e')}): jvp {said[bool(b['jvp_agrees'])]}, vjp "
                      f"{said[bool(b['vjp_agrees'])]}. <b>Verdict on the models:</b> {esc(b['verdict'])}</p>")
-    parts.append(notes_list(result.notes))
+    parts += [notes_list(result.notes), next_section(result)]
     return title, "".join(parts)
 
 
@@ -117,6 +117,5 @@ def render_taylor(result: Any, full: bool) -> tuple[str, str]:
             row.append(num(order, ".2f") if math.isfinite(order) else "")
         rows.append(row)
     parts.append(table(head, rows, caption="· = under the threshold (round-off dominates): not counted"))
-    parts.append(taylor_svg(result))
-    parts.append(notes_list(result.notes))
+    parts += [taylor_svg(result), notes_list(result.notes), next_section(result)]
     return title, "".join(parts)

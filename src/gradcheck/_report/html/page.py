@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..._version import __version__
+from ..next_step import next_steps
 
 # Scoped under .gradcheck so a notebook's own styles are left alone. No web fonts, no
 # external sheet: the page must open offline, as a CI artifact.
@@ -22,6 +23,8 @@ CSS = """
 .gradcheck .gc-warn{color:#9a3412;font-weight:600}
 .gradcheck table.gc-table{border-collapse:collapse;margin:.4em 0;font-size:13px}
 .gradcheck table.gc-table th,.gradcheck table.gc-table td{border:1px solid #d0d7de;padding:2px 8px;text-align:right;white-space:nowrap}
+.gradcheck table.gc-entries{font-size:12.5px}
+.gradcheck table.gc-entries th,.gradcheck table.gc-entries td{padding:2px 6px}
 .gradcheck table.gc-table th{background:#f6f8fa;text-align:center}
 .gradcheck table.gc-table td.gc-l{text-align:left;white-space:normal}
 .gradcheck table.gc-table td.gc-ix{text-align:left}
@@ -38,6 +41,10 @@ CSS = """
 .gradcheck summary{cursor:pointer;font-weight:600}
 .gradcheck code{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12.5px}
 .gradcheck footer{color:#777;font-size:12px;margin-top:2em}
+.gradcheck .gc-why{margin:.2em 0}
+.gradcheck .gc-next{border-left:3px solid #4c78a8;padding:0 .8em;margin:1em 0;background:#f6f8fa}
+.gradcheck .gc-next h3{margin:.4em 0 .2em}
+.gradcheck .gc-next ul{margin:.2em 0 .5em;padding-left:1.2em}
 """
 
 
@@ -76,6 +83,12 @@ def badge(status: str) -> str:
 def notes_list(notes: Iterable[str]) -> str:
     items = "".join(f"<li>{esc(n)}</li>" for n in notes)
     return f'<ul class="gc-notes">{items}</ul>' if items else ""
+
+
+def next_section(result: Any) -> str:
+    """What to do next (:func:`gradcheck._report.next_step.next_steps`), the page's last section."""
+    items = "".join(f"<li>{esc(step)}</li>" for step in next_steps(result))
+    return f'<div class="gc-next"><h3>Next</h3><ul>{items}</ul></div>' if items else ""
 
 
 def details(summary: str, body: str, *, open_: bool = False) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..plot import EMPTY_COLOUR, FAIL_COLOUR, PASS_COLOUR
-from .page import badge, esc, status_of
+from .page import badge, esc, next_section, status_of
 from .report import report_body
 from .tables import table
 
@@ -98,4 +98,5 @@ def render_sweep(sweep: Any, full: bool) -> tuple[str, str]:
         kept = [r for r in sweep.results if not r.passed and r.report is not None][:MAX_KEPT_REPORTS]
         for r in kept:
             parts.append(report_body(r.report, False, "h2"))
+    parts.append(next_section(sweep))
     return f"gradcheck: {sweep.name}: {status}", "".join(parts)
