@@ -7,6 +7,8 @@ numpy model and in its PyTorch twin alike. The subjects are the zoo's (gradcheck
 small enough for a test; the figures at full size are benchmarks/bench_model.py's."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -82,6 +84,40 @@ def test_a_planted_error_above_the_stated_limit_is_found(tiny):
         bad[name][at] += rng.choice([-1.0, 1.0]) * 1.5 * float(clean[name].detection_limit[at])
         found = _screen(loss, params, bad)
         assert found[name].entries(Verdict.MISMATCH) == [at] or name in found.evidence, (name, at)
+
+
+def test_a_name_the_joint_blocks_limit_is_screened_again_and_not_drowned(tiny, monkeypatch):
+    """The tiny GPT's attention c_attn weight (gradients ~1e-5, beside layer-norm and
+    projection gradients ~1e-2): the joint blocks set its limit, so it is screened again on
+    its own, with evaluations spent and said, and its stated limit drops. An error of a
+    fifth of the joint median limit, above the stated limit where planted, is found at its
+    entry; without the second look (the negative control) the joint screen misses it."""
+    from gradcheck._models import by_name
+
+    params, ids, targets, loss = tiny
+    right = gpt.loss_and_grads(params, ids, targets, TINY)[1]
+    clean = _screen(loss, params, right)
+    name = "h.0.attn.c_attn.weight"
+    again = [n for n in clean.notes if "screened again on their own" in n]
+    assert again and int(re.search(r"\((\d+) evaluations\)", again[0]).group(1)) > 0
+    went = [n for n in clean[name].notes if "limit was set by the joint blocks" in n]
+    joint, stated = map(float, re.search(r"went from (\S+) to (\S+)$", went[0]).groups())
+    assert stated < joint / 2
+    error = 0.2 * joint
+    limit = clean[name].detection_limit
+    rng = np.random.default_rng(0)
+    sites = [at for at in (tuple(int(i) for i in np.unravel_index(k, limit.shape))
+                           for k in rng.permutation(limit.size)) if limit[at] < error][:3]
+    assert len(sites) == 3
+    for at in sites:
+        bad = {k: v.copy() for k, v in right.items()}
+        bad[name][at] += error
+        found = _screen(loss, params, bad)
+        assert found[name].entries(Verdict.MISMATCH) == [at] and found.failing == [name], at
+        with monkeypatch.context() as m:
+            m.setattr(by_name, "OVER_FLOOR", np.inf)  # no second look: the joint screen alone
+            alone = _screen(loss, params, bad)
+        assert alone.passed and found.evaluations > alone.evaluations, at
 
 
 @pytest.mark.parametrize("bug", gpt.BUGS)
