@@ -106,10 +106,42 @@ def names_part(small: bool) -> dict:
 
 # -- 2. gpt ----------------------------------------------------------------------------------------
 
-def gpt_config(full: bool) -> gpt.GPTConfig:
-    if full:
-        return gpt.GPTConfig.gpt2_small()
+def gpt_config(full: bool, width: int | None = None, small: bool = False) -> gpt.GPTConfig:
+    """GPT-2 small (``full``); its structure (12 layers, 12 heads, vocabulary 50,257: 148 names) at
+    ``emb_dim=width`` (the scaled run); else a small GPT (``small``: smaller still)."""
+    if full or width:
+        big = gpt.GPTConfig.gpt2_small()
+        return big if not width else gpt.GPTConfig(big.vocab_size, big.context_len, width, big.num_heads,
+                                                   big.num_layers)
+    if small:
+        return gpt.GPTConfig(vocab_size=512, context_len=32, emb_dim=32, num_heads=4, num_layers=2)
     return gpt.GPTConfig(vocab_size=2048, context_len=64, emb_dim=64, num_heads=4, num_layers=4)
+
+
+def _model(cfg: gpt.GPTConfig, case: str):
+    """The PyTorch GPT of ``cfg`` (random init, seed 0) with ``case``'s bug, and a batch of 32."""
+    import torch
+
+    from gradcheck.examples.gpt_torch import GPT
+
+    rng = np.random.default_rng(0)
+    params = gpt.init_params(cfg, rng)
+    tokens = torch.from_numpy(rng.integers(cfg.vocab_size, size=33))
+    model = GPT.from_numpy(cfg, params, bug=None if case == "correct" else case)
+    return model, tokens[:-1], tokens[1:]
+
+
+def forward_seconds(model, ids, targets, repeats: int = 3) -> float:
+    """The median time of one loss evaluation of a PyTorch GPT (no gradient)."""
+    import torch
+
+    times = []
+    with torch.no_grad():
+        for _ in range(repeats):
+            started = time.perf_counter()
+            model.loss(ids, targets)
+            times.append(time.perf_counter() - started)
+    return float(np.median(times))
 
 
 def rss_bytes() -> int:
@@ -120,25 +152,18 @@ def rss_bytes() -> int:
     return 0
 
 
-def gpt_case(full: bool, case: str) -> dict:
+def gpt_case(cfg: gpt.GPTConfig, case: str) -> dict:
     """One case, in this process (the parent runs it as a child to read its peak RSS)."""
     import torch
 
-    from gradcheck.examples.gpt_torch import GPT
-
-    cfg = gpt_config(full)
-    rng = np.random.default_rng(0)
-    params = gpt.init_params(cfg, rng)
-    tokens = torch.from_numpy(rng.integers(cfg.vocab_size, size=33))
-    model = GPT.from_numpy(cfg, params, bug=None if case == "correct" else case)
-    del params
-    ids, targets = tokens[:-1], tokens[1:]
+    model, ids, targets = _model(cfg, case)
+    forward = forward_seconds(model, ids, targets)
     before = rss_bytes()
     started = time.perf_counter()
     r = gradcheck.check_params(model, lambda m: m.loss(ids, targets), screen=True, engine="serial")
     took = time.perf_counter() - started
     expected = [] if case == "correct" else list(gpt.bug_site(cfg, case))
-    out = dict(case=case, evaluations=r.evaluations, minutes=took / 60, status=r.status,
+    out = dict(case=case, evaluations=r.evaluations, minutes=took / 60, forward=forward, status=r.status,
                failing=sorted(r.failing), expected=sorted(expected), rss_before=before,
                n=cfg.num_params(), threads=torch.get_num_threads(), notes=list(r.notes))
     if case == "entry":
@@ -161,17 +186,18 @@ def _median_limit(report) -> list[float]:
     return [float(np.median(limit)), float(np.median(rel))]
 
 
-def gpt_part(full: bool, cases: list[str]) -> dict:
-    cfg = gpt_config(full)
+def gpt_part(full: bool, cases: list[str], width: int | None = None, small: bool = False) -> dict:
+    cfg = gpt_config(full, width, small)
     print(f"   model: {len(gpt.param_shapes(cfg))} names, {cfg.num_params():,} parameters, float64, sequence 32")
     rows, out = [], {}
     for case in cases:
-        cmd = [sys.executable, os.path.abspath(__file__), "gpt-child", "--case", case] + (["--full"] if full else [])
+        size = ["--full"] if full else ["--width", str(width)] if width else ["--small"] if small else []
+        cmd = [sys.executable, os.path.abspath(__file__), "gpt-child", "--case", case] + size
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far
         if done.returncode:
             print(done.stderr[-3000:])
-            rows.append([case, "ERROR", "", "", "", ""])
+            rows.append([case, "ERROR", "", "", "", "", "", ""])
             continue
         got = json.loads(done.stdout.strip().splitlines()[-1])
         got["peak_rss"] = peak
@@ -179,11 +205,14 @@ def gpt_part(full: bool, cases: list[str]) -> dict:
         located = got["failing"] == got["expected"]
         if case == "entry":
             located = located and got["entry_found"]
-        rows.append([case, got["evaluations"], f"{got['minutes']:.1f} min", got["status"],
+        per_eval = 60 * got["minutes"] / got["evaluations"]
+        rows.append([case, got["evaluations"], f"{got['minutes']:.1f} min", f"{per_eval:.3g} s", f"{got['forward']:.3g} s",
+                     got["status"],
                      "yes" if located else f"NO: extra {sorted(set(got['failing']) - set(got['expected']))[:3]} "
                                            f"missing {sorted(set(got['expected']) - set(got['failing']))[:3]}",
                      f"{peak / 2**30:.2f} GiB ({(peak - got['rss_before']) / got['n']:.1f} B/param over the model)"])
-    print(table(["case", "evaluations", "time", "status", "localized to the right names", "peak RSS"], rows))
+    print(table(["case", "evaluations", "time", "per evaluation", "forward", "status", "localized to the right names",
+                 "peak RSS"], rows))
     if "correct" in out:
         c = out["correct"]
         print(f"   correct gradients: {c['evaluations']} evaluations (bar {GPT_CORRECT}), {c['minutes']:.1f} min "
@@ -192,6 +221,19 @@ def gpt_part(full: bool, cases: list[str]) -> dict:
 
 
 # -- 3. drown ----------------------------------------------------------------------------------------
+
+def forward_part(full: bool, width: int | None = None) -> dict:
+    """One loss evaluation of the PyTorch GPT (GPT-2 small with ``--full``): what a screen's
+    evaluation costs there before the screen's own work."""
+    cfg = gpt_config(full, width)
+    started = time.perf_counter()
+    model, ids, targets = _model(cfg, "correct")
+    built = time.perf_counter() - started
+    seconds = forward_seconds(model, ids, targets)
+    print(f"   {cfg.num_params():,} parameters: one loss evaluation {seconds:.3g} s (median of 3; model built in "
+          f"{built:.3g} s)")
+    return dict(n=cfg.num_params(), forward=seconds)
+
 
 def embedding_next_to_gain(multiplier: float = 1e-3):
     """tokens -> multiplier * emb[ids] + pos -> layer norm (gain, bias) -> tanh(. @ w) . Y."""
@@ -346,21 +388,26 @@ PARTS = {"names": names_part, "drown": drown_part, "memory": memory_part, "hones
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("parts", nargs="*", help=f"any of {['gpt', *PARTS]} (default: all)")
+    parser.add_argument("parts", nargs="*", help=f"any of {['gpt', 'forward', *PARTS]} (default: all but forward)")
     parser.add_argument("--small", action="store_true", help="every part at small sizes (under a minute)")
     parser.add_argument("--full", action="store_true", help="gpt: GPT-2 small (124 M parameters)")
+    parser.add_argument("--width", type=int, help="gpt: GPT-2 small's structure (148 names) at this emb_dim "
+                                                    "(a scaled run; a multiple of 12)")
     parser.add_argument("--case", action="append", help=f"gpt: the cases to run (default: all of {CASES})")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
     if args.parts == ["gpt-child"]:
-        print(json.dumps(gpt_case(args.full, args.case[0]), default=float))
+        print(json.dumps(gpt_case(gpt_config(args.full, args.width, args.small), args.case[0]), default=float))
         return 0
     header("whole models: check_params(..., screen=True)", args.small)
     results = {}
     for part in args.parts or ["names", "gpt", "drown", "memory", "honest", "verdicts"]:
         print(f"-- {part}")
-        if part == "gpt":
-            results[part] = gpt_part(args.full, args.case or list(CASES))
+        if part == "forward":
+            results[part] = forward_part(args.full, args.width)
+        elif part == "gpt":
+            cases = args.case or (["correct", "entry"] if args.small and not args.full else list(CASES))
+            results[part] = gpt_part(args.full, cases, args.width, args.small)
         else:
             results[part] = PARTS[part](args.small)
     if args.json:

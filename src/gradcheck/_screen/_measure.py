@@ -22,8 +22,10 @@ from ._directional import FACTORS, claimed_slope, estimate, points, roundoff_per
 #: the bound matters: where it lifts the limit above check's own floor at the block's median
 #: entry (as the re-cut decides; at the default rtol, rtol is that floor almost everywhere).
 REFINE_OVER = 4.0
-#: The values a batch of finite-difference jobs may hold (2**24: 128 MB of float64 points).
+#: The values a batch of finite-difference jobs may hold (2**24: 128 MB of float64 points),
+#: and never more than the entries of ``x`` (one copy) above :data:`BATCH_FLOOR` of them.
 BATCH_ENTRIES = 1 << 24
+BATCH_FLOOR = 1 << 20
 
 
 class BudgetExhausted(Exception):
@@ -101,13 +103,14 @@ class Measurer:
 
     def finite_differences(self, blocks: list[tuple[np.ndarray, np.ndarray]]) -> Measured:
         """:meth:`_differences` over the blocks, in batches whose points stay within
-        :data:`BATCH_ENTRIES` values (a whole model's 16 blocks at once would hold six
-        copies of it); one batch, as before, for anything smaller."""
+        :data:`BATCH_ENTRIES` values and one copy of ``x`` (a whole model's 16 blocks at once
+        would hold six copies of it); one batch, as before, for anything smaller."""
         parts: list[Measured] = []
         group: list[tuple[np.ndarray, np.ndarray]] = []
         size = 0
+        cap = min(BATCH_ENTRIES, max(BATCH_FLOOR, self.x_flat.size)) // (2 * len(FACTORS))
         for block in blocks:
-            if group and size + block[0].size > BATCH_ENTRIES // (2 * len(FACTORS)):
+            if group and size + block[0].size > cap:
                 parts.append(self._differences(group))
                 group, size = [], 0
             group.append(block)
