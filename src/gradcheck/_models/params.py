@@ -448,14 +448,16 @@ def _params_report(out: _Outcome, order: tuple[str, ...], notes: list[str], star
 
 def _limit_cells(report: Report) -> str:
     """A name's detection limit over its SCREENED entries: the median (absolute, and relative
-    to the claim there) and the largest; dashes where nothing was screened."""
+    to the claim over the entries whose claim is not zero) and the largest; dashes where
+    nothing was screened (or no claim is nonzero, for the relative one)."""
     if report.detection_limit is None or not report.counts[Verdict.SCREENED]:
         return f" {'-':>10} {'-':>8} {'-':>10}"
     on = report.codes == Verdict.SCREENED
     limit = report.detection_limit[on].astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = limit / np.abs(report.analytic[on])
-    return f" {np.median(limit):>10.2e} {np.median(rel):>8.1e} {limit.max():>10.2e}"
+    claims = np.abs(report.analytic[on])
+    nonzero = claims > 0
+    rel = f"{np.median(limit[nonzero] / claims[nonzero]):>8.1e}" if nonzero.any() else f"{'-':>8}"
+    return f" {np.median(limit):>10.2e} {rel} {limit.max():>10.2e}"
 
 
 def _require_names(params: Mapping[str, Any], grads: Mapping[str, Any], order: Sequence[str] | None,
