@@ -179,3 +179,10 @@ def test_screen_and_sample_are_refused_together():
 def test_numpy_grads_are_required():
     with pytest.raises(TypeError, match="grads"):
         gradcheck.check_params(lambda p: float(p["w"].sum()), {"w": np.ones(3)})
+
+
+def test_screen_points_a_model_to_check_params():
+    """screen(f, x) screens one array: a dict of named parameters gets the call that screens
+    a whole model, not a failure on an object array."""
+    with pytest.raises(TypeError, match=r"check_params\(loss, params, grads, screen=True\)"):
+        gradcheck.screen(lambda p: float(p["w"].sum()), {"w": np.ones(3)}, {"w": np.ones(3)})

@@ -33,7 +33,7 @@ def problem():
     return gpt.make_problem(TINY, seq_len=6, seed=1)
 
 
-@pytest.mark.parametrize("bug", [None, "entry", "ln_mean", "tied"])
+@pytest.mark.parametrize("bug", [None, *gpt.BUGS])
 def test_a_torch_model_gives_the_numpy_models_verdicts(torch, problem, bug):
     """The PyTorch twin, checked as it is (check_params(model, loss_fn)): the failing names
     are the numpy model's with its hand-written backward, and the bug's own."""
@@ -184,3 +184,10 @@ def test_a_jax_pytree_with_a_wrong_custom_vjp():
     assert ok.passed and sorted(ok.reports) == ["l1.b", "l1.w", "l2.b", "l2.w"]
     assert sorted(bad.failing) == ["l1.b", "l1.w"] and bool(jax.config.jax_enable_x64) == x64
     assert any("checked in float64" in note for note in ok.notes)
+
+
+def test_screen_points_a_torch_module_to_check_params(torch):
+    """screen(model, ...) names the check_params call that screens every parameter at once."""
+    net = torch.nn.Linear(3, 2).double()
+    with pytest.raises(TypeError, match=r"check_params\(model, loss_fn, batch, screen=True\)"):
+        gradcheck.screen(net, torch.nn.functional.mse_loss)

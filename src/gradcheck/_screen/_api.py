@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,6 +150,9 @@ def screen(
     ValueError
         An unknown engine, ``draws``, ``blocks``, ``complex_step``, ``adjudicate`` or
         ``exact`` value (the message lists the valid ones).
+    TypeError
+        A model instead of one array (a torch module, a dict of named parameters): the
+        message gives the ``check_params(..., screen=True)`` call that screens it whole.
     InputMutationError
         ``f`` wrote into the array it was given.
     GradcheckError
@@ -168,6 +171,7 @@ def screen(
     (True, True, True)
     """
     started = time.perf_counter()
+    _refuse_models(f, x)
     _validate(engine, draws, blocks, complex_step, adjudicate, exact)
     prep = prepare(f, x, grad, config, name, backend)
     if not prep.analytic.size:
@@ -178,6 +182,18 @@ def screen(
     done = run_screen(prep, budget=budget, engine=engine, executor=executor, draws=draws, blocks=blocks,
                       complex_step=complex_step, exact=exact, adjudicate=adjudicate, digits=digits, seed=seed)
     return assemble(prep, done.state, done.notes, done.deterministic, done.drift, started)
+
+
+def _refuse_models(f: Any, x: Any) -> None:
+    """A model (a torch module, a dict of named parameters or a pytree of them) is screened
+    whole by ``check_params(..., screen=True)``, which names every parameter: say so,
+    instead of failing on an object array."""
+    module = type(f).__module__.split(".")[0] == "torch" and hasattr(f, "named_parameters")
+    if module or isinstance(x, Mapping):
+        call = "check_params(model, loss_fn, batch, screen=True)" if module else \
+            "check_params(loss, params, grads, screen=True)"
+        raise TypeError(f"screen(f, x) screens one array x; a model's parameters (a torch module, a dict of "
+                        f"named arrays or tensors, a pytree) are screened together, every name at once, by {call}")
 
 
 @dataclass
