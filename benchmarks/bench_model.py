@@ -16,7 +16,7 @@
    limit at its median entry in the joint screen, screened alone (``gradcheck.screen``), and
    what check_params states after its second look; the evaluations spent on the second look.
 4. ``memory``: tracemalloc's peak above the parameters and claims, in bytes per parameter, of a
-   numpy model of ``--params`` entries (default 12M; ``--small``: 3M): held against
+   numpy model of 12M entries (``--small``: 1M): held against
    :data:`BYTES_TARGET`.
 5. ``honest``: on a model small enough to check entry by entry (the tiny numpy GPT), errors of
    1.5x the stated limit planted one at a time at random entries: every one found; and the
@@ -24,7 +24,9 @@
 6. ``verdicts``: the numpy GPT (hand-written backward) and its PyTorch twin (autograd) give the
    same failing names, for the correct gradients and every planted bug.
 
-    python benchmarks/bench_model.py --small                 (every part at small sizes: < 1 min)
+    python benchmarks/bench_model.py --small                 (every part at small sizes; --quick the same)
+    python benchmarks/bench_model.py gpt --width 96          (GPT-2 small's 148 names at width 96: 6.3M parameters)
+    python benchmarks/bench_model.py forward --full          (one loss evaluation of GPT-2 small)
     python benchmarks/bench_model.py names                   (the MLP figures)
     nice python benchmarks/bench_model.py gpt --full [--case correct]   (GPT-2 small; one case: --case)
 
@@ -54,6 +56,9 @@ GPT_CORRECT, GPT_MINUTES = 400, 20.0
 #: Peak bytes per parameter of the numpy path (above the caller's parameters and claims).
 BYTES_TARGET = 64.0
 CASES = ("correct",) + gpt.BUGS
+QUICK_LEAVES_OUT = ("the 256-wide MLP (32 wide), the small GPT's planted bugs but one entry (both in the verdicts "
+                    "part), the 64-wide GPT of the drown part (32 wide), 12M parameters of the memory part (1M), "
+                    "all but 6 planted errors of the honest part, 3 of the verdicts' 6 cases")
 
 
 def held(loss, params, name):
@@ -302,7 +307,7 @@ def _joint_limit(report) -> float | None:
 def memory_part(small: bool, entries: int | None = None) -> dict:
     import tracemalloc
 
-    n = entries or (3_000_000 if small else 12_000_000)
+    n = entries or (1_000_000 if small else 12_000_000)
     sizes = [n // 2, n // 4, n // 8, n - n // 2 - n // 4 - n // 8 - 768, 768]
     rng = np.random.default_rng(0)
     params = {f"p{k}": 0.5 * rng.standard_normal(s) for k, s in enumerate(sizes)}
@@ -337,7 +342,7 @@ def honest_part(small: bool) -> dict:
     clean = gradcheck.check_params(loss, params, right, screen=True, engine="serial", adjudicate=False)
     rng = np.random.default_rng(7)
     names = [n for n in clean.order]
-    trials, found, flagged = (10 if small else 60), 0, 0
+    trials, found, flagged = (6 if small else 60), 0, 0
     for _ in range(trials):
         name = names[rng.integers(len(names))]
         at = tuple(int(i) for i in np.unravel_index(rng.integers(params[name].size), params[name].shape))
@@ -364,7 +369,7 @@ def verdicts_part(small: bool) -> dict:
     cfg = gpt.GPTConfig(vocab_size=64, context_len=16, emb_dim=16, num_heads=2, num_layers=2)
     params, ids, targets = gpt.make_problem(cfg, seq_len=8, seed=0)
     rows, out = [], {}
-    for case in CASES:
+    for case in (("correct", "entry", "tied") if small else CASES):
         bug = None if case == "correct" else case
         _, grads = gpt.loss_and_grads(params, ids, targets, cfg, bug=bug)
         numpy_r = gradcheck.check_params(lambda p: gpt.loss(p, ids, targets, cfg), params, grads, screen=True,
@@ -389,7 +394,8 @@ PARTS = {"names": names_part, "drown": drown_part, "memory": memory_part, "hones
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("parts", nargs="*", help=f"any of {['gpt', 'forward', *PARTS]} (default: all but forward)")
-    parser.add_argument("--small", action="store_true", help="every part at small sizes (under a minute)")
+    parser.add_argument("--small", "--quick", action="store_true", dest="small",
+                        help="every part at small sizes (gradcheck bench --quick)")
     parser.add_argument("--full", action="store_true", help="gpt: GPT-2 small (124 M parameters)")
     parser.add_argument("--width", type=int, help="gpt: GPT-2 small's structure (148 names) at this emb_dim "
                                                     "(a scaled run; a multiple of 12)")
@@ -399,7 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.parts == ["gpt-child"]:
         print(json.dumps(gpt_case(gpt_config(args.full, args.width, args.small), args.case[0]), default=float))
         return 0
-    header("whole models: check_params(..., screen=True)", args.small)
+    header("whole models: check_params(..., screen=True)", args.small, QUICK_LEAVES_OUT)
     results = {}
     for part in args.parts or ["names", "gpt", "drown", "memory", "honest", "verdicts"]:
         print(f"-- {part}")
