@@ -34,7 +34,7 @@ from _common import best_of, header, run, seconds, table
 
 import gradcheck
 from gradcheck import Verdict
-from gradcheck._axes.colour import Coloured
+from gradcheck._axes import Coloured
 
 
 def layer_norm(x):

@@ -2,11 +2,12 @@
 
 Three disputes over about 1e5 entries each: the C rotary-embedding pair in bfloat16
 (positions 1000..8000), an elementwise op (exp) and a row-wise op (softmax), plus the C
-bfloat16 matrix-vector pair (256 rows of length 1024: 262144 multiply-adds at arbitrary
-precision for 256 entries). Each is timed as a whole (best of ``repeat``), then split
-into its phases: the arbitrary-precision evaluation of the definition (one object-array
-pass; numpy calls an mpmath method per element and operation), the float32 evaluation,
-and the measuring (rounding of the exact values, ulp errors, bounds).
+bfloat16 matrix-vector pair (256 rows of length 1024: a contraction, so the exact kernels;
+``bench_dispute_exact.py`` sets them against the mpmath path). Each is timed as a whole (best of ``repeat``), then split
+into its phases: the exact values (one object-array pass at arbitrary precision, where numpy
+calls an mpmath method per element and operation; the exact kernels for the matrix-vector
+product, a contraction), the float32 evaluation, and the rest (the sensitivities behind the
+bound, measuring the candidates).
 
     python benchmarks/bench_dispute.py            # ~1e5 entries per dispute
     python benchmarks/bench_dispute.py --quick    # ~2e4 entries
@@ -58,12 +59,13 @@ def _problems(quick: bool):
 
 def _phases(math_fn, inputs, dps: int = 40) -> tuple[float, float]:
     from gradcheck._core.formats import BFLOAT16
-    from gradcheck._lowp.dispute import _exact_values, _float32_run
+    from gradcheck._lowp.dispute_exact import exact_values
+    from gradcheck._lowp.dispute_inputs import float32_run
 
     t0 = time.perf_counter()
-    exact = _exact_values(math_fn, inputs, dps)
+    exact = exact_values(math_fn, inputs, dps)
     t1 = time.perf_counter()
-    _float32_run(math_fn, inputs, np.shape(exact), BFLOAT16)
+    float32_run(math_fn, inputs, np.shape(exact.obj), BFLOAT16)
     t2 = time.perf_counter()
     return t1 - t0, t2 - t1
 
@@ -91,7 +93,7 @@ def main(quick: bool = False) -> dict:
         out[name] = {"entries": entries, "seconds": best, "exact_seconds": mp_time,
                      "float32_seconds": f32_time, "measure_seconds": rest,
                      "broken": list(result.broken), "most_accurate": result.most_accurate}
-    print(table(["dispute", "entries", "total", "per entry", "exact (mp)", "float32", "measure",
+    print(table(["dispute", "entries", "total", "per entry", "exact values", "float32", "bound+measure",
                  "broken"], rows))
     return out
 

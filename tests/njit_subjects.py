@@ -84,13 +84,13 @@ def layer_vjp(x, v):
 def rowwise(x):
     """``sin(x[i]) * sum(x[i])`` row by row (rows independent). Misbehaves past thresholds
     no ordinary input reaches: raises when x[0,0] > 10, writes into x[0,1] when
-    x[0,0] < -10, writes 0 into x[1,1] when x[1,1] > 30."""
+    x[0,0] < -10, writes 0 into x[3,0] when x[3,0] > 30."""
     if x[0, 0] > 10.0:
         raise ValueError("too big")
     if x[0, 0] < -10.0 and x.shape[1] > 1:
         x[0, 1] += 1.0
-    if x.shape[0] > 1 and x.shape[1] > 1 and x[1, 1] > 30.0:
-        x[1, 1] = 0.0
+    if x.shape[0] > 3 and x[3, 0] > 30.0:
+        x[3, 0] = 0.0
     out = np.empty_like(x)
     for i in range(x.shape[0]):
         out[i] = np.sin(x[i]) * x[i].sum()

@@ -561,17 +561,19 @@ def test_compiled_engine_blames_f_like_serial():
             gradcheck.check(rowwise, x, rowwise_vjp, independent_axes=(0,), engine=engine)
     assert x.tobytes() == before.tobytes()
     x = data((4, 3), seed=79)
-    x[1, 1] = 30.0 - 1e-9  # +h crosses 30: f writes into x[1, 1], the entry perturbed there
+    # +h crosses 30: f writes into x[3, 0], the entry perturbed there. Only the full step crosses:
+    # the declaration's probes (which would catch the write first) move x[3, 0] by less.
+    x[3, 0] = 30.0 - 0.9999 * 6e-6 * 30.0
     before = x.copy()
-    seen = {"serial": re.escape("entry (1, 1) changed while it was perturbed, +h"),
-            "compiled": r"compiled engine, coloured, \+h, perturbing x\[0, 1\]"}
+    seen = {"serial": re.escape("entry (3, 0) changed while it was perturbed, +h"),
+            "compiled": r"compiled engine, coloured, \+h, perturbing x\[0, 0\]"}
     for engine, message in seen.items():
         with pytest.raises(gradcheck.InputMutationError, match=message):
             gradcheck.check(rowwise, x, rowwise_vjp, independent_axes=(0,), engine=engine)
     with cf.ThreadPoolExecutor(2) as ex, pytest.raises(gradcheck.InputMutationError):
         gradcheck.check(rowwise, x, rowwise_vjp, independent_axes=(0,), executor=ex)
     assert x.tobytes() == before.tobytes()
-    x[1, 1] = 30.0 - 1.0  # control: no step reaches 30, f never writes
+    x[3, 0] = 30.0 - 1.0  # control: no step reaches 30, f never writes
     assert gradcheck.check(rowwise, x, rowwise_vjp, independent_axes=(0,), engine="compiled").passed
 
 

@@ -18,11 +18,20 @@ import numpy as np
 import pytest
 
 import gradcheck
-from gradcheck._axes.colour import Coloured, wire_ids
+from gradcheck._axes import Coloured, SliceReduction
 from gradcheck._core.arrays import same_bits
 from gradcheck._core.formats import from_bits, round_to_format
 from gradcheck._differences import DenominatorsOf, StepsOf, perturbed_points, slope_and_noise, steps_for
-from gradcheck._evaluate import fork_available
+from gradcheck._evaluate import (
+    BatchedRunner,
+    ExecutorRunner,
+    Points,
+    ProcessesRunner,
+    SerialRunner,
+    Shift,
+    Target,
+    fork_available,
+)
 from gradcheck._pipeline.options import validate
 from gradcheck._pipeline.prepare import prepare
 from gradcheck._refine.roundoff import PROBES, LowerFormats, _finite_count, _parts, representable
@@ -59,11 +68,26 @@ def _coloured(shape, axes, dtype, nonfinite, vectorized=False, seed=17):
     y0 = _within_slices(work, axes)
     v = np.random.default_rng(seed + 1).standard_normal(y0.shape)
     declared = declare_module.declare(axes, work.shape, y0.shape)
-    def evaluate(batch):  # a vectorized f takes a stack of points
-        return _within_slices(work, axes) if batch is None else np.stack([_within_slices(b, axes) for b in batch])
 
-    coloured = Coloured(declared, evaluate, work, v, y0, vectorized=vectorized)
+    def f(z):  # a vectorized f takes a stack of points
+        return _within_slices(z, axes) if z.ndim == work.ndim else np.stack([_within_slices(b, axes) for b in z])
+
+    target = Target(f=f, work=work, evaluate=lambda: f(work), backend=_NUMPY, vectorized=vectorized,
+                    slices=SliceReduction(declared, v, y0.shape))
+    runner = BatchedRunner(target) if vectorized else SerialRunner(target)
+    coloured = Coloured(declared, runner, work, v, y0)
     return x, work, coloured
+
+
+class _NumpyBackend:
+    """The evaluation the batched runner makes: f of the batch, as it is."""
+
+    @staticmethod
+    def evaluate(f, x):
+        return f(x)
+
+
+_NUMPY = _NumpyBackend()
 
 
 @pytest.mark.parametrize("vectorized", [False, True])
@@ -210,10 +234,10 @@ def test_denominators_computed_where_read_are_perturbed_points_and_keep_what_is_
 
 
 @pytest.mark.skipif(not fork_available(), reason="needs the fork start method")
-def test_a_round_of_every_entry_travels_as_a_slice_and_gives_serials_report():
+def test_a_round_of_every_entry_travels_as_a_slice_and_gives_serials_report(monkeypatch):
     """independent_axes="all" on the processes and executor engines: the first pass's one
-    round (every entry) is sent to the workers as ``slice(None)``, not its indices; the reports
-    are serial's, bit for bit, with a planted error studied (rounds of index arrays)."""
+    round (every entry) is sent to the workers as a shift (the step rule), not its indices; the
+    reports are serial's, bit for bit, with a planted error studied (rounds of index arrays)."""
     x = np.random.default_rng(53).standard_normal((5, 6))
 
     def vjp(z, g):
@@ -221,7 +245,14 @@ def test_a_round_of_every_entry_travels_as_a_slice_and_gives_serials_report():
         out[2, 3] *= 1 + 1e-4
         return out
 
-    assert wire_ids(np.arange(30), 30) == slice(None) and wire_ids(np.arange(3), 30).tolist() == [0, 1, 2]
+    shift = Points.shifted(Shift(1e-3, 30))
+    assert shift.idx.size == shift.values.size == 0 and shift.entry_count == 60  # nothing of N travels
+    asked: list[tuple[str, bool, int]] = []
+    for runner in (ProcessesRunner, ExecutorRunner):
+        def recording(self, points, *args, _run=runner.run, **kwargs):
+            asked.append((self.name, points.shift is not None, points.idx.size))
+            return _run(self, points, *args, **kwargs)
+        monkeypatch.setattr(runner, "run", recording)
     serial = gradcheck.check(np.tanh, x, vjp, independent_axes="all")
     pooled = gradcheck.check(np.tanh, x, vjp, independent_axes="all", engine="processes")
     with cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as ex:
@@ -230,6 +261,10 @@ def test_a_round_of_every_entry_travels_as_a_slice_and_gives_serials_report():
         for name in ("numeric", "noise", "tolerance", "codes", "causes", "exact", "left", "right"):
             assert same_bits(np.asarray(getattr(other, name)), np.asarray(getattr(serial, name))), name
     assert serial.codes[2, 3] == gradcheck.Verdict.MISMATCH and (serial.codes == gradcheck.Verdict.MISMATCH).sum() == 1
+    # The first pass asked each pooled runner for one shift (no index array), then rounds of indices.
+    for name in ("processes", "executor"):
+        theirs = [(shifted, size) for who, shifted, size in asked if who == name]
+        assert theirs[0] == (True, 0) and not any(shifted for shifted, _ in theirs[1:]), theirs
 
 
 # -- the second look keeps its differences only while a re-study may need them ------------------
@@ -306,3 +341,15 @@ def test_the_watch_drops_the_differences_only_when_no_re_study_can_need_them(f, 
         assert left == taken > 0
     else:  # only the round-off probe's differences (taken before the watch) stay
         assert left <= 2 * 3 * PROBES < taken
+
+
+@pytest.mark.parametrize("shape, axes", [((6, 5), (0,)), ((3, 4, 5), (0, 1)), ((3, 4, 5), (0, 2)),
+                                         ((3, 4, 5), (1,)), ((4, 5), "all")])
+def test_slice_of_is_the_declared_coordinates_ravelled(shape, axes):
+    """Each entry's slice (leading axes take a shortcut: one integer division): the C-order
+    number of its coordinates along the declared axes, for every flat index."""
+    declared = declare_module.declare(axes, shape, shape)
+    idx = np.arange(int(np.prod(shape)))
+    coords = np.unravel_index(idx, shape)
+    want = np.ravel_multi_index(tuple(coords[a] for a in declared.axes), declared.sizes)
+    assert np.array_equal(declared.slice_of(idx[::-1]), want[::-1])

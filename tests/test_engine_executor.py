@@ -386,16 +386,36 @@ def test_a_function_that_writes_into_its_input_is_caught_on_the_worker():
 
 
 def test_an_unpicklable_function_is_a_clear_error():
-    """f that cannot be pickled: a TypeError saying which engines still work."""
+    """f that cannot be pickled, on an executor of other processes: a TypeError saying which
+    engines still work. A ThreadPoolExecutor pickles nothing: the same f checks there."""
     lock = threading.Lock()
 
     def f(x):
         with lock:
             return float(x.sum())
 
-    with cf.ThreadPoolExecutor(max_workers=1) as ex:
+    with cf.ProcessPoolExecutor(max_workers=1) as ex:
         with pytest.raises(TypeError, match="cannot be pickled.*engine='serial'"):
             check(f, np.ones(3), np.ones(3), executor=ex)
+    with cf.ThreadPoolExecutor(max_workers=2) as ex:
+        assert check(f, np.ones(3), np.ones(3), executor=ex).passed
+
+
+def test_threads_need_no_cloudpickle(monkeypatch):
+    """Without cloudpickle, a ThreadPoolExecutor checks (serial's report, bit for bit) and
+    screens; an executor of other processes says to install cloudpickle (or gradcheck[dask])."""
+    x = np.random.default_rng(5).standard_normal(12)
+    f, g = (lambda x: float(np.sin(x).sum() * x[0])), (lambda x: np.cos(x) * x[0] + np.eye(12)[0] * np.sin(x).sum())
+    serial = check(f, x, g, engine="serial")
+    monkeypatch.setitem(sys.modules, "cloudpickle", None)  # import cloudpickle now fails
+    with cf.ThreadPoolExecutor(max_workers=2) as ex:
+        threaded = check(f, x, g, executor=ex)
+        screened = gradcheck.screen(f, x, g, engine="executor", executor=ex)
+    assert threaded.engine == "executor" and threaded.numeric.tobytes() == serial.numeric.tobytes()
+    assert threaded.passed and screened.passed
+    with cf.ProcessPoolExecutor(max_workers=1) as ex:
+        with pytest.raises(ModuleNotFoundError, match=r"needs cloudpickle.*gradcheck\[dask\].*ThreadPoolExecutor"):
+            check(f, x, g, executor=ex)
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -77,12 +77,12 @@ PRIVATE_REACH: dict[tuple[str, str], str] = {
     **{(m, "gradcheck.backends._claimed"): "as_gradient (backends/__init__ cannot re-export it: _claimed "
        "imports resolve from it)" for m in ("gradcheck._pipeline.prepare", "gradcheck._screen._prepare",
                                             "gradcheck._models.params")},
-    **{(f"gradcheck._lowp.{m}", f"gradcheck.mp.{n}"): "the exact kernels' arbitrary-precision helpers (issue 29)"
-       for m, n in (("dispute", "_context"), ("dispute", "_convert"), ("dispute", "_evaluate"),
-                    ("dispute_bound", "_context"), ("dispute_bound", "_convert"), ("dispute_bound", "_evaluate"),
+    **{(f"gradcheck._lowp.{m}", f"gradcheck.mp.{n}"): "dispute's exact values and sensitivities: a private "
+       "context, exact conversion, the checked run, the exact kernels' probe (issue 29)"
+       for m, n in (("dispute_exact", "_context"), ("dispute_exact", "_convert"), ("dispute_exact", "_evaluate"),
+                    ("dispute_exact", "_exact"), ("dispute_condition", "_context"),
+                    ("dispute_condition", "_convert"), ("dispute_condition", "_evaluate"),
                     ("dispute_gradient", "_reverse"))},
-    ("gradcheck._axes.executor", "gradcheck._evaluate.executor"): "the colouring ships its points itself until "
-    "the layer's runners carry per-slice reductions (issue 26, the colouring's move)",
 }
 #: Modules a function may import (they are heavy at import time), with the reason.
 HEAVY: dict[str, str] = {

@@ -12,6 +12,7 @@ formulas on random data.
 from __future__ import annotations
 
 import math
+import re
 
 import ml_dtypes
 import numpy as np
@@ -90,16 +91,20 @@ def test_for_dtype_overrides_and_lists_the_presets():
 
 
 @pytest.mark.parametrize("field", ["step", "rtol", "atol", "noise_factor"])
-@pytest.mark.parametrize("value", [-1.0, -1e-300, float("nan"), float("inf"), "1e-3", None])
+@pytest.mark.parametrize("value", [-1.0, -1e-300, float("nan"), float("inf"), "1e-3", None, True])
 def test_config_rejects_negative_nonfinite_and_non_numbers(field, value):
-    """Every tolerance field must be a finite number >= 0 (the message names field and value)."""
-    with pytest.raises(ValueError, match=rf"^{field} must be a finite number >= 0, got {value!r}$"):
+    """Every tolerance field must be a finite number >= 0 (the step > 0): the message names
+    field and value; a value of the wrong type (a string, None, a bool) is a TypeError."""
+    accepts = "a positive number \\(finite\\)" if field == "step" else "a finite number >= 0"
+    error = ValueError if isinstance(value, float) else TypeError
+    got = re.escape(repr(value)) + ("" if error is ValueError else rf" \(a {type(value).__name__}\)")
+    with pytest.raises(error, match=rf"^{field} must be {accepts}, got {got}$"):
         Config(**{field: value})
 
 
 def test_config_rejects_a_zero_step_and_an_unknown_reduction():
     """A zero step divides by zero; the reduction must be one of the two named."""
-    with pytest.raises(ValueError, match=r"^step must be > 0, got 0\.0$"):
+    with pytest.raises(ValueError, match=r"^step must be a positive number \(finite\), got 0\.0$"):
         Config(step=0.0)
     with pytest.raises(ValueError, match=r"^reduce='mean' is not one of \('random', 'sum'\)$"):
         Config(reduce="mean")

@@ -3,6 +3,7 @@ the step it names works (the rerun with a lower rtol finds the difference it was
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -107,3 +108,14 @@ def test_other_results_have_a_next_step(kind):
                             "bfloat16")
         assert next_steps(result) == ["fix or replace fast: beyond its bound at the entries above; reference is the "
                                       "most accurate"]
+
+
+def test_a_complex_mismatch_names_both_parts_of_the_claim():
+    """The next step of a complex report quotes the claim and the truth as complex numbers
+    (a cast to float dropped the imaginary part and warned)."""
+    z = np.array([1 + 2j, 0.5 - 1j])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", np.exceptions.ComplexWarning)
+        report = gc.check(lambda z: np.sum(np.abs(z) ** 2), z, lambda z: 2.2 * z)
+        text = str(report)
+    assert "claims 2.2+4.4j where the exact derivative is 2+4j" in text, text

@@ -92,8 +92,10 @@ def test_unchecked_entries_say_the_resolution_they_reached():
 # -- Config.resolution --------------------------------------------------------------------
 @pytest.mark.parametrize("value", [0, 0.0, 1.0, 1.5, -0.01, float("nan"), float("inf"), "0.01", None, True])
 def test_resolution_must_be_a_share_in_the_open_unit_interval(value):
-    """A share of the value: a number strictly between 0 and 1 (the message says what it is)."""
-    with pytest.raises(ValueError, match=r"^resolution must be a number in \(0, 1\)"):
+    """A share of the value: a number strictly between 0 and 1 (the message says what it is);
+    a value that is not a number (a string, None, a bool) is a TypeError."""
+    error = TypeError if isinstance(value, (str, bool)) or value is None else ValueError
+    with pytest.raises(error, match=r"^resolution must be a number in \(0, 1\)"):
         Config(resolution=value)
 
 

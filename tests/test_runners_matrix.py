@@ -1,7 +1,8 @@
 """Every feature on every runner of the evaluation layer (issue 26), one table.
 
-For each feature that asks the layer for its points (``check``, ``check_params``; the others
-join as they move onto it) and each runner (serial, batched, compiled, processes, executor):
+For each feature that asks the layer for its points (``check``, ``check_params``,
+``independent_axes``; the others join as they move onto it) and each runner (serial, batched,
+compiled, processes, executor):
 
 * the report is serial's, bit for bit (every per-entry array, the verdicts, the counts);
 * ``f`` raising at one perturbed entry is :class:`FunctionError` at that entry and side;
@@ -25,6 +26,7 @@ import time
 
 import numpy as np
 import pytest
+from njit_subjects import rowwise, rowwise_vjp
 
 import gradcheck
 from gradcheck import FunctionError, InputMutationError, WorkerDiedError, check, check_params
@@ -245,3 +247,194 @@ def test_check_params_errors_name_the_parameter_and_entry(runner):
     with pytest.raises(InputMutationError):
         run_params(runner, writing_loss, p)
     assert same_bits(p["w"], X) and same_bits(p["b"], X[0]) and no_workers_left()
+
+
+# -- independent_axes (the colouring's rounds: one entry of every row per point) ------------------
+AXES_RUNNERS = RUNNERS
+LOW, KEEP = float(X[3, 2]), float(X[3, 0])
+#: Modes set at X[4, 3]: where the colouring's round 2 is at -h (X[3, 2] moved down while X[3, 0]
+#: is not: never one of the declaration's probes, which move single entries up or whole rows),
+#: f raises, writes into another entry, writes into the perturbed entry itself, or exits.
+RAISE, WRITE_OTHER, WRITE_PERTURBED, EXIT = 1000.0, 2000.0, 3000.0, 4000.0
+#: The compiled runner's subject is the shared @njit ``rowwise`` (tests/njit_subjects.py), which
+#: misbehaves past thresholds instead; on this input its round 0 at +h raises, its round 1 at -h
+#: writes into another entry, its round 1 at +h writes into the entry (1, 1) it perturbs.
+X_NJIT = np.random.default_rng(79).standard_normal((4, 3))
+NJIT_MODES = {RAISE: ((0, 0), 10.0 - 1e-9), WRITE_OTHER: ((0, 0), -10.0 + 1e-9),
+              WRITE_PERTURBED: ((3, 0), 30.0 - 1e-9)}
+
+
+def rows(x):
+    """Each output row from its own input row (``independent_axes=(0,)``); vectorizable.
+    Misbehaves at the round described above, as the mode at ``x[4, 3]`` says."""
+    hit = (x[..., 3, 2] < LOW) & (x[..., 3, 0] == KEEP)
+    mode = x[..., 4, 3]
+    if np.any(hit & (mode == RAISE)):
+        raise ZeroDivisionError("planted")
+    if np.any(hit & (mode == EXIT)) and os.getpid() != PARENT:
+        os._exit(3)
+    y = np.sin(x) * (x ** 2).sum(axis=-1, keepdims=True)
+    if np.any(hit & (mode == WRITE_OTHER)):
+        x[..., 0, 0] += np.where(hit, 1.0, 0.0)
+    if np.any(hit & (mode == WRITE_PERTURBED)):
+        x[..., 3, 2] = np.where(hit, 0.0, x[..., 3, 2])
+    return y
+
+
+def rows_vjp(x, g):
+    out = g * np.cos(x) * (x ** 2).sum(axis=-1, keepdims=True) + 2 * x * (g * np.sin(x)).sum(axis=-1, keepdims=True)
+    out[BAD] *= 1 + 1e-4  # a planted error: a MISMATCH and a step study of its round
+    return out
+
+
+def njit_vjp(x, g):
+    out = rowwise_vjp(x, g)
+    out[BAD] *= 1 + 1e-4
+    return out
+
+
+def axes_subject(runner: str, mode: float | None = None):
+    """``(f, claim, x)``: the compiled runner's (the shared @njit subject), or the others'."""
+    if runner == "compiled":
+        x = (X if mode is None else X_NJIT).copy()
+        if mode is not None:
+            at, value = NJIT_MODES[mode]
+            x[at] = value
+        return rowwise, njit_vjp, x
+    x = X.copy()
+    if mode is not None:
+        x[4, 3] = mode
+    return rows, rows_vjp, x
+
+
+def run_axes(runner: str, f, claim, x, **kw):
+    """``check(..., independent_axes=(0,))`` on ``runner`` (the executor: a thread pool, or ``kw['pool']``)."""
+    pool = kw.pop("pool", None)
+    if runner == "executor":
+        with pool or cf.ThreadPoolExecutor(2) as ex:
+            return check(f, x, claim, independent_axes=(0,),
+                         executor=gradcheck.ExecutorOptions(ex, retries=kw.pop("retries", 2)), **kw)
+    return check(f, x, claim, independent_axes=(0,), engine=runner, vectorized=runner == "batched", **kw)
+
+
+@pytest.mark.parametrize("runner", AXES_RUNNERS)
+def test_axes_gives_serials_report(runner):
+    needs(runner)
+    f, claim, x = axes_subject(runner)
+    serial = check(f, x, claim, independent_axes=(0,), engine="serial")
+    got = run_axes(runner, f, claim, x)
+    assert got.engine == f"{runner} (coloured)" and serial.engine == "serial (coloured)"
+    assert_same(got, serial)
+    assert got.codes[BAD] == gradcheck.Verdict.MISMATCH and got.passed is False
+    assert same_bits(x, axes_subject(runner)[2])
+
+
+@pytest.mark.parametrize("runner", AXES_RUNNERS)
+def test_axes_f_raising_is_named_at_its_round(runner):
+    """Serial's FunctionError: the first entry of the point that raised (round 2 at -h starts
+    at (0, 2); the njit subject's round 0 at +h at (0, 0)), its side and kind, f's exception
+    as the cause."""
+    needs(runner)
+    f, claim, x = axes_subject(runner, RAISE)
+    before = x.copy()
+    with pytest.raises(FunctionError) as serial:
+        check(f, x.copy(), claim, independent_axes=(0,), engine="serial")
+    with pytest.raises(FunctionError) as info:
+        run_axes(runner, f, claim, x)
+    assert (info.value.index, info.value.side) == (serial.value.index, serial.value.side)
+    assert info.value.side == ("+h, coloured: 4 entries perturbed together" if runner == "compiled"
+                               else "-h, coloured: 5 entries perturbed together")
+    assert type(info.value.__cause__) is type(serial.value.__cause__)
+    assert same_bits(x, before) and no_workers_left()
+
+
+@pytest.mark.parametrize("mode", [WRITE_OTHER, WRITE_PERTURBED])
+@pytest.mark.parametrize("runner", AXES_RUNNERS)
+def test_axes_f_writing_into_its_input_is_refused(runner, mode):
+    """A write into another entry, or into the entry perturbed there (putting the entry back
+    would hide it: the compiled kernel compares it with what it set first). Control: the same
+    f and x without the mode pass through every runner (test_axes_gives_serials_report)."""
+    needs(runner)
+    f, claim, x = axes_subject(runner, mode)
+    before = x.copy()
+    with pytest.raises(InputMutationError):
+        run_axes(runner, f, claim, x)
+    assert same_bits(x, before) and no_workers_left()
+
+
+@pytest.mark.parametrize("runner", ["processes", "executor"])
+def test_axes_a_dead_worker_is_never_a_raw_broken_pool(runner):
+    """processes: WorkerDiedError naming a range that holds round 2's entries; an executor
+    whose process pool broke: ChunkFailedError after its retries, the broken pool chained."""
+    needs("processes")
+    f, claim, x = axes_subject(runner, EXIT)
+    before = x.copy()
+    if runner == "processes":
+        with pytest.raises(WorkerDiedError) as died:
+            run_axes("processes", f, claim, x)
+        flat = np.ravel_multi_index
+        assert flat(died.value.first, X.shape) <= flat((3, 2), X.shape) <= flat(died.value.last, X.shape)
+        assert "coloured" in str(died.value)
+    else:
+        pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
+        with pytest.raises(ChunkFailedError) as failed:
+            run_axes("executor", f, claim, x, pool=pool, retries=0)
+        assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
+    assert same_bits(x, before) and no_workers_left()
+
+
+def slow_rows(z):
+    # Slow where the runner evaluates (a worker, a thread), quick in the checking thread: the
+    # declaration's probes (in the checking thread) are done before the interrupt arrives.
+    away = os.getpid() != PARENT or threading.current_thread() is not threading.main_thread()
+    time.sleep(0.2 if away else 0.02)
+    return rows(z)
+
+
+@pytest.mark.parametrize("runner", AXES_RUNNERS)
+def test_axes_ctrl_c_leaves_no_worker(runner):
+    needs(runner)
+    f, claim, x = axes_subject(runner)
+    kept = x.copy()
+    timer = threading.Timer(0.6, _thread.interrupt_main)  # the probes (~0.2 s) are done, the pool is up
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_axes(runner, f if runner == "compiled" else slow_rows, claim, x)
+            time.sleep(5)  # (a kernel that ran to its end: the interrupt arrives here)
+    finally:
+        timer.cancel()
+    assert same_bits(x, kept) and no_workers_left()
+
+
+# -- Ctrl-C while the pool forks its workers --------------------------------------------------------
+_ARMED = {"interrupt": False}
+
+
+def _interrupt_after_a_fork() -> None:
+    if _ARMED["interrupt"]:
+        _ARMED["interrupt"] = False
+        _thread.interrupt_main()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_parent=_interrupt_after_a_fork)  # inert unless armed
+
+
+@pytest.mark.parametrize("feature", ["check", "independent_axes"])
+def test_ctrl_c_while_the_pool_forks_is_not_lost(feature):
+    """An interrupt that arrives in CPython's at-fork handlers (here: raised from one, as a
+    Ctrl-C during the fork would be) is printed and dropped there; the pool holds it back until
+    its workers are forked, so the check stops with KeyboardInterrupt instead of running on."""
+    needs("processes")
+    x = X.copy()
+    _ARMED["interrupt"] = True
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            if feature == "check":
+                run_check("processes", x=x)
+            else:
+                run_axes("processes", rows, rows_vjp, x)
+    finally:
+        _ARMED["interrupt"] = False
+    assert same_bits(x, X) and no_workers_left()

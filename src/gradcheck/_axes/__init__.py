@@ -3,12 +3,12 @@
 Three steps, one module each: :mod:`.declare` reads the declaration against the shapes of
 ``x`` and ``f(x)``; :mod:`.verify` tests it (a leak between slices is refused with
 :class:`~gradcheck.DependentSlicesError`, never turned into verdicts); :mod:`.colour` is the
-differencer that perturbs one entry of every slice in the same evaluation. ``check`` hands
-the differencer and each entry's base value (its slice's) to the same verdict machinery as
-a plain check: classify, step study, kink test, quick look, referee; :mod:`.referee` is the
-referee on each entry's own slice; :mod:`.processes` and :mod:`.executor` run the
-differencer's evaluations as jobs on a fork pool or on a ``concurrent.futures.Executor``,
-:mod:`.compiled` in a parallel numba kernel (an array-valued ``@njit`` ``f``).
+point generator that perturbs one entry of every slice in the same evaluation, on any runner of
+the evaluation layer (:mod:`gradcheck._evaluate`: serial, batched, compiled, processes,
+executor) with the per-slice reduction it defines. ``check`` hands the differencer and each
+entry's base value (its slice's) to the same verdict machinery as a plain check: classify,
+step study, kink test, quick look, referee; :mod:`.referee` is the referee on each entry's own
+slice.
 In: ``f``, ``x``, ``f(x)`` and the declared axes. Out: a verified declaration, a differencer
 for the pipeline's difference stage, a slice referee for the adjudicate stage. It ranks
 beside ``_lowp``, after the report and before the pipeline.
@@ -16,27 +16,25 @@ Must not import: the pipeline, any feature (``gradcheck.mp`` only inside the ref
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
-from .colour import Coloured
-from .compiled import CompiledColoured, unsupported
-from .declare import Axes, declare
-from .executor import ExecutorColoured
-from .processes import PooledColoured
+from .._differences import StepsOf
+from .._evaluate import RUNNER_NAMES, Target, choose, compiled_refusal
+from .colour import Coloured, SliceReduction
+from .declare import Axes, against_input, declare
 from .verify import verify
 
-__all__ = ["Axes", "Coloured", "colour_plan", "declare", "refuse_unsupported"]
+__all__ = ["Axes", "Coloured", "SliceReduction", "against_input", "colour_plan", "declare", "refuse_unsupported"]
 
-#: The engines the coloured differencer runs on (``auto`` means serial, or batched for a
-#: vectorized ``f``; ``processes``: its evaluations on a fork pool, :mod:`.processes`;
-#: ``executor``: on ``check(..., executor=ex)``, :mod:`.executor`; ``compiled``: an array-valued
-#: ``@njit`` ``f``, its evaluations in a parallel numba kernel, :mod:`.compiled`).
-ENGINES = ("auto", "serial", "batched", "processes", "executor", "compiled")
+#: The engines the coloured differencer runs on: every runner of the evaluation layer
+#: (``auto``: the layer's choice without a timing, so no evaluation is spent on it: the
+#: executor when one is given, batched for a vectorized ``f``, else serial).
+ENGINES = RUNNER_NAMES
 
 
-def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, checkpoint: Any,
+def refuse_unsupported(independent_axes: object, *, engine: str, executor: object, checkpoint: object,
                        complex_input: bool = False) -> None:
     """Refuse, with the reason, what ``independent_axes`` does not support (yet).
     ``checkpoint=`` is supported (``coloured_difference`` records the coloured passes)."""
@@ -52,52 +50,40 @@ def refuse_unsupported(independent_axes: Any, *, engine: str, executor: Any, che
         raise ValueError(f"independent_axes does not support {what}")
 
 
-def colour_plan(independent_axes: Any, *, evaluate, work: np.ndarray, y0: np.ndarray,
-                cotangent: np.ndarray | None, steps: Any, seed: int, vectorized: bool,
-                engine: str, lowp: bool, executor: Any = None, f: Any = None, backend: Any = None) -> Coloured:
-    """The verified coloured differencer for ``f`` at ``work``. ``evaluate(batch)`` returns
-    ``f``'s output at ``work`` (``batch`` None) or at a stack of copies (vectorized ``f``)."""
+def colour_plan(independent_axes: object, *, evaluate: Callable[[np.ndarray | None], object], work: np.ndarray,
+                y0: np.ndarray, cotangent: np.ndarray | None, steps: StepsOf | np.ndarray, seed: int,
+                vectorized: bool, engine: str, lowp: bool, f: Callable[..., object], backend: object,
+                executor: object = None, pristine: np.ndarray | None = None) -> Coloured:
+    """The verified coloured differencer for ``f`` at ``work``. ``evaluate(None)`` returns
+    ``f``'s output at ``work``; the runner ``engine`` evaluates ``f`` through ``backend``;
+    ``pristine`` holds ``x``'s bits (a write of ``f`` into its input is caught against it)."""
     if np.iscomplexobj(y0):
         raise ValueError("independent_axes does not support a complex output: check its real view without it")
     if lowp:
         raise ValueError("independent_axes does not support float16/bfloat16 input (yet): check a float64 "
                          "upcast of x, or check without independent_axes")
-    if cotangent is None:
-        raise ValueError(
-            "independent_axes needs f to return an array whose slices match x's; f returned a scalar. "
-            "For a loss that is a sum of per-example terms, return the per-example losses (shape (B,)) "
-            "and declare independent_axes=(0,): the check reduces them with its own cotangent")
-    if engine == "executor" and executor is None:
-        raise ValueError("engine='executor' needs check(..., executor=...): a concurrent.futures.Executor")
-    if engine == "batched" and not vectorized:
-        raise ValueError("engine='batched' needs an f that accepts a leading batch axis; "
-                         "declare it with check(..., vectorized=True)")
-    if engine == "compiled":
-        why = unsupported(f, backend, work)
-        if why is not None:
-            raise TypeError(f"engine='compiled' with independent_axes cannot check this function: {why}")
-    axes = declare(independent_axes, work.shape, y0.shape)
-    spent, note = verify(axes, lambda: evaluate(None), work, y0, steps, seed)
-    if executor is not None or engine == "executor":
-        coloured: Coloured = ExecutorColoured(axes, evaluate, work, cotangent, y0, executor=executor)
-        way = "executor"
-    elif engine == "compiled":
-        coloured = CompiledColoured(axes, evaluate, work, cotangent, y0, f=f)
-        way = "compiled"
-    elif engine == "processes":
-        coloured = PooledColoured(axes, evaluate, work, cotangent, y0)
-        way = "processes"
-    else:
-        coloured = Coloured(axes, evaluate, work, cotangent, y0, vectorized=vectorized)
-        way = "batched" if vectorized else "serial"
-    coloured.evaluations += spent
+    axes = declare(independent_axes, work.shape, y0.shape)  # refuses a scalar f(x): then the cotangent is None
+    assert cotangent is not None
+
+    def output() -> object:  # f's output at work as it is now (the runners reduce it per slice)
+        return evaluate(None)
+
+    target = Target(f=f, work=work, evaluate=output, backend=backend, vectorized=vectorized,
+                    executor=executor, slices=SliceReduction(axes, cotangent, y0.shape))
+    why = compiled_refusal(target) if engine == "compiled" else None
+    if why is not None:
+        raise TypeError(f"engine='compiled' with independent_axes cannot check this function: {why}")
+    runner = choose(engine, target, timing=False).runner  # refuses what the runner cannot run
+    spent, note = verify(axes, output, work, y0, steps, seed, pristine)
+    coloured = Coloured(axes, runner, work, cotangent, y0)
+    coloured.spent += spent
+    way = runner.name
     coloured.name = f"{way} (coloured)"
     spread = ""
     if way in ("processes", "compiled"):
         unit = "processes" if way == "processes" else "numba threads"
-        spread = f", on {coloured.workers} {unit}"  # type: ignore[attr-defined]
+        spread = f", on {getattr(runner, 'workers', 1)} {unit}"
     coloured.reason = (f"{way} (coloured): independent_axes={independent_axes!r}, {axes.slices} slices of "
                        f"{axes.per_slice} entries: one entry of every slice per evaluation{spread}")
-    coloured.notes = [note]
+    coloured.own_notes = [note]
     return coloured
-

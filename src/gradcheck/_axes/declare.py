@@ -49,6 +49,9 @@ class Axes:
         idx = np.asarray(flat_indices, dtype=np.int64)
         if self.elementwise:
             return idx
+        k = len(self.axes)
+        if self.axes == tuple(range(k)):  # leading axes: a slice is a run of the flat order
+            return idx // int(np.prod(self.x_shape[k:], dtype=np.int64))
         coords = np.unravel_index(idx, self.x_shape)
         return np.ravel_multi_index(tuple(coords[a] for a in self.axes), self.sizes).astype(np.int64)
 
@@ -113,6 +116,11 @@ def declare(independent_axes: Any, x_shape: tuple[int, ...], y_shape: tuple[int,
     1
     """
     x_shape, y_shape = tuple(int(n) for n in x_shape), tuple(int(n) for n in y_shape)
+    if not y_shape:
+        raise ValueError(
+            "independent_axes needs f to return an array whose slices match x's; f returned a scalar. "
+            "For a loss that is a sum of per-example terms, return the per-example losses (shape (B,)) "
+            "and declare independent_axes=(0,): the check reduces them with its own cotangent")
     if isinstance(independent_axes, str):
         if independent_axes != "all":
             raise ValueError(f"independent_axes must be a tuple of axes or 'all', got {independent_axes!r}")
@@ -128,6 +136,19 @@ def declare(independent_axes: Any, x_shape: tuple[int, ...], y_shape: tuple[int,
                 f"independent_axes={tuple(independent_axes)!r}: input and output must share axis {a} "
                 f"(same position, same size), but x has shape {x_shape} and f(x) has shape {y_shape}")
     return Axes(axes, x_shape, y_shape, False)
+
+
+def against_input(independent_axes: Any, x_shape: tuple[int, ...]) -> None:
+    """The declaration's own errors, which need only ``x``: its type, an axis out of ``x``'s
+    range, an axis named twice (``check`` calls this before ``f`` runs; :func:`declare`
+    checks the output's shape once ``f(x)`` is known)."""
+    if independent_axes is None:
+        return
+    if isinstance(independent_axes, str):
+        if independent_axes != "all":
+            raise ValueError(f"independent_axes must be a tuple of axes or 'all', got {independent_axes!r}")
+        return
+    _as_axes(independent_axes, len(x_shape))
 
 
 def _as_axes(value: Any, ndim: int) -> tuple[int, ...]:

@@ -18,18 +18,29 @@ The perturbation is at most the check's own step (a leak of relative size 1e-16 
 bit, and the probes stay where the differences will go: an ``f`` defined there is defined here).
 A leak raises :class:`DependentSlicesError` (the axis, the perturbed entry, the output entry that
 moved): a wrong declaration never turns into verdicts; ``f`` raising raises
-:class:`~gradcheck.FunctionError` at the first entry perturbed. Verification is a test, not a proof
+:class:`~gradcheck.FunctionError` at the first entry perturbed. Before any output is compared, each
+probe checks what would otherwise be misread as a leak: an ``f`` that wrote into its input raises
+:class:`~gradcheck.InputMutationError`, an output of another shape or dtype than ``f(x)``'s
+:class:`~gradcheck.OutputError` (either changes the output everywhere, slices or not). Verification is a test, not a proof
 (past ``2**MAX_BITS`` slices, or a leak at other points only): the report says how it was tested.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 import numpy as np
 
-from .._core.errors import DependentSlicesError, FunctionError
+from .._core.arrays import same_bits
+from .._core.errors import (
+    DependentSlicesError,
+    FunctionError,
+    InputMutationError,
+    OutputError,
+    UnsupportedInputError,
+    mutation_error,
+)
+from .._differences import StepsOf
 from .declare import Axes
 
 #: Single-entry probes; bit partitions (each with its complement); random ones beyond them.
@@ -38,11 +49,17 @@ MAX_BITS = 12
 RANDOM_PAIRS = 2
 
 
-def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0: np.ndarray,
-           steps: Any, seed: int) -> tuple[int, str]:
+def verify(axes: Axes, evaluate: Callable[[], object], work: np.ndarray, y0: np.ndarray,
+           steps: StepsOf | np.ndarray, seed: int, pristine: np.ndarray | None = None) -> tuple[int, str]:
     """Test the declaration on ``work`` (perturbed in place, restored bit for bit); ``evaluate()``
-    returns ``f``'s output at the current ``work``. Returns the evaluations spent and a note."""
+    returns ``f``'s output at the current ``work``; ``pristine`` holds ``x``'s bits (a write of
+    ``f`` into ``work`` is caught against it; default: a copy of ``work`` made here). Returns the
+    evaluations spent and a note."""
     rng = np.random.default_rng([seed, 0x5A1CE])
+    pristine = work.copy() if pristine is None else pristine
+    if not same_bits(work, pristine):  # f(x) itself wrote into x
+        raise mutation_error(seen=" (seen before verifying independent_axes)")
+    evaluate = _checked(evaluate, work, pristine, y0)
     flat = work.reshape(-1)
     count = 0
     out = None if axes.elementwise else _slice_view(axes, len(y0.shape))  # how slices lie along f(x)'s axes
@@ -76,6 +93,36 @@ def verify(axes: Axes, evaluate: Callable[[], np.ndarray], work: np.ndarray, y0:
             f"slices of {len(halves)} halves of the {axes.slices} slices, {every}) left every output outside the "
             f"perturbed slices bit-identical")
     return count, note
+
+
+def _checked(evaluate: Callable[[], object], work: np.ndarray, pristine: np.ndarray,
+             y0: np.ndarray) -> Callable[[], np.ndarray]:
+    """``evaluate`` for the probes, with what could pass for a leak checked first: ``f`` must
+    leave ``work`` as the probe set it (the perturbed entries as written, every other entry
+    with ``pristine``'s bits; else :class:`InputMutationError`), and return ``f(x)``'s shape
+    and dtype (else :class:`OutputError`, which the caller locates at its first entry)."""
+    flat, before = work.reshape(-1), pristine.reshape(-1)
+
+    def run() -> np.ndarray:
+        moved = _bits_differ(flat, before)  # the probe's perturbation, before f runs
+        written = flat[moved]
+        y = np.asarray(evaluate())
+        now = _bits_differ(flat, before)
+        kept = np.array_equal(now, moved) and same_bits(flat[moved], written)
+        if not kept:
+            changed = np.flatnonzero(now != moved)
+            if not changed.size:  # a perturbed entry that f overwrote
+                changed = np.flatnonzero(moved)[_bits_differ(flat[moved], written)]
+            at = tuple(int(k) for k in np.unravel_index(int(changed[0]), work.shape))
+            when = "while it was perturbed" if moved[changed[0]] else f"while {int(moved.sum())} others were perturbed"
+            raise mutation_error(seen=f" (entry {at} changed {when}, verifying independent_axes)")
+        if y.shape != y0.shape or y.dtype != y0.dtype:
+            raise OutputError(f"{y.dtype} of shape {y.shape}", tail=(
+                f", after returning {y0.dtype} of shape {y0.shape} at the unperturbed input; f must return "
+                "the same shape and dtype at every point"))
+        return y
+
+    return run
 
 
 def _halves(slices: int, rng: np.random.Generator) -> list[Callable[[], np.ndarray]]:
@@ -138,9 +185,22 @@ def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, out, *, bisect: bo
         else:
             entries = first
         leak = found
+    _require_deterministic(evaluate, y0)  # a leak is only a leak if f repeats itself at x
     entry = tuple(int(k) for k in np.unravel_index(int(entries[0]), shape))
     how = "one entry perturbed alone" if entries.size == 1 else f"{entries.size} entries perturbed together"
     raise DependentSlicesError(_axis_of(axes, entry, leak), entry, leak, how)
+
+
+def _require_deterministic(evaluate, y0) -> None:
+    """``f`` at the unperturbed input must give ``y0``'s bits again: else the outputs that moved
+    are its noise, not a leak between slices (refused, said as such)."""
+    with np.errstate(all="ignore"):
+        again = np.asarray(evaluate())
+    if _bits_differ(again, y0).any():
+        raise UnsupportedInputError(
+            "f is nondeterministic (f(x) changed between two calls at the same x): independent_axes is "
+            "verified by comparing f's outputs bit for bit, which needs a deterministic f; check it "
+            "without independent_axes (its report says how much f drifts)")
 
 
 def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out) -> tuple[int, ...] | None:
@@ -155,9 +215,13 @@ def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out) -> tu
         flat[entries] = moved
         with np.errstate(all="ignore"):
             y = np.asarray(evaluate())
+    except InputMutationError:
+        raise
     except Exception as exc:  # noqa: BLE001  located at the first entry perturbed
         at = tuple(int(k) for k in np.unravel_index(int(entries[0]), shape))
         side = f"+h, verifying independent_axes: {entries.size} entries perturbed together"
+        if isinstance(exc, OutputError):
+            raise exc.at(at, side) from None
         raise FunctionError(at, side, None, exc) from exc
     finally:
         flat[entries] = old
@@ -177,9 +241,13 @@ def _half_leak(evaluate, flat, mask, half, moves, y0, shape, out) -> tuple[int, 
         with np.errstate(all="ignore"):
             np.add(flat, moves, out=flat, where=move)
             y = np.asarray(evaluate())
+    except InputMutationError:
+        raise
     except Exception as exc:  # noqa: BLE001  located at the first entry perturbed
         at = tuple(int(k) for k in np.unravel_index(int(np.argmax(mask)), shape))
         side = f"+h, verifying independent_axes: {int(np.count_nonzero(mask))} entries perturbed together"
+        if isinstance(exc, OutputError):
+            raise exc.at(at, side) from None
         raise FunctionError(at, side, None, exc) from exc
     finally:
         flat[mask] = old

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import arguments as _arguments
+
 Reduce = Literal["random", "sum"]
 _REDUCE_CHOICES = ("random", "sum")
 #: The default resolution share (``Config.resolution``): a PASS needs ``tol <= 1% of scale``.
@@ -95,18 +97,16 @@ class Config:
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
-        if self.reduce not in _REDUCE_CHOICES:
-            raise ValueError(f"reduce={self.reduce!r} is not one of {_REDUCE_CHOICES}")
-        for field in ("step", "rtol", "atol", "noise_factor"):
-            value = getattr(self, field)
-            if not (isinstance(value, (int, float)) and np.isfinite(value) and value >= 0):
-                raise ValueError(f"{field} must be a finite number >= 0, got {value!r}")
-        if self.step <= 0:
-            raise ValueError(f"step must be > 0, got {self.step!r}")
-        res = self.resolution
-        if not (isinstance(res, (int, float)) and not isinstance(res, bool) and 0 < res < 1):
-            raise ValueError(f"resolution must be a number in (0, 1) (the largest tolerance, as a share of "
-                             f"the value, at which an entry may PASS), got {res!r}")
+        _arguments.choice("reduce", self.reduce, _REDUCE_CHOICES)
+        _arguments.positive("step", self.step)
+        for field in ("rtol", "atol", "noise_factor"):
+            _arguments.nonnegative(field, getattr(self, field))
+        _arguments.as_seed(self.seed)
+        _arguments.flag("refine", self.refine)
+        _arguments.flag("refine_noisy", self.refine_noisy)
+        _arguments.choice("dtype", self.dtype, tuple(UNIT_ROUNDOFF))
+        res = _arguments.share("resolution", self.resolution, " (the largest tolerance, as a share of the value, "
+                               "at which an entry may PASS)")
         if not self.rtol < res:
             raise ValueError(
                 f"rtol={self.rtol!r} is not below resolution={res!r}: a PASS needs its whole tolerance "
@@ -148,3 +148,15 @@ _PRESETS = {
     "bfloat16": Config(step=1e-1, rtol=1e-1, atol=0.0, noise_factor=8.0, resolution=2e-1, refine_noisy=False,
                        dtype="bfloat16"),
 }
+
+
+def as_config(value: Any) -> Any:
+    """``config``: a :class:`Config` or None (a dict says how to build one). The keyword's
+    validator lives beside the type (``Config`` checks its own fields with
+    :mod:`gradcheck._core.arguments`, which therefore cannot import it)."""
+    if value is None or isinstance(value, Config):
+        return value
+    hint = ""
+    if isinstance(value, dict):
+        hint = f"; build one from the dict with gradcheck.Config(**{value!r})"
+    raise TypeError(f"config must be a gradcheck.Config or None, got {_arguments.got(value)}{hint}")

@@ -87,8 +87,13 @@ class FunctionError(GradcheckError, RuntimeError):
 
 
 def where_evaluated(index: tuple[int, ...] | None, side: str, param: str | None) -> str:
-    """``"at entry (0, 2) (+h) of parameter 'w'"``, or ``"at the unperturbed input"``."""
-    where = "at the unperturbed input" if index is None else f"at entry {index} ({side})"
+    """``"at entry (0, 2) (+h) of parameter 'w'"``, or ``"at the unperturbed input"``; a
+    ``side`` that starts with ``"at "`` names a point of its own (``"at x + h d (h = 0.01)"``:
+    the tests that move ``x`` along a direction, not one entry)."""
+    if index is None and side.startswith("at "):
+        where = side
+    else:
+        where = "at the unperturbed input" if index is None else f"at entry {index} ({side})"
     return where if param is None else f"{where} of parameter {param!r}"
 
 

@@ -34,8 +34,12 @@ def float_dtype_name(arr: np.ndarray, what: str = "x") -> str:
 
 
 def unit_roundoff_of(arr: np.ndarray) -> float:
-    """Unit round-off of an array's dtype (float64's for anything non-float)."""
-    return UNIT_ROUNDOFF.get(dtype_name(arr.dtype), UNIT_ROUNDOFF["float64"])
+    """Unit round-off of an array's dtype (a complex dtype's parts': complex64 is float32's;
+    float64's for anything non-float)."""
+    dtype = arr.dtype
+    if dtype.kind == "c":
+        dtype = np.finfo(dtype).dtype
+    return UNIT_ROUNDOFF.get(dtype_name(dtype), UNIT_ROUNDOFF["float64"])
 
 
 def output_array(y: Any, what: str = "f") -> np.ndarray:

@@ -56,6 +56,21 @@ ACCEPT_HINT = "allow_unchecked=True accepts it in a test that expects this"
 _LOW_PRECISION = ("float32", "float16", "bfloat16")
 
 
+class PassedAsTruth:
+    """A result used as a condition means its verdict: ``bool(result)`` is ``result.passed``.
+
+    So ``assert gradcheck.check(f, x, wrong)`` fails, and pytest's message shows the
+    result's ``repr`` (its one-line summary: the status and the counts); FAIL and
+    INCONCLUSIVE are both false, as ``passed`` is. Every result type of gradcheck mixes
+    this in (the one rule); ``.assert_pass()`` still says more (the table, the way out).
+    """
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        return bool(getattr(self, "passed"))  # noqa: B009  (the mixin declares no such attribute)
+
+
 def status_of(counts: dict[Verdict, int], size: int, deterministic: bool = True) -> str:
     """The status of one report from its verdict counts (see the module docstring)."""
     if not deterministic or any(counts[v] for v in FAILING):

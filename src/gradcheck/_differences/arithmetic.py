@@ -16,17 +16,7 @@ import numpy as np
 
 from .._core.config import UNIT_ROUNDOFF, Config, dtype_name
 from .._core.sparse import SparseColumn
-
-
-def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
-    """``h_i = step * max(1, |x_i|)`` as float64."""
-    v = np.abs(np.asarray(values, dtype=np.float64))
-    step = np.asarray(rel_step, dtype=np.float64)
-    if step.ndim:
-        return step * np.maximum(1.0, v)
-    # In place in the fresh |x| (the same products): one array of N, not three.
-    np.maximum(1.0, v, out=v)
-    return np.multiply(step, v, out=v)
+from .._evaluate import steps_for  # the step rule lives with the shift that rebuilds it on a worker
 
 
 class _ComputedWhereRead(ABC):

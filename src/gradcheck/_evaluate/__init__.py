@@ -2,29 +2,38 @@
 
 Every feature needs the same thing from ``f``: its reduced value at ``x`` with some entries
 replaced. Point generators (the entry-wise pass and second look of ``check`` and
-``check_params``: :mod:`gradcheck._differences`; and, as they move onto this layer, the
-colouring rounds, the screen's blocks, the directions of the forward-mode, Hessian and adjoint
-tests, low-precision differencing) say WHICH points; this layer owns everything about RUNNING
-them, the way scipy's ``optimize._numdiff`` hands its points to one injected ``workers`` map.
+``check_params``: :mod:`gradcheck._differences`; the colouring rounds of ``independent_axes``:
+:mod:`gradcheck._axes`; and, as they move onto this layer, the screen's blocks, the directions
+of the forward-mode, Hessian and adjoint tests, low-precision differencing) say WHICH points;
+this layer owns everything about RUNNING them, the way scipy's ``optimize._numdiff`` hands its
+points to one injected ``workers`` map.
 
 The API
-    ``Points(idx, values, starts=None, width=1, labels=(...))``
+    ``Points(idx, values, starts=None, width=1, labels=(...), kind=None)``
         A batch of points: point ``j`` is ``x`` with the flat entries
         ``idx[starts[j]:starts[j+1]]`` set to ``values[...]`` (``starts=None``: one entry per
         point). Points come in groups of ``width`` a runner never splits (an entry's ``+h`` and
         ``-h``); chunks, progress and counts are in groups. ``labels`` name a point's
-        perturbation in errors (``"+h"``, ``"along a block of {count} entries"``).
+        perturbation in errors (``"+h"``, ``"along a block of {count} entries"``; with ``kind``
+        ``"coloured"``: ``"+h, coloured: 8 entries perturbed together"``).
         ``Points.pairs(idx, plus, minus)`` is the entry-wise pass's.
-    ``Target(f, work, evaluate, backend, cotangent=None, vectorized=False, executor=None, param=None)``
+    ``Points.shifted(Shift(step, size))``
+        Points that move EVERY entry by its step (``x_i +- h_i``, ``h_i = steps_for(x_i, step)``,
+        THE step rule): no index or value array, rebuilt where they run (a worker included).
+    ``Target(f, work, evaluate, backend, cotangent=None, vectorized=False, executor=None, param=None, slices=None)``
         What is evaluated: ``evaluate()`` is the reduced ``f`` (one scalar: ``f`` itself, or
         ``v . f`` with ``cotangent``) at the current contents of ``work``, the private working
-        copy of ``x`` (or a parameter array the caller restores bit for bit).
-    ``choose(name, target) -> Choice(runner, reason, evaluations)``
+        copy of ``x`` (or a parameter array the caller restores bit for bit). With ``slices``
+        (:class:`Slices`, a per-slice reduction: the colouring's ``v_b . f_b``), ``evaluate()``
+        is ``f``'s output and each perturbed entry is answered with its own slice's value.
+    ``choose(name, target, evaluations=None, timing=True) -> Choice(runner, reason, evaluations)``
         The runner by name, or ``"auto"``: THE automatic choice (one timer, :func:`time_call`),
-        its reason for the report and the calls of ``f`` it spent timing.
+        its reason for the report and the calls of ``f`` it spent timing (``timing=False``: none;
+        ``auto`` then picks executor, batched or serial).
     ``runner.run(points, progress=None) -> values``
-        One float64 per point, in order. ``progress(groups done)``. ``runner.name``,
-        ``runner.notes`` (for the report), ``runner.evaluations`` (points run),
+        One float64 per point, in order (a target with ``slices``: one per entry set, in the
+        order of ``points.idx``, a shift's entries in flat order). ``progress(groups done)``.
+        ``runner.name``, ``runner.notes`` (for the report), ``runner.evaluations`` (points run),
         ``runner.close(terminate=False)``.
 
 What every runner guarantees
@@ -42,7 +51,8 @@ Runners (one module each)
                    the one loop, also what every worker runs on its copy);
     ``batched``    ``f`` takes a leading batch axis: many points per call, memory bounded;
     ``compiled``   ``f`` is a numba ``@njit`` or a cffi C function: a ``prange`` loop over
-                   points in a numba kernel (:mod:`.loops`), each thread perturbing its own copy;
+                   points in a numba kernel (:mod:`.loops`), each thread perturbing its own copy
+                   (per-slice: the kernel stores each point's output, reduced from Python);
     ``processes``  chunks of points on one fork pool (:mod:`.fork`: the one pool owner, also
                    :func:`fork_map` for the referee);
     ``executor``   chunks of points through any ``concurrent.futures.Executor`` (dask
@@ -67,6 +77,7 @@ from .compiled import DTYPES as DTYPES
 from .compiled import CompiledRunner as CompiledRunner
 from .compiled import kind_of as kind_of
 from .compiled import numpy_backend as numpy_backend
+from .compiled import unsupported as compiled_refusal
 from .executor import ChunkFailedError as ChunkFailedError
 from .executor import ExecutorOptions as ExecutorOptions
 from .executor import ExecutorRunner as ExecutorRunner
@@ -78,15 +89,19 @@ from .fork import fork_hazard as fork_hazard
 from .fork import fork_map as fork_map
 from .fork import usable_cores as usable_cores
 from .points import Points as Points
+from .points import Shift as Shift
+from .points import steps_for as steps_for
 from .processes import ProcessesRunner as ProcessesRunner
 from .serial import SerialRunner as SerialRunner
 from .serial import run_here as run_here
 from .target import Runner as Runner
+from .target import Slices as Slices
 from .target import Target as Target
 from .target import flat_handle as flat_handle
 
 __all__ = ["RUNNER_NAMES", "BatchedRunner", "Choice", "ChunkFailedError", "CompiledRunner", "DTYPES", "Declined",
            "ExecutorOptions", "ExecutorRunner", "ExecutorStats", "ForkPool", "Points", "ProcessesRunner",
-           "Runner", "SerialRunner", "Target", "WorkerDied", "answer", "auto_decision", "auto_reason", "choose", "flat_handle",
-           "fork_available", "fork_hazard", "fork_map", "kind_of", "loops", "make_runner", "numpy_backend",
-           "picklable", "run_here", "time_call", "usable_cores"]
+           "Runner", "SerialRunner", "Shift", "Slices", "Target", "WorkerDied", "answer", "auto_decision",
+           "auto_reason", "choose", "compiled_refusal", "flat_handle", "fork_available", "fork_hazard", "fork_map",
+           "kind_of", "loops", "make_runner", "numpy_backend", "picklable", "run_here", "steps_for", "time_call",
+           "usable_cores"]

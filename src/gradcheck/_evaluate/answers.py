@@ -25,13 +25,14 @@ from .._core.arrays import same_bits
 from .._core.errors import FunctionError, InputMutationError, mutation_error
 from .points import Points
 from .serial import PointFailed, evaluate_points
-from .target import entry_of, located
+from .target import Slices, entry_of, located
 
 
-def answer(evaluate: Callable[[], float], work: np.ndarray, pristine: np.ndarray, points: Points) -> tuple:
+def answer(evaluate: Callable[[], object], work: np.ndarray, pristine: np.ndarray, points: Points,
+           slices: Slices | None = None) -> tuple:
     """Evaluate ``points`` on a worker's copy ``work`` of ``pristine``; the answer as data."""
     try:
-        values = evaluate_points(evaluate, work, points)
+        values = evaluate_points(evaluate, work, points, slices=slices)
     except InputMutationError:
         return ("mutated",)
     except PointFailed as failed:
@@ -60,7 +61,8 @@ def failure(points: Points, lo: int, answered: tuple, shape: tuple[int, ...], pa
     point ``lo``: what the serial runner raises at that point, the worker's traceback noted."""
     _, j, cause, worker_traceback = answered
     k = lo + j
-    err = located(cause, entry_of(points.entries(k)[0], shape), points.label(k), param)
+    first = points.first(k)
+    err = located(cause, None if first is None else entry_of(first, shape), points.label(k), param)
     if not isinstance(cause, FunctionError) and hasattr(err, "add_note"):  # Python >= 3.11 (not for an OutputError)
         err.add_note(f"raised {where}:\n{worker_traceback}")
     return err

@@ -4,14 +4,16 @@
 native (cffi) function with the numpy backend, when the evaluations are many enough to repay
 compiling (or launching) its kernel; ``batched`` when ``vectorized=True``; ``processes`` when
 the estimated serial time is long and there is more than one core; else ``serial``. The
-reason is said in the report; the calls of ``f`` the choice made (timing) are counted.
+reason is said in the report; the calls of ``f`` the choice made (timing) are counted. A
+generator whose evaluations are few by construction (the colouring's ``2 D``) asks for a choice
+without timing (``timing=False``): then ``auto`` is ``executor``, ``batched`` or ``serial``,
+and no call of ``f`` is spent.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from .batched import BatchedRunner
 from .compiled import CompiledRunner, is_warm, kind_of, unsupported
@@ -56,7 +58,7 @@ class Declined(str):
     check: the reason ``auto`` gives if serial ends up running it."""
 
 
-def time_call(evaluate: Callable[[], Any]) -> float:
+def time_call(evaluate: Callable[[], object]) -> float:
     """Seconds one call of ``evaluate`` takes (0 if it raises: the check's own pass reports
     that, at the entry where it happens). The one timer behind every automatic choice."""
     start = time.perf_counter()
@@ -84,10 +86,11 @@ def make_runner(name: str, target: Target) -> Runner:
     raise ValueError(f"engine={name!r} is not one of {RUNNER_NAMES}")
 
 
-def choose(name: str, target: Target, evaluations: int | None = None) -> Choice:
+def choose(name: str, target: Target, evaluations: int | None = None, *, timing: bool = True) -> Choice:
     """The runner for ``name`` (``"auto"``: the chooser above), the reason and the calls of
     ``f`` spent choosing. ``evaluations``: how many points the target will be asked for
-    (default ``2 * work.size``: the entry-wise pass)."""
+    (default ``2 * work.size``: the entry-wise pass). ``timing=False``: ``auto`` times nothing
+    and passes over the runners that need a timing (compiled, processes)."""
     if name not in RUNNER_NAMES:
         raise ValueError(f"engine={name!r} is not one of {RUNNER_NAMES}")
     if name != "auto":
@@ -95,17 +98,17 @@ def choose(name: str, target: Target, evaluations: int | None = None) -> Choice:
     count = 2 * target.work.size if evaluations is None else int(evaluations)
     calls = 0
 
-    def timed() -> Any:
+    def timed() -> object:
         nonlocal calls
         calls += 1  # counted before the call: a call that raises was made too
         return target.evaluate()
 
-    picked, reason = _auto(target, count, timed)
+    picked, reason = _auto(target, count, timed, UNTIMED if not timing else CANDIDATES)
     return Choice(make_runner(picked, target), reason, calls)
 
 
 def auto_reason(name: str, target: Target, count: int | None = None,
-                timed: Callable[[], Any] | None = None) -> str | None:
+                timed: Callable[[], object] | None = None) -> str | None:
     """Why ``auto`` would pick the runner ``name`` for ``count`` evaluations (default: the
     entry-wise pass's ``2 * work.size``): None when it does not apply, a :class:`Declined`
     reason when it applies but would not pay off. ``timed``: the evaluation to time (default
@@ -124,9 +127,14 @@ def auto_reason(name: str, target: Target, count: int | None = None,
     return None
 
 
-def _auto(target: Target, count: int, timed: Callable[[], Any]) -> tuple[str, str]:
+#: The runners ``auto`` considers, in order (then serial); without a timing, those that need none.
+CANDIDATES = ("executor", "compiled", "batched", "processes")
+UNTIMED = ("executor", "batched")
+
+
+def _auto(target: Target, count: int, timed: Callable[[], object], candidates: tuple[str, ...]) -> tuple[str, str]:
     serial_reason = "serial: a general Python callable (no faster engine applies)"
-    for candidate in ("executor", "compiled", "batched", "processes"):
+    for candidate in candidates:
         why = auto_reason(candidate, target, count, timed)
         if isinstance(why, Declined):
             serial_reason = f"serial: {why}"
@@ -142,7 +150,7 @@ def _executor_reason(target: Target) -> str | None:
     return f"check was given an executor ({type(ex).__name__}): chunks of entries run on it"
 
 
-def _compiled_reason(target: Target, count: int, timed: Callable[[], Any]) -> str | None:
+def _compiled_reason(target: Target, count: int, timed: Callable[[], object]) -> str | None:
     """Why ``auto`` should pick compiled, None when it does not apply, or a :class:`Declined`
     reason when it applies but would not pay off. Cheap: no numba import unless ``f`` already is
     a numba or native function; times one evaluation (twice when the first says yes)."""
@@ -169,7 +177,7 @@ def _compiled_reason(target: Target, count: int, timed: Callable[[], Any]) -> st
             f"{estimate:.1f} s: they run in a parallel numba kernel")
 
 
-def auto_decision(evaluate: Callable[[], Any], count: int, *, fork_safe: bool = True) -> tuple[str, str]:
+def auto_decision(evaluate: Callable[[], object], count: int, *, fork_safe: bool = True) -> tuple[str, str]:
     """``(choice, why)`` for ``count`` evaluations of ``evaluate``: ``"processes"`` when they
     would take more than :data:`PROCESSES_MIN_SECONDS` on one core and there are cores to share
     them, ``"declined"`` when they would but a fork is not safe now, else ``"serial"``. The one

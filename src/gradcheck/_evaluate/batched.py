@@ -69,11 +69,13 @@ class BatchedRunner:
         self.evaluations = 0
 
     def run(self, points: Points, progress: Callable[[int], None] | None = None) -> np.ndarray:
-        """The reduced ``f`` at each point, ``rows`` points per call; ``progress(groups done)``
-        after each batch."""
+        """The reduced ``f`` at each point (per-slice: at each entry set), ``rows`` points per
+        call; ``progress(groups done)`` after each batch."""
+        if points.shift is not None:
+            return self._run_shift(points, progress)
         work = self.target.work
         count = len(points)
-        out = np.full(count, np.nan)
+        out = np.full(points.entry_count if self.target.slices is not None else count, np.nan)
         if count == 0:
             return out
         per = max(points.width, self.rows - self.rows % points.width)
@@ -90,30 +92,81 @@ class BatchedRunner:
             stop = min(start + rows, count)
             span = points.span(start).start, points.span(stop - 1).stop
             at, v, was = where[span[0]:span[1]], points.values[span[0]:span[1]], restore[span[0]:span[1]]
-            if not same_bits(bflat[at], was):
-                raise _mutation_error()  # an earlier call wrote where this batch perturbs
+            if not same_bits(bflat[at], was):  # an earlier call wrote where this batch perturbs
+                raise _written(bflat[at], was, at, work.shape)
             bflat[at] = v
-            failure = None
             try:
-                y = self._evaluate(buf[:stop - start])
-            except Exception as exc:
-                failure = exc
+                y, failure = self._call(buf[:stop - start])
+                now = bflat[at]
+                if y is not None and same_bits(now, v):  # answered before the batch is put back:
+                    self._answer(y, points, start, stop, out)  # an output may be a view of it
+                del y
             finally:
-                mutated = not same_bits(bflat[at], v)
                 bflat[at] = was
-            if mutated:
-                raise _mutation_error()
+            if not same_bits(now, v):
+                raise _written(now, v, at, work.shape, points, start)
             if failure is not None:
                 raise self._locate(failure, points, start, stop)
-            if y.dtype.kind not in "fiub" and dtype_name(y.dtype) != "bfloat16":
-                raise _refused_output(y, points, start, work.shape)
-            out[start:stop] = self._reduce(y, stop - start)
             self.evaluations += stop - start
             if progress is not None:
                 progress(stop // points.width)
-        if not same_bits(buf, np.broadcast_to(work, buf.shape)):
-            raise _mutation_error()
+        whole = np.broadcast_to(work, buf.shape).reshape(-1)
+        if not same_bits(bflat, whole):
+            raise _written(bflat, whole, np.arange(bflat.size), work.shape)
         return out
+
+    def _run_shift(self, points: Points, progress: Callable[[int], None] | None) -> np.ndarray:
+        """A shift: the batch is the shifted copies of ``x`` themselves (one row per sign),
+        made from ``work`` (left as it is) a block at a time, with no index or value arrays."""
+        shift, work, slices = points.shift, self.target.work, self.target.slices
+        assert shift is not None
+        flat = np.ascontiguousarray(work).reshape(-1)
+        n, count = flat.size, len(points)
+        out = np.full(n * count if slices is not None else count, np.nan)
+        batch = np.empty((count,) + work.shape, dtype=work.dtype)
+        for k, sign in enumerate(shift.signs):
+            shift.fill(flat, sign, batch[k].reshape(-1))
+        y, failure = self._call(batch)
+        if y is not None:  # answered first (f's output may be a view of the batch), checked next
+            self._answer(y, points, 0, count, out)
+        del y
+        for k, sign in enumerate(shift.signs):
+            at = shift.first_moved(batch[k].reshape(-1), flat, sign)
+            if at >= 0:
+                raise _batch_written(entry_of(at, work.shape), points.label(k))
+        if failure is not None:
+            raise self._locate(failure, points.materialized(flat), 0, count)
+        self.evaluations += count
+        if progress is not None:
+            progress(points.groups)
+        return out
+
+    def _call(self, batch: np.ndarray) -> tuple[np.ndarray | None, Exception | None]:
+        """``f``'s output for ``batch``, or the exception it raised."""
+        try:
+            return self._evaluate(batch), None
+        except Exception as exc:
+            return None, exc
+
+    def _answer(self, y: np.ndarray, points: Points, start: int, stop: int, out: np.ndarray) -> None:
+        """The answers of points ``start:stop`` from ``f``'s output for their batch."""
+        rows = stop - start
+        slices = self.target.slices
+        if slices is None:
+            if y.dtype.kind not in "fiub" and dtype_name(y.dtype) != "bfloat16":
+                raise _refused_output(y, points, start, self.target.work.shape)
+            out[start:stop] = self._reduce(y, rows)
+            return
+        if np.shape(y)[:1] != (rows,):
+            raise ValueError(f"vectorized f returned shape {np.shape(y)} for a batch of {rows}")
+        for j in range(start, stop):
+            entries = None if points.shift is not None else points.entries(j)
+            try:
+                slices.per_entry(y[j - start], entries, out[points.answer_span(j, j + 1, True)])
+            except OutputError as refused:
+                first = points.first(j)
+                raise refused.at(None if first is None else entry_of(first, self.target.work.shape),
+                                 points.label(j)) from None
 
     def close(self, terminate: bool = False) -> None:
         pass
@@ -125,7 +178,8 @@ class BatchedRunner:
         for j in range(start, stop):
             one = work.copy()[np.newaxis]
             one.reshape(-1)[points.entries(j)] = points.values_of(j)
-            at = entry_of(points.entries(j)[0], work.shape)
+            first = points.first(j)
+            at = None if first is None else entry_of(first, work.shape)
             try:
                 self._evaluate(one)
             except OutputError as refused:  # gradcheck refused what f returned: said once
@@ -135,8 +189,9 @@ class BatchedRunner:
                 err.__cause__ = single
                 return err
         # No point raised alone: the failure belongs to the batch, not to one entry.
-        entries = np.unique(points.idx[points.span(start).start:points.span(stop - 1).stop])
-        at, side = entry_of(entries[0], work.shape), f"batch of {entries.size} entries"
+        entries = points.flat_entries(start, stop)
+        at = entry_of(entries[0], work.shape) if entries.size else None
+        side = f"batch of {entries.size} entries"
         if isinstance(exc, OutputError):
             return exc.at(at, side)
         err = FunctionError(at, side, None, exc)
@@ -178,10 +233,25 @@ def _refused_output(y: np.ndarray, points: Points, start: int, shape: tuple[int,
         require_real_output(np.asarray(y[row] if y.ndim else y), "the vectorized f")
     except OutputError as err:
         j = start + row
-        return err.at(entry_of(points.entries(j)[0], shape), points.label(j))
+        first = points.first(j)
+        return err.at(None if first is None else entry_of(first, shape), points.label(j))
     raise AssertionError("called only for an output that holds no real numbers")
 
 
-def _mutation_error() -> InputMutationError:
-    return mutation_error("the vectorized f", into="the batch it was given")
+def _written(now: np.ndarray, want: np.ndarray, at: np.ndarray, shape: tuple[int, ...],
+             points: Points | None = None, start: int = 0) -> InputMutationError:
+    """The vectorized ``f`` wrote into its batch: the first of the buffer positions ``at``
+    whose bits changed (``now`` against ``want``), named as the entry of its row (and, given
+    ``points``, the perturbation of that row's point: batches start at row 0)."""
+    bits = f"u{now.dtype.itemsize}"
+    k = int(np.flatnonzero(np.ascontiguousarray(now).view(bits) != np.ascontiguousarray(want).view(bits))[0])
+    size = int(np.prod(shape, dtype=np.int64))
+    row, entry = divmod(int(at[k]), size)
+    return _batch_written(entry_of(entry, shape), None if points is None else points.label(start + row))
+
+
+def _batch_written(index: tuple[int, ...], label: str | None) -> InputMutationError:
+    how = "" if label is None else f", {label}"
+    return mutation_error("the vectorized f", seen=f" (entry {index} of the batch it was given changed{how})",
+                          into="the batch it was given")
 

@@ -14,7 +14,11 @@ cluster (``Client(...).get_executor()``), a ``ProcessPoolExecutor``, a ``ThreadP
 
 ``f`` travels by cloudpickle: a function of a module the workers can import, or one defined in
 ``__main__`` or inside a function (shipped by value), works; so does any closure over picklable
-data. Same numbers as ``serial``, bit for bit: every chunk is evaluated on a worker by the
+data. cloudpickle is needed only for executors that run tasks in other processes (dask, a
+``ProcessPoolExecutor``; ``gradcheck[dask]`` brings it). A ``ThreadPoolExecutor`` runs in this
+process: nothing is pickled (``f`` need not be picklable), its threads share the one working
+array, and its tasks run one at a time (:func:`in_process`); for parallel work on one machine
+use ``engine="processes"``. Same numbers as ``serial``, bit for bit: every chunk is evaluated on a worker by the
 serial loop on the worker's own copy of the working array, and points are independent of each
 other, so neither the chunking nor the worker changes a bit.
 
@@ -48,6 +52,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures as cf
+import functools
 import math
 import os
 import pickle
@@ -60,10 +65,11 @@ from typing import Any
 
 import numpy as np
 
+from .._core.arguments import integer
 from .._core.errors import GradcheckError
 from .answers import answer, failure, mutated_on_worker
-from .points import Points
-from .target import Target, entry_of
+from .points import Points, Shift
+from .target import Slices, Target, entry_of
 
 #: Resubmissions of a chunk whose task failed (not counting the first attempt).
 RETRIES = 2
@@ -132,12 +138,9 @@ class ExecutorOptions:
                 f"executor must be a concurrent.futures.Executor (something with .submit), "
                 f"got {type(self.executor).__name__}; for dask use Client(...).get_executor()"
             )
-        if int(self.retries) < 0:
-            raise ValueError(f"retries must be >= 0, got {self.retries!r}")
-        if self.chunk_entries is not None and int(self.chunk_entries) < 1:
-            raise ValueError(f"chunk_entries must be >= 1, got {self.chunk_entries!r}")
-        if self.slots is not None and int(self.slots) < 1:
-            raise ValueError(f"slots must be >= 1, got {self.slots!r}")
+        integer("retries", self.retries, minimum=0)
+        integer("chunk_entries", self.chunk_entries, minimum=1, none=True)
+        integer("slots", self.slots, minimum=1, none=True)
 
     @classmethod
     def of(cls, executor: Any) -> ExecutorOptions:
@@ -186,11 +189,11 @@ class ExecutorRunner:
         options = ExecutorOptions.of(target.executor if options is None else options)
         self.target = target
         self.options = options
-        self.executor = options.executor
-        self._client = dask_client(self.executor)
-        self.slots = int(options.slots) if options.slots else _slots(self.executor, self._client)
+        self._client = dask_client(options.executor)
+        self.slots = int(options.slots) if options.slots else _slots(options.executor, self._client)
+        self.executor = in_process(options.executor)  # threads: no pickling, one task at a time
         self.token = uuid.uuid4().hex
-        self.payload = _serialize(target)
+        self.payload = payload_for((target.evaluate, target.work, target.slices), options.executor)
         self.stats = ExecutorStats()
         self.evaluations = 0
         self._primed = False
@@ -253,8 +256,9 @@ class ExecutorRunner:
 
     def _submit(self, points: Points, force_payload: bool) -> cf.Future:
         payload = self._payload_argument(force_payload)
-        # What travels: the points' entries and values (and where each point starts).
-        args = (self.token, payload, points.idx, points.values, points.starts)
+        # What travels: the points' entries and values (and where each point starts), or a
+        # shift's step rule.
+        args = (self.token, payload, points.idx, points.values, points.starts, points.shift)
         if self._client is not None:
             # pure=False: a resubmitted chunk must be a new task, not the failed one's key.
             return self.executor.submit(_run_chunk, *args, pure=False)
@@ -280,7 +284,8 @@ class _Pass:
         self.progress, self.on_chunk = progress, on_chunk
         self.width = points.width
         self.count = points.groups
-        self.out = np.full(len(points), np.nan)
+        self.per_entry = runner.target.slices is not None
+        self.out = np.full(points.entry_count if self.per_entry else len(points), np.nan)
         self.filled = np.zeros(self.count, dtype=bool)
         self.next_lo = 0
         self.queue: collections.deque[_Chunk] = collections.deque()
@@ -345,7 +350,7 @@ class _Pass:
     def _failed(self, chunk: _Chunk, exc: BaseException) -> None:
         runner = self.runner
         if chunk.attempt >= runner.options.retries:
-            entries = np.unique(self._part(chunk).idx)
+            entries = self.points.flat_entries(chunk.lo * self.width, chunk.hi * self.width)
             raise ChunkFailedError(runner._entries(entries), chunk.attempt + 1,
                                    int((~self.filled).sum()), exc) from exc
         runner.stats.retries += 1
@@ -374,7 +379,7 @@ class _Pass:
                     other_fut.cancel()
                     del self.in_flight[other_fut]
         elif status == "mutated":
-            raise mutated_on_worker(runner._entries(self._part(chunk).idx[:1])[0])
+            raise mutated_on_worker(runner._entries(np.array([self.points.first(chunk.lo * self.width) or 0]))[0])
         else:  # pragma: no cover - a worker running another gradcheck version
             raise RuntimeError(f"unexpected answer {status!r} from a worker")
 
@@ -383,7 +388,7 @@ class _Pass:
         if self.filled[lo:hi].any():  # each point recorded exactly once
             raise RuntimeError(f"executor engine got entries {lo}:{hi} twice; please report this")
         a, b = lo * self.width, hi * self.width
-        self.out[a:b] = values
+        self.out[self.points.answer_span(a, b, self.per_entry)] = values
         self.filled[lo:hi] = True
         stats.chunks += 1
         stats.entries += hi - lo
@@ -396,22 +401,60 @@ class _Pass:
 
 
 # -- in the parent ------------------------------------------------------------------------
-def _serialize(target: Target) -> bytes:
-    """``(evaluate, work)`` in one cloudpickle call: the closure's array and ``work`` stay one
-    object on the worker, so perturbing ``work`` is what ``evaluate`` sees."""
+@dataclass(frozen=True)
+class InProcess:
+    """The payload for an executor whose tasks run in this process: the objects themselves."""
+
+    objects: tuple
+
+
+class _OneAtATime:
+    """An in-process executor whose tasks hold one lock: they share the one working array."""
+
+    def __init__(self, executor: Any) -> None:
+        self.inner, self.lock = executor, threading.Lock()
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> cf.Future:
+        return self.inner.submit(functools.partial(_locked, self.lock, fn), *args, **kwargs)
+
+
+def _locked(lock: threading.Lock, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    with lock:
+        return fn(*args, **kwargs)
+
+
+def runs_in_process(executor: Any) -> bool:
+    """Whether ``executor``'s tasks run in this process (a ``ThreadPoolExecutor``)."""
+    return isinstance(executor, cf.ThreadPoolExecutor)
+
+
+def in_process(executor: Any) -> Any:
+    """``executor``, or for one whose tasks run in this process a wrapper whose tasks run one
+    at a time (they perturb the same working array)."""
+    return _OneAtATime(executor) if runs_in_process(executor) else executor
+
+
+def payload_for(objects: tuple, executor: Any) -> bytes | InProcess:
+    """What travels to the workers: ``objects`` (the evaluation, its working array, the slices) as they
+    are for an in-process executor, else in one cloudpickle call (the closure's array and
+    ``work`` stay one object on the worker, so perturbing ``work`` is what ``evaluate`` sees)."""
+    if runs_in_process(executor):
+        return InProcess(objects)
     try:
         import cloudpickle
-    except ModuleNotFoundError as exc:  # pragma: no cover - dask and friends bring it
+    except ModuleNotFoundError as exc:
         raise ModuleNotFoundError(
-            "the executor engine needs cloudpickle (pip install cloudpickle, or gradcheck[dask])"
+            f"an executor that runs tasks in other processes ({type(executor).__name__}) needs cloudpickle "
+            "to ship f there: pip install cloudpickle (gradcheck[dask] brings it); a ThreadPoolExecutor, "
+            "or engine='processes' (fork), needs none"
         ) from exc
     try:
-        return cloudpickle.dumps((target.evaluate, target.work), protocol=pickle.HIGHEST_PROTOCOL)
+        return cloudpickle.dumps(objects, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         raise TypeError(
             f"the executor engine ships f to other processes, but f (or the backend) cannot be "
-            f"pickled: {type(exc).__name__}: {exc}. Use engine='serial' or 'processes', or make f "
-            "picklable (a module-level function, or a closure over picklable data)"
+            f"pickled: {type(exc).__name__}: {exc}. Use engine='serial' or 'processes' (or a "
+            "ThreadPoolExecutor), or make f picklable (a module-level function, or a closure over picklable data)"
         ) from exc
 
 
@@ -447,9 +490,9 @@ def _remember(cache: collections.OrderedDict, key: str, value: Any) -> None:
         cache.popitem(last=False)
 
 
-def _target_for(token: str, payload: bytes | None) -> tuple[Any, np.ndarray, np.ndarray] | None:
-    """This thread's ``(evaluate, work, pristine)`` for ``token``, or None when this process
-    has never received the payload."""
+def _target_for(token: str, payload: bytes | InProcess | None) -> tuple[Callable[[], object], np.ndarray, np.ndarray, Slices | None] | None:
+    """This thread's ``(evaluate, work, pristine, slices)`` for ``token``, or None when this
+    process has never received the payload."""
     targets = getattr(_LOCAL, "targets", None)
     if targets is None:
         targets = _LOCAL.targets = collections.OrderedDict()
@@ -462,8 +505,8 @@ def _target_for(token: str, payload: bytes | None) -> tuple[Any, np.ndarray, np.
         payload = _PAYLOADS.get(token)
     if payload is None:
         return None
-    evaluate, work = pickle.loads(payload)
-    entry = (evaluate, work, work.copy())
+    evaluate, work, slices = payload.objects if isinstance(payload, InProcess) else pickle.loads(payload)
+    entry = (evaluate, work, work.copy(), slices)
     _remember(targets, token, entry)
     return entry
 
@@ -485,16 +528,16 @@ def _forget(token: str) -> None:
 
 
 def _run_chunk(token: str, payload: bytes | None, idx: np.ndarray, values: np.ndarray,
-               starts: np.ndarray | None) -> tuple:
+               starts: np.ndarray | None, shift: Shift | None = None) -> tuple:
     """One chunk of points on this thread's copy of the working array: ``("ok", values,
     seconds)``, ``("error", j, cause, traceback)``, ``("missing",)`` without the payload, or
     ``("mutated",)`` (see :mod:`.answers`)."""
     got = _target_for(token, payload)
     if got is None:
         return ("missing",)
-    evaluate, work, pristine = got
+    evaluate, work, pristine, slices = got
     started = time.perf_counter()
-    result = answer(evaluate, work, pristine, Points(idx, values, starts))
+    result = answer(evaluate, work, pristine, Points(idx, values, starts, shift=shift), slices)
     if result[0] == "mutated":
         _forget(token)  # this copy is spoiled; a later task starts from the payload again
     if result[0] != "ok":

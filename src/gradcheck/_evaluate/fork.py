@@ -9,19 +9,23 @@ the moment of the fork, and a child that then calls into jax deadlocks (jax warn
 this). A worker that dies breaks the pool: :class:`~gradcheck.WorkerDiedError`, never a raw
 ``BrokenProcessPool``. Ctrl-C or an error terminates and joins the workers (they ignore SIGINT
 themselves), and on Linux the kernel kills them when the parent dies without a chance to clean
-up (SIGTERM's default action, SIGKILL, a crash).
+up (SIGTERM's default action, SIGKILL, a crash). A Ctrl-C that arrives while the pool forks is
+held back until the forks are done (:func:`interrupts_held`): raised inside CPython's at-fork
+handlers it would be printed and lost, and the check would go on.
 
 >>> usable_cores() >= 1
 True
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
 import sys
+import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
@@ -117,6 +121,25 @@ def how_it_died(processes: list[Any]) -> str:
     return f"it exited with status {code}"
 
 
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold SIGINT back for the block (the main thread only: Python handles signals there): one
+    that arrives is recorded and delivered to the handler that was in place once the block is
+    done. An interrupt raised inside the at-fork handlers CPython runs in the parent around
+    ``fork()`` (logging's lock release among them) is "ignored": Ctrl-C would be lost."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            signal.raise_signal(signal.SIGINT)  # to the handler in place again: KeyboardInterrupt
+
+
 # -- in a worker ---------------------------------------------------------------------------
 _STATE: Any = None
 
@@ -155,13 +178,14 @@ class ForkPool:
         self.hazard: str | None = None  # set when the pool was forked in spite of one
 
     def submit(self, func: Callable[[Any, Any], Any], item: Any) -> Future:
-        if self._pool is None:
-            self.hazard = fork_hazard()
+        if self._pool is not None:
+            return self._pool.submit(_call, func, item)
+        self.hazard = fork_hazard()
+        with interrupts_held():  # the first submit forks every worker
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("fork"),
-                                             initializer=_install,
-                                             initargs=(self.state, os.getpid(), self.prepare))
+                                             initializer=_install, initargs=(self.state, os.getpid(), self.prepare))
             self._finalizer = weakref.finalize(self, shutdown_pool, self._pool, False)
-        return self._pool.submit(_call, func, item)
+            return self._pool.submit(_call, func, item)
 
     def died(self, futures: Iterable[Future], exc: BrokenProcessPool) -> WorkerDied:
         """After ``exc``: the pool closed (its workers killed), and how the dead one died."""

@@ -11,7 +11,8 @@ copy with ``x`` at the chunk's end. ``status[j]`` records what went wrong at poi
 
 A scalar output is taken as float64; an array output is reduced in float64 as
 ``np.add.reduce(v * y)`` with the cotangent ``v``, term for term and in numpy's own pairwise
-summation order (:func:`reduce_like_numpy`), so the sums are numpy's to the bit.
+summation order (:func:`reduce_like_numpy`), so the sums are numpy's to the bit; for a
+per-slice reduction the whole output is stored, one row per point (:func:`raw_points`).
 """
 from __future__ import annotations
 
@@ -205,6 +206,51 @@ def reduced_points(f, work, v, idx, vals, starts, chunks, out, status):
             value, code = eval_reduced(f, xc, v, vflat)
             kept = _put_back(flat, ref, idx, vals, a, b)
             out[j] = value
+            if code:
+                status[j] = code
+            elif not kept:
+                status[j] = MUTATED
+        if hi > lo and status[hi - 1] == 0 and first_changed(flat, ref) >= 0:
+            status[hi - 1] = MUTATED
+
+
+@kernel(takes_functions=True)
+def eval_into(f, x, shape, row):
+    """``f(x)`` flattened into ``row`` (float64): 0, RAISED, or SHAPE for another shape."""
+    try:
+        y = f(x)
+    except Exception:  # noqa: BLE001 - recorded; re-raised from Python with its point
+        return RAISED
+    if y.ndim != shape.size:
+        return SHAPE
+    for d in range(y.ndim):
+        if y.shape[d] != shape[d]:
+            return SHAPE
+    flat = y.ravel()
+    for k in range(row.size):
+        row[k] = np.float64(flat[k])
+    return 0
+
+
+@kernel(parallel=True, takes_functions=True)
+def raw_points(f, work, shape, idx, vals, starts, chunks, ys, status):
+    # As scalar_points, but f's whole output at point j is stored in row j of ys (a per-slice
+    # reduction is made from it in Python, the serial runner's own code).
+    count = starts.size - 1
+    ref = work.reshape(work.size)
+    for c in prange(chunks):
+        xc = work.copy()
+        flat = xc.reshape(xc.size)
+        lo, hi = c * count // chunks, (c + 1) * count // chunks
+        for j in range(lo, hi):
+            a, b = starts[j], starts[j + 1]
+            if _point_moved(flat, ref, idx, a, b):
+                status[j] = MUTATED
+                break
+            for k in range(a, b):
+                flat[idx[k]] = vals[k]
+            code = eval_into(f, xc, shape, ys[j])
+            kept = _put_back(flat, ref, idx, vals, a, b)
             if code:
                 status[j] = code
             elif not kept:

@@ -41,7 +41,7 @@ def _pristine(target: Target) -> tuple[Target, np.ndarray]:
 
 def _run_chunk(state: tuple[Target, np.ndarray], points: Points) -> tuple:
     target, pristine = state
-    return answer(target.evaluate, target.work, pristine, points)
+    return answer(target.evaluate, target.work, pristine, points, target.slices)
 
 
 class ProcessesRunner:
@@ -75,13 +75,13 @@ class ProcessesRunner:
         count = len(points)
         if points.groups < 2:
             # Nothing to share: evaluate here (perturbs and restores the working array).
-            values = run_here(t.evaluate, t.work, points, param=t.param)
+            values = run_here(t.evaluate, t.work, points, param=t.param, slices=t.slices)
             if progress is not None and count:
                 progress(points.groups)
             self.evaluations += count
             return values
         bounds = points.bounds(self.workers * self.chunks_per_worker)
-        out = np.full(count, np.nan)
+        out = np.full(points.entry_count if t.slices is not None else count, np.nan)
         futures: dict[Future, tuple[int, int]] = {}
         try:
             for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -112,11 +112,11 @@ class ProcessesRunner:
                 lo, hi = futures[fut]
                 got = fut.result()
                 if got[0] == "mutated":
-                    raise mutated_on_worker(entry_of(points.idx[points.span(lo).start], t.work.shape))
+                    raise mutated_on_worker(entry_of(points.first(lo) or 0, t.work.shape))
                 if got[0] == "error":
                     failures.append((lo, got))
                     continue
-                out[lo:hi] = got[1]
+                out[points.answer_span(lo, hi, t.slices is not None)] = got[1]
                 done += (hi - lo) // points.width
             if failures:
                 # Chunks not started yet come after every started one (FIFO queue): cancel
@@ -136,7 +136,12 @@ class ProcessesRunner:
         """Chunks are picked up in submission order, one per worker plus one queued ahead, so
         the dead worker's chunk is among the first ``workers + 1`` chunks that never finished."""
         suspects = sorted(broken)[:self.workers + 1] or sorted(chunks)
-        flat = np.unique(np.concatenate([points.part(lo, hi).idx for lo, hi in suspects]))
+        flat = np.unique(np.concatenate([points.flat_entries(lo, hi) for lo, hi in suspects]))
         shape = self.target.work.shape
-        return WorkerDiedError(entry_of(flat.min(), shape), entry_of(flat.max(), shape), flat.size, how)
+        if not flat.size:
+            flat = np.zeros(1, dtype=np.int64)  # points that set no entry: f at x itself
+        task = "a worker process of engine='processes' died ({how}) while differencing"
+        if points.kind is not None:
+            task += f" ({points.kind}: several entries perturbed together)"
+        return WorkerDiedError(entry_of(flat.min(), shape), entry_of(flat.max(), shape), flat.size, how, task=task)
 

@@ -12,6 +12,11 @@ their copies. For each point, in order:
    perturbed);
 3. an exception is raised again as :class:`~gradcheck.FunctionError` at the point's first
    entry, named by the point's label (``+h``, ``-h``, ``along a block of 8 entries``).
+
+A shift (every entry moved by its step) is made in place a block at a time from a copy of
+``work``, compared a block at a time after ``f`` returned, and put back from the copy. With a
+per-slice reduction (``slices``) each entry's answer is taken from ``f``'s output before
+``work`` is put back (an output may be a view of its input).
 """
 from __future__ import annotations
 
@@ -22,20 +27,23 @@ import numpy as np
 
 from .._core.arrays import same_bits
 from .points import Points
-from .target import Target, entry_of, flat_handle, located, reader, written
+from .target import Slices, Target, entry_of, flat_handle, located, reader, written
 
 Progress = Callable[[int], None]
+Evaluate = Callable[[], object]
 
 
-def run_here(evaluate: Callable[[], float], work: np.ndarray, points: Points, *, param: str | None = None,
-             progress: Progress | None = None) -> np.ndarray:
-    """The reduced ``f`` at each point, perturbing ``work`` in place (see the module docstring);
-    ``progress(groups done)`` after each group of points."""
+def run_here(evaluate: Evaluate, work: np.ndarray, points: Points, *, param: str | None = None,
+             progress: Progress | None = None, slices: Slices | None = None) -> np.ndarray:
+    """The reduced ``f`` at each point (``slices``: at each entry set), perturbing ``work`` in
+    place (see the module docstring); ``progress(groups done)`` after each group of points."""
     try:
-        return evaluate_points(evaluate, work, points, progress)
+        return evaluate_points(evaluate, work, points, progress, slices)
     except PointFailed as failed:
         j = failed.j
-        err = located(failed.cause, entry_of(points.entries(j)[0], work.shape), points.label(j), param)
+        first = points.first(j)
+        at = None if first is None else entry_of(first, work.shape)
+        err = located(failed.cause, at, points.label(j), param)
         raise err from err.__cause__  # an OutputError chains nothing: it says what f returned
 
 
@@ -47,23 +55,28 @@ class PointFailed(Exception):
         self.j, self.cause = j, cause
 
 
-def evaluate_points(evaluate: Callable[[], float], work: np.ndarray, points: Points,
-                    progress: Progress | None = None) -> np.ndarray:
+def evaluate_points(evaluate: Evaluate, work: np.ndarray, points: Points, progress: Progress | None = None,
+                    slices: Slices | None = None) -> np.ndarray:
     """:func:`run_here` whose failure at a point is :class:`PointFailed` (a worker answers it
     as data; :func:`run_here` raises it as the FunctionError at the point's entry)."""
+    if points.shift is not None:
+        if work.flags.c_contiguous:
+            return _shift(evaluate, work, points, slices, progress)
+        points = points.materialized(np.ascontiguousarray(work).reshape(-1))
     flat = flat_handle(work)
     old = np.asarray(flat[points.idx], dtype=work.dtype).reshape(-1)  # each entry's value now
-    out = [np.nan] * len(points)
     with np.errstate(all="ignore"):  # f is evaluated at points the user did not choose
         # (no value 0 among them: a nonzero value compared with == is compared bit for bit)
-        if (points.single and points.width == 2 and np.array_equal(points.idx[0::2], points.idx[1::2])
-                and not (points.values == 0).any()):
+        if (slices is None and points.single and points.width == 2
+                and np.array_equal(points.idx[0::2], points.idx[1::2]) and not (points.values == 0).any()):
             return _pairs(evaluate, work, flat, points, old[0::2].tolist(), progress)
-        if points.single:
+        if slices is None and points.single:
+            out = [np.nan] * len(points)
             _single(evaluate, work, flat, points, old.tolist(), out, progress)
-        else:
-            _blocks(evaluate, work, flat, points, old, out, progress)
-    return np.array(out, dtype=np.float64)
+            return np.array(out, dtype=np.float64)
+        answers = np.full(points.entry_count if slices is not None else len(points), np.nan)
+        _blocks(evaluate, work, flat, points, old, answers, progress, slices)
+    return answers
 
 
 def _single(evaluate, work, flat, points: Points, old: list, out: list, progress) -> None:
@@ -123,28 +136,78 @@ def _pairs(evaluate, work, flat, points: Points, old: list, progress) -> np.ndar
     return out
 
 
-def _blocks(evaluate, work, flat, points: Points, old: np.ndarray, out: list, progress) -> None:
-    """Points of several entries each (a block of a screen, a round of a colouring)."""
+def _blocks(evaluate, work, flat, points: Points, old: np.ndarray, out: np.ndarray, progress,
+            slices: Slices | None) -> None:
+    """Points of several entries each (a block of a screen, a round of a colouring); with
+    ``slices``, each entry's answer goes to its place in ``out``."""
     width = points.width
+    same_dtype = points.values.dtype == work.dtype
     for j in range(len(points)):
         span = points.span(j)
         ids, was = points.idx[span], old[span]
-        first = entry_of(ids[0], work.shape) if ids.size else None
         if not same_bits(np.asarray(flat[ids], dtype=work.dtype), was):
-            raise written(first, "while other entries were perturbed")  # type: ignore[arg-type]
+            moved = _first_other(np.asarray(flat[ids], dtype=work.dtype), was)
+            raise written(entry_of(ids[moved], work.shape), "while other entries were perturbed")
         try:
             flat[ids] = points.values[span]
-            wanted = np.asarray(flat[ids], dtype=work.dtype)  # the values as x's dtype holds them
-            out[j] = evaluate()
-            kept = same_bits(np.asarray(flat[ids], dtype=work.dtype), wanted)
+            # the values as x's dtype holds them
+            wanted = points.values[span] if same_dtype else np.asarray(flat[ids], dtype=work.dtype)
+            y = evaluate()
+            now = np.asarray(flat[ids], dtype=work.dtype)
+            kept = same_bits(now, wanted)
+            if kept and slices is not None:  # taken while work is perturbed: y may be a view of it
+                slices.per_entry(y, ids, out[span])
+            elif kept:
+                out[j] = y
+            del y  # f's next output must not stack on this one
         except Exception as exc:
             raise PointFailed(j, exc) from exc
         finally:
             flat[ids] = was
         if not kept:
-            raise written(first, f"while the {ids.size} entries from it were perturbed")  # type: ignore[arg-type]
+            raise written(entry_of(ids[_first_other(now, wanted)], work.shape),
+                          f"while it was perturbed, {points.label(j)}")
         if progress is not None and (j + 1) % width == 0:
             progress((j + 1) // width)
+
+
+def _shift(evaluate, work: np.ndarray, points: Points, slices: Slices | None, progress) -> np.ndarray:
+    """A shift (every entry moved by its step) in place: one copy of ``work`` to put it back
+    from, the shifted values made and compared a block at a time, no index or value arrays."""
+    shift = points.shift
+    assert shift is not None
+    flat = work.reshape(-1)
+    old = flat.copy()
+    n = flat.size
+    out = np.full(n * len(points) if slices is not None else len(points), np.nan)
+    for j, sign in enumerate(shift.signs):
+        moved = -1
+        try:
+            shift.fill(old, sign, flat)
+            with np.errstate(all="ignore"):
+                y = evaluate()
+            moved = shift.first_moved(flat, old, sign)
+            if moved < 0 and slices is not None:  # taken while work is shifted: y may be a view of it
+                slices.per_entry(y, None, out[j * n:(j + 1) * n])
+            elif moved < 0:
+                out[j] = y
+            del y  # f's next output must not stack on this one
+        except Exception as exc:
+            raise PointFailed(j, exc) from exc
+        finally:
+            flat[...] = old
+        if moved >= 0:
+            raise written(entry_of(moved, work.shape), f"while it was perturbed, {points.label(j)}")
+        if progress is not None and (j + 1) % points.width == 0:
+            progress((j + 1) // points.width)
+    return out
+
+
+def _first_other(now: np.ndarray, want: np.ndarray) -> int:
+    """The first position where ``now`` and ``want`` differ in their bits."""
+    bits = f"u{now.dtype.itemsize}"
+    diff = np.flatnonzero(np.ascontiguousarray(now).view(bits) != np.ascontiguousarray(want).view(bits))
+    return int(diff[0]) if diff.size else 0
 
 
 class SerialRunner:
@@ -159,15 +222,10 @@ class SerialRunner:
 
     def run(self, points: Points, progress: Progress | None = None) -> np.ndarray:
         t = self.target
-        values = run_here(t.evaluate, t.work, points, param=t.param, progress=progress)
+        values = run_here(t.evaluate, t.work, points, param=t.param, progress=progress, slices=t.slices)
         self.evaluations += len(points)
         return values
 
     def close(self, terminate: bool = False) -> None:
         pass
-
-
-def run_points(target: Target, points: Points) -> np.ndarray:
-    """:func:`run_here` on the target (for one-off evaluations beside a runner)."""
-    return run_here(target.evaluate, target.work, points, param=target.param)
 

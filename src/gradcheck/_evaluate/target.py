@@ -5,6 +5,10 @@ scalar (``evaluate()``: the reduced ``f`` at the current contents of ``work``). 
 checker's private copy of ``x`` (``check``), or a parameter array the caller restores bit for
 bit (``check_params``); runners perturb it in place and put every entry back in ``finally``,
 or perturb their own copies of it (threads, worker processes).
+
+With a per-slice reduction (:class:`Slices`: independent axes), ``evaluate()`` returns ``f``'s
+output as it is, and each perturbed entry's answer is its own slice's reduction of it
+(``slices.per_entry``): a runner answers one value per entry set, not one per point.
 """
 from __future__ import annotations
 
@@ -30,25 +34,41 @@ class Target:
     pairwise order: the same bits as ``evaluate``). ``vectorized``: ``f`` takes a leading batch
     axis. ``executor``: a ``concurrent.futures.Executor`` (or :class:`ExecutorOptions`) the
     executor runner sends points to. ``param``: the parameter name errors carry (check_params).
+    ``slices``: a per-slice reduction (then ``evaluate()`` is ``f``'s output, ``cotangent`` None).
     """
 
     f: Callable[..., Any]
     work: np.ndarray
-    evaluate: Callable[[], float]
+    evaluate: Callable[[], object]
     backend: Any
     cotangent: np.ndarray | None = None
     vectorized: bool = False
     executor: Any = None
     param: str | None = None
+    slices: Slices | None = None
 
-    def entry(self, flat_index: Any) -> tuple[int, ...]:
+    def entry(self, flat_index: int | np.integer) -> tuple[int, ...]:
         """The multi-index of a flat index of ``work`` (as errors print it: ``(0, 2)``)."""
         return entry_of(flat_index, self.work.shape)
 
 
+class Slices(Protocol):
+    """A per-slice reduction: ``f``'s output reduced slice by slice (one scalar per slice, the
+    colouring's ``v_b . f_b``), each perturbed entry answered with its own slice's value."""
+
+    #: The shape of ``f``'s output (the compiled runner stores outputs of this shape).
+    shape: tuple[int, ...]
+
+    def per_entry(self, y: object, entries: np.ndarray | None, out: np.ndarray) -> None:
+        """Into ``out``: the value of each of ``entries`` (flat indices; None: every entry, in
+        flat order) from ``f``'s output ``y``; an output it cannot reduce raises
+        :class:`~gradcheck._core.errors.OutputError`."""
+
+
 class Runner(Protocol):
-    """What every runner answers: ``run(points) -> one float64 per point`` (``progress(groups
-    done)``), its ``name`` and ``notes`` for the report, the points it ran, ``close()``."""
+    """What every runner answers: ``run(points) -> one float64 per point`` (per entry set, for
+    a target with :class:`Slices`; ``progress(groups done)``), its ``name`` and ``notes`` for
+    the report, the points it ran, ``close()``."""
 
     name: str
     evaluations: int
@@ -61,7 +81,7 @@ class Runner(Protocol):
     def close(self, terminate: bool = False) -> None: ...
 
 
-def entry_of(flat_index: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
+def entry_of(flat_index: int | np.integer, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(int(k) for k in np.unravel_index(int(flat_index), shape))
 
 

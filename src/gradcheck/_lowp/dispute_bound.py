@@ -1,78 +1,117 @@
-"""What float32 *arithmetic* loses on a dispute's inputs, whatever dtypes ``math_fn`` uses.
+"""``dispute``'s allowance: what a kernel computing in a working precision must lose at
+each entry, and the bound beyond which a candidate is broken.
 
-``dispute`` widens its bound where a kernel that computes in float32 and rounds once cannot
-help being far from the exact value (outputs that nearly cancel). Running ``math_fn`` on
-float32 numpy arrays measures that only when ``math_fn`` stays in float32: one that closes
-over a float64 constant table (``inv_freq = base ** (-arange(0, d, 2) / d)``) or multiplies
-by a float64 array evaluates in float64 (numpy promotes), and an accurate float32 kernel is
-then called broken where the output cancels.
+A kernel that computes in a working precision with unit roundoff ``u`` (float32 by
+default: ``u = 2**-24``) and rounds its result once to the target format cannot be closer
+to the exact value ``y_i`` than
 
-:func:`float32_arithmetic` evaluates ``math_fn`` on :mod:`gradcheck.mp` values whose every
-operation rounds to a 24-bit mantissa (float32's): the inputs rounded to float32, every float
-constant that meets them in a ufunc rounded to float32 first, every ``+ - * /``, ``exp``,
-``cos``... rounded once to 24 bits (correctly: as a float32 kernel with a good libm). The
-dtypes of ``math_fn``'s constants do not matter: they meet values that round to 24 bits.
-``dispute`` takes, per entry, the larger of this evaluation's error and that of the numpy
-float32 evaluation (whose libm may be less accurate). The exponent range stays unbounded (no float32 overflow or
-subnormals), which is what the bound needs: the rounding, not the range.
+* the final rounding: half an ulp of the target at ``y_i``;
+* plus the working precision's own rounding carried through the function at that entry:
+  ``s_i = (|y_i| + kappa_i) * u / ulp(y_i)`` ulps, where ``|y_i| * u`` is the rounding of
+  the result itself and ``kappa_i = sum_j |x_j * d y_i / d x_j|`` carries a relative
+  rounding of every input entry (and of every intermediate computed from them) to the
+  output (:mod:`gradcheck._lowp.dispute_condition`: from exact derivatives, whatever the
+  definition's spelling).
 
-What it does not cover: a kernel whose constants differ from the definition's by more than
-one float32 rounding (a table computed with ``powf``, up to ~0.9 ulp off, against a
-definition holding the correctly rounded table) differs from the definition by that much
-more; at bfloat16 this stays inside the bound, at a float32 target it shows at entries that
-cancel (measured on the rotary embedding at positions 65,536-131,072: 2.4-3.7x the bound).
-Write the definition as the kernel computes its constants (``rope_math`` computes its table
-in the evaluation's own arithmetic), or give ``bound_ulps=``.
+Where the function is well conditioned ``s_i`` is a tiny fraction of an ulp at bfloat16 and
+float16 targets. Where it is not (the angle of a rotary embedding at position 4,000 carries
+the position's rounding 4,000-fold into outputs that nearly cancel; a layer norm's output
+near zero), ``s_i`` is what the working precision cannot help losing. The bound is
+
+    bound_i = BASE_BOUND_ULPS + BOUND_FACTOR * s_i      (in ulps of the target)
+
+``BASE_BOUND_ULPS`` (2 ulp) is the final rounding and room for one more rounding in the
+target format; ``BOUND_FACTOR`` (8) lets a kernel lose several working-precision roundings'
+worth (its constants rounded, a libm off by an ulp or two, a few operations in sequence).
+Nothing is pooled across entries: each entry's bound is its own.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import math
 
 import numpy as np
 
-from .._core.formats import FLOAT64, round_to_format
+from .._core.formats import FLOAT64, FloatFormat, resolve_format, ulp
+from .._report.text import figure
+from .dispute_condition import Sensitivity
 
-#: float32's significand, implicit bit included.
-FLOAT32_BITS = 24
+#: The bound where the function is well conditioned: the final rounding and one more.
+BASE_BOUND_ULPS = 2.0
+#: The bound adds this many times the working precision's propagated rounding.
+BOUND_FACTOR = 8.0
+#: The working precision, when none is given.
+WORKING_DEFAULT = "float32"
 
 
-def float32_arithmetic(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...],
-                       shape: tuple[int, ...]) -> tuple[np.ndarray | None, str]:
-    """``math_fn(*args)`` with float32 arithmetic emulated at arbitrary precision.
+def unit_roundoff(working: object) -> tuple[str, float]:
+    """(name, u) of a working precision (float16, bfloat16, float32 or float64).
 
-    Returns the flat float64 values of the result (exactly: 24-bit values fit) and an empty
-    note, or ``(None, note)`` when ``math_fn`` cannot run on ``gradcheck.mp`` values or its
-    result does not have ``shape``.
-
-    >>> import numpy as np
-    >>> table = np.array([0.1])                         # a float64 constant
-    >>> y, note = float32_arithmetic(lambda v: v * table, (np.array([3.0]),), (1,))
-    >>> float(y[0]) == float(np.float32(3) * np.float32(0.1)), note
-    (True, '')
+    >>> unit_roundoff("float32")
+    ('float32', 5.960464477539063e-08)
     """
-    from ..mp import NotAdjudicable
-    from ..mp._context import constants_rounded_to, owned
-    from ..mp._convert import to_mp_in
-    from ..mp._evaluate import run_checked
-
-    what = "the float32-arithmetic evaluation of math_fn"
-    try:
-        with owned() as ctx, constants_rounded_to(np.float32):
-            ctx.prec = FLOAT32_BITS
-            xs = tuple(to_mp_in(_narrow_input(a), ctx) for a in args)
-            y = run_checked(lambda _: math_fn(*xs), None, ctx)
-    except (NotAdjudicable, ArithmeticError, TypeError, ValueError) as exc:
-        return None, f"{what} raised {type(exc).__name__}: {exc} (the bound is not widened)"
-    flat = np.asarray(y, dtype=object).reshape(-1)
-    if np.shape(y) != tuple(shape):
-        return None, f"{what} returned shape {np.shape(y)}, not {tuple(shape)}"
-    return round_to_format(flat, FLOAT64, as_dtype=True).astype(np.float64), ""
+    fmt = resolve_format(working)
+    return fmt.name, math.ldexp(1.0, -(fmt.mantissa_bits + 1))
 
 
-def _narrow_input(a: np.ndarray) -> np.ndarray:
-    """A float input as a float32 kernel receives it (integers stay exact)."""
-    if a.dtype.kind == "f" and a.dtype.itemsize > 4:
-        with np.errstate(over="ignore"):
-            return a.astype(np.float32)
-    return a
+def working_loss(exact_hi: np.ndarray, kappa: np.ndarray, fmt: FloatFormat, u: float) -> np.ndarray:
+    """``s_i`` in ulps of ``fmt``: the working precision's rounding carried to each output."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = (np.abs(exact_hi) + kappa) * u / ulp(exact_hi, fmt)
+    return np.where(np.isfinite(exact_hi), s, 0.0)
+
+
+def bounds(exact_hi: np.ndarray, kappa: np.ndarray, fmt: FloatFormat, u: float) -> np.ndarray:
+    """The bound of every entry, in ulps (module docstring)."""
+    return BASE_BOUND_ULPS + BOUND_FACTOR * working_loss(exact_hi, kappa, fmt, u)
+
+
+def reason(b: np.ndarray, sens: Sensitivity, working: str, u: float, widest: str) -> str:
+    """How the bounds were set, in a sentence, with the widest one explained."""
+    low, mid, high = (float(np.min(b)), float(np.median(b)), float(np.max(b))) if b.size else (
+        BASE_BOUND_ULPS,) * 3
+    spread = f"{figure(low)} ulp everywhere" if high <= low * 1.001 else (
+        f"{figure(low)} to {figure(high)} ulp here, median {figure(mid)}")
+    text = (f"{figure(BASE_BOUND_ULPS)} ulp + {figure(BOUND_FACTOR)} x the {working} working "
+            f"precision's rounding (u = {u:.3g}) carried through the function's conditioning at "
+            f"each entry (sensitivities: {sens.method}): {spread}")
+    return text + (f". {widest}" if widest else "")
+
+
+def why_wide(index: tuple[int, ...], y: float, parts: list[tuple[float, str]], loss: float,
+             working: str, u: float, kappa: float | None = None) -> str:
+    """Why the bound at one entry is wide: the input whose rounding the function amplifies
+    most there (``parts``: each input's ``|x dy/dx|`` with its name), and by how much; with
+    no parts (a contraction's sensitivity comes whole), the total ``kappa``.
+
+    >>> why_wide((3, 7), 0.00123, [(0.0012, "x"), (4.9, "positions")], 42.7, "float32", 2.0**-24)
+    "at (3, 7), y = 0.00123 moves by 4.9 times a relative rounding of 'positions' (|positions dy/dpositions|, or of anything computed from it): float32's u = 5.96e-08 there is 2.92e-07, 42.7 ulp of y"
+    >>> why_wide((5,), -0.0527, [], 0.67, "float32", 2.0**-24, kappa=37.1)
+    "at (5,), y = -0.0527 moves by 37.1 times a relative rounding of its inputs (the sum of |x_j dy/dx_j| over them): float32's u = 5.96e-08 there is 2.21e-06, 0.67 ulp of y"
+    """
+    where = f"at {index}, y = {y:.3g}"
+    if not parts:
+        size = float(kappa or 0.0)
+        times = f"{size:,.0f}" if size >= 1000 else figure(size)
+        return (f"{where} moves by {times} times a relative rounding of its inputs (the sum of "
+                f"|x_j dy/dx_j| over them): {working}'s u = {u:.3g} there is {size * u:.3g}, "
+                f"{figure(loss)} ulp of y")
+    size, name = max(parts)
+    times = f"{size:,.0f}" if size >= 1000 else figure(size)
+    return (f"{where} moves by {times} times a relative rounding of '{name}' (|{name} dy/d{name}|, "
+            f"or of anything computed from it): {working}'s u = {u:.3g} there is {size * u:.3g}, "
+            f"{figure(loss)} ulp of y")
+
+
+def plain(bound_ulps: float, size: int) -> tuple[np.ndarray, str]:
+    """A bound given by the caller, the same at every entry."""
+    return np.full(size, float(bound_ulps)), f"{figure(bound_ulps)} ulp (given)"
+
+
+def fallback(size: int, fmt: FloatFormat) -> tuple[np.ndarray, str]:
+    """The base bound everywhere (a float64 target, or no sensitivities)."""
+    why = "float64 target" if fmt is FLOAT64 else "no sensitivities"
+    return np.full(size, BASE_BOUND_ULPS), f"{figure(BASE_BOUND_ULPS)} ulp at every entry ({why})"
+
+
+__all__ = ["BASE_BOUND_ULPS", "BOUND_FACTOR", "WORKING_DEFAULT", "unit_roundoff", "working_loss",
+           "bounds", "reason", "why_wide", "plain", "fallback"]

@@ -53,6 +53,27 @@ def gradient_definition(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...
     return gradient, name
 
 
+def gradient_of_cotangent(math_fn: Callable[..., Any], wrt: int,
+                          cotangent: Any) -> tuple[Callable[..., Any], np.ndarray]:
+    """The gradient as a function of the inputs *and* the cotangent (its last argument),
+    and the cotangent as an exact array (1 for a scalar ``math_fn``): what the gradient's
+    sensitivities are taken of, a backward kernel rounding the cotangent too.
+
+    >>> fn, cot = gradient_of_cotangent(np.sin, 0, None)
+    >>> cot.shape
+    ()
+    """
+    cot = np.ones(()) if cotangent is None else _cotangent(cotangent)
+
+    def gradient(*xs: Any) -> Any:
+        from ..mp._reverse import mp_vjp
+
+        *inputs, c = xs
+        return mp_vjp(math_fn, tuple(inputs), int(wrt), None if cotangent is None else c)
+
+    return gradient, cot
+
+
 def _cotangent(cotangent: Any) -> np.ndarray:
     """The cotangent as an exact array (float64 holds every narrower float's values)."""
     if type(cotangent).__module__.split(".")[0] == "torch":

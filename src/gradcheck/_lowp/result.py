@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from .._core.formats import FLOAT64, round_to_format
+from .._core.formats import FLOAT64, resolve_format, round_to_format
+from .._core.status import PassedAsTruth
 from .._report.html import HtmlViews
 from .._report.text import figure, percent
+from .dispute_bound import why_wide, working_loss
 from .dispute_timing import Timing, speed_lines
 
 
@@ -67,21 +69,28 @@ def _json_float(v: float) -> float | str:
 
 
 @dataclass(frozen=True, eq=False)
-class DisputeResult(HtmlViews):
+class DisputeResult(HtmlViews, PassedAsTruth):
     """What :func:`gradcheck.dispute` found. ``print(result)`` gives the table and verdict.
 
     ``stats[name]``: :class:`CandidateStats` per candidate; ``float32``: the same figures for
     the float32 evaluation of the definition (None if it could not run). ``errors[name]``:
     per-entry ulp errors (also under ``"float32 evaluation"``); ``values[name]``: the
     candidate's values as float64 (exact widening). ``exact``: the exact values
-    (object array of ``MPFloat``); ``correctly_rounded``: them rounded to the target dtype.
+    (object array of ``MPFloat``; for a contraction a stand-in that makes them when indexed,
+    ``np.asarray(result.exact, dtype=object)`` makes all); ``correctly_rounded``: them rounded
+    to the target dtype.
     ``closer``: per entry the name of the strictly closest candidate (None where tied);
     ``closer_index`` the same as an index into ``names`` (-1 where tied).
     ``most_accurate``: the candidate with the smallest mean error, or None when the best two
     are within ``tie_ratio``. ``broken``: the candidates with an entry beyond its bound;
     ``bounds`` holds the bound of every entry in ulps, ``bound_ulps`` its base (the bound
-    where the float32 evaluation loses nothing, or the bound you gave), ``bound_reason``
-    says how they were set. ``of``: ``"value"`` or ``"gradient"`` (what the candidates are).
+    where the function is well conditioned, or the bound you gave), ``bound_reason``
+    says how they were set, :meth:`why` why one entry's bound is what it is.
+    ``sensitivity``: per entry, ``sum_j |x_j dy/dx_j|`` over the input entries (zeros when
+    a bound was given); ``sensitivity_by_input[name]``: the part from each input;
+    ``working`` / ``unit_roundoff``: the working precision the bound allows for;
+    ``exact_how``: how the exact values were computed (exact kernels or mpmath).
+    ``of``: ``"value"`` or ``"gradient"`` (what the candidates are).
     ``timings[name]``: a :class:`~gradcheck._lowp.dispute_timing.Timing` (best and median
     seconds per call) for each candidate given as a callable; the verdict then has a line
     "name: 3.1x faster, 898x more accurate (than slowest ...)" per timed candidate, and
@@ -106,7 +115,7 @@ class DisputeResult(HtmlViews):
     float32: CandidateStats | None
     values: Mapping[str, np.ndarray]
     errors: Mapping[str, np.ndarray]
-    exact: np.ndarray
+    exact: Any
     correctly_rounded: np.ndarray
     closer: np.ndarray
     closer_index: np.ndarray
@@ -118,12 +127,18 @@ class DisputeResult(HtmlViews):
     notes: tuple[str, ...] = field(default_factory=tuple)
     timings: Mapping[str, Timing] = field(default_factory=dict)
     of: str = "value"
+    exact_how: str = ""
+    sensitivity: np.ndarray | None = None
+    sensitivity_by_input: Mapping[str, np.ndarray] = field(default_factory=dict)
+    working: str = "float32"
+    unit_roundoff: float = 2.0**-24
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "timings", MappingProxyType(dict(self.timings)))
         object.__setattr__(self, "stats", MappingProxyType(dict(self.stats)))
         object.__setattr__(self, "errors", MappingProxyType(dict(self.errors)))
         object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
+        object.__setattr__(self, "sensitivity_by_input", MappingProxyType(dict(self.sensitivity_by_input)))
 
     # -- the verdict ----------------------------------------------------------------------
     def _ranked(self) -> list[str]:
@@ -175,16 +190,44 @@ class DisputeResult(HtmlViews):
                     f"exceed their bound, furthest at {s.excess_index}: {figure(s.excess_ulp)} ulp against "
                     f"a bound of {figure(s.excess_bound)} ulp ({self._value_at(k, s.excess_index)}); "
                     f"{percent(1 - s.within_1ulp)} of its entries are beyond 1 ulp, max error "
-                    f"{figure(s.max_ulp)} ulp.")
+                    f"{figure(s.max_ulp)} ulp." + self._wide(s.excess_index))
             else:
+                wide = ""
+                if s.max_ulp > self.bound_ulps and s.worst_index:
+                    wide = (f" Its largest error is within a bound of "
+                            f"{figure(float(self.bounds[s.worst_index]))} ulp" + self._wide(s.worst_index, ":"))
                 lines.append(
                     f"{k} is within its bound at every entry: max error {figure(s.max_ulp)} ulp, "
-                    f"{percent(s.correctly_rounded)} correctly rounded."
-                )
+                    f"{percent(s.correctly_rounded)} correctly rounded." + (wide + "." if wide else ""))
         return "\n".join(lines)
 
+    def why(self, index: Any) -> str:
+        """Why the bound of entry ``index`` is what it is, in words: the base bound where the
+        function is well conditioned there, else the input whose rounding it amplifies most
+        and by how much (``"at (3, 7), where y = 0.00123, a relative change in 'positions'
+        is amplified 3,984x ..."``)."""
+        flat = np.atleast_1d(index) if np.ndim(index) else np.unravel_index(int(index), self.shape)
+        ix = tuple(int(i) for i in flat)
+        bound = float(self.bounds[ix])
+        if self.sensitivity is None or not self.sensitivity_by_input and not np.any(self.sensitivity):
+            return f"the bound at {ix} is {figure(bound)} ulp ({self.bound_reason})"
+        y = float(round_to_format([self.exact[ix]], FLOAT64, as_dtype=True)[0])
+        fmt = resolve_format(self.dtype)
+        loss = float(working_loss(np.array([y]), np.array([float(self.sensitivity[ix])]), fmt,
+                                  self.unit_roundoff)[0])
+        parts = [(float(v[ix]), n) for n, v in self.sensitivity_by_input.items()]
+        return f"the bound at {ix} is {figure(bound)} ulp: " + why_wide(
+            ix, y, parts, loss, self.working, self.unit_roundoff, kappa=float(self.sensitivity[ix]))
+
+    def _wide(self, ix: tuple[int, ...], lead: str = "") -> str:
+        """`` The bound there is wide: ...`` where it is more than twice the base bound."""
+        if not ix or float(self.bounds[ix]) <= 2 * self.bound_ulps or self.sensitivity is None:
+            return ""
+        text = self.why(ix)
+        return f"{lead} {text.split(': ', 1)[1]}" if lead else f" The bound there is wide: {text.split(': ', 1)[1]}."
+
     def _value_at(self, name: str, ix: tuple[int, ...]) -> str:
-        exact = round_to_format(np.asarray(self.exact, dtype=object)[ix], FLOAT64, as_dtype=True)
+        exact = round_to_format([self.exact[ix]], FLOAT64, as_dtype=True)[0]
         return f"it gives {float(self.values[name][ix]):.6g}, the exact value is {float(exact):.6g}"
 
     def _accuracy_sentence(self) -> str:
@@ -244,8 +287,9 @@ class DisputeResult(HtmlViews):
     def summary(self) -> str:
         size = int(np.prod(self.shape, dtype=np.int64))
         status = "no candidate broken" if self.passed else f"BROKEN: {', '.join(self.broken)}"
-        return (f"dispute over {self.function} in {self.dtype}: {size} entries, exact values at "
-                f"{self.dps} digits ({self.seconds:.2f} s) -- {status}")
+        how = self.exact_how or f"mpmath at {self.dps} digits"
+        return (f"dispute over {self.function} in {self.dtype}: {size} entries, exact values by "
+                f"{how} ({self.seconds:.2f} s) -- {status}")
 
     def __str__(self) -> str:
         out = [self.summary(), self.table(), f"bound: {self.bound_reason}",
@@ -274,6 +318,7 @@ class DisputeResult(HtmlViews):
                        for a in self.names for b in self.names if a != b},
             "verdict": self.verdict, "notes": list(self.notes), "seconds": self.seconds,
             "of": self.of, "timings": {k: t.to_dict() for k, t in self.timings.items()},
+            "working": self.working, "unit_roundoff": self.unit_roundoff, "exact_how": self.exact_how,
         }
 
     def benchmark_record(self) -> dict[str, Any]:

@@ -105,7 +105,8 @@ def rope_math(x: Any, positions: Any, base: float = ROPE_BASE) -> Any:
     """
     d = x.shape[-1]
     half = d // 2
-    pos = np.asarray(positions).astype(x.dtype)            # exact: integers below 2**24
+    # exact: integers below 2**24 (astype of the array itself: dual numbers have no numpy view)
+    pos = (positions if hasattr(positions, "astype") else np.asarray(positions)).astype(x.dtype)
     one = pos.reshape(-1)[:1] * 0 + 1                      # 1 in the working number type
     exponents = (np.arange(half) * (-2.0 / d)).astype(x.dtype)
     inv_freq = (one * base) ** exponents                   # (half,)

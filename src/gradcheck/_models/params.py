@@ -12,7 +12,7 @@ from .._adjudicate.referee import Referee, referee_may_run
 from .._core import arguments as _arguments
 from .._core import status as _status
 from .._core.arrays import same_bits
-from .._core.config import Config, dtype_name
+from .._core.config import Config, as_config, dtype_name
 from .._core.errors import (
     AliasedParametersError,
     FunctionError,
@@ -162,10 +162,11 @@ def check_params(
     True
     """
     started = time.perf_counter()
-    config, adjudicate, digits = (_arguments.as_config(config), _arguments.as_adjudicate(adjudicate),
+    config, adjudicate, digits = (as_config(config), _arguments.as_adjudicate(adjudicate),
                                   _arguments.as_digits(digits))
-    seed, executor = _arguments.integer("seed", seed, minimum=0), _arguments.as_executor(executor)
+    seed, executor = _arguments.as_seed(seed), _arguments.as_executor(executor)
     engine = _arguments.choice("engine", engine, PARAMS_ENGINES + ("executor",))
+    screen, _ = bool(_arguments.flag("screen", screen)), _arguments.as_budget(budget)
     problem = framework_problem(loss, params, grads)
     if problem is not None:
         loss, params, grads = problem.loss, problem.params, problem.grads
@@ -283,18 +284,19 @@ def _require_names(params: Mapping[str, Any], grads: Mapping[str, Any], order: S
                    sample: int | None) -> tuple[list[str], tuple[str, ...]]:
     """The names and their backward order, after refusing what check_params cannot check:
     a name without a claim, values that are not numpy arrays or share memory, an order
-    that is not the names, a sample that is not a positive int."""
+    that is not the names, a sample that is not an int >= 1."""
     names = list(params)
     missing = [n for n in names if n not in grads]
     if missing:
         raise KeyError(f"grads has no entry for {missing}; it must have one per parameter name {names}")
     _require_arrays(params)
     _require_unaliased(params)
+    _arguments.integer("sample", sample, minimum=1, meaning=" (entries per name)", none=True)
+    if order is not None and not (isinstance(order, (list, tuple)) and all(isinstance(n, str) for n in order)):
+        raise TypeError(f"order must be a list of the parameter names (backward order) or None, got {order!r}")
     order_t = tuple(order) if order is not None else tuple(reversed(names))
     if sorted(order_t) != sorted(names):
         raise ValueError(f"order must list each parameter name once: got {list(order_t)}, names are {names}")
-    if sample is not None and (not isinstance(sample, int) or sample < 1):
-        raise ValueError(f"sample must be a positive int (entries per name) or None, got {sample!r}")
     return names, order_t
 
 

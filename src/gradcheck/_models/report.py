@@ -17,7 +17,7 @@ from .diagnosis import Diagnosis
 
 
 @dataclass(frozen=True, eq=False)
-class ParamsReport(HtmlViews):
+class ParamsReport(HtmlViews, _status.PassedAsTruth):
     """One :class:`Report` per parameter name, a table of all names, and a diagnosis
     that reads the names in backward order.
 

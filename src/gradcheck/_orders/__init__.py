@@ -18,6 +18,8 @@ internals is ``_links``; the modules:
 * ``_hvp``      ``check_hvp``: the gradient map's VJP, plus the symmetric-Hessian test
 * ``_taylor``   ``taylor_test``: remainders at halving steps, observed orders
   (``_taylor_plot``: its log-log picture, the only matplotlib importer here)
+* ``_complex``  complex inputs and outputs in all four: check's convention, the real inner
+  product ``Re sum(conj(a) b)``, complex directions and cotangents (never a cast)
 * ``_result``   what the small results share (``passed``, ``assert_pass``, JSON)
 * ``_cli``, ``_plugin``, ``_showcases``: the command line, the pytest fixture's methods
   and the ``gradcheck demo`` showcases of this feature

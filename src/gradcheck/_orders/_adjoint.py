@@ -31,8 +31,21 @@ from typing import Any
 
 import numpy as np
 
+from ._complex import adjoint_of, convention_of, evaluate, note, random_like, require_input
+from ._complex import inner as real_inner
 from ._jvp import call_user
-from ._links import UNIT_ROUNDOFF, ShapeMismatchError, backends, dtype_name
+from ._links import (
+    ShapeMismatchError,
+    UnsupportedInputError,
+    as_seed,
+    as_shape,
+    backends,
+    dtype_name,
+    positive,
+    same_bits,
+    text,
+    unit_roundoff_of,
+)
 from ._result import FAIL, PASS, ResultMixin
 
 #: Draws of (t, v): two independent ones and their sum (which also measures linearity).
@@ -81,16 +94,26 @@ class AdjointResult(ResultMixin):
         return tuple(k for k in ("jvp", "vjp") if not self.linearity[k] <= limit)
 
     @property
+    def inconsistent(self) -> tuple[str, ...]:
+        """The models that disagree with finite differences of ``f`` (``blame``; empty
+        without ``f``)."""
+        return tuple(k for k in ("jvp", "vjp") if self.blame and not self.blame[f"{k}_agrees"])
+
+    @property
     def status(self) -> str:
+        """FAIL when a draw's difference exceeds its bound (or is not finite), when a model
+        is not linear, or when a model disagrees with ``f`` (the blame): two models that
+        are transposes of each other but not derivatives of ``f`` are wrong too."""
         finite = all(math.isfinite(v) for v in self.forward + self.adjoint + self.bound)
         held = finite and all(d <= b for d, b in zip(self.differences, self.bound))
-        return PASS if held and not self.nonlinear else FAIL
+        return PASS if held and not self.nonlinear and not self.inconsistent else FAIL
 
     def summary(self) -> str:
         worst = max((d / b if b > 0 else (0.0 if d == 0 else math.inf))
                     for d, b in zip(self.differences, self.bound))
+        against = f"; {self.blame['verdict']}" if self.inconsistent else ""
         return (f"{self.name}: {self.status} -- adjoint test <J t, v> = <t, J^T v>, {len(self.forward)} draws, "
-                f"x {self.in_shape} -> y {self.out_shape}; worst |difference|/bound {worst:.2g}")
+                f"x {self.in_shape} -> y {self.out_shape}; worst |difference|/bound {worst:.2g}{against}")
 
     def lines(self) -> list[str]:
         out = [f"dtype {self.dtype}, {self.calls} operator calls in {self.seconds:.3g} s"]
@@ -120,7 +143,7 @@ class AdjointResult(ResultMixin):
     def _fields(self) -> dict[str, Any]:
         return {"forward": list(self.forward), "adjoint": list(self.adjoint), "bound": list(self.bound),
                 "differences": list(self.differences), "linearity": dict(self.linearity),
-                "nonlinear": list(self.nonlinear), "in_shape": list(self.in_shape),
+                "nonlinear": list(self.nonlinear), "inconsistent": list(self.inconsistent), "in_shape": list(self.in_shape),
                 "out_shape": list(self.out_shape), "dtype": self.dtype, "seconds": self.seconds,
                 "calls": self.calls, "blame": dict(self.blame), "notes": list(self.notes)}
 
@@ -128,15 +151,24 @@ class AdjointResult(ResultMixin):
 def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None, x: Any = None, *,
                   f: Callable[..., Any] | None = None, in_shape: tuple[int, ...] | None = None,
                   backend: Any = None, seed: int = 0, noise_factor: float = 8.0,
-                  name: str | None = None) -> AdjointResult:
+                  name: str | None = None, complex_convention: str | None = None) -> AdjointResult:
     """The dot-product test of a tangent-linear model ``jvp`` against its adjoint ``vjp``.
 
     With a point ``x``: ``jvp(x, t) = J t`` and ``vjp(x, v) = J^T v`` (the Jacobian of
     some ``f`` at ``x``); with ``x=None`` (a linear operator): ``jvp(t)``, ``vjp(v)`` and
-    ``in_shape`` gives the shape of ``t``. For torch tensors and jax arrays, ``jvp=None``
-    and ``vjp=None`` mean the framework's forward and reverse modes of ``f``. With ``f``
-    given, each side is also compared with finite differences of ``f`` (``result.blame``
-    names the inconsistent one). The bound is in this module's docstring.
+    ``in_shape`` gives the shape of ``t`` (real tangents: for a complex input space pass
+    ``x``). For torch tensors and jax arrays, ``jvp=None`` and ``vjp=None`` mean the
+    framework's forward and reverse modes of ``f``. With ``f`` given, each side is also
+    compared with finite differences of ``f`` (``result.blame`` names the inconsistent one,
+    and a model inconsistent with ``f`` fails the test). The bound is in this module's
+    docstring.
+
+    Complex ``x`` or output: ``t`` and ``v`` are drawn complex, the inner products are
+    ``<a, b> = Re sum(conj(a) b)`` (check's), and ``complex_convention`` says what ``vjp``
+    returns: ``"torch"`` (the default; ``J^H v`` for a holomorphic ``f``, ``J* v`` in general)
+    or ``"jax"`` (the default for jax input; jax's transpose, ``J^T v`` for a holomorphic
+    ``f``). ``gradcheck._orders._complex`` states the rule. Nothing is cast: ``A^T`` where
+    ``A^H`` is right, or a dropped imaginary part, fails.
 
     Parameters
     ----------
@@ -160,6 +192,9 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
         How many modelled round-off units of the inner products to forgive.
     name : str, optional
         What the result calls the pair.
+    complex_convention : {"torch", "jax"}, optional
+        For complex ``x`` or output: what ``vjp`` returns, as for :func:`gradcheck.check`
+        (default ``"jax"`` for jax input, ``"torch"`` otherwise; see above).
 
     Returns
     -------
@@ -174,6 +209,11 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
         ``f`` and ``x``, or a missing model without ``x``.
     ShapeMismatchError
         ``vjp(v)`` is not shaped like the input, or ``jvp`` returns different shapes.
+    FunctionError, OutputError, InputMutationError
+        ``f`` raised, returned something that is not numbers (or another shape), or wrote into
+        its input, at the point named.
+    ValueError, UnsupportedInputError
+        A keyword out of range; an integer, bool or object ``x``.
 
     Examples
     --------
@@ -185,20 +225,18 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     False
     """
     started = time.perf_counter()
+    seed, noise_factor = as_seed(seed), positive("noise_factor", noise_factor)
+    in_shape = None if in_shape is None else as_shape("in_shape", in_shape)
+    name = text("name", name)
+    for label, fn in (("jvp", jvp), ("vjp", vjp), ("f", f)):
+        if fn is not None and not callable(fn):
+            raise TypeError(f"{label} must be a function or None, got {fn!r}")
     inner, point, fwd, adj, label = _operators(jvp, vjp, x, f, in_shape, backend, name)
-    rng = np.random.default_rng(seed)
-    dtype = point.dtype if point is not None else np.dtype(np.float64)
+    convention = convention_of(complex_convention, inner)
     shape = point.shape if point is not None else tuple(in_shape or ())
-    ts = [rng.standard_normal(shape).astype(dtype) for _ in range(2)]
-    jt = [fwd(t) for t in ts]
-    vs = [rng.standard_normal(jt[0].shape).astype(jt[0].dtype if jt[0].dtype.kind == "f" else np.float64)
-          for _ in range(2)]
-    ts.append(ts[0] + ts[1])
-    vs.append(vs[0] + vs[1])
-    jt.append(fwd(ts[2]))
-    jtv = [adj(v) for v in vs]
-    _require_shapes(jt, jtv, shape, vs[0].shape)
-    unit = max(_unit(a) for a in (ts[0], jt[0], jtv[0]))
+    y0 = None if f is None or point is None else evaluate(inner, f, point.copy(), "at x")
+    ts, vs, jt, jtv = _draws(fwd, adjoint_of(adj, convention), point, shape, seed, y0)
+    unit = max(unit_roundoff_of(a) for a in (ts[0], jt[0], jtv[0]))
     defect_j = jt[2] - jt[0] - jt[1]
     defect_jt = jtv[2] - jtv[0] - jtv[1]
     rows = [_draw(t, v, a, b, defect_j, defect_jt, unit, noise_factor) for t, v, a, b in zip(ts, vs, jt, jtv)]
@@ -206,11 +244,40 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     linearity = {"jvp": _relative(defect_j, jt), "vjp": _relative(defect_jt, jtv), "limit": limit}
     blame = {}
     if f is not None and point is not None:
-        blame = _blame(f, point, inner, ts[0], vs[0], jtv[0], rows[0], unit, noise_factor)
+        blame = _blame(f, point, inner, (ts[0], vs[0], jtv[0], y0), rows[0], unit, noise_factor)
+    notes = (note(convention),) if any(np.iscomplexobj(a) for a in (ts[0], vs[0])) else ()
     return AdjointResult(name=label, forward=tuple(r[0] for r in rows), adjoint=tuple(r[1] for r in rows),
                          bound=tuple(r[2] for r in rows), linearity=linearity, in_shape=tuple(shape),
-                         out_shape=tuple(jt[0].shape), dtype=str(dtype_name(dtype)),
-                         seconds=time.perf_counter() - started, calls=6, blame=blame)
+                         out_shape=tuple(jt[0].shape), dtype=str(dtype_name(ts[0].dtype)),
+                         seconds=time.perf_counter() - started, calls=6, blame=blame, notes=notes)
+
+
+def _draws(fwd, adj, point, shape, seed: int, y0: np.ndarray | None) -> tuple[list, list, list, list]:
+    """``(t, v, J t, J* v)`` for the three draws (two seeded, then their sums): ``t`` complex
+    where ``x`` is, ``v`` where ``J t`` (or ``f(x)``, ``y0`` when ``f`` was given) is."""
+    complex_out = y0 is not None and y0.dtype.kind == "c"
+    rng = np.random.default_rng(seed)
+    dtype = point.dtype if point is not None else np.dtype(np.float64)
+    ts = [random_like(rng, shape, dtype.kind == "c").astype(dtype) for _ in range(2)]
+    jt = [fwd(t) for t in ts]
+    kind = jt[0].dtype.kind
+    v_dtype = jt[0].dtype if kind in "fc" else np.dtype(np.complex128 if complex_out else np.float64)
+    if complex_out and kind != "c":
+        v_dtype = np.result_type(v_dtype, np.complex64)
+    vs = [random_like(rng, jt[0].shape, v_dtype.kind == "c").astype(v_dtype) for _ in range(2)]
+    ts.append(ts[0] + ts[1])
+    vs.append(vs[0] + vs[1])
+    jt.append(fwd(ts[2]))
+    jtv = [adj(v) for v in vs]
+    _require_shapes(jt, jtv, shape, vs[0].shape)
+    if y0 is not None and jt[0].shape != y0.shape:
+        raise ShapeMismatchError("jvp(t) (it must be shaped like f(x))", y0.shape, jt[0].shape)
+    for what, values, real in (("vjp(v)", jtv, dtype.kind != "c"), ("jvp(t)", jt, not complex_out and kind != "c")):
+        if real and any(np.iscomplexobj(a) and np.any(a.imag != 0) for a in values):
+            raise UnsupportedInputError(
+                f"{what} returned complex values with an imaginary part where the "
+                f"{'input x' if what == 'vjp(v)' else 'output f(x)'} is real: that derivative is real")
+    return ts, vs, jt, jtv
 
 
 def _operators(jvp, vjp, x, f, in_shape, backend, name):
@@ -225,6 +292,7 @@ def _operators(jvp, vjp, x, f, in_shape, backend, name):
         return None, None, lambda t: np.asarray(jvp(t.copy())), lambda v: np.asarray(vjp(v.copy())), label
     inner = backends.resolve(backend, x)
     point = np.array(inner.to_numpy(x), copy=True)
+    require_input(point)
     if (jvp is None or vjp is None) and (f is None or not hasattr(inner, "jvp")):
         raise TypeError("jvp=None / vjp=None mean the framework's own modes: pass f and a torch or jax x")
     if jvp is None:
@@ -248,14 +316,10 @@ def _require_shapes(jt, jtv, in_shape, out_shape) -> None:
             raise ShapeMismatchError("jvp(t) on a second tangent", out_shape, a.shape)
 
 
-def _unit(a: np.ndarray) -> float:
-    return UNIT_ROUNDOFF.get(dtype_name(a.dtype), UNIT_ROUNDOFF["float64"])
-
-
 def _dot(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-    """``(sum a*b, sum |a*b|)`` in float64 (pairwise summation)."""
-    p = np.asarray(a, dtype=np.float64).reshape(-1) * np.asarray(b, dtype=np.float64).reshape(-1)
-    return float(np.add.reduce(p)), float(np.add.reduce(np.abs(p)))
+    """``(<a, b>, sum |a_k b_k|)`` in float64 (pairwise summation): the real inner product of
+    the real views (:func:`._complex.inner`; for real arrays ``sum a*b``)."""
+    return real_inner(a, b)
 
 
 def _gamma(n: int, unit: float) -> float:
@@ -272,16 +336,23 @@ def _draw(t, v, jt, jtv, defect_j, defect_jt, unit, k) -> tuple[float, float, fl
 
 
 def _relative(defect: np.ndarray, outputs: list[np.ndarray]) -> float:
-    size = sum(float(np.abs(o.astype(np.float64)).sum()) for o in outputs)
-    d = float(np.abs(defect.astype(np.float64)).sum())
+    size = sum(float(np.abs(o).astype(np.float64).sum()) for o in outputs)
+    d = float(np.abs(defect).astype(np.float64).sum())
     return 0.0 if d == 0 else (d / size if size > 0 else math.inf)
 
 
-def _blame(f, point, inner, t, v, jtv, row, unit, k) -> dict[str, Any]:
-    """Compare both sides of the first draw with a Richardson-extrapolated central
-    difference of ``v . f`` along ``t``; say which side is inconsistent with ``f``."""
+def _blame(f, point, inner, draw, row, unit, k) -> dict[str, Any]:
+    """Compare both sides of the first draw (``(t, v, J* v, f(x))``) with a
+    Richardson-extrapolated central difference of ``<v, f>`` along ``t``; say which side is
+    inconsistent with ``f``."""
+    t, v, jtv, y0 = draw
+    if not same_bits(evaluate(inner, f, point.copy(), "at x, again"), y0):  # check's rule: FAIL
+        return {"numeric": math.nan, "error": math.nan, "jvp_agrees": False, "vjp_agrees": False,
+                "verdict": "f is nondeterministic (f(x) changed between two calls): neither model can be judged "
+                           "against its differences"}
     h = unit ** (1 / 3) * max(1.0, float(np.abs(point).max(initial=0))) / max(float(np.abs(t).max(initial=0)), 1e-300)
-    phi = lambda s: _dot(inner.evaluate(f, (point + s * t).astype(point.dtype)), v)  # noqa: E731
+    phi = lambda s: _dot(evaluate(inner, f, (point + s * t).astype(point.dtype),  # noqa: E731
+                                  f"at x + s t (s = {s:.3g}, the adjoint test's differences)", like=y0), v)
     values = {s: phi(s) for s in (h, -h, h / 2, -h / 2)}
     d1 = (values[h][0] - values[-h][0]) / (2 * h)
     d2 = (values[h / 2][0] - values[-h / 2][0]) / h

@@ -19,6 +19,10 @@ arbitrary precision). Where ``g`` comes from:
   offset so that ``check``'s noise model (``u |G| / h``) sees it. The referee is off in
   this mode: its exact value would be that of the finite difference along ``v``.
 
+A complex ``x`` (``f`` real-valued): the gradient and ``hvp`` are in ``complex_convention``
+(:mod:`._complex`; ``hvp(x, v)`` is the derivative of that gradient along ``v``), and the
+reference checks them through complex ``check`` (second differences along a complex ``v``).
+
 ``hvp=None`` with torch or jax checks double backward (``torch.autograd.grad`` with
 ``create_graph=True``; ``jax.jvp`` of ``jax.grad``). The symmetric-Hessian test
 ``<u, H w> = <w, H u>`` (the adjoint test of ``hvp`` against itself) runs on the claim;
@@ -34,17 +38,22 @@ from typing import Any
 import numpy as np
 
 from ._adjoint import check_adjoint
+from ._complex import convention_of, random_like
 from ._jvp import call_user
 from ._links import (
-    UNIT_ROUNDOFF,
     ClaimBackend,
     Config,
     GradientAssertionError,
     Report,
+    as_config,
     backends,
     check,
+    choice,
     dtype_name,
+    flag,
     label_of,
+    text,
+    unit_roundoff_of,
     with_notes,
 )
 
@@ -119,6 +128,12 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     >>> r.passed
     True
     """
+    check_grad, symmetry = bool(flag("check_grad", check_grad)), bool(flag("symmetry", symmetry))
+    name, config = text("name", name), as_config(config)
+    reference = choice("reference", reference, ("auto", "grad", "f"))
+    if hvp is not None and not callable(hvp):
+        raise TypeError(f"hvp must be a function hvp(x, v) returning the Hessian times v, or None (the "
+                        f"framework's double backward), got {hvp!r}")
     inner = backends.resolve(backend, x)
     x_np = np.array(inner.to_numpy(x), copy=True)
     label = name or f"hvp of {label_of(f)}"
@@ -128,8 +143,6 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     if grad is not None and not callable(grad):
         raise TypeError("check_hvp differences the gradient at perturbed points: grad must be a "
                         "function grad(x), not an array")
-    if reference not in ("auto", "grad", "f"):
-        raise ValueError(f"reference={reference!r} is not one of ('auto', 'grad', 'f')")
     has_gradient = grad is not None or hasattr(inner, "hvp")
     if reference == "grad" and not has_gradient:
         raise TypeError("reference='grad' needs grad= (a function grad(x)) for the numpy backend")
@@ -142,7 +155,7 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
             notes.append(_reference_checked(f, x, grad, inner, config, options))
         report = _gradient_map(f, x_np, inner, grad, claim_fn, label, config, options)
     if symmetry:
-        notes.extend(_symmetric(claim_fn, x_np, report))
+        notes.extend(_symmetric(claim_fn, x_np, report, convention_of(options.get("complex_convention"), inner)))
     return with_notes(report, notes)
 
 
@@ -162,7 +175,7 @@ def _claim(f, inner, hvp) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
 
 def _reference_checked(f, x, grad, inner, config, options) -> str:
     """Check the gradient that serves as the reference; raise if it is wrong."""
-    kept = {k: v for k, v in options.items() if k in ("engine", "adjudicate", "digits", "refine")}
+    kept = {k: v for k, v in options.items() if k in ("engine", "adjudicate", "digits", "refine", "complex_convention")}
     report = check(f, x, grad, backend=inner, config=config, name="the reference gradient", **kept)
     if not report.passed:
         raise GradientAssertionError(
@@ -189,12 +202,15 @@ def _gradient_map(f, x_np, inner, grad, claim_fn, label, config, options) -> Rep
 
 def _second_differences(f, x_np, inner, claim_fn, label, config, options) -> Report:
     """``check(G, x, hvp(x, v))`` with ``G`` the central difference of ``f`` along ``v``."""
-    dtype = dtype_name(x_np.dtype)
-    unit = UNIT_ROUNDOFF.get(dtype, UNIT_ROUNDOFF["float64"])
+    complex_in = x_np.dtype.kind == "c"
+    dtype = dtype_name(np.finfo(x_np.dtype).dtype if complex_in else x_np.dtype)  # a complex x: its parts'
+    unit = unit_roundoff_of(x_np)
     step = (2 * unit) ** 0.25
     cfg = (config or Config.for_dtype(dtype)).replace(step=step)
     # Its own stream (not default_rng(seed)'s, which would make v = x for x drawn with the seed).
-    v = np.random.default_rng([int(cfg.seed), DIRECTION_STREAM]).standard_normal(x_np.shape)
+    # Complex x: v complex, G = <grad, v> (real inner product), whose gradient is hvp(x, v) in
+    # either convention (gradcheck._orders._complex).
+    v = random_like(np.random.default_rng([int(cfg.seed), DIRECTION_STREAM]), x_np.shape, complex_in)
     k = step * max(1.0, float(np.abs(x_np).max(initial=0))) / float(np.abs(v).max(initial=1))
     plus, minus = (float(np.asarray(inner.evaluate(f, (x_np + s * k * v).astype(x_np.dtype)))) for s in (1, -1))
     offset = (abs(plus) + abs(minus)) / (2 * k)
@@ -214,17 +230,20 @@ def _second_differences(f, x_np, inner, claim_fn, label, config, options) -> Rep
                                "relative, each evaluation of G is two of f; the referee does not run on them"])
 
 
-def symmetric_hessian(claim_fn: Callable[[np.ndarray, np.ndarray], np.ndarray], x_np: np.ndarray) -> Any:
+def symmetric_hessian(claim_fn: Callable[[np.ndarray, np.ndarray], np.ndarray], x_np: np.ndarray,
+                      convention: str | None = None) -> Any:
     """The symmetric-Hessian test: ``check_adjoint`` of ``v -> H v`` against itself
-    (``<u, H w> = <w, H u>`` on seeded draws, with that test's round-off bound)."""
+    (``<u, H w> = <w, H u>`` on seeded draws, with that test's round-off bound; a complex
+    ``x``'s Hessian-vector product in ``convention``)."""
     return check_adjoint(lambda z, t: claim_fn(z, t), lambda z, w: claim_fn(z, w), x_np,
-                         backend="numpy", seed=1, name="symmetric Hessian <u, H w> = <w, H u>")
+                         backend="numpy", seed=1, name="symmetric Hessian <u, H w> = <w, H u>",
+                         complex_convention=convention)
 
 
-def _symmetric(claim_fn, x_np, report) -> list[str]:
+def _symmetric(claim_fn, x_np, report, convention: str) -> list[str]:
     """The symmetric test's note; a violation the entry-wise check did not see (the
     report passes) raises with the report, so that it cannot pass silently."""
-    result = symmetric_hessian(claim_fn, x_np)
+    result = symmetric_hessian(claim_fn, x_np, convention)
     worst = max(d / b if b > 0 else (0.0 if d == 0 else np.inf) for d, b in zip(result.differences, result.bound))
     note = (f"symmetric Hessian <u, H w> = <w, H u>: {'holds' if result.passed else 'BROKEN'} "
             f"(worst |difference|/bound {worst:.2g}, {len(result.forward)} draws)")

@@ -13,12 +13,12 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any
 
-from ._links import GradientAssertionError, HtmlViews, refusal
+from ._links import GradientAssertionError, HtmlViews, PassedAsTruth, refusal
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 
 
-class ResultMixin(HtmlViews, ABC):
+class ResultMixin(HtmlViews, PassedAsTruth, ABC):
     """``passed``/``assert_pass``/``__str__``/``to_dict``/``to_json`` from a few hooks, and
     (from :class:`HtmlViews`) ``_repr_html_`` for notebooks and ``to_html(path=None)``."""
 

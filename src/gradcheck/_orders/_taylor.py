@@ -37,9 +37,22 @@ from typing import Any
 
 import numpy as np
 
+from ._complex import convention_of, evaluate, note, random_like, require_input, to_torch
+from ._complex import inner as real_inner
 from ._hvp import DIRECTION_STREAM
 from ._hvp import _claim as hvp_claim
-from ._links import UNIT_ROUNDOFF, ShapeMismatchError, backends, dtype_name, label_of
+from ._links import (
+    ShapeMismatchError,
+    as_gradient,
+    as_seed,
+    backends,
+    dtype_name,
+    integer,
+    label_of,
+    positive,
+    text,
+    unit_roundoff_of,
+)
 from ._result import FAIL, INCONCLUSIVE, PASS, ResultMixin
 from ._taylor_plot import plot_taylor
 
@@ -147,13 +160,20 @@ class TaylorResult(ResultMixin):
 
 def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None, direction: Any = None, *,
                 backend: Any = None, steps: int = STEPS, h0: float | None = None, seed: int = 0,
-                name: str | None = None) -> TaylorResult:
+                name: str | None = None, complex_convention: str | None = None) -> TaylorResult:
     """The Taylor remainder test of a claimed gradient (and Hessian) of a scalar ``f``.
 
     ``grad`` is an array or ``grad(x)`` (torch/jax: ``None`` means the framework's);
     ``hvp(x, v)`` (or ``"backend"``: torch/jax double backward) adds the second-order
     remainder. ``direction`` defaults to a seeded standard normal. The rules (which steps
     count, the orders required) are in this module's docstring.
+
+    A complex ``x`` (``f`` real-valued): the direction is complex, the linear term is
+    ``<g, h d> = Re sum(conj(g) h d)`` with ``g`` the gradient in ``complex_convention``
+    (``"torch"``: ``dL/dRe z + i dL/dIm z``, the default; ``"jax"``: its conjugate, the default
+    for jax input), and ``hvp`` is the derivative of that gradient along ``v``
+    (``gradcheck._orders._complex``): a gradient missing its imaginary part, or conjugated,
+    fails.
 
     Parameters
     ----------
@@ -171,13 +191,16 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     backend : str or backend object, optional
         As for :func:`gradcheck.check`; default: inferred from ``x``.
     steps : int, default 20
-        How many halving steps ``h0, h0/2, ...``.
+        How many halving steps ``h0, h0/2, ...`` (at least 2: an order compares two).
     h0 : float, optional
         The largest step (default ``2**-7 * max(1, |x|)`` over ``|d|``).
     seed : int, default 0
         Seeds the default direction.
     name : str, optional
         What the result calls ``f``.
+    complex_convention : {"torch", "jax"}, optional
+        For a complex ``x``: which complex number the gradient (and ``hvp``) is, as for
+        :func:`gradcheck.check` (default ``"jax"`` for jax input, ``"torch"`` otherwise).
 
     Returns
     -------
@@ -190,7 +213,12 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     ShapeMismatchError
         The claimed gradient or the direction is not shaped like ``x``.
     ValueError
-        ``f`` is not a real scalar function, or the direction is zero.
+        ``f`` is not a real scalar function, or the direction is zero; a keyword out of range.
+    TypeError
+        A keyword of the wrong type (each names itself and what it accepts).
+    FunctionError, OutputError, InputMutationError
+        ``f`` raised, returned something that is not a real number, or wrote into its input
+        (each says at which point).
 
     Examples
     --------
@@ -202,22 +230,26 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     False
     """
     started = time.perf_counter()
+    steps = integer("steps", steps, minimum=2, meaning=" (halvings of h0: an order needs two steps)")
+    h0, seed, name = positive("h0", h0, none=True), as_seed(seed), text("name", name)
+    if hvp is not None and not callable(hvp) and not (isinstance(hvp, str) and hvp == "backend"):
+        raise TypeError(f"hvp must be a function hvp(x, v), 'backend' (the framework's double backward) or "
+                        f"None, got {hvp!r}")
     inner = backends.resolve(backend, x)
+    convention = convention_of(complex_convention, inner)
     x_np = np.array(inner.to_numpy(x), copy=True)
+    require_input(x_np)
+    d = _direction(direction, x_np, seed)  # before f runs
     value, out_dtype = _scalar_function(f, inner, x_np)
     f0 = value(x_np)
-    g = np.asarray(inner.claimed_gradient(f, x_np.copy(), None, grad), dtype=np.float64)
-    if g.shape != x_np.shape:
-        raise ShapeMismatchError("claimed gradient", x_np.shape, g.shape)
-    d = _direction(direction, x_np, seed)
+    g = to_torch(_gradient(inner.claimed_gradient(f, x_np.copy(), None, grad), x_np), convention)
     scale = max(1.0, float(np.abs(x_np).max(initial=0))) / max(float(np.abs(d).max(initial=0)), 1e-300)
-    h0 = 2.0 ** -7 * scale if h0 is None else float(h0)
+    h0 = 2.0 ** -7 * scale if h0 is None else h0
     hd = None
     if hvp is not None:
         fn = hvp_claim(f, inner, None if isinstance(hvp, str) else hvp)
-        hd = np.asarray(fn(x_np.copy(), d.astype(x_np.dtype)), dtype=np.float64)
-    unit = max(UNIT_ROUNDOFF.get(dtype_name(x_np.dtype), UNIT_ROUNDOFF["float64"]),
-               UNIT_ROUNDOFF.get(dtype_name(out_dtype), UNIT_ROUNDOFF["float64"]))
+        hd = to_torch(_gradient(fn(x_np.copy(), d.astype(x_np.dtype)), x_np, "hvp(x, d)"), convention)
+    unit = max(unit_roundoff_of(x_np), unit_roundoff_of(np.empty(0, out_dtype)))
     hs = [h0 * 2.0 ** -k for k in range(steps)]
     rows = [_remainders(value, x_np, f0, g, d, hd, h, unit) for h in hs]
     floors = [_remainders(value, x_np, f0, g, d, hd, h0 * 2.0 ** -e, unit) for e in FLOOR_EXPONENTS]
@@ -226,33 +258,55 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     result = _assemble(rows, hs, floor, threshold, g, d, hd, h0)
     label = name or f"taylor test of {label_of(f)}"
     notes = ["direction: seeded standard normal" if direction is None else "direction: given"]
+    notes += [note(convention)] if x_np.dtype.kind == "c" else []
     return TaylorResult(name=label, steps=tuple(hs), dtype=str(dtype_name(x_np.dtype)),
                         evaluations=1 + len(hs) + len(floors), seconds=time.perf_counter() - started,
                         notes=tuple(notes), floor=floor, threshold=threshold, **result)
 
 
-def _scalar_function(f, inner, x_np: np.ndarray) -> tuple[Callable[[np.ndarray], float], Any]:
-    """``z -> float f(z)`` through the backend, and the dtype of ``f``'s output."""
-    def value(z: np.ndarray) -> float:
-        y = np.asarray(inner.evaluate(f, z))
+def _scalar_function(f, inner, x_np: np.ndarray) -> tuple[Callable[..., float], Any]:
+    """``(z, where) -> float f(z)`` through the backend (f raising: FunctionError; None or a
+    string: OutputError; ``where`` says at which point), and the dtype of ``f``'s output."""
+    def value(z: np.ndarray, where: str = "at x") -> float:
+        y = evaluate(inner, f, z, where)
         if y.size != 1 or y.dtype.kind == "c":
             raise ValueError(f"taylor_test takes a real scalar f; f returned {y.dtype} of shape {y.shape} "
-                             "(reduce it to a real number, e.g. v . f)")
+                             f"{where} (reduce it to a real number, e.g. v . f)")
         return float(y.reshape(()))
 
-    return value, np.asarray(inner.evaluate(f, x_np.copy())).dtype
+    return value, evaluate(inner, f, x_np.copy(), "at x").dtype
+
+
+def _gradient(claimed: Any, x_np: np.ndarray, what: str = "claimed gradient") -> np.ndarray:
+    """The claim shaped like ``x``: float64 for a real ``x`` (a complex claim refused), complex128
+    for a complex one (a real claim kept as the complex number it is: its imaginary part 0)."""
+    if x_np.dtype.kind != "c":
+        return as_gradient(claimed, x_np.shape, what)
+    arr = np.asarray(claimed)
+    if arr.dtype.kind not in "fiuc":
+        return as_gradient(claimed, x_np.shape, what)  # refuses it, saying what it is
+    if arr.shape != x_np.shape:
+        raise ShapeMismatchError(what, x_np.shape, arr.shape)
+    return arr.astype(np.complex128)
 
 
 def _direction(direction, x_np: np.ndarray, seed: int) -> np.ndarray:
     if direction is None:
         # Its own stream, never default_rng(seed)'s: x drawn with the same seed would be the
         # direction itself (degenerate for a scale-invariant f: f(x + h x) = f(x)).
-        return np.random.default_rng([int(seed), DIRECTION_STREAM]).standard_normal(x_np.shape)
-    d = np.asarray(direction, dtype=np.float64)
+        return random_like(np.random.default_rng([int(seed), DIRECTION_STREAM]), x_np.shape, x_np.dtype.kind == "c")
+    d = np.asarray(direction)
+    kinds = "fiuc" if x_np.dtype.kind == "c" else "fiu"
+    if d.dtype.kind not in kinds:
+        raise TypeError(f"direction must be a {'complex' if kinds == 'fiuc' else 'real'} array shaped like x "
+                        f"{x_np.shape}, or None (seeded random), got {d.dtype} values")
+    d = d.astype(np.complex128 if x_np.dtype.kind == "c" else np.float64)
     if d.shape != x_np.shape:
         raise ShapeMismatchError("direction", x_np.shape, d.shape)
     if not np.any(d):
         raise ValueError("direction is zero: the Taylor test needs a direction to move along")
+    if not np.all(np.isfinite(d)):
+        raise ValueError("direction is not finite (NaN or inf): the Taylor test needs a direction to move along")
     return d
 
 
@@ -260,14 +314,15 @@ def _remainders(value, x_np, f0, g, d, hd, h, unit) -> tuple[float, ...]:
     """``(R1, R2?, noise model)`` at step ``h``, the remainders signed (realized step for
     the linear term)."""
     z = (x_np + h * d).astype(x_np.dtype)
-    delta = z.astype(np.float64) - x_np.astype(np.float64)
-    fz = value(z)
-    linear = float(np.add.reduce((g * delta).reshape(-1)))
+    wide = np.complex128 if x_np.dtype.kind == "c" else np.float64
+    delta = z.astype(wide) - x_np.astype(wide)
+    fz = value(z, f"at x + h d (h = {h:.3g})")
+    linear, size = real_inner(g, delta)  # <g, delta> = Re sum(conj(g) delta)
     r1 = fz - f0 - linear
-    noise = unit * (abs(fz) + abs(f0) + float(np.abs(g * delta).sum()))
+    noise = unit * (abs(fz) + abs(f0) + size)
     if hd is None:
         return r1, noise
-    quadratic = 0.5 * h * float(np.add.reduce((delta * hd).reshape(-1)))
+    quadratic = 0.5 * h * real_inner(delta, hd)[0]
     return r1, r1 - quadratic, noise + unit * abs(quadratic)
 
 
@@ -276,9 +331,9 @@ def _assemble(rows, hs, floor, threshold, g, d, hd, h0) -> dict[str, Any]:
     signed = tuple(tuple(r[j] for r in rows) for j in range(count))
     remainders = tuple(tuple(abs(v) for v in rem) for rem in signed)
     orders, counted, observed, resolution = [], [], [], []
-    terms = [h0 * abs(float(np.sum(g * d)))]
+    terms = [h0 * abs(real_inner(g, d)[0])]
     if hd is not None:
-        terms.append(0.5 * h0 * h0 * abs(float(np.sum(d * hd))))
+        terms.append(0.5 * h0 * h0 * abs(real_inner(d, hd)[0]))
     for j, rem in enumerate(remainders):
         ok = tuple(bool(r >= threshold) for r in rem)
         # no order across a sign change: the remainder passes through zero there

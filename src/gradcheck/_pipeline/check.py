@@ -195,7 +195,9 @@ def check_one(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: Chec
         _axes.refuse_unsupported(opts.independent_axes, engine="auto", executor=None, checkpoint=None,
                                  complex_input=True)
         return _check_complex(f, subject, grad, opts)
-    run = difference(subject, opts) if opts.independent_axes is None else coloured_difference(subject, opts)
+    # independent_axes colours the entries of x: with none (size 0) there is nothing to colour
+    coloured = opts.independent_axes is not None and subject.work.size > 0
+    run = coloured_difference(subject, opts) if coloured else difference(subject, opts)
     subject.release_output()  # f(x) itself is not needed past the first pass
     checked = sanity(subject)
     judged, cfg = judge(subject, run, checked, opts.digits)

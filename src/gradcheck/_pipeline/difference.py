@@ -89,7 +89,7 @@ def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:
         opts.independent_axes, evaluate=lambda b: be.evaluate(f, work if b is None else b), work=work,
         y0=subject.y0, cotangent=subject.cotangent, steps=steps, seed=subject.config.seed,
         vectorized=subject.vectorized, engine=opts.engine, lowp=subject.dtype in ("float16", "bfloat16"),
-        executor=opts.executor, f=f, backend=be)
+        executor=opts.executor, f=f, backend=be, pristine=subject.pristine)
     subject.release_output()  # verified and reduced per slice: f(x) must not stay through the pass
     differencer, saved = coloured.differences, None
     if opts.checkpoint is None:

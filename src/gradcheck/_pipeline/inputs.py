@@ -30,7 +30,7 @@ def is_multiple_inputs(x: Any) -> bool:
 
 
 @dataclass(frozen=True, eq=False)
-class MultiReport(HtmlViews):
+class MultiReport(HtmlViews, _status.PassedAsTruth):
     """One :class:`Report` per positional input of ``f``, from ``check(f, (x1, x2, ...))``.
 
     Input ``k`` is checked with the others held fixed; ``report[k]`` is its report.

@@ -2,13 +2,15 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .. import _axes
 from .._core import arguments as _arguments
-from .._core.config import Config
+from .._core.config import Config, as_config
 from .._evaluate import RUNNER_NAMES as ENGINE_NAMES
+from .._runtime.checkpoint import as_checkpoint
 from . import complex as _complex
 
 
@@ -34,16 +36,36 @@ class CheckOptions:
         return dataclasses.replace(self, **changes)
 
 
+def _check_keywords(*, config: Any, name: Any, engine: Any, engines: Sequence[str], vectorized: Any,
+                    progress: Any, refine: Any, adjudicate: Any, digits: Any, bound_ulps: Any,
+                    executor: Any) -> dict[str, Any]:
+    """The keywords of :func:`gradcheck.check`, validated (``engines``: the valid names)."""
+    return dict(
+        config=as_config(config),
+        name=_arguments.text("name", name),
+        engine=_arguments.choice("engine", engine, tuple(engines)),
+        vectorized=_arguments.flag("vectorized", vectorized),
+        progress=_arguments.flag("progress", progress, none=True),
+        refine=_arguments.flag("refine", refine, none=True),
+        adjudicate=_arguments.as_adjudicate(adjudicate),
+        digits=_arguments.as_digits(digits),
+        bound_ulps=_arguments.positive("bound_ulps", bound_ulps, none=True),
+        executor=_arguments.as_executor(executor),
+    )
+
+
 def validate(**keywords: Any) -> CheckOptions:
     """:class:`CheckOptions` from ``check``'s keywords; a wrong one raises, saying which."""
     checkpoint = keywords.pop("checkpoint", None)
     convention = keywords.pop("complex_convention", None)
     axes = keywords.pop("independent_axes", None)
-    opts = CheckOptions(**_arguments.check_keywords(engines=ENGINE_NAMES, **keywords),
+    opts = CheckOptions(**_check_keywords(engines=ENGINE_NAMES, **keywords),
                         checkpoint=checkpoint, complex_convention=convention, independent_axes=axes)
     _axes.refuse_unsupported(axes, engine=opts.engine, executor=opts.executor, checkpoint=checkpoint)
     if opts.executor is not None and opts.engine not in ("auto", "executor"):
         raise ValueError(f"an executor runs engine='executor'; got engine={opts.engine!r} as well (drop one)")
     if convention is not None:
         _complex.validate_convention(convention)
+    if checkpoint is not None:
+        as_checkpoint(checkpoint)  # a path or a Checkpoint, said now (the file is opened later)
     return opts

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _axes
 from .. import backends as _backends
 from .._core import arguments as _arguments
 from .._core.config import Config, dtype_name
@@ -70,6 +71,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     # A function may declare that it takes a leading batch axis (the control's does).
     vectorized = opts.vectorized or bool(getattr(f, "gradcheck_vectorized", False))
     x_np = be.to_numpy(x)
+    _axes.against_input(opts.independent_axes, x_np.shape)  # before f runs
     if np.iscomplexobj(x_np):
         return RealView(be, x_np, vectorized)
     dtype = float_dtype_name(x_np)
@@ -86,6 +88,8 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
         return RealView(be, x_np, vectorized, lowp.probes + 1)
     require_real_output(output_array(y0), f"f ({label})")
+    if opts.independent_axes is not None:  # the declaration against f(x)'s shape, before the claim is taken
+        _axes.declare(opts.independent_axes, work.shape, np.shape(y0))
     probes = lowp.probes
     if dtype == "float64" and opts.config is None and opts.independent_axes is None:
         routed, spent = route_float64(f, work, y0, be)  # f computes in float32: float32 steps, Richardson

@@ -77,6 +77,11 @@ def _report_steps(r: Any) -> list[str]:
             "gradcheck.check(...), which also runs the negative control)"]
 
 
+def _number(value: Any) -> str:
+    """One claimed or settled value in ten significant digits; a complex one keeps both parts."""
+    return f"{complex(value):.10g}" if np.iscomplexobj(value) else f"{float(value):.10g}"
+
+
 def _fail_steps(r: Any, screened: bool) -> list[str]:
     steps = []
     if not r.deterministic:
@@ -88,7 +93,7 @@ def _fail_steps(r: Any, screened: bool) -> list[str]:
         ix = r.worst(1)[0]
         settled = "exact derivative" if r.cause(ix) in (Cause.EXACT, Cause.EXACT_ZERO) else "central difference"
         steps.append(f"fix the claimed gradient at {r.layout.text}: start with {ix}, which claims "
-                     f"{float(r.analytic[ix]):.10g} where the {settled} is {float(r.numeric[ix]):.10g} "
+                     f"{_number(r.analytic[ix])} where the {settled} is {_number(r.numeric[ix])} "
                      f"(report.explain({ix}) says how it was settled)")
         if screened:
             steps.append(_screen_fail_step(r))

@@ -30,7 +30,7 @@ _VERDICT_BY_CODE = np.array(list(Verdict), dtype=object)
 
 
 @dataclass(frozen=True, eq=False)
-class Report(ReportText, ReportSerialize, HtmlViews):
+class Report(ReportText, ReportSerialize, HtmlViews, _status.PassedAsTruth):
     """Per-entry verdicts of one check, with everything needed to judge them.
 
     Arrays are shaped like the checked input: ``analytic`` (the claimed gradient),
@@ -48,7 +48,8 @@ class Report(ReportText, ReportSerialize, HtmlViews):
     ``status`` is ``"PASS"``, ``"FAIL"`` (a MISMATCH or NONFINITE entry, or a
     nondeterministic ``f``) or ``"INCONCLUSIVE"`` (no entry could be verified: not one
     PASS, e.g. all UNCHECKED because ``f`` returns bfloat16); ``passed`` is true for PASS
-    only. ``gradcheck._core.status`` states the rule and its edge cases.
+    only, and so is ``bool(report)``: ``assert report`` fails on FAIL and INCONCLUSIVE.
+    ``gradcheck._core.status`` states the rule and its edge cases.
 
     Examples
     --------
@@ -220,6 +221,8 @@ class Report(ReportText, ReportSerialize, HtmlViews):
 
     # -- rendering: text (summary, table, str) in .text, JSON in .serialize, HTML in .html ------
     def __repr__(self) -> str:
+        # One line, the summary: what pytest shows for a failed ``assert report``
+        # (``bool(report)`` is ``report.passed``: gradcheck._core.status.PassedAsTruth).
         return f"<Report {self.summary()}>"
 
     def plot(self, path: Any, **options: Any) -> Any:

@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.arguments import flag, nonnegative
 from .._core.errors import GradcheckError
 
 FORMAT = "gradcheck-checkpoint"
@@ -119,8 +120,10 @@ class Checkpoint:
     keep: bool = False
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.interval, (int, float)) and self.interval >= 0):
-            raise ValueError(f"interval must be a number of seconds >= 0, got {self.interval!r}")
+        if not isinstance(self.path, (str, os.PathLike)):
+            raise TypeError(f"path must be a str or os.PathLike (the checkpoint file), got {self.path!r}")
+        nonnegative("interval", self.interval, meaning=" (seconds between writes)")
+        flag("keep", self.keep)
 
 
 class CheckpointError(GradcheckError, RuntimeError):

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
-from .._core.config import Config
+from .._core import arguments as _arguments
+from .._core.config import Config, as_config
 from .._core.errors import mutation_error
 from .._core.verdict import Verdict
 from .._report.report import Report
@@ -172,7 +173,9 @@ def screen(
     """
     started = time.perf_counter()
     _refuse_models(f, x)
-    _validate(engine, draws, blocks, complex_step, adjudicate, exact)
+    draws, blocks, seed, complex_step, adjudicate, exact = _validate(
+        engine, draws, blocks, complex_step, adjudicate, exact, budget=budget, config=config, executor=executor,
+        digits=digits, name=name, seed=seed)
     prep = prepare(f, x, grad, config, name, backend)
     if not prep.analytic.size:
         return trivial_report(prep, started, Verdict.SCREENED, "x has no entries: nothing to screen")
@@ -225,7 +228,7 @@ def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws
     try:
         run = functools.partial(_run, prep, eng, allowed, draws=int(draws), wanted=(complex_step, exact),
                                 adjudicate=adjudicate, digits=digits, per_call=per_call,
-                                seed=prep.config.seed if seed is None else int(seed))
+                                seed=prep.config.seed if seed is None else seed)
         state = run(count=count)
         if blocks is None and recut:
             state, again = _smaller_blocks(prep, state, run, allowed)
@@ -235,28 +238,30 @@ def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws
     why = getattr(eng, "why", why)  # auto decides as the screen runs
     if not prep.probe.unchanged():
         raise mutation_error(prep.label)
-    extra = ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
+    extra = list(prep.notes) + ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
     if not deterministic:
         extra.append(f"f is nondeterministic: f(x) gave {prep.f0!r} then {f1!r}")
     return Screened(state, extra, deterministic, abs(f1 - prep.f0))
 
 
-def _validate(engine, draws, blocks, complex_step, adjudicate, exact) -> None:
-    if engine not in SCREEN_ENGINES:
-        raise ValueError(f"engine={engine!r} is not one of {SCREEN_ENGINES} for screen")
-    if isinstance(draws, bool) or not isinstance(draws, (int, np.integer)) or draws < 1:
-        raise ValueError(f"draws must be an int >= 1 (independent sign draws), got {draws!r}")
-    if blocks is not None and (isinstance(blocks, bool) or not isinstance(blocks, (int, np.integer)) or blocks < 1):
-        raise ValueError(f"blocks must be None (automatic) or an int >= 1, got {blocks!r}")
-    if complex_step not in ("auto", True, False):
-        raise ValueError(f"complex_step={complex_step!r} is not one of ('auto', True, False)")
-    if adjudicate not in ("auto", True, False):
-        raise ValueError(f"adjudicate={adjudicate!r} is not one of ('auto', True, False)")
-    if exact not in ("auto", True, False):
-        raise ValueError(f"exact={exact!r} is not one of ('auto', True, False)")
+def _validate(engine, draws, blocks, complex_step, adjudicate, exact, **keywords) -> tuple[Any, ...]:
+    """Every keyword of :func:`screen`, at the door (``gradcheck._core.arguments``); returns
+    ``(draws, blocks, seed, complex_step, adjudicate, exact)`` as read (ints, None, plain bools)."""
+    _arguments.choice("engine", engine, SCREEN_ENGINES, owner="screen")
+    draws = _arguments.integer("draws", draws, minimum=1, meaning=" (independent sign draws)")
+    blocks = _arguments.integer("blocks", blocks, minimum=1, meaning=" (blocks per draw)", none=True)
+    complex_step, adjudicate, exact = (_arguments.choice(label, value, ("auto", True, False)) for label, value in
+                                       (("complex_step", complex_step), ("adjudicate", adjudicate), ("exact", exact)))
+    _arguments.as_budget(keywords["budget"])
+    as_config(keywords["config"])
+    _arguments.as_executor(keywords["executor"])
+    _arguments.as_digits(keywords["digits"])
+    _arguments.text("name", keywords["name"])
+    seed = _arguments.as_seed(keywords["seed"], none=True)
     if exact is True and adjudicate is False:
         raise ValueError("exact=True judges localized entries against their exact derivatives (the referee), "
                          "which adjudicate=False turns off: drop one")
+    return draws, blocks, seed, complex_step, adjudicate, exact
 
 
 def _fit_blocks(count: int, draws: int, allowed: int) -> tuple[int, str]:

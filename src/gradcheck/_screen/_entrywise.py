@@ -87,11 +87,16 @@ class EntryJudge:
         values = prep.x_flat[idx].astype(np.float64)
         steps = steps_for(values, cfg.step)
         diffs = self.differences(idx, steps)
+        first, spent = None, 0
+        if prep.lowp is not None:  # f computes in float32: check's Richardson estimates (gradcheck._lowp)
+            first, spent = prep.lowp.first_estimates(lambda j, h: self.differences(idx[j], h), steps, diffs,
+                                                     values, prep.f0)
         judged = judge_entries(
             self.differences, values, prep.analytic[idx], diffs, steps, unit=prep.unit, config=cfg,
-            drift=None, base_finite=True, flat_indices=idx, base_value=prep.f0, referee=self.referee,
-            adjudicate=self.adjudicate, claim_scale=self.claim_scale,
+            drift=None, base_finite=True, flat_indices=idx, base_value=prep.f0 if first is None else None,
+            referee=self.referee, adjudicate=self.adjudicate, claim_scale=self.claim_scale, first=first,
         )
+        judged.evaluations += spent
         if self.exact_look:
             self._look_exactly(idx, judged)
         else:

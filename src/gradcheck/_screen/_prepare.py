@@ -20,7 +20,8 @@ from .._core.config import Config
 from .._core.errors import FunctionError, UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
 from .._differences import steps_for
-from .._pipeline.prepare import make_cotangent, reducer
+from .._lowp.forced64 import route_float64
+from .._pipeline.prepare import make_cotangent, reducer, scalar_output
 from ..backends._claimed import as_gradient
 from ._limit import entrywise_floor
 from ._probe import Probe
@@ -43,6 +44,10 @@ class Prepared:
     evaluations: int             # of f so far (the base evaluation)
     _floor: np.ndarray | None = None
     rho: float = 0.0             # f's round-off, measured along the first block (0: not yet)
+    # check's plan for a float64 x at which f computes in float32 (gradcheck._lowp.forced64):
+    # its preset sets config, unit and floor, and its Richardson estimates judge localized entries.
+    lowp: Any = None
+    notes: tuple[str, ...] = ()
 
     @property
     def x_flat(self) -> np.ndarray:
@@ -84,6 +89,10 @@ def prepare(f, x, grad, config, name, backend) -> Prepared:
     except Exception as exc:
         raise FunctionError(None, "base", None, exc) from exc
     require_real_output(y0, f"f ({label})")
+    lowp, probes = None, 0
+    if dtype == "float64" and config is None:  # f computes in float32: check's detection, check's preset
+        lowp, probes = route_float64(f, work, y0, be)
+        cfg = lowp.config if lowp is not None else cfg
     cotangent = None if y0.ndim == 0 else make_cotangent(y0.shape, cfg)
     reduce = reducer(cotangent)
     if cotangent is not None and grad is not None and not callable(grad) and cfg.reduce != "sum":
@@ -92,13 +101,16 @@ def prepare(f, x, grad, config, name, backend) -> Prepared:
     claimed = be.claimed_gradient(f, work.copy(), cotangent, grad)
     analytic = as_gradient(claimed, work.shape).reshape(-1)
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
-        evaluate = lambda: float(f(work))  # noqa: E731  the hot path
+        evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path (check's: no complex cast to float)
     else:
         evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     probe = Probe(f, work, evaluate, cotangent, label)
     weights = np.maximum(1.0, np.abs(work.reshape(-1).astype(np.float64)))
-    return Prepared(label, be, dtype, cfg, probe, analytic, reduce(y0), unit, cotangent, weights, 1)
+    notes = () if lowp is None else (*lowp.notes, "screen: blocks judged with f's float32 round-off and the "
+                                     "forced-float32 preset; localized entries with check's Richardson estimates")
+    return Prepared(label, be, dtype, cfg, probe, analytic, reduce(y0), unit, cotangent, weights, 1 + probes,
+                    lowp=lowp, notes=notes)
 
 
 def time_and_repeat(prep: Prepared) -> tuple[float, bool, float]:

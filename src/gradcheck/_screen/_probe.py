@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .._core.arrays import same_bits  # internals used here: errors and same_bits only
-from .._core.errors import FunctionError, InputMutationError, mutation_error
+from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
 
 
 class Probe:
@@ -91,7 +91,10 @@ class Probe:
         return tuple(int(k) for k in np.unravel_index(first, self.work.shape))
 
     def _error(self, idx: np.ndarray, exc: BaseException) -> FunctionError:
-        return FunctionError(self._where(idx), f"along a block of {idx.size} entries", None, exc)
+        side = f"along a block of {idx.size} entries"
+        if isinstance(exc, OutputError):  # f returned something unusable: said as such, located
+            return exc.at(self._where(idx), side)
+        return FunctionError(self._where(idx), side, None, exc)
 
     def _mutation(self, idx: np.ndarray) -> InputMutationError:
         return mutation_error(self.label, f" (seen while the block holding entry {self._where(idx)} was perturbed)")

@@ -38,6 +38,7 @@ import numpy as np
 
 from .._core import arguments as _arguments
 from .._core import status as _status
+from .._core.config import as_config
 from .._core.errors import GradientAssertionError
 from .._core.verdict import Verdict
 from .._evaluate import RUNNER_NAMES as ENGINE_NAMES
@@ -70,7 +71,11 @@ class Grid(Sequence):
     """
 
     def __init__(self, axes: Sequence[Sequence[int]], dim_names: Sequence[str] | None = None):
-        self.axes: tuple[tuple[int, ...], ...] = tuple(tuple(int(v) for v in ax) for ax in axes)
+        if isinstance(axes, (str, bytes)) or any(isinstance(ax, (str, bytes)) for ax in axes):
+            raise TypeError(f"grid axes are sizes (iterables of ints), got {axes!r}")
+        self.axes: tuple[tuple[int, ...], ...] = tuple(
+            tuple(_arguments.integer(f"grid axis {i}", v, minimum=0, meaning=" (a size)") for v in ax)
+            for i, ax in enumerate(axes))
         if not self.axes or any(not ax for ax in self.axes):
             raise ValueError("grid needs at least one axis, and every axis at least one value")
         self.dim_names = tuple(dim_names) if dim_names is not None else None
@@ -223,7 +228,7 @@ def _normalise_where(text: str) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class SweepReport(HtmlViews):
+class SweepReport(HtmlViews, _status.PassedAsTruth):
     """The checks of a shape sweep: which shapes fail, the rule, and where they fail.
 
     ``results`` holds one :class:`ShapeResult` per shape, in sweep order. ``rule`` is the
@@ -542,7 +547,7 @@ def shape_sweep(
     'n is even (exact: 4 of 8 shapes fail)'
     """
     _arguments.choice("keep", keep, KEEP_CHOICES)
-    config, adjudicate = _arguments.as_config(config), _arguments.as_adjudicate(adjudicate)
+    config, adjudicate = as_config(config), _arguments.as_adjudicate(adjudicate)
     factory, vectorized = bool(_arguments.flag("factory", factory)), bool(_arguments.flag("vectorized", vectorized))
     engine, name = _arguments.choice("engine", engine, ENGINE_NAMES), _arguments.text("name", name)
     if parts is not None and not callable(parts):
@@ -584,6 +589,9 @@ def _dim_names(dim_names: Sequence[str] | None, shapes: Any, ndim: int | None) -
         dim_names = shapes.dim_names
     if dim_names is None:
         return tuple(f"d{i}" for i in range(ndim or 0))
+    if not isinstance(dim_names, (str, list, tuple)) or not all(isinstance(n, str) for n in dim_names):
+        raise TypeError(f"dim_names must be names (a list of str, or one str of one-letter names), one per "
+                        f"dimension, or None, got {dim_names!r}")
     names = tuple(dim_names)
     if ndim is not None and len(names) != ndim:
         raise ValueError(f"{len(names)} dim_names {names} for shapes of {ndim} dimensions")

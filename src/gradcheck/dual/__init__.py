@@ -13,7 +13,9 @@ operation, and every path that would turn a DualArray into a plain number or nda
 Non-differentiable points use the *symmetric* subgradient: ``abs'(0) = 0``; ties in
 ``maximum``/``minimum``/``max``/``min``/``clip`` split the tangent evenly between the tied sides.
 That is also what a central difference measures at such a point, so the oracle and the checker
-agree on kinks instead of disagreeing by an arbitrary choice.
+agree on kinks instead of disagreeing by an arbitrary choice. A tangent that is exactly zero
+stays zero through a pole (``arccos(-1)`` of a constant built from the input, ``x * 0 + 1``):
+a constant stays a constant.
 
 Modules: ``number`` (the type, its numpy protocol and operations), ``rules`` (derivative
 tables of the elementwise functions, plain numpy), ``forward`` (``dual_gradient``,

@@ -21,7 +21,7 @@ except ImportError:  # numpy < 2.0
     from numpy.core.multiarray import normalize_axis_index  # type: ignore[no-redef]
     from numpy.core.numeric import normalize_axis_tuple  # type: ignore[no-redef]
 
-from .rules import BINARY, UNARY, VALUE_ONLY
+from .rules import BINARY, VALUE_ONLY, unary_rule
 
 _NOVALUE = getattr(np, "_NoValue", object())  # numpy's "argument not given" marker
 _LOST = "the tangent would be lost; use .value if you really mean to drop the derivative"
@@ -148,7 +148,7 @@ class DualArray:
             return ufunc(*(_value(a) for a in inputs))
         if ufunc is np.matmul:
             result = _matmul(*inputs)
-        elif ufunc in UNARY and len(inputs) == 1:
+        elif len(inputs) == 1 and unary_rule(ufunc) is not None:
             result = _unary(ufunc, inputs[0])
         elif ufunc in BINARY and len(inputs) == 2:
             result = _binary(ufunc, *inputs)
@@ -359,11 +359,21 @@ def _write_out(name: str, out: Any, result: DualArray) -> DualArray:
 
 
 # ---- elementwise operations (their derivative tables: .rules) -----------------------------------
+def _times(factor: np.ndarray, tangent: np.ndarray) -> np.ndarray:
+    """``factor * tangent`` over the tangent axis, where an exactly zero tangent stays zero
+    even through a pole (``0 * inf``): a constant built from the input (``x * 0 + 1``) stays
+    a constant through ``arccos(-1)``."""
+    term = factor[..., None] * tangent
+    if not np.isfinite(factor).all():
+        term = np.where(tangent == 0, 0.0, term)
+    return term
+
+
 def _unary(ufunc: np.ufunc, x: DualArray) -> DualArray:
     with np.errstate(all="ignore"):  # IEEE results (inf/nan) are the honest answer at poles
         y = ufunc(x.value)
-        factor = np.asarray(UNARY[ufunc](x.value, y), dtype=np.float64)
-        return _finish(y, factor[..., None] * x.tangent, x.n_tangents)
+        factor = np.asarray(unary_rule(ufunc)(x.value, y), dtype=np.float64)  # type: ignore[misc]
+        return _finish(y, _times(factor, x.tangent), x.n_tangents)
 
 
 def _binary(ufunc: np.ufunc, a: Any, b: Any) -> DualArray:
@@ -376,7 +386,7 @@ def _binary(ufunc: np.ufunc, a: Any, b: Any) -> DualArray:
         tangent = None
         for side, factor in ((a, fa), (b, fb)):
             if isinstance(side, DualArray):  # a constant side contributes nothing
-                term = np.asarray(factor, dtype=np.float64)[..., None] * side.tangent
+                term = _times(np.asarray(factor, dtype=np.float64), side.tangent)
                 tangent = term if tangent is None else tangent + term
     return _finish(y, tangent, k)
 

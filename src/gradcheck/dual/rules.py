@@ -52,6 +52,28 @@ UNARY: dict[np.ufunc, Callable[[np.ndarray, np.ndarray], Any]] = {
 }
 
 
+_TWO_OVER_SQRT_PI = 1.1283791670955126
+_ONE_OVER_SQRT_2PI = 0.3989422804014327
+
+# scipy.special's ufuncs, matched by name (scipy is optional and not imported here).
+NAMED_UNARY: dict[str, Callable[[np.ndarray, np.ndarray], Any]] = {
+    "erf": lambda x, y: _TWO_OVER_SQRT_PI * np.exp(-x * x),
+    "erfc": lambda x, y: -_TWO_OVER_SQRT_PI * np.exp(-x * x),
+    "ndtr": lambda x, y: _ONE_OVER_SQRT_2PI * np.exp(-0.5 * x * x),
+    "expit": lambda x, y: y * (1.0 - y),
+    "log_expit": lambda x, y: -np.expm1(y),  # 1 - sigmoid(x) = 1 - exp(log sigmoid(x))
+}
+
+
+def unary_rule(ufunc: np.ufunc) -> Callable[[np.ndarray, np.ndarray], Any] | None:
+    """The derivative rule of a one-input ufunc: numpy's by identity, scipy.special's
+    (``erf``, ``erfc``, ``ndtr``, ``expit``, ``log_expit``) by name; None if it has none."""
+    rule = UNARY.get(ufunc)
+    if rule is None and getattr(np, ufunc.__name__, None) is not ufunc:
+        rule = NAMED_UNARY.get(ufunc.__name__)
+    return rule
+
+
 def _tie(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Weights of each side of a max: 1 for the winner, 1/2 each on a tie (symmetric)."""
     wa = (a > b) + 0.5 * (a == b)

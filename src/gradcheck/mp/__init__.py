@@ -12,11 +12,19 @@ Each evaluation, derivative and dispute computes in a private mpmath context: co
 ones in other threads, at other precisions, and code that changes ``mpmath.mp`` cannot change
 its result, and gradcheck never changes mpmath's global precision. Outside them, ``MPFloat``
 arithmetic rounds to ``mpmath.mp`` as any mpmath number does (``mpmath.workdps`` scopes it).
+A definition that calls mpmath functions itself takes them from :func:`context` (the
+running computation's context, at its precision).
+
+Contractions (``@``, ``np.dot``, ``np.einsum``, ``np.sum``, ``np.cumsum``, ``np.convolve``,
+...) of values that float64 holds exactly (low-precision inputs, exact constants) are
+computed exactly by numba kernels and rounded once (``_exactsum``: a long accumulator;
+``_vocabulary``: which numpy calls, reduced to the kernels; ``_exact``: the hooks, and the
+probe that runs a definition made only of such contractions without leaving float arrays).
 
 This package imports mpmath; ``import gradcheck`` does not import it.
 Modules: ``_scalar`` (:class:`MPFloat`), ``_complex`` (``MPComplex``), ``_array`` (the ufuncs
 numpy has no object loop for), ``_convert`` (exact conversion in, one rounding out),
-``_context`` (private precision per operation), ``_evaluate`` (run ``f``, refuse a result
+``_context`` (private precision per operation; :func:`context`), ``_evaluate`` (run ``f``, refuse a result
 that left mpmath), ``_errors`` (:class:`Reason`), ``_derivative`` (one entry's exact
 derivative), ``_reverse`` (``mp_vjp``: exact gradients by reverse mode).
 In: float arrays and unmodified numpy code. Out: exact values and derivatives.
@@ -33,6 +41,7 @@ from ._array import MPArray as MPArray
 from ._array import complex_from_parts as complex_from_parts
 from ._array import complex_parts as complex_parts
 from ._complex import MPComplex as MPComplex
+from ._context import context as context
 from ._convert import from_mp as from_mp
 from ._convert import to_mp as to_mp
 from ._derivative import MPDerivative as MPDerivative
@@ -59,6 +68,7 @@ __all__ = [
     "certified_digits",
     "complex_from_parts",
     "complex_parts",
+    "context",
     "evaluate",
     "exact_mpf",
     "from_mp",

@@ -22,9 +22,10 @@ from mpmath import libmp
 from ._complex import MPComplex, _parts_of
 from ._context import GLOBAL
 from ._context import active as _active
-from ._context import constant_dtype as _constant_dtype
 from ._errors import PrecisionLossError
+from ._exact import intercept, vocabulary_params
 from ._scalar import MPFloat, _exact_tuple, _record, _wrap
+from ._vocabulary import name_of
 
 
 class MPArray(np.ndarray):
@@ -40,14 +41,17 @@ class MPArray(np.ndarray):
     """
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        exact = _exactly(ufunc, method, inputs, kwargs)
+        if exact is not None:
+            return exact
         return apply_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
+        exact = _exactly(func, "__call__", args, kwargs)
+        if exact is not None:
+            return exact
         # Keep the type through np.einsum, np.where, np.concatenate, ... so that the ufuncs
         # applied to their results are intercepted too.
-        narrow = _constant_dtype()
-        if narrow is not None:  # constants in np.dot, np.einsum, np.where, ... too
-            args = tuple(_narrowed_in(a, narrow) for a in args)
         return _as_mparray(super().__array_function__(func, types, args, kwargs))
 
     @property  # type: ignore[misc]  # read-only on purpose: the parts of exact complex values
@@ -73,6 +77,18 @@ class MPArray(np.ndarray):
 
 def _holds_complex(a: np.ndarray) -> bool:
     return any(isinstance(v, (MPComplex, complex, np.complexfloating)) for v in a.reshape(-1))
+
+
+def _exactly(func: Any, method: str, args: tuple, kwargs: dict) -> Any:
+    """A contraction computed by the exact kernels (:mod:`gradcheck.mp._exact`), or None."""
+    name = name_of(func, method)
+    parsed = None if name is None else vocabulary_params(name, args, kwargs)
+    if parsed is None:
+        return None
+    operands, params = parsed
+    firsts = [o.reshape(-1)[0] for o in operands
+              if isinstance(o, np.ndarray) and o.dtype == object and o.size]
+    return _as_mparray(intercept(name, tuple(operands), params, _context_of(*firsts)))
 
 
 def _context_of(*values: Any) -> Any:
@@ -191,9 +207,6 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
 
     Used by ``MPFloat.__array_ufunc__`` and ``MPArray.__array_ufunc__``.
     """
-    narrow = _constant_dtype()
-    if narrow is not None:
-        inputs = tuple(_narrowed(a, narrow) for a in inputs)
     args = [_object_operand(a) for a in inputs]
     if "out" in kwargs:
         kwargs["out"] = tuple(np.asarray(o) if isinstance(o, MPArray) else o for o in kwargs["out"])
@@ -218,23 +231,6 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
             raise
         normalized = [_normalize(a) for a in args]
         return _as_mparray(getattr(ufunc, method)(*normalized, **kwargs))
-
-
-def _narrowed(a: Any, dtype: Any) -> Any:
-    """A float constant rounded once to ``dtype`` (arbitrary-precision operands unchanged)."""
-    if isinstance(a, np.ndarray) and a.dtype.kind == "f" and a.dtype.itemsize > np.dtype(dtype).itemsize:
-        return a.astype(dtype)
-    if isinstance(a, (float, np.floating)) and not isinstance(a, np.longdouble):
-        return np.dtype(dtype).type(a)
-    return a
-
-
-def _narrowed_in(a: Any, dtype: Any) -> Any:
-    """:func:`_narrowed` on an argument of a numpy function, and on the items of a list or
-    tuple argument (np.concatenate's arrays)."""
-    if isinstance(a, (list, tuple)):
-        return type(a)(_narrowed(e, dtype) for e in a)
-    return _narrowed(a, dtype)
 
 
 def _scalar_array_ufunc(self: MPFloat, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:

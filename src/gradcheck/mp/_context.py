@@ -33,13 +33,33 @@ _active: contextvars.ContextVar[Any] = contextvars.ContextVar(
 )
 active = _active.get  # the computation running in this thread, or None
 
-# A dtype (float32) that float constants meeting arbitrary-precision values in a ufunc are
-# rounded to first, or None (constants enter exactly). Set by :func:`constants_rounded_to`
-# for an evaluation that emulates a narrower format's arithmetic.
-_constant_dtype: contextvars.ContextVar[Any] = contextvars.ContextVar(
-    "gradcheck_mp_constant_dtype", default=None
-)
-constant_dtype = _constant_dtype.get
+
+def context() -> Any:
+    """The mpmath context that arbitrary-precision arithmetic rounds to right here: inside
+    :func:`gradcheck.dispute`, :func:`gradcheck.mp.evaluate` and the referee, the running
+    computation's own (private) context, at its working precision (40 digits in a dispute
+    by default, 24 bits in a float32-arithmetic evaluation, ...); outside any computation,
+    mpmath's global context ``mpmath.mp``.
+
+    A definition that calls an mpmath function itself (``erf``, ``gammainc``, ... that
+    numpy has no ufunc for) should call it through this context: ``mpmath.erf(v)`` rounds
+    to mpmath's global precision (53 bits), not to the computation's, and in gelu's far
+    negative tail ``1 + erf(x/sqrt 2)`` then cancels every digit.
+
+    >>> import math, numpy as np, mpmath
+    >>> from gradcheck.mp import context, evaluate
+    >>> def erf(x):
+    ...     if x.dtype == object:                        # arbitrary-precision values
+    ...         return np.frompyfunc(context().erf, 1, 1)(x)
+    ...     return np.vectorize(math.erf)(x)              # float arrays (or scipy.special.erf)
+    >>> y = evaluate(lambda v: 1 + erf(v), np.array([-6.0]), dps=30)
+    >>> mpmath.nstr(y[0].value, 12)                      # erfc(6): 2.15197367125e-17
+    '2.15197367125e-17'
+    >>> y = evaluate(lambda v: 1 + np.frompyfunc(mpmath.erf, 1, 1)(v), np.array([-6.0]), dps=30)
+    >>> mpmath.nstr(y[0].value, 12)                      # mpmath.erf: 53 bits, all lost
+    '0.0'
+    """
+    return _active.get() or GLOBAL
 
 # Contexts no computation owns. list.pop and list.append are atomic, so two threads never
 # take the same one. The mpmath functions used here leave no state in a context but its
@@ -79,15 +99,3 @@ def running(ctx: Any) -> Iterator[None]:
         yield
     finally:
         _active.reset(token)
-
-
-@contextlib.contextmanager
-def constants_rounded_to(dtype: Any) -> Iterator[None]:
-    """Round float constants (arrays and scalars captured by ``f``) to ``dtype`` when they
-    meet arbitrary-precision values in a ufunc, for the duration of the block: how a kernel
-    written in that format holds its constant tables."""
-    token = _constant_dtype.set(dtype)
-    try:
-        yield
-    finally:
-        _constant_dtype.reset(token)

@@ -42,7 +42,10 @@ def evaluate(f: Callable[[Any], Any], x: ArrayLike, *, dps: int) -> Any:
     private mpmath context at ``dps`` digits, so evaluations in concurrent threads (at other
     precisions) and changes of ``mpmath.mp`` cannot alter the result, and mpmath's global
     precision is never touched. mpmath's own functions called directly inside ``f``
-    (``mpmath.erf(v)``) round to the global precision instead: use numpy's operations.
+    (``mpmath.erf(v)``) round to the global precision instead: take them from
+    :func:`gradcheck.mp.context` (``context().erf(v)``), the running computation's context.
+    Contractions of exact values (``@``, ``np.sum``, ``np.cumsum``, ... of the inputs) are
+    computed exactly by kernels and rounded once (:mod:`gradcheck.mp._exact`).
 
     >>> import numpy as np
     >>> y = evaluate(lambda v: np.sum(np.exp(v)), np.array([0.0, 1.0]), dps=40)
