@@ -47,9 +47,13 @@ class Probe:
     def value(self, idx: np.ndarray, values: np.ndarray) -> float:
         """The reduced ``f`` with ``x[idx] = values``."""
         flat = self.flat
-        old = flat[idx].copy()
+        old = flat[idx]  # integer indices: already a copy (a slice would be a view: copied)
+        if np.may_share_memory(old, flat):
+            old = old.copy()
         flat[idx] = values
-        written = flat[idx]  # a copy, in x's dtype
+        # What was written, in x's dtype: the values themselves when they are in it (a block's
+        # indices are random over the whole model: every gather saved is a pass of random access).
+        written = values if isinstance(values, np.ndarray) and values.dtype == flat.dtype else flat[idx]
         try:
             out = self.evaluate()
             if not same_bits(flat[idx], written):
