@@ -16,7 +16,7 @@
    limit at its median entry in the joint screen, screened alone (``gradcheck.screen``), and
    what check_params states after its second look; the evaluations spent on the second look.
 4. ``memory``: tracemalloc's peak above the parameters and claims, in bytes per parameter, of a
-   numpy model of 12M entries (``--small``: 1M): held against
+   numpy model of 12M entries (``--small``: 3M): held against
    :data:`BYTES_TARGET`.
 5. ``honest``: on a model small enough to check entry by entry (the tiny numpy GPT), errors of
    1.5x the stated limit planted one at a time at random entries: every one found; and the
@@ -57,7 +57,7 @@ GPT_CORRECT, GPT_MINUTES = 400, 20.0
 BYTES_TARGET = 64.0
 CASES = ("correct",) + gpt.BUGS
 QUICK_LEAVES_OUT = ("the 256-wide MLP (32 wide), the small GPT's planted bugs but one entry (both in the verdicts "
-                    "part), the 64-wide GPT of the drown part (32 wide), 12M parameters of the memory part (1M), "
+                    "part), the 64-wide GPT of the drown part (32 wide), 12M parameters of the memory part (3M: fixed-size chunks weigh more per parameter there), "
                     "all but 6 planted errors of the honest part, 3 of the verdicts' 6 cases")
 
 
@@ -307,7 +307,7 @@ def _joint_limit(report) -> float | None:
 def memory_part(small: bool, entries: int | None = None) -> dict:
     import tracemalloc
 
-    n = entries or (1_000_000 if small else 12_000_000)
+    n = entries or (3_000_000 if small else 12_000_000)
     sizes = [n // 2, n // 4, n // 8, n - n // 2 - n // 4 - n // 8 - 768, 768]
     rng = np.random.default_rng(0)
     params = {f"p{k}": 0.5 * rng.standard_normal(s) for k, s in enumerate(sizes)}
