@@ -791,3 +791,31 @@ def test_vectorized_f_writing_into_its_batch_is_reported(axes):
     assert x.tobytes() == before.tobytes()
     clean = gradcheck.check(lambda z: rows_tanh(z, False), x, grad, independent_axes=axes, vectorized=True)
     assert clean.passed and clean.engine == "batched (coloured)"
+
+
+def test_the_slice_referee_in_worker_processes_differentiates_slices():
+    """From 12 entries on the referee spreads over a fork pool, whose workers run
+    ``Referee.derivatives`` on it: on a slice referee that must differentiate its slices (it
+    differentiated the whole input, before). f refuses any input but one row, so a whole-input
+    derivative is None; the pool's answers (when a pool may run here) are the serial ones."""
+    from gradcheck._adjudicate.referee import Referee
+    from gradcheck._axes.declare import declare
+    from gradcheck._axes.referee import SliceReferee
+    from gradcheck._evaluate import fork_available, fork_hazard, usable_cores
+
+    x = np.random.default_rng(11).standard_normal((6, 4))
+
+    def one_row(v):
+        if v.shape[0] != 1:
+            raise ValueError("one row at a time")
+        return np.sin(v) * v
+
+    axes = declare((0,), x.shape, x.shape)
+    referee = SliceReferee(one_row, x, np.ones(x.shape), axes, digits=20)
+    idx = np.arange(x.size)
+    in_worker, serial = Referee.derivatives(referee, idx), referee.derivatives(idx)  # what fork_map calls
+    assert all(d is not None for d in in_worker) and in_worker == serial
+    exact = np.cos(x) * x + np.sin(x)  # d/dx (sin x * x), each entry its own output's
+    assert np.allclose([d[0] for d in in_worker], exact.reshape(-1), rtol=1e-12)
+    if fork_available() and usable_cores() >= 2 and fork_hazard() is None:
+        assert referee._all_derivatives(idx) == serial

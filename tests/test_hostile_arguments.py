@@ -135,6 +135,9 @@ NONNEGATIVE = [-1.0, np.nan, np.inf, "1e-3", None, True]
 EXECUTOR = [object(), 3, "pool"]
 BACKEND = ["nope", 3]
 COUNT = [0, -3, 2.5, "10", True]
+#: The tolerance keywords of the checks (issue 27): None there means "not given".
+TOLERANCES = {"rtol": [-1.0, np.nan, np.inf, "1e-3", True], "atol": [-1.0, np.nan, "0"],
+              "eps": POSITIVE, "resolution": [0, 1, 1.5, "x", True, np.nan], "noise_factor": [-1.0, np.inf, "8"]}
 
 KEYWORDS: dict[Any, dict[str, list[Any]]] = {
     gradcheck.check: {
@@ -142,23 +145,25 @@ KEYWORDS: dict[Any, dict[str, list[Any]]] = {
         "progress": FLAG_OR_NONE, "refine": FLAG_OR_NONE, "adjudicate": ADJUDICATE, "digits": DIGITS,
         "bound_ulps": POSITIVE_OR_NONE, "executor": EXECUTOR, "checkpoint": [3, 2.5],
         "complex_convention": ["numpy", 3], "independent_axes": ["rows", (5,), 1.5],
-        "grad": ["abc", np.ones(2), 3],
+        "grad": ["abc", np.ones(2), 3], **TOLERANCES,
     },
     gradcheck.screen: {
         "budget": [0, -5, "abc", 1.5, True, "10 parsecs", "1.2.3s"], "config": CONFIG,
         "engine": ["fast", None], "executor": EXECUTOR, "draws": COUNT, "blocks": COUNT,
         "complex_step": ["yes", 2], "exact": ["yes", 2], "adjudicate": ADJUDICATE, "digits": DIGITS, "name": NAME,
-        "backend": BACKEND, "seed": SEED_OR_NONE, "grad": ["abc", np.ones(2), 3],
+        "backend": BACKEND, "seed": SEED_OR_NONE, "grad": ["abc", np.ones(2), 3], **TOLERANCES,
     },
     gradcheck.check_params: {
         "order": [3, ["nope"]], "sample": [0, 1.5, "3"], "config": CONFIG, "seed": SEED, "adjudicate": ADJUDICATE,
         "digits": DIGITS, "engine": ["fast", None], "executor": EXECUTOR, "screen": FLAG,
-        "budget": [0, "abc", True],
+        "budget": [0, "abc", True], **TOLERANCES,
     },
-    gradcheck.check_jvp: {"jvp": ["abc", 3], "batched": FLAG, "backend": BACKEND, "name": NAME, "engine": ["fast"], "digits": DIGITS},
+    gradcheck.check_jvp: {"jvp": ["abc", 3], "batched": FLAG, "backend": BACKEND, "name": NAME, "engine": ["fast"], "digits": DIGITS,
+                          "rtol": TOLERANCES["rtol"], "eps": TOLERANCES["eps"]},
     gradcheck.check_hvp: {
         "hvp": ["abc", 3], "grad": [np.ones(3), "grad"], "reference": ["x", 3], "check_grad": FLAG, "symmetry": FLAG,
         "backend": BACKEND, "name": NAME, "config": CONFIG, "engine": ["fast"],
+        "rtol": TOLERANCES["rtol"], "eps": TOLERANCES["eps"],
     },
     gradcheck.check_adjoint: {
         "x": ["abc", [[1, 2], [3]]], "f": [3, "f"], "in_shape": ["a", (2.5,), (-1,)], "backend": BACKEND, "seed": SEED,

@@ -72,13 +72,13 @@ def test_a_difference_traced_within_the_tolerance_ends_with_the_rerun_that_finds
     assert report.status == "PASS"
     (step,) = last_lines(report)
     assert step.startswith("a difference at (3, 7) (1e-06 relative) is within the tolerance (rtol 1e-06)")
-    call = re.search(r"gradcheck\.screen\(f, x, grad, config=report\.config\.replace\(rtol=([0-9.e-]+)\)\)", step)
+    call = re.search(r"gradcheck\.screen\(f, x, grad, rtol=([0-9.e-]+)\)", step)
     assert call is not None, step
     rtol = float(call.group(1))
     assert rtol < 1e-6
-    rerun = gc.screen(layer, W, off_at((3, 7), 1e-6), config=report.config.replace(rtol=rtol))
+    rerun = gc.screen(layer, W, off_at((3, 7), 1e-6), rtol=rtol)  # the call as the line spells it
     assert rerun.entries(Verdict.MISMATCH) == [(3, 7)]
-    clean = gc.screen(layer, W, layer_grad, config=report.config.replace(rtol=rtol))
+    clean = gc.screen(layer, W, layer_grad, rtol=rtol)
     assert clean.counts[Verdict.MISMATCH] == 0
 
 
@@ -119,3 +119,84 @@ def test_a_complex_mismatch_names_both_parts_of_the_claim():
         report = gc.check(lambda z: np.sum(np.abs(z) ** 2), z, lambda z: 2.2 * z)
         text = str(report)
     assert "claims 2.2+4.4j where the exact derivative is 2+4j" in text, text
+
+
+def test_a_params_report_ends_with_the_first_failing_name_or_keeping_it_as_a_test():
+    """check_params: the first failing name in backward order with its diagnosis; a clean
+    model: keep the check."""
+    p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
+    loss = lambda p: float((p["w"] ** 2).sum() + 3 * p["b"][0])  # noqa: E731
+    (step,) = last_lines(gc.check_params(loss, p, {"w": 2 * p["w"], "b": np.array([2.0])}))
+    assert step.startswith("start with b (b fails alone") and "fix its gradient at" in step
+    (step,) = last_lines(gc.check_params(loss, p, {"w": 2 * p["w"], "b": np.array([3.0])}))
+    assert step.startswith("nothing to fix: every name passes")
+
+
+AM = np.random.default_rng(3).standard_normal((5, 4))
+XA = np.full(4, 0.1)
+
+
+def adj_f(x):
+    return np.tanh(AM @ x)
+
+
+def adj_jvp(x, t):
+    return (1 - np.tanh(AM @ x) ** 2) * (AM @ t)
+
+
+def adj_vjp(x, v):
+    return AM.T @ ((1 - np.tanh(AM @ x) ** 2) * v)
+
+
+def bad_vjp(x, v):
+    return 1.01 * adj_vjp(x, v)
+
+
+def test_an_adjoint_result_ends_with_the_model_to_fix_and_the_call_that_says_where():
+    """A vjp 1% off, with f: fix the vjp, and the named call (check(f, x, vjp)) does find it;
+    without f: pass f= to learn which; a correct pair: keep it, and pass f= to test against f."""
+    (step,) = last_lines(gc.check_adjoint(adj_jvp, bad_vjp, XA, f=adj_f))
+    assert step.startswith("fix the vjp: inconsistent with finite differences of f")
+    assert "gradcheck.check(f, x, vjp) shows at which entries" in step
+    assert not gc.check(adj_f, XA, bad_vjp).passed and gc.check(adj_f, XA, adj_vjp).passed
+    (step,) = last_lines(gc.check_adjoint(adj_jvp, bad_vjp, XA))
+    assert step.startswith("the jvp and the vjp are not transposes of each other: pass f=")
+    (step,) = last_lines(gc.check_adjoint(adj_jvp, adj_vjp, XA))
+    assert step.startswith("nothing to fix: the models are adjoint") and "pass f=" in step
+    (step,) = last_lines(gc.check_adjoint(adj_jvp, adj_vjp, XA, f=adj_f))
+    assert "pass f=" not in step
+
+
+XT = np.array([0.3, -1.2, 0.8])
+
+
+def sum_sin(x):
+    return np.sum(np.sin(x))
+
+
+@pytest.mark.parametrize("grad, hvp, start", [
+    (np.cos, None, "nothing to fix: keep the test"),
+    (lambda x: np.cos(x) + 1e-3, None, "fix the gradient: its remainder does not shrink"),
+    (np.cos, lambda x, v: -1.1 * np.sin(x) * v, "fix the Hessian-vector product"),
+])
+def test_a_taylor_result_ends_with_what_to_fix(grad, hvp, start):
+    (step,) = last_lines(gc.taylor_test(sum_sin, XT, grad, hvp))
+    assert step.startswith(start)
+
+
+def test_an_inconclusive_taylor_result_ends_with_its_way_out():
+    """An f that rounds to float16: round-off at every step; the way out is float64 or a larger h0."""
+    report = gc.taylor_test(lambda x: np.float16(np.sin(x).sum()), XT.astype(np.float32), np.cos)
+    assert report.status == "INCONCLUSIVE"
+    (step,) = last_lines(report)
+    assert step.startswith("make it conclusive: run f in float64, or pass a larger h0=")
+
+
+def test_a_dispute_text_ends_with_its_next_step():
+    from gradcheck.subjects import matvec_fast, matvec_inputs, matvec_math, matvec_reference
+
+    a, v = matvec_inputs(rows=8, n=256, seed=1)
+    result = gc.dispute(matvec_math, (a, v), {"fast": matvec_fast(a, v), "reference": matvec_reference(a, v)},
+                        "bfloat16")
+    assert str(result).splitlines()[-1] == ("next: fix or replace fast: beyond its bound at the entries above; "
+                                            "reference is the most accurate")

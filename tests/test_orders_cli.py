@@ -73,6 +73,17 @@ def test_taylor_command(user_module, args, code, text, cli):
     assert text in out.stdout and "R1 (grad)" in out.stdout
 
 
+@pytest.mark.parametrize("shape, code", [("3,x", 2), ("-1", 2), ("3,2", 0)])
+def test_taylor_shape_goes_through_the_shape_parser(user_module, shape, code, cli):
+    """`taylor --shape 3,x` gave Python's raw int() message (issue 27): a usage error (exit 2) that
+    says what a shape is, as `check --shape` does; a good shape runs."""
+    out = cli("taylor", "ordermod:f", "--grad", "ordermod:grad", "--shape", shape, cwd=user_module)
+    assert out.returncode == code, out.stdout + out.stderr
+    if code == 2:
+        assert f"argument --shape: '{shape}' is not a shape: expected sizes separated by commas" in out.stderr
+        assert "invalid literal" not in out.stderr
+
+
 def test_taylor_command_json_and_plot(user_module, cli):
     """`taylor --json --plot` prints JSON and writes the PNG."""
     optional_deps.need("matplotlib")

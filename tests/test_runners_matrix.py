@@ -1,8 +1,9 @@
 """Every feature on every runner of the evaluation layer (issue 26), one table.
 
 For each feature that asks the layer for its points (``check``, ``check_params``,
-``independent_axes``; the others join as they move onto it) and each runner (serial, batched,
-compiled, processes, executor):
+``independent_axes``, ``check_jvp``, ``check_hvp``, and the points along a direction of
+``taylor_test``, ``check_adjoint`` and ``check_hvp``; screen joins as it moves onto it) and each
+runner (serial, batched, compiled, processes, executor):
 
 * the report is serial's, bit for bit (every per-entry array, the verdicts, the counts);
 * ``f`` raising at one perturbed entry is :class:`FunctionError` at that entry and side;
@@ -438,3 +439,132 @@ def test_ctrl_c_while_the_pool_forks_is_not_lost(feature):
     finally:
         _ARMED["interrupt"] = False
     assert same_bits(x, X) and no_workers_left()
+
+
+# -- the orders: check_jvp and check_hvp (check's pass on each runner), and the points along a
+# direction (taylor_test, check_adjoint's differences, check_hvp's offset: gradcheck._orders._complex.along)
+def g_true(x):
+    return np.cos(x) * x ** 2 + 2 * x * np.sin(x)
+
+
+def jvp_bad(x, t):
+    """J t of the scalar f_py, with grad's planted error at BAD (stacked tangents too)."""
+    return np.sum(grad(x) * t, axis=(-2, -1))
+
+
+def hvp(x, v):
+    return (-np.sin(x) * x ** 2 + 4 * x * np.cos(x) + 2 * np.sin(x)) * v
+
+
+def run_order(kind: str, runner: str, x):
+    f = f_jit() if runner == "compiled" else f_py
+    if kind == "jvp":
+        call = lambda **kw: gradcheck.check_jvp(f, x, jvp_bad, batched=runner == "batched", **kw)  # noqa: E731
+    else:
+        call = lambda **kw: gradcheck.check_hvp(f, x, hvp, grad=g_true, **kw)  # noqa: E731
+    if runner == "executor":
+        with cf.ThreadPoolExecutor(2) as ex:
+            return call(executor=ex)
+    return call(engine=runner, vectorized=runner == "batched")
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_check_jvp_gives_serials_report(runner):
+    needs(runner)
+    x = X.copy()
+    got, serial = run_order("jvp", runner, x), run_order("jvp", "serial", X.copy())
+    assert got.engine == runner and got.codes[BAD] == gradcheck.Verdict.MISMATCH
+    if runner == "compiled":  # the @njit f's own bits: its serial report is the reference
+        serial = gradcheck.check_jvp(f_jit(), X.copy(), jvp_bad, engine="serial")
+    assert_same(got, serial)
+    assert same_bits(x, X)
+
+
+@pytest.mark.parametrize("runner", ["serial", "processes", "executor"])
+def test_check_hvp_gives_serials_report(runner):
+    """(The gradient map check_hvp differences is a Python function: batched and compiled do
+    not apply to it, and refuse, as the golden corpus records.)"""
+    needs(runner)
+    x = X.copy()
+    got, serial = run_order("hvp", runner, x), run_order("hvp", "serial", X.copy())
+    assert got.engine == runner and got.passed
+    assert_same(got, serial)
+    assert same_bits(x, X)
+
+
+ALONG_RUNNERS = ["serial", "processes", "executor"]
+D = np.random.default_rng(7).standard_normal(X.shape)
+SCALES = (1e-2, -1e-2, 5e-3, -5e-3)
+LABELS = tuple(f"at x + s d (s = {s:g})" for s in SCALES)
+
+
+def along_on(runner: str, f, x):
+    from gradcheck._orders._complex import along
+
+    with cf.ThreadPoolExecutor(2) as ex:
+        return along(gradcheck.backends.NumpyBackend(), f, x, D, float, SCALES, LABELS, engine=runner,
+                     executor=ex if runner == "executor" else None)
+
+
+@pytest.mark.parametrize("runner", ALONG_RUNNERS)
+def test_points_along_a_direction_give_serials_values(runner):
+    needs(runner)
+    x = X.copy()
+    got, serial = along_on(runner, f_py, x), along_on("serial", f_py, X.copy())
+    assert got.tobytes() == serial.tobytes()
+    want = [f_py((X + s * D).astype(X.dtype)) for s in SCALES]  # independent: f at each point, by hand
+    assert got.tolist() == [float(w) for w in want]
+    assert same_bits(x, X) and no_workers_left()
+
+
+def raising_far(x):
+    if np.any(x[..., 0, 0] > X[0, 0] + 0.75e-2 * abs(D[0, 0])):
+        raise ZeroDivisionError("planted")
+    return f_py(x)
+
+
+@pytest.mark.parametrize("runner", ALONG_RUNNERS)
+def test_points_along_a_direction_name_the_point_f_raised_at(runner):
+    """f raises at the points where entry (0, 0) moved by more than 0.75e-2 d: the first is
+    s = 1e-2 or s = -1e-2, whichever moves it up (the sign of d); FunctionError names the point by
+    its label, at no entry (the whole input moved); f writing into its input is refused."""
+    needs(runner)
+    x = X.copy()
+    with pytest.raises(FunctionError) as info:
+        along_on(runner, raising_far, x)
+    first = 0 if D[0, 0] > 0 else 1
+    assert info.value.index is None and info.value.side == LABELS[first]
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    with pytest.raises(InputMutationError):
+        along_on(runner, writing, x)
+    assert same_bits(x, X) and no_workers_left()
+
+
+def test_points_along_a_direction_a_dead_worker_is_worker_died():
+    needs("processes")
+    x = X.copy()
+    with pytest.raises(WorkerDiedError):
+        along_on("processes", dying_anywhere, x)
+    assert same_bits(x, X) and no_workers_left()
+
+
+def dying_anywhere(x):
+    if os.getpid() != PARENT:
+        os._exit(3)
+    return f_py(x)
+
+
+def test_taylor_test_names_the_point_f_raised_at():
+    """taylor_test's points go through the layer: f raising at a step is FunctionError at that
+    point (``at x + h d (h = ...)``), x untouched."""
+    x = X.copy()
+
+    def f(z):
+        if not same_bits(z, X):
+            raise ZeroDivisionError("planted")
+        return f_py(z)
+
+    with pytest.raises(FunctionError) as info:
+        gradcheck.taylor_test(f, x, g_true)
+    assert info.value.index is None and info.value.side.startswith("at x + h d (h = ")
+    assert same_bits(x, X)

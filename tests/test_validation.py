@@ -317,8 +317,8 @@ def test_a_loss_that_later_returns_an_array_is_named_at_its_entry(engine):
 
 
 @pytest.mark.parametrize("returned, message", [
-    (None, r"^claimed gradient is None, not an array.*`return` missing"),
-    ("abc", r"^claimed gradient is a str, not an array"),
+    (None, r"^the claimed gradient grad\(x\) is None, not an array.*`return` missing"),
+    ("abc", r"^the claimed gradient grad\(x\) is a str, not an array"),
 ])
 def test_a_grad_returning_no_array_says_what_it_returned(returned, message):
     """grad(x) returning None or a string: said as such (before: 'has shape ()')."""

@@ -82,11 +82,12 @@ def _input(args: argparse.Namespace) -> np.ndarray:
     return x if fmt is None or fmt.name == "float64" else round_to_format(x, fmt, as_dtype=True)
 
 
-def _config(args: argparse.Namespace, x: np.ndarray) -> Config | None:
-    """``--rtol`` / ``--atol`` on the preset of x's dtype; None (check's own choice) without them."""
+def _tolerances(args: argparse.Namespace, x: np.ndarray) -> dict[str, float]:
+    """``--rtol`` / ``--atol`` as the keywords ``check`` and ``screen`` set on the preset of x's
+    dtype (nothing else changes: an f computing in float32 still gets its own preset)."""
     changes = {k: v for k, v in (("rtol", args.rtol), ("atol", args.atol)) if v is not None}
     if not changes:
-        return None
+        return {}
     name = dtype_name(x.dtype)
     if name in ("float16", "bfloat16"):
         raise ValueError(f"--rtol/--atol do not apply to a {name} input: its claim is judged in ulps of "
@@ -96,11 +97,11 @@ def _config(args: argparse.Namespace, x: np.ndarray) -> Config | None:
         raise ValueError(f"--rtol {changes['rtol']:g} is not below the resolution {preset.resolution:g}: a PASS "
                          f"means agreement within {100 * preset.resolution:g}% of the value, and a looser "
                          "tolerance would pass entries it did not resolve")
-    return preset.replace(**changes)
+    return changes
 
 
 def _run_check(args: argparse.Namespace, f: Any, x: np.ndarray, grad: Any) -> Any:
-    options: dict[str, Any] = dict(config=_config(args, x), backend=args.backend, engine=args.engine,
+    options: dict[str, Any] = dict(**_tolerances(args, x), backend=args.backend, engine=args.engine,
                                    adjudicate=False if args.no_referee else "auto")
     if args.screen:
         if args.independent_axes is not None or args.jvp or args.hvp or args.bound_ulps is not None:
@@ -209,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="folder for the pictures and HTML pages ('' for none)")
     demo.set_defaults(run=_cmd_demo)
     _add_check_parser(sub)
-    add_taylor_parser(sub, load)
+    add_taylor_parser(sub, load, parse_shape)
     add_dispute_parser(sub, _write_html)
     bench = sub.add_parser("bench", help="run the benchmarks (from a source checkout: benchmarks/bench_*.py)")
     bench.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run (default: all), e.g. serial batched")

@@ -69,6 +69,26 @@ def referee_may_run(backend: Any, f: Any) -> tuple[bool, str | None]:
     return bool(getattr(backend, "mp_capable", False)), None
 
 
+def referee_for(backend: object, f: Callable[..., object], x: np.ndarray, cotangent: np.ndarray | None, *,
+                adjudicate: bool | str, digits: int, f_mp: Callable[[np.ndarray], object] | None = None,
+                variant: Callable[..., Referee] | None = None) -> Referee | None:
+    """THE place a referee is built, under THE rule: none when ``adjudicate`` is False or
+    :func:`referee_may_run` refuses ``backend`` and ``f``; else a :class:`Referee` of ``f_mp``
+    (default: ``f`` itself) at ``x``, or ``variant(f_mp, x, cotangent, digits=...)`` (the
+    per-slice referee of ``independent_axes``).
+
+    >>> from gradcheck.backends import NumpyBackend
+    >>> referee_for(NumpyBackend(), np.sin, np.ones(2), None, adjudicate="auto", digits=20) is not None
+    True
+    >>> referee_for(NumpyBackend(), np.sin, np.ones(2), None, adjudicate=False, digits=20) is None
+    True
+    """
+    if adjudicate is False or not referee_may_run(backend, f)[0]:
+        return None
+    fn = f_mp if f_mp is not None else (lambda v: f(v))
+    return (variant or Referee)(fn, x, cotangent, digits=digits)
+
+
 def _numba_compiled(f: Any) -> bool:
     """A numba dispatcher (``@njit``, ``@jit``) or numba ufunc; numba is imported only when
     it already is (otherwise ``f`` cannot be one)."""
@@ -110,9 +130,14 @@ class Referee:
         self._reason: str | None | bool = False  # False: not probed yet
         self._probes = 0  # calls of f by unavailable() not yet taken by take_probes()
 
+    def piece(self, flat_index: int) -> tuple[np.ndarray, int | tuple[int, ...], np.ndarray | None]:
+        """What entry ``flat_index`` is differentiated on: ``(the input, the entry's index in it,
+        the cotangent)``: ``x`` whole here, the entry's own slice in a per-slice referee."""
+        return np.asarray(self.x, dtype=np.float64), int(flat_index), self.cotangent
+
     def probe_point(self) -> np.ndarray:
-        """Where :meth:`unavailable` tries ``f`` at high precision: ``x``."""
-        return np.asarray(self.x, dtype=np.float64)
+        """Where :meth:`unavailable` tries ``f`` at high precision: the first entry's input."""
+        return np.asarray(self.piece(0)[0], dtype=np.float64)
 
     def take_probes(self) -> int:
         """The calls of ``f`` :meth:`unavailable` made since the last call (0 or 1; the
@@ -142,11 +167,11 @@ class Referee:
         as floats, or None where f could not be evaluated at high precision there."""
         from ..mp import NotAdjudicable, mp_derivative
 
-        x64 = np.asarray(self.x, dtype=np.float64)
         out: list[tuple | None] = []
         for i in flat_indices:
+            x_at, local, v = self.piece(int(i))
             try:
-                d = mp_derivative(self.f_mp, x64, int(i), dps=self.digits, cotangent=self.cotangent)
+                d = mp_derivative(self.f_mp, np.asarray(x_at, dtype=np.float64), local, dps=self.digits, cotangent=v)
             except (NotAdjudicable, ArithmeticError, ValueError):
                 out.append(None)
                 continue

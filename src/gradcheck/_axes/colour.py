@@ -120,9 +120,10 @@ class Coloured:
     def close(self, terminate: bool = False) -> None:
         self.runner.close(terminate)
 
-    def referee(self, f: Callable[..., object], x: np.ndarray, *, digits: int) -> Referee:
-        """The referee for this check: on each entry's own slice when ``f`` allows it
-        (:mod:`.referee`); the notes say which."""
+    def referee(self, f: Callable[..., object], x: np.ndarray, cotangent: object = None, *, digits: int) -> Referee:
+        """The referee for this check (the variant ``gradcheck._adjudicate.referee.referee_for``
+        builds, under its rule): on each entry's own slice when ``f`` allows it (:mod:`.referee`;
+        its cotangent is the colouring's own); the notes say which."""
         chosen, note = slice_referee(f, x, self._y_first, self._v, self.axes, digits=digits)
         self.spent += 1  # slice_referee tried f on one slice
         self.own_notes.append(note)

@@ -55,12 +55,6 @@ class Axes:
         coords = np.unravel_index(idx, self.x_shape)
         return np.ravel_multi_index(tuple(coords[a] for a in self.axes), self.sizes).astype(np.int64)
 
-    def slice_of_output(self, index: tuple[int, ...]) -> int:
-        """The slice number of one output entry (a multi-index)."""
-        if self.elementwise:
-            return int(np.ravel_multi_index(index, self.y_shape))
-        return int(np.ravel_multi_index(tuple(index[a] for a in self.axes), self.sizes))
-
     def reduce_weighted(self, cotangent: np.ndarray, y: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """:meth:`reduce_slices` of ``cotangent * float64(y)``, the same bits, computed a block
         of slices at a time (into ``out`` when given): no temporary of the output's size when

@@ -20,7 +20,8 @@ from .declare import Axes
 
 
 class SliceReferee(Referee):
-    """A :class:`Referee` that differentiates ``f`` on each entry's own slice of ``x``."""
+    """A :class:`Referee` that differentiates ``f`` on each entry's own slice of ``x`` (its
+    :meth:`piece`; the probe at high precision is on the first entry's slice)."""
 
     def __init__(self, f_mp: Callable[[Any], Any], x: np.ndarray, cotangent: np.ndarray, axes: Axes,
                  *, digits: int = 30) -> None:
@@ -31,26 +32,6 @@ class SliceReferee(Referee):
         """Entry ``flat_index``'s slice of ``x``, its index there, and the cotangent's slice."""
         assert self.cotangent is not None  # sliced only for an array output, which has one
         return piece_of(self.axes, self.x, self.cotangent, int(flat_index))
-
-    def probe_point(self) -> np.ndarray:
-        """The first entry's slice: where :meth:`unavailable` tries ``f`` at high precision."""
-        return np.asarray(self.piece(0)[0], dtype=np.float64)
-
-    def derivatives(self, flat_indices: np.ndarray) -> list[tuple | None]:
-        from ..mp import NotAdjudicable, mp_derivative
-
-        out: list[tuple | None] = []
-        for i in flat_indices:
-            x_s, local, v_s = self.piece(int(i))
-            try:
-                d = mp_derivative(self.f_mp, np.asarray(x_s, dtype=np.float64), local, dps=self.digits,
-                                  cotangent=v_s)
-            except (NotAdjudicable, ArithmeticError, ValueError):
-                out.append(None)
-                continue
-            out.append((float(d.value), float(d.error), int(d.digits), float(d.left), float(d.right),
-                        float(d.side_error), bool(d.is_kink), int(d.evaluations), bool(d.negligible)))
-        return out
 
 
 def piece_of(axes: Axes, x: np.ndarray, cotangent: np.ndarray, flat_index: int):

@@ -160,3 +160,79 @@ def as_config(value: Any) -> Any:
     if isinstance(value, dict):
         hint = f"; build one from the dict with gradcheck.Config(**{value!r})"
     raise TypeError(f"config must be a gradcheck.Config or None, got {_arguments.got(value)}{hint}")
+
+
+#: The :class:`Config` fields the public calls take as keywords (``check(f, x, g, rtol=1e-5)``):
+#: keyword -> field. ``eps`` is the name users guess (torch, jax) for ``Config.step``, the
+#: relative step ``h_i = eps * max(1, |x_i|)``.
+KEYWORD_FIELDS = {"rtol": "rtol", "atol": "atol", "eps": "step", "resolution": "resolution",
+                  "noise_factor": "noise_factor"}
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Config fields given as keywords, applied on top of the preset a call picks for its
+    input (:meth:`apply`), so that ``check(..., rtol=1e-5)`` keeps everything else the call
+    decides without a ``config=`` (the preset of the dtype, the float32-inside route).
+
+    >>> Tuning((("rtol", 1e-5),)).apply(Config()).rtol
+    1e-05
+    """
+
+    fields: tuple[tuple[str, float], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.fields)
+
+    def apply(self, cfg: Config, only: tuple[str, ...] | None = None) -> Config:
+        """``cfg`` with these fields (those in ``only``, when given) set."""
+        changes = {k: v for k, v in self.fields if only is None or k in only}
+        return cfg.replace(**changes) if changes else cfg
+
+    def keywords(self) -> dict[str, float]:
+        """The fields as the keywords they were given as (``step`` -> ``eps``)."""
+        by_field = {f: k for k, f in KEYWORD_FIELDS.items()}
+        return {by_field[k]: v for k, v in self.fields}
+
+    def names(self, leaving: tuple[str, ...] = ()) -> list[str]:
+        """The keywords given, but for the fields in ``leaving``."""
+        return [k for k, v in self.keywords().items() if KEYWORD_FIELDS[k] not in leaving]
+
+
+def _keyword_value(keyword: str, value: Any) -> float:
+    if keyword == "eps":
+        return float(_arguments.positive("eps", value, meaning=", the relative step: h_i = eps * max(1, |x_i|)"))
+    if keyword == "resolution":
+        return float(_arguments.share("resolution", value, " (the largest tolerance, as a share of the value, "
+                                      "at which an entry may PASS)"))
+    return float(_arguments.nonnegative(keyword, value))
+
+
+def with_keywords(config: Any, **keywords: Any) -> tuple[Config | None, Tuning]:
+    """``config=`` and the tolerance keywords of a public call (:data:`KEYWORD_FIELDS`; None
+    means not given), validated: each names itself when wrong. With a ``config``, the
+    keywords are set on it (a field that ``config`` set, i.e. where it differs from its
+    preset :meth:`Config.for_dtype`, and that a keyword sets to another value is a
+    conflict: ``ValueError`` naming both); without one, a :class:`Tuning` for the preset.
+
+    >>> with_keywords(None, rtol=1e-5)[1].fields
+    (('rtol', 1e-05),)
+    >>> with_keywords(Config(rtol=1e-4), rtol=1e-5)
+    Traceback (most recent call last):
+    ...
+    ValueError: rtol=1e-05 conflicts with config.rtol=0.0001: give rtol once (in config= or as the keyword)
+    """
+    config = as_config(config)
+    unknown = sorted(set(keywords) - set(KEYWORD_FIELDS))
+    if unknown:  # a programming error inside gradcheck, not a user's
+        raise TypeError(f"not a tolerance keyword: {unknown}")
+    fields = tuple((KEYWORD_FIELDS[k], _keyword_value(k, v)) for k, v in keywords.items() if v is not None)
+    if config is None:
+        return None, Tuning(fields)
+    preset = Config.for_dtype(config.dtype)
+    for keyword, (field, value) in zip([k for k, v in keywords.items() if v is not None], fields):
+        mine = getattr(config, field)
+        if mine != getattr(preset, field) and mine != value:
+            raise ValueError(f"{keyword}={value!r} conflicts with config.{field}={mine!r}: give {keyword} once "
+                             "(in config= or as the keyword)")
+    return Tuning(fields).apply(config), Tuning()

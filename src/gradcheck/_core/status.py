@@ -48,7 +48,6 @@ from .tolerance import Tolerance
 from .verdict import FAILING, Verdict
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
-STATUSES = (PASS, FAIL, INCONCLUSIVE)
 #: The headline of a report that verified nothing.
 NOTHING_VERIFIED = "no entry could be verified"
 #: How to make a test accept an inconclusive check, said wherever it is refused.

@@ -17,6 +17,7 @@ import numpy as np
 from .._core.config import UNIT_ROUNDOFF, Config, dtype_name
 from .._core.sparse import SparseColumn
 from .._evaluate import steps_for  # the step rule lives with the shift that rebuilds it on a worker
+from .noise import modelled
 
 
 class _ComputedWhereRead(ABC):
@@ -172,5 +173,5 @@ _BLOCK = 1 << 15
 def _slope_and_noise(f_plus, f_minus, denom, unit_roundoff):
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         slope = (f_plus - f_minus) / denom
-        noise = unit_roundoff * (np.abs(f_plus) + np.abs(f_minus)) / np.abs(denom)
+        noise = modelled(unit_roundoff, (f_plus, f_minus), np.abs(denom))  # THE model (.noise)
     return slope, noise

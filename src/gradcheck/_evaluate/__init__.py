@@ -3,10 +3,10 @@
 Every feature needs the same thing from ``f``: its reduced value at ``x`` with some entries
 replaced. Point generators (the entry-wise pass and second look of ``check`` and
 ``check_params``: :mod:`gradcheck._differences`; the colouring rounds of ``independent_axes``:
-:mod:`gradcheck._axes`; and, as they move onto this layer, the screen's blocks, the directions
-of the forward-mode, Hessian and adjoint tests, low-precision differencing) say WHICH points;
-this layer owns everything about RUNNING them, the way scipy's ``optimize._numdiff`` hands its
-points to one injected ``workers`` map.
+:mod:`gradcheck._axes`; the points along a direction of the adjoint, Hessian and Taylor tests:
+``gradcheck._differences.along``; and, as they move onto this layer, the screen's blocks and
+low-precision differencing) say WHICH points; this layer owns everything about RUNNING them,
+the way scipy's ``optimize._numdiff`` hands its points to one injected ``workers`` map.
 
 The API
     ``Points(idx, values, starts=None, width=1, labels=(...), kind=None)``
@@ -16,7 +16,9 @@ The API
         ``-h``); chunks, progress and counts are in groups. ``labels`` name a point's
         perturbation in errors (``"+h"``, ``"along a block of {count} entries"``; with ``kind``
         ``"coloured"``: ``"+h, coloured: 8 entries perturbed together"``).
-        ``Points.pairs(idx, plus, minus)`` is the entry-wise pass's.
+        ``Points.pairs(idx, plus, minus)`` is the entry-wise pass's; ``kind=ALONG``: points that
+        move the whole input along a direction (the orders' tests), an error named by the label
+        alone (``"at x + h d (h = 0.01)"``), at no entry.
     ``Points.shifted(Shift(step, size))``
         Points that move EVERY entry by its step (``x_i +- h_i``, ``h_i = steps_for(x_i, step)``,
         THE step rule): no index or value array, rebuilt where they run (a worker included).
@@ -88,6 +90,7 @@ from .fork import fork_available as fork_available
 from .fork import fork_hazard as fork_hazard
 from .fork import fork_map as fork_map
 from .fork import usable_cores as usable_cores
+from .points import ALONG as ALONG
 from .points import Points as Points
 from .points import Shift as Shift
 from .points import steps_for as steps_for
@@ -99,7 +102,7 @@ from .target import Slices as Slices
 from .target import Target as Target
 from .target import flat_handle as flat_handle
 
-__all__ = ["RUNNER_NAMES", "BatchedRunner", "Choice", "ChunkFailedError", "CompiledRunner", "DTYPES", "Declined",
+__all__ = ["ALONG", "RUNNER_NAMES", "BatchedRunner", "Choice", "ChunkFailedError", "CompiledRunner", "DTYPES", "Declined",
            "ExecutorOptions", "ExecutorRunner", "ExecutorStats", "ForkPool", "Points", "ProcessesRunner",
            "Runner", "SerialRunner", "Shift", "Slices", "Target", "WorkerDied", "answer", "auto_decision",
            "auto_reason", "choose", "compiled_refusal", "flat_handle", "fork_available", "fork_hazard", "fork_map",

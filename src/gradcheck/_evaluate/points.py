@@ -32,6 +32,9 @@ import numpy as np
 
 #: How the entry-wise pass names its two points per entry.
 SIDES = ("+h", "-h")
+#: The kind of points that move the whole input along a direction (``x + s d``): an error is
+#: located at the point its label names (``"at x + h d (h = 0.01)"``), not at an entry.
+ALONG = "along a direction"
 #: Entries per block when a shift is made or compared (no temporary of N).
 BLOCK = 1 << 16
 
@@ -169,6 +172,8 @@ class Points:
         """The flat index of point ``j``'s first entry (errors are located there), or None."""
         if self.shift is not None:
             return 0 if self.shift.size else None
+        if self.kind == ALONG:
+            return None
         span = self.span(j)
         return int(self.idx[span.start]) if span.stop > span.start else None
 
@@ -180,7 +185,7 @@ class Points:
         """How an error names point ``j``'s perturbation (``"+h"``, ``"along a block of 3 entries"``,
         ``"+h, coloured: 4 entries perturbed together"``)."""
         count = self.count(j)
-        if self.kind is not None:
+        if self.kind is not None and self.kind != ALONG:
             return f"{self.side(j)}, {self.kind}: {count} entries perturbed together"
         return self.side(j).format(count=count)
 

@@ -205,8 +205,10 @@ def _shift(evaluate, work: np.ndarray, points: Points, slices: Slices | None, pr
 
 def _first_other(now: np.ndarray, want: np.ndarray) -> int:
     """The first position where ``now`` and ``want`` differ in their bits."""
-    bits = f"u{now.dtype.itemsize}"
-    diff = np.flatnonzero(np.ascontiguousarray(now).view(bits) != np.ascontiguousarray(want).view(bits))
+    size = now.dtype.itemsize  # any item size (complex128: 16 bytes, no unsigned integer of it)
+    a = np.ascontiguousarray(now).reshape(-1).view(np.uint8).reshape(-1, size)
+    b = np.ascontiguousarray(want).reshape(-1).view(np.uint8).reshape(-1, size)
+    diff = np.flatnonzero((a != b).any(axis=1))
     return int(diff[0]) if diff.size else 0
 
 

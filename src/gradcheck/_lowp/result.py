@@ -14,6 +14,7 @@ import numpy as np
 from .._core.formats import FLOAT64, resolve_format, round_to_format
 from .._core.status import PassedAsTruth
 from .._report.html import HtmlViews
+from .._report.next_step import next_steps
 from .._report.text import figure, percent
 from .dispute_bound import why_wide, working_loss
 from .dispute_timing import Timing, speed_lines
@@ -298,6 +299,7 @@ class DisputeResult(HtmlViews, PassedAsTruth):
                "verdict:"]
         out += ["  " + line for line in self.verdict.splitlines()]
         out += [f"note: {n}" for n in self.notes]
+        out += [f"next: {step}" for step in next_steps(self)]
         return "\n".join(out)
 
     def __repr__(self) -> str:

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from .._adjudicate.referee import Referee, referee_may_run
+from .._adjudicate.referee import referee_for
 from .._core import arguments as _arguments
 from .._core import status as _status
 from .._core.arrays import same_bits
-from .._core.config import Config, as_config, dtype_name
+from .._core.config import Config, Tuning, dtype_name, with_keywords
 from .._core.errors import (
     AliasedParametersError,
     FunctionError,
@@ -48,6 +48,11 @@ def check_params(
     order: Sequence[str] | None = None,
     sample: int | None = None,
     config: Config | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    eps: float | None = None,
+    resolution: float | None = None,
+    noise_factor: float | None = None,
     seed: int = 0,
     adjudicate: bool | str = "auto",
     digits: int = 30,
@@ -100,6 +105,9 @@ def check_params(
         default: all of them.
     config : Config, optional
         Steps and tolerances; default: the preset for each name's dtype.
+    rtol, atol, eps, resolution, noise_factor : float, optional
+        Single fields of the config, set on each name's preset (or on ``config``), as in
+        :func:`gradcheck.check`: ``check_params(loss, p, g, rtol=1e-5)``.
     seed : int, default 0
         Seeds the sampled entries.
     adjudicate : {"auto", True, False}, default "auto"
@@ -160,10 +168,13 @@ def check_params(
     >>> loss = lambda p: float((p["w"] ** 2).sum() + 3 * p["b"][0])
     >>> gradcheck.check_params(loss, p, {"w": 2 * p["w"], "b": np.array([3.0])}).passed
     True
+    >>> gradcheck.check_params(loss, p, {"w": 2 * p["w"], "b": np.array([3.0 + 1e-5])}, rtol=1e-4).passed
+    True
     """
     started = time.perf_counter()
-    config, adjudicate, digits = (as_config(config), _arguments.as_adjudicate(adjudicate),
-                                  _arguments.as_digits(digits))
+    config, tuning = with_keywords(config, rtol=rtol, atol=atol, eps=eps, resolution=resolution,
+                                   noise_factor=noise_factor)
+    adjudicate, digits = _arguments.as_adjudicate(adjudicate), _arguments.as_digits(digits)
     seed, executor = _arguments.as_seed(seed), _arguments.as_executor(executor)
     engine = _arguments.choice("engine", engine, PARAMS_ENGINES + ("executor",))
     screen, _ = bool(_arguments.flag("screen", screen)), _arguments.as_budget(budget)
@@ -176,10 +187,7 @@ def check_params(
     names, order_t = _require_names(params, grads, order, sample)
     dtypes = {n: float_dtype_name(np.asarray(params[n]), f"params[{n!r}]") for n in names}
     claimed = {n: as_gradient(grads[n], np.shape(params[n]), f"grads[{n!r}]", copy=not screen) for n in names}
-    configs = {n: config if config is not None else Config.for_dtype(dtypes[n]) for n in names}
-    for n in names:
-        require_moving_steps(params[n], steps_for(params[n].reshape(-1), configs[n].step), configs[n].step,
-                             f"params[{n!r}]")
+    configs = _name_configs(params, dtypes, config, tuning)
     run = dict(order=order_t, adjudicate=adjudicate, digits=digits, engine=engine, executor=executor)
     if screen:
         if sample is not None:
@@ -278,6 +286,17 @@ def _params_report(out: _Outcome, order: tuple[str, ...], notes: list[str], star
         evaluations=out.evaluations,  # the loss at start and end included
         evidence=evidence,
     )
+
+
+def _name_configs(params: Mapping[str, Any], dtypes: Mapping[str, str], config: Config | None,
+                  tuning: Tuning) -> dict[str, Config]:
+    """Each name's config: ``config`` or the preset of its dtype, with the tolerance keywords
+    (``rtol=``, ``eps=``, ...) set; its steps must move its entries."""
+    configs = {}
+    for n, dtype in dtypes.items():
+        cfg = configs[n] = tuning.apply(config if config is not None else Config.for_dtype(dtype))
+        require_moving_steps(params[n], steps_for(params[n].reshape(-1), cfg.step), cfg.step, f"params[{n!r}]")
+    return configs
 
 
 def _require_names(params: Mapping[str, Any], grads: Mapping[str, Any], order: Sequence[str] | None,
@@ -459,9 +478,8 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
     unit = max(cfg.unit_roundoff, unit_roundoff_of(arr), unit_roundoff_of(probe))
     # The referee evaluates the loss with this one tensor replaced by an arbitrary-precision copy.
     snapshot = np.array(arr, dtype=np.float64, copy=True)
-    referee = None
-    if adjudicate is not False and referee_may_run(NumpyBackend(), loss)[0]:
-        referee = Referee(lambda v: loss({**params, name: v}), snapshot, None, digits=digits)
+    referee = referee_for(NumpyBackend(), loss, snapshot, None, adjudicate=adjudicate, digits=digits,
+                          f_mp=lambda v: loss({**params, name: v}))
     try:
         diffs = first_differences(differencer, flat_idx, steps)
         judged = judge_entries(

@@ -12,6 +12,7 @@ from .._core import status as _status
 from .._core.errors import GradientAssertionError
 from .._core.verdict import Verdict
 from .._report.html import HtmlViews
+from .._report.next_step import next_steps
 from .._report.report import Report
 from .diagnosis import Diagnosis
 
@@ -148,6 +149,7 @@ class ParamsReport(HtmlViews, _status.PassedAsTruth):
                 why, way_out = _status.why_nothing_verified(self.reports[n])
                 lines.append(f"-- {n}: {_status.NOTHING_VERIFIED}: {why}")
             lines.append(f"   way out: {way_out}")
+        lines += [f"  next: {step}" for step in next_steps(self)]
         return "\n".join(lines)
 
     def assert_pass(self, *, allow_unchecked: bool | None = None) -> ParamsReport:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ._complex import adjoint_of, convention_of, evaluate, note, random_like, require_input
+from ._complex import adjoint_of, along, convention_of, evaluate, note, random_like, require_input
 from ._complex import inner as real_inner
 from ._jvp import call_user
 from ._links import (
@@ -41,15 +41,16 @@ from ._links import (
     as_shape,
     backends,
     dtype_name,
+    modelled,
     positive,
+    require_call,
+    richardson,
     same_bits,
     text,
+    truncation,
     unit_roundoff_of,
 )
 from ._result import FAIL, PASS, ResultMixin
-
-#: Draws of (t, v): two independent ones and their sum (which also measures linearity).
-DRAWS = 3
 
 
 @dataclass(frozen=True, eq=False, repr=False)  # repr: ResultMixin's one short line
@@ -231,6 +232,7 @@ def check_adjoint(jvp: Callable[..., Any] | None, vjp: Callable[..., Any] | None
     for label, fn in (("jvp", jvp), ("vjp", vjp), ("f", f)):
         if fn is not None and not callable(fn):
             raise TypeError(f"{label} must be a function or None, got {fn!r}")
+    _require_calls(jvp, vjp, with_point=x is not None)
     inner, point, fwd, adj, label = _operators(jvp, vjp, x, f, in_shape, backend, name)
     convention = convention_of(complex_convention, inner)
     shape = point.shape if point is not None else tuple(in_shape or ())
@@ -280,6 +282,15 @@ def _draws(fwd, adj, point, shape, seed: int, y0: np.ndarray | None) -> tuple[li
     return ts, vs, jt, jtv
 
 
+def _require_calls(jvp: Any, vjp: Any, *, with_point: bool) -> None:
+    """``jvp(x, t)`` and ``vjp(x, v)`` (``jvp(t)``, ``vjp(v)`` for a linear operator) at the door."""
+    point = ("x",) if with_point else ()
+    how = "with the point x" if with_point else "without x (a linear operator)"
+    for role, fn, arg, returns in (("jvp", jvp, "t", "J t"), ("vjp", vjp, "v", "J^T v")):
+        if fn is not None:
+            require_call(fn, role, point + (arg,), why=f"check_adjoint calls the models {how}", returns=returns)
+
+
 def _operators(jvp, vjp, x, f, in_shape, backend, name):
     """``(backend, x as numpy or None, t -> J t, v -> J^T v, label)``, numpy in and out."""
     if x is None:
@@ -298,11 +309,11 @@ def _operators(jvp, vjp, x, f, in_shape, backend, name):
     if jvp is None:
         fwd = lambda t: inner.jvp(f, point, t[None])[0][0]  # noqa: E731
     else:
-        fwd = lambda t: call_user(inner, jvp, point, t)  # noqa: E731
+        fwd = lambda t: call_user(inner, jvp, point, t, role="jvp")  # noqa: E731
     if vjp is None:
         adj = lambda v: np.array(inner.claimed_gradient(f, point.copy(), v, None), copy=True)  # noqa: E731
     else:
-        adj = lambda v: call_user(inner, vjp, point, v)  # noqa: E731
+        adj = lambda v: call_user(inner, vjp, point, v, role="vjp", names=("x", "v"))  # noqa: E731
     subject = getattr(f, "__name__", "f") if f is not None else getattr(jvp, "__name__", "jvp")
     label = name or f"adjoint test of {subject}"
     return inner, point, fwd, adj, label
@@ -351,16 +362,19 @@ def _blame(f, point, inner, draw, row, unit, k) -> dict[str, Any]:
                 "verdict": "f is nondeterministic (f(x) changed between two calls): neither model can be judged "
                            "against its differences"}
     h = unit ** (1 / 3) * max(1.0, float(np.abs(point).max(initial=0))) / max(float(np.abs(t).max(initial=0)), 1e-300)
-    phi = lambda s: _dot(evaluate(inner, f, (point + s * t).astype(point.dtype),  # noqa: E731
-                                  f"at x + s t (s = {s:.3g}, the adjoint test's differences)", like=y0), v)
-    values = {s: phi(s) for s in (h, -h, h / 2, -h / 2)}
-    d1 = (values[h][0] - values[-h][0]) / (2 * h)
-    d2 = (values[h / 2][0] - values[-h / 2][0]) / h
-    numeric = (4 * d2 - d1) / 3
-    # f's own round-off, and the rounding of x + s t (the realized step is not s t exactly)
-    roundoff = unit * (max(abs(val[1]) for val in values.values()) / h
-                       + float(np.abs(point).reshape(-1) @ np.abs(jtv).reshape(-1)) / float(np.abs(t).max(initial=1)))
-    error = k * (abs(numeric - d2) + roundoff)
+    scales = (h, -h, h / 2, -h / 2)
+    labels = [f"at x + s t (s = {s:.3g}, the adjoint test's differences)" for s in scales]
+    phi = along(inner, f, point, t, lambda y: _dot(y, v)[0], scales, labels, like=y0).tolist()  # Python floats
+    d1 = (phi[0] - phi[1]) / (2 * h)
+    d2 = (phi[2] - phi[3]) / h
+    numeric = float(richardson(d2, d1, 0.0, 0.0)[0])  # the one estimator (gradcheck._differences)
+    # f's own round-off (the size of the sum <v, f(z)> at the points themselves: the layer answers
+    # one value per point, so the same points again, reduced to sum |v f(z)|; at x it may be 0), and
+    # the rounding of x + s t (the realized step is not s t exactly)
+    sizes = along(inner, f, point, t, lambda y: _dot(y, v)[1], scales, labels, like=y0)
+    roundoff = float(modelled(unit, (float(np.max(np.abs(sizes))) / h, float(
+        np.abs(point).reshape(-1) @ np.abs(jtv).reshape(-1)) / float(np.abs(t).max(initial=1)))))
+    error = k * (float(truncation(d2, d1)) + roundoff)
     lhs, rhs, _ = row
     jvp_ok, vjp_ok = abs(lhs - numeric) <= error, abs(rhs - numeric) <= error
     if jvp_ok and not vjp_ok:

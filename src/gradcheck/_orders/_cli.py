@@ -42,8 +42,9 @@ def check_orders(args: argparse.Namespace, f: Any, x: Any, grad: Any, load: Call
     return check_hvp(f, x, load(args.hvp), grad=grad, **options)
 
 
-def add_taylor_parser(sub: Any, load: Callable[[str], Any]) -> None:
-    """The ``gradcheck taylor`` subcommand."""
+def add_taylor_parser(sub: Any, load: Callable[[str], Any], parse_shape: Callable[[str], tuple[int, ...]]) -> None:
+    """The ``gradcheck taylor`` subcommand; ``load`` and ``parse_shape`` are the command line's
+    (``gradcheck._cli``, a later stage: ``cli.py`` hands them over)."""
     tay = sub.add_parser(
         "taylor", help="Taylor remainder test of MODULE:FUNC's claimed gradient (and Hessian)",
         description="Remainders |f(x+hd) - f(x) - h grad.d| (and minus h^2/2 d.Hd with --hvp) at halving "
@@ -53,7 +54,7 @@ def add_taylor_parser(sub: Any, load: Callable[[str], Any]) -> None:
     tay.add_argument("--grad", required=True, metavar="MODULE:FUNC", help="the claimed gradient grad(x)")
     tay.add_argument("--hvp", metavar="MODULE:FUNC", help="the claimed Hessian-vector product hvp(x, v)")
     tay.add_argument("--input", help="a .npy file holding x (loaded with allow_pickle=False)")
-    tay.add_argument("--shape", help="random normal x of this shape, e.g. 3,4")
+    tay.add_argument("--shape", type=parse_shape, metavar="D0,D1,...", help="random normal x of this shape, e.g. 3,4")
     tay.add_argument("--seed", type=int, default=0, help="seed of x (with --shape) and of the direction")
     tay.add_argument("--plot", metavar="FILE.png", help="also write the log-log picture (needs matplotlib)")
     tay.add_argument("--json", action="store_true")
@@ -63,8 +64,8 @@ def add_taylor_parser(sub: Any, load: Callable[[str], Any]) -> None:
 def _cmd_taylor(args: argparse.Namespace, load: Callable[[str], Any]) -> int:
     if args.input:
         x = np.load(args.input, allow_pickle=False)
-    elif args.shape:
-        x = np.random.default_rng(args.seed).standard_normal(tuple(int(s) for s in args.shape.split(",")))
+    elif args.shape is not None:
+        x = np.random.default_rng(args.seed).standard_normal(args.shape)
     else:
         raise ValueError("give --input FILE.npy or --shape D0,D1,...")
     hvp = load(args.hvp) if args.hvp else None

@@ -23,16 +23,20 @@ claim that drops an imaginary part is compared as the complex number it is, and 
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, SupportsFloat
 
 import numpy as np
 
 from ._links import (
+    Along,
     FunctionError,
     GradcheckError,
     OutputError,
+    Target,
     default_convention,
     float_dtype_name,
+    make_runner,
     mutation_error,
     output_array,
     require_real_output,
@@ -40,7 +44,7 @@ from ._links import (
     validate_convention,
 )
 
-__all__ = ["adjoint_of", "convention_of", "evaluate", "inner", "note", "random_like", "real_view",
+__all__ = ["adjoint_of", "along", "convention_of", "evaluate", "inner", "note", "random_like", "real_view",
            "require_input", "to_torch"]
 
 
@@ -54,20 +58,27 @@ def require_input(x_np: np.ndarray) -> bool:
 
 
 def evaluate(inner: Any, f: Any, z: np.ndarray, where: str, like: np.ndarray | None = None) -> np.ndarray:
-    """``f(z)`` through the backend as numpy. ``f`` raising is :class:`FunctionError`, a value
-    that is not real or complex numbers (None, a string) is :class:`OutputError`, and so is
-    another shape, or complex where ``like`` (``f(x)``) is real (or real where it is complex):
-    each saying ``where`` (``"at x + h d (h = 0.01)"``); an ``f`` that writes into ``z`` is
+    """``f(z)`` through the backend as numpy, at a point of its own (``x`` itself: the points
+    along a direction go through :func:`along`). ``f`` raising is :class:`FunctionError`, a
+    value that is not real or complex numbers (None, a string) is :class:`OutputError`, and so
+    is another shape, or complex where ``like`` (``f(x)``) is real (or real where it is
+    complex): each saying ``where`` (``"at x"``); an ``f`` that writes into ``z`` is
     :class:`InputMutationError`, as in ``check``."""
     before = np.array(z, copy=True)
     try:
-        y = output_array(inner.evaluate(f, z))
+        y = _output(inner, f, z, where, like)
     except GradcheckError:
         raise
     except Exception as exc:
         raise FunctionError(None, where, None, exc) from exc
     if not same_bits(z, before):
         raise mutation_error(seen=f" (seen {where})")
+    return y
+
+
+def _output(inner: Any, f: Callable[..., object], z: np.ndarray, where: str, like: np.ndarray | None) -> np.ndarray:
+    """``f(z)`` as numpy, refused (:class:`OutputError`) when it is not numbers or not ``like``."""
+    y = output_array(inner.evaluate(f, z))
     if y.dtype.kind != "c":
         require_real_output(y, "f", None, where)
     if like is not None and (y.shape != like.shape or (y.dtype.kind == "c") != (like.dtype.kind == "c")):
@@ -75,6 +86,26 @@ def evaluate(inner: Any, f: Any, z: np.ndarray, where: str, like: np.ndarray | N
             f", after {like.dtype} of shape {like.shape} at x; f must return the same shape and kind of number "
             "at every point"))
     return y
+
+
+def along(inner: Any, f: Callable[..., object], x: np.ndarray, direction: np.ndarray,
+          reduce: Callable[[np.ndarray], SupportsFloat], scales: Sequence[float], labels: Sequence[str],
+          like: np.ndarray | None = None, *, engine: str = "serial", executor: object = None) -> np.ndarray:
+    """``reduce(f(x + s direction))`` for each of ``scales`` (float64), the points evaluated by a
+    runner of the evaluation layer (``engine``; ``executor`` for ``"executor"``) on a private copy
+    of ``x``: the layer restores it, detects a write by ``f`` and names an error by the point's
+    label (``labels[j]``): ``f`` raising is :class:`FunctionError`, its output refused as
+    :func:`evaluate` refuses it :class:`OutputError`. The runner is closed before it returns."""
+    work = np.array(x, copy=True)
+
+    def value() -> float:
+        return float(reduce(_output(inner, f, work, "at a point along the direction", like)))
+
+    runner = make_runner(engine, Target(f=f, work=work, evaluate=value, backend=inner, executor=executor))
+    try:
+        return Along(runner, work, direction).values(scales, labels)
+    finally:
+        runner.close()
 
 
 def convention_of(convention: Any, backend: Any) -> str:

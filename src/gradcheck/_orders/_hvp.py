@@ -38,22 +38,24 @@ from typing import Any
 import numpy as np
 
 from ._adjoint import check_adjoint
-from ._complex import convention_of, random_like
+from ._complex import along, convention_of, random_like
 from ._jvp import call_user
 from ._links import (
+    KEYWORD_FIELDS,
     ClaimBackend,
     Config,
     GradientAssertionError,
     Report,
-    as_config,
     backends,
     check,
     choice,
     dtype_name,
     flag,
     label_of,
+    require_call,
     text,
     unit_roundoff_of,
+    with_keywords,
     with_notes,
 )
 
@@ -102,7 +104,9 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     config : Config, optional
         Steps and tolerances.
     **options
-        Any other keyword of :func:`gradcheck.check`.
+        Any other keyword of :func:`gradcheck.check`, the tolerance keywords among them
+        (``rtol=``, ``atol=``, ``eps=``, ``resolution=``, ``noise_factor=``); with second
+        differences of ``f``, ``eps`` is their step ``h = k`` (default ``(2u)^(1/4)``).
 
     Returns
     -------
@@ -129,7 +133,8 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     True
     """
     check_grad, symmetry = bool(flag("check_grad", check_grad)), bool(flag("symmetry", symmetry))
-    name, config = text("name", name), as_config(config)
+    name = text("name", name)
+    config, tuning = with_keywords(config, **{k: options.pop(k, None) for k in KEYWORD_FIELDS})
     reference = choice("reference", reference, ("auto", "grad", "f"))
     if hvp is not None and not callable(hvp):
         raise TypeError(f"hvp must be a function hvp(x, v) returning the Hessian times v, or None (the "
@@ -143,20 +148,31 @@ def check_hvp(f: Callable[..., Any], x: Any, hvp: Callable[..., Any] | None = No
     if grad is not None and not callable(grad):
         raise TypeError("check_hvp differences the gradient at perturbed points: grad must be a "
                         "function grad(x), not an array")
+    require_calls(hvp, grad)
     has_gradient = grad is not None or hasattr(inner, "hvp")
     if reference == "grad" and not has_gradient:
         raise TypeError("reference='grad' needs grad= (a function grad(x)) for the numpy backend")
     claim_fn = _claim(f, inner, hvp)
     notes = []
     if reference == "f" or not has_gradient:
-        report = _second_differences(f, x_np, inner, claim_fn, label, config, options)
+        report = _second_differences(f, x_np, inner, claim_fn, label, config, tuning, options)
     else:
+        options.update(tuning.keywords())  # check sets them on its preset
         if check_grad:
             notes.append(_reference_checked(f, x, grad, inner, config, options))
         report = _gradient_map(f, x_np, inner, grad, claim_fn, label, config, options)
     if symmetry:
         notes.extend(_symmetric(claim_fn, x_np, report, convention_of(options.get("complex_convention"), inner)))
     return with_notes(report, notes)
+
+
+def require_calls(hvp: Any, grad: Any) -> None:
+    """``hvp(x, v)`` and ``grad(x)`` as check_hvp (and taylor_test) call them, at the door."""
+    if callable(hvp):
+        require_call(hvp, "hvp", ("x", "v"), why="the Hessian-vector product is called with the point and a "
+                     "vector", returns="H v, shaped like x")
+    if callable(grad):
+        require_call(grad, "grad", ("x",), why="f is a scalar function", returns="the gradient, shaped like x")
 
 
 def _claim(f, inner, hvp) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
@@ -168,14 +184,15 @@ def _claim(f, inner, hvp) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         claim.source = f"{inner.name}'s double backward"  # type: ignore[attr-defined]
     else:
         def claim(z: Any, v: Any) -> Any:
-            return call_user(inner, hvp, z, np.asarray(v, dtype=z.dtype))
+            return call_user(inner, hvp, z, np.asarray(v, dtype=z.dtype), role="hvp", names=("x", "v"))
         claim.source = "the given hvp"  # type: ignore[attr-defined]
     return claim
 
 
 def _reference_checked(f, x, grad, inner, config, options) -> str:
     """Check the gradient that serves as the reference; raise if it is wrong."""
-    kept = {k: v for k, v in options.items() if k in ("engine", "adjudicate", "digits", "refine", "complex_convention")}
+    kept = {k: v for k, v in options.items()
+            if k in ("engine", "adjudicate", "digits", "refine", "complex_convention", *KEYWORD_FIELDS)}
     report = check(f, x, grad, backend=inner, config=config, name="the reference gradient", **kept)
     if not report.passed:
         raise GradientAssertionError(
@@ -200,19 +217,22 @@ def _gradient_map(f, x_np, inner, grad, claim_fn, label, config, options) -> Rep
                                f"claim: {claim_fn.source}"])
 
 
-def _second_differences(f, x_np, inner, claim_fn, label, config, options) -> Report:
+def _second_differences(f, x_np, inner, claim_fn, label, config, tuning, options) -> Report:
     """``check(G, x, hvp(x, v))`` with ``G`` the central difference of ``f`` along ``v``."""
     complex_in = x_np.dtype.kind == "c"
     dtype = dtype_name(np.finfo(x_np.dtype).dtype if complex_in else x_np.dtype)  # a complex x: its parts'
     unit = unit_roundoff_of(x_np)
-    step = (2 * unit) ** 0.25
-    cfg = (config or Config.for_dtype(dtype)).replace(step=step)
+    # eps= (or a config's own step) sets h = k; else (2u)^(1/4), both truncation errors O(h^2)
+    cfg = tuning.apply(config or Config.for_dtype(dtype))
+    step = cfg.step if "eps" in tuning.keywords() else (2 * unit) ** 0.25
+    cfg = cfg.replace(step=step)
     # Its own stream (not default_rng(seed)'s, which would make v = x for x drawn with the seed).
     # Complex x: v complex, G = <grad, v> (real inner product), whose gradient is hvp(x, v) in
     # either convention (gradcheck._orders._complex).
     v = random_like(np.random.default_rng([int(cfg.seed), DIRECTION_STREAM]), x_np.shape, complex_in)
     k = step * max(1.0, float(np.abs(x_np).max(initial=0))) / float(np.abs(v).max(initial=1))
-    plus, minus = (float(np.asarray(inner.evaluate(f, (x_np + s * k * v).astype(x_np.dtype)))) for s in (1, -1))
+    plus, minus = along(inner, f, x_np, v, lambda y: y, (k, -k),
+                        ("at x + k v (the second differences' offset)", "at x - k v (the second differences' offset)"))
     offset = (abs(plus) + abs(minus)) / (2 * k)
 
     def directional(z):

@@ -24,7 +24,19 @@ from typing import Any
 import numpy as np
 
 from ._complex import convention_of, to_torch
-from ._links import ClaimBackend, Report, UnsupportedInputError, backends, check, flag, label_of, text, with_notes
+from ._links import (
+    ClaimBackend,
+    Report,
+    UnsupportedInputError,
+    backends,
+    call_watched,
+    check,
+    flag,
+    label_of,
+    require_call,
+    text,
+    with_notes,
+)
 
 #: Basis tangents per batch: at most this many output values per chunk (~32 MB in float64).
 CHUNK_VALUES = 1 << 22
@@ -62,7 +74,8 @@ def check_jvp(f: Callable[..., Any], x: Any, jvp: Callable[..., Any] | None = No
     name : str, optional
         What the report calls the claim (default ``"jvp of <f's name>"``).
     **options
-        Any other keyword of :func:`gradcheck.check` (``config=``, ``engine=``, ...).
+        Any other keyword of :func:`gradcheck.check` (``config=``, ``rtol=``, ``eps=``,
+        ``engine=``, ...): ``check_jvp(f, x, jvp, rtol=1e-5)``.
 
     Returns
     -------
@@ -92,6 +105,10 @@ def check_jvp(f: Callable[..., Any], x: Any, jvp: Callable[..., Any] | None = No
     if isinstance(x, tuple) and x and all(hasattr(e, "shape") for e in x):
         raise TypeError("check_jvp takes one input array; for f(*xs), check each input with the "
                         "others held fixed (functools.partial)")
+    if jvp is not None:
+        require_call(jvp, "jvp", ("x", "t"), returns="J t, shaped like f(x)" + (" per tangent" if batched else ""),
+                     why="check_jvp calls the JVP with the point and " + ("a stack of tangents" if batched
+                                                                         else "one tangent"))
     inner = backends.resolve(backend, x)
     if jvp is None and not hasattr(inner, "jvp"):
         raise TypeError(f"the {inner.name} backend has no forward mode of its own: pass jvp=, a "
@@ -158,14 +175,17 @@ def _jvps(f, inner, jvp, batched: bool, x: np.ndarray, tangents: np.ndarray) -> 
     if jvp is None:
         return inner.jvp(f, x, tangents)
     if batched:
-        return call_user(inner, jvp, x, tangents), "the given jvp, batched"
-    rows = [call_user(inner, jvp, x, t) for t in tangents]
+        return call_user(inner, jvp, x, tangents, role="jvp"), "the given jvp, batched"
+    rows = [call_user(inner, jvp, x, t, role="jvp") for t in tangents]
     return np.stack(rows), "the given jvp, one call per tangent"
 
 
-def call_user(inner: Any, fn: Callable[..., Any], *arrays: np.ndarray) -> np.ndarray:
+def call_user(inner: Any, fn: Callable[..., Any], *arrays: np.ndarray, role: str = "claim",
+              names: tuple[str, ...] = ("x", "t")) -> np.ndarray:
     """``fn(*arrays)`` with the arrays in the backend's type (tensors for torch, jax arrays
-    inside the x64 scope for jax; private copies for numpy), the result as numpy."""
+    inside the x64 scope for jax; private copies for numpy), the result as numpy. A numpy
+    ``fn`` (the claimed ``role``, its arguments ``names``) that writes into its copies
+    raises :class:`~gradcheck.InputMutationError` naming it."""
     scope = getattr(inner, "_scope", None)
     convert: Any = getattr(inner, "_tensor", None)
     if inner.name == "jax":
@@ -178,8 +198,9 @@ def call_user(inner: Any, fn: Callable[..., Any], *arrays: np.ndarray) -> np.nda
             value = fn(*[convert(a) for a in args])
             return np.array(value, copy=True)
     if convert is not None:
-        args = [convert(a) for a in args]
-    return np.array(inner.to_numpy(fn(*args)), copy=True)
+        return np.array(inner.to_numpy(fn(*[convert(a) for a in args])), copy=True)
+    value = call_watched(fn, args, names, f"the claimed {role} ({label_of(fn)})")
+    return np.array(inner.to_numpy(value), copy=True)
 
 
 def _reduce(values: np.ndarray, cotangent: np.ndarray | None) -> np.ndarray:

@@ -15,10 +15,14 @@ from .._core.arguments import label_of as label_of
 from .._core.arguments import positive as positive
 from .._core.arguments import text as text
 from .._core.arrays import same_bits as same_bits
+from .._core.claims import call_watched as call_watched
+from .._core.claims import require_call as require_call
+from .._core.config import KEYWORD_FIELDS as KEYWORD_FIELDS
 from .._core.config import UNIT_ROUNDOFF as UNIT_ROUNDOFF
 from .._core.config import Config as Config
 from .._core.config import as_config as as_config
 from .._core.config import dtype_name as dtype_name
+from .._core.config import with_keywords as with_keywords
 from .._core.errors import FunctionError as FunctionError
 from .._core.errors import GradcheckError as GradcheckError
 from .._core.errors import GradientAssertionError as GradientAssertionError
@@ -34,6 +38,13 @@ from .._core.status import PassedAsTruth as PassedAsTruth
 from .._core.status import refusal as refusal
 from .._core.verdict import FAILING as FAILING
 from .._core.verdict import Verdict as Verdict
+from .._differences import Along as Along
+from .._differences import modelled as modelled
+from .._differences import moved as moved
+from .._differences import richardson as richardson
+from .._differences import truncation as truncation
+from .._evaluate import Target as Target
+from .._evaluate import make_runner as make_runner
 from .._pipeline.check import check as check
 from .._pipeline.claims import ClaimBackend as ClaimBackend
 from .._pipeline.claims import with_notes as with_notes
@@ -42,6 +53,7 @@ from .._pipeline.complex import validate_convention as validate_convention
 from .._pipeline.prepare import as_gradient as as_gradient  # backends' rule, as check's prepare reads it
 from .._pipeline.prepare import make_cotangent as make_cotangent
 from .._report.html import HtmlViews as HtmlViews
+from .._report.next_step import next_steps as next_steps
 from .._report.report import Report as Report
 from ..backends._numpy import _W
 from ..backends._numpy import control_function as control_function

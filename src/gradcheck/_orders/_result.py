@@ -13,7 +13,7 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any
 
-from ._links import GradientAssertionError, HtmlViews, PassedAsTruth, refusal
+from ._links import GradientAssertionError, HtmlViews, PassedAsTruth, next_steps, refusal
 
 PASS, FAIL, INCONCLUSIVE = "PASS", "FAIL", "INCONCLUSIVE"
 
@@ -57,7 +57,8 @@ class ResultMixin(HtmlViews, PassedAsTruth, ABC):
         raise GradientAssertionError(f"{kind} test: {refused}\n{self}", self)
 
     def __str__(self) -> str:
-        return "\n".join([self.summary()] + ["  " + line for line in self.lines()])
+        steps = [f"  next: {step}" for step in next_steps(self)]
+        return "\n".join([self.summary()] + ["  " + line for line in self.lines()] + steps)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.summary()}>"

@@ -37,18 +37,21 @@ from typing import Any
 
 import numpy as np
 
-from ._complex import convention_of, evaluate, note, random_like, require_input, to_torch
+from ._complex import along, convention_of, evaluate, note, random_like, require_input, to_torch
 from ._complex import inner as real_inner
-from ._hvp import DIRECTION_STREAM
+from ._hvp import DIRECTION_STREAM, require_calls
 from ._hvp import _claim as hvp_claim
 from ._links import (
     ShapeMismatchError,
     as_gradient,
     as_seed,
     backends,
+    call_watched,
     dtype_name,
     integer,
     label_of,
+    modelled,
+    moved,
     positive,
     text,
     unit_roundoff_of,
@@ -235,24 +238,31 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
     if hvp is not None and not callable(hvp) and not (isinstance(hvp, str) and hvp == "backend"):
         raise TypeError(f"hvp must be a function hvp(x, v), 'backend' (the framework's double backward) or "
                         f"None, got {hvp!r}")
+    require_calls(None if isinstance(hvp, str) else hvp, grad)
     inner = backends.resolve(backend, x)
     convention = convention_of(complex_convention, inner)
     x_np = np.array(inner.to_numpy(x), copy=True)
     require_input(x_np)
     d = _direction(direction, x_np, seed)  # before f runs
-    value, out_dtype = _scalar_function(f, inner, x_np)
-    f0 = value(x_np)
-    g = to_torch(_gradient(inner.claimed_gradient(f, x_np.copy(), None, grad), x_np), convention)
+    y0 = _scalar_output(f, inner, x_np)
+    f0 = float(y0.reshape(()))
+    claimed = inner.claimed_gradient(f, x_np.copy(), None, grad) if not callable(grad) else call_watched(
+        lambda z: inner.claimed_gradient(f, z, None, grad), (x_np,), ("x",), "the claimed gradient grad(x)")
+    g = to_torch(_gradient(claimed, x_np), convention)
     scale = max(1.0, float(np.abs(x_np).max(initial=0))) / max(float(np.abs(d).max(initial=0)), 1e-300)
     h0 = 2.0 ** -7 * scale if h0 is None else h0
     hd = None
     if hvp is not None:
         fn = hvp_claim(f, inner, None if isinstance(hvp, str) else hvp)
         hd = to_torch(_gradient(fn(x_np.copy(), d.astype(x_np.dtype)), x_np, "hvp(x, d)"), convention)
-    unit = max(unit_roundoff_of(x_np), unit_roundoff_of(np.empty(0, out_dtype)))
+    unit = max(unit_roundoff_of(x_np), unit_roundoff_of(np.empty(0, y0.dtype)))
     hs = [h0 * 2.0 ** -k for k in range(steps)]
-    rows = [_remainders(value, x_np, f0, g, d, hd, h, unit) for h in hs]
-    floors = [_remainders(value, x_np, f0, g, d, hd, h0 * 2.0 ** -e, unit) for e in FLOOR_EXPONENTS]
+    tiny = [h0 * 2.0 ** -e for e in FLOOR_EXPONENTS]
+    # every point x + h d on the evaluation layer: the halving steps, then the floor's tiny ones
+    fz = along(inner, f, x_np, d, lambda y: y.reshape(()), hs + tiny, [f"at x + h d (h = {h:.3g})" for h in hs + tiny],
+               like=y0)
+    rows = [_remainders(x_np, fz[k], f0, g, d, hd, h, unit) for k, h in enumerate(hs)]
+    floors = [_remainders(x_np, fz[len(hs) + k], f0, g, d, hd, h, unit) for k, h in enumerate(tiny)]
     floor = max([r[-1] for r in rows] + [max(abs(v) for v in r[:-1]) for r in floors])
     threshold = MARGIN * floor
     result = _assemble(rows, hs, floor, threshold, g, d, hd, h0)
@@ -264,17 +274,14 @@ def taylor_test(f: Callable[..., Any], x: Any, grad: Any = None, hvp: Any = None
                         notes=tuple(notes), floor=floor, threshold=threshold, **result)
 
 
-def _scalar_function(f, inner, x_np: np.ndarray) -> tuple[Callable[..., float], Any]:
-    """``(z, where) -> float f(z)`` through the backend (f raising: FunctionError; None or a
-    string: OutputError; ``where`` says at which point), and the dtype of ``f``'s output."""
-    def value(z: np.ndarray, where: str = "at x") -> float:
-        y = evaluate(inner, f, z, where)
-        if y.size != 1 or y.dtype.kind == "c":
-            raise ValueError(f"taylor_test takes a real scalar f; f returned {y.dtype} of shape {y.shape} "
-                             f"{where} (reduce it to a real number, e.g. v . f)")
-        return float(y.reshape(()))
-
-    return value, evaluate(inner, f, x_np.copy(), "at x").dtype
+def _scalar_output(f, inner, x_np: np.ndarray) -> np.ndarray:
+    """``f(x)`` through the backend (f raising: FunctionError; None or a string: OutputError),
+    refused unless it is one real number."""
+    y = evaluate(inner, f, x_np.copy(), "at x")
+    if y.size != 1 or y.dtype.kind == "c":
+        raise ValueError(f"taylor_test takes a real scalar f; f returned {y.dtype} of shape {y.shape} "
+                         "at x (reduce it to a real number, e.g. v . f)")
+    return y
 
 
 def _gradient(claimed: Any, x_np: np.ndarray, what: str = "claimed gradient") -> np.ndarray:
@@ -310,16 +317,16 @@ def _direction(direction, x_np: np.ndarray, seed: int) -> np.ndarray:
     return d
 
 
-def _remainders(value, x_np, f0, g, d, hd, h, unit) -> tuple[float, ...]:
-    """``(R1, R2?, noise model)`` at step ``h``, the remainders signed (realized step for
-    the linear term)."""
-    z = (x_np + h * d).astype(x_np.dtype)
+def _remainders(x_np, fz, f0, g, d, hd, h, unit) -> tuple[float, ...]:
+    """``(R1, R2?, noise model)`` at step ``h`` from ``fz = f(x + h d)``, the remainders signed
+    (the realized step for the linear term)."""
+    z = moved(x_np, d, h)
     wide = np.complex128 if x_np.dtype.kind == "c" else np.float64
     delta = z.astype(wide) - x_np.astype(wide)
-    fz = value(z, f"at x + h d (h = {h:.3g})")
+    fz = float(fz)
     linear, size = real_inner(g, delta)  # <g, delta> = Re sum(conj(g) delta)
     r1 = fz - f0 - linear
-    noise = unit * (abs(fz) + abs(f0) + size)
+    noise = float(modelled(unit, (fz, f0, size)))  # THE round-off model (gradcheck._differences.noise)
     if hd is None:
         return r1, noise
     quadratic = 0.5 * h * real_inner(delta, hd)[0]

@@ -39,6 +39,11 @@ def check(
     grad: Any = None,
     *,
     config: Config | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    eps: float | None = None,
+    resolution: float | None = None,
+    noise_factor: float | None = None,
     name: str | None = None,
     backend: Any = None,
     engine: str = "auto",
@@ -81,6 +86,16 @@ def check(
         ``backend="dual"``); the numpy backend needs it.
     config : Config, optional
         Steps and tolerances; default: the preset for ``x``'s dtype (:meth:`Config.for_dtype`).
+    rtol, atol, eps, resolution, noise_factor : float, optional
+        Single fields of the config, set on the preset for ``x``'s dtype (or on ``config``):
+        ``rtol``, ``atol``, ``resolution``, ``noise_factor`` as in :class:`Config`, ``eps``
+        its relative step ``step`` (``h_i = eps * max(1, |x_i|)``). ``rtol=1e-5`` is
+        ``config=Config.for_dtype(x.dtype).replace(rtol=1e-5)`` that keeps the choices made
+        without a config (an ``f`` computing in float32 still gets its preset, then the
+        keyword). A field that ``config`` sets (differs from its preset) and a keyword sets
+        to another value raise ``ValueError``. On a float16/bfloat16/float32 input
+        differenced at its float64 upcast, the claim is judged in ulps (``bound_ulps``):
+        only ``noise_factor`` applies, and ``report.notes`` says so.
     name : str, optional
         What the report calls ``f`` (default: ``f.__name__``).
     backend : str or backend object, optional
@@ -177,8 +192,11 @@ def check(
     >>> report = gradcheck.check(lambda x: np.sin(x).sum(), x, grad=np.cos)
     >>> report.passed
     True
+    >>> gradcheck.check(lambda x: np.sin(x).sum(), x, grad=np.cos, rtol=1e-8).config.rtol
+    1e-08
     """
-    opts = _options.validate(config=config, name=name, engine=engine, vectorized=vectorized, progress=progress,
+    opts = _options.validate(config=config, rtol=rtol, atol=atol, eps=eps, resolution=resolution,
+                             noise_factor=noise_factor, name=name, engine=engine, vectorized=vectorized, progress=progress,
                              refine=refine, adjudicate=adjudicate, digits=digits, bound_ulps=bound_ulps,
                              executor=executor, checkpoint=checkpoint, complex_convention=complex_convention,
                              independent_axes=independent_axes)

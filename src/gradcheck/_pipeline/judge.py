@@ -23,7 +23,7 @@ import numpy as np
 
 from .._adjudicate.claimround import measure_claim_rounding
 from .._adjudicate.doubt import adjudicate_doubts
-from .._adjudicate.referee import Referee, referee_may_run
+from .._adjudicate.referee import Referee, referee_for
 from .._classify.kernel import classify  # the fused kernel from 1e5 entries, numpy below
 from .._classify.rule import rule_of
 from .._core.config import Config
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from .prepare import Subject
     from .sanity import Sanity
 
-ADJUDICATE_CHOICES = ("auto", True, False)
-
 
 def judge(subject: Subject, run: Differenced, sanity: Sanity, digits: int) -> tuple[Judged, Config]:
     """Check's stage 4: classify -> refine -> adjudicate every entry of the first pass.
@@ -49,12 +47,10 @@ def judge(subject: Subject, run: Differenced, sanity: Sanity, digits: int) -> tu
     Returns the verdicts and the final config (a low-precision plan sets its floor from
     the first differences)."""
     cfg = subject.lowp.after_differences(subject.config, subject.analytic, run.diffs)
-    referee = None
     # The referee runs f on arbitrary-precision copies: only numpy code can do that.
-    if subject.adjudicate is not False and referee_may_run(subject.backend, subject.f)[0]:
-        f = subject.f
-        referee = (Referee(lambda v: f(v), subject.pristine, subject.cotangent, digits=digits)
-                   if run.coloured is None else run.coloured.referee(f, subject.pristine, digits=digits))
+    referee = referee_for(subject.backend, subject.f, subject.pristine, subject.cotangent,
+                          adjudicate=subject.adjudicate, digits=digits,
+                          variant=None if run.coloured is None else run.coloured.referee)
     # independent_axes: each entry's base value is its own slice's (the kink test's f(x))
     base = subject.f0 if run.coloured is None else run.coloured.base_per_entry()
     # An f that computes in float32: Richardson across steps replaces the first estimates.

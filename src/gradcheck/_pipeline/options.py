@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import _axes
 from .._core import arguments as _arguments
-from .._core.config import Config, as_config
+from .._core.config import KEYWORD_FIELDS, Config, Tuning, with_keywords
 from .._evaluate import RUNNER_NAMES as ENGINE_NAMES
 from .._runtime.checkpoint import as_checkpoint
 from . import complex as _complex
@@ -31,17 +31,18 @@ class CheckOptions:
     checkpoint: Any = None
     complex_convention: str | None = None
     independent_axes: Any = None
+    #: ``rtol=``, ``eps=``, ... without ``config=``: set on the preset ``prepare`` picks
+    tuning: Tuning = Tuning()
 
     def replace(self, **changes: Any) -> CheckOptions:
         return dataclasses.replace(self, **changes)
 
 
-def _check_keywords(*, config: Any, name: Any, engine: Any, engines: Sequence[str], vectorized: Any,
+def _check_keywords(*, name: Any, engine: Any, engines: Sequence[str], vectorized: Any,
                     progress: Any, refine: Any, adjudicate: Any, digits: Any, bound_ulps: Any,
                     executor: Any) -> dict[str, Any]:
     """The keywords of :func:`gradcheck.check`, validated (``engines``: the valid names)."""
     return dict(
-        config=as_config(config),
         name=_arguments.text("name", name),
         engine=_arguments.choice("engine", engine, tuple(engines)),
         vectorized=_arguments.flag("vectorized", vectorized),
@@ -56,10 +57,12 @@ def _check_keywords(*, config: Any, name: Any, engine: Any, engines: Sequence[st
 
 def validate(**keywords: Any) -> CheckOptions:
     """:class:`CheckOptions` from ``check``'s keywords; a wrong one raises, saying which."""
+    config, tuning = with_keywords(keywords.pop("config", None),
+                                   **{k: keywords.pop(k, None) for k in KEYWORD_FIELDS})
     checkpoint = keywords.pop("checkpoint", None)
     convention = keywords.pop("complex_convention", None)
     axes = keywords.pop("independent_axes", None)
-    opts = CheckOptions(**_check_keywords(engines=ENGINE_NAMES, **keywords),
+    opts = CheckOptions(**_check_keywords(engines=ENGINE_NAMES, **keywords), config=config, tuning=tuning,
                         checkpoint=checkpoint, complex_convention=convention, independent_axes=axes)
     _axes.refuse_unsupported(axes, engine=opts.engine, executor=opts.executor, checkpoint=checkpoint)
     if opts.executor is not None and opts.engine not in ("auto", "executor"):

@@ -11,6 +11,7 @@ import numpy as np
 from .. import _axes
 from .. import backends as _backends
 from .._core import arguments as _arguments
+from .._core import claims as _claims
 from .._core.config import Config, dtype_name
 from .._core.errors import FunctionError, OutputError
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
@@ -77,7 +78,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     dtype = float_dtype_name(x_np)
     lowp = plan_for(dtype, f, x_np, be, opts.bound_ulps)  # difference the float64 upcast when f allows it
     x_np, config, adjudicate = lowp.start(x_np, opts.config, opts.adjudicate)
-    cfg = _refined(config if config is not None else Config.for_dtype(dtype), opts.refine)
+    cfg = _refined(_tuned(config if config is not None else Config.for_dtype(dtype), opts, lowp), opts.refine)
     label = _arguments.label_of(f, opts.name)
     # A private copy, `work`, is perturbed; `pristine` detects a function that writes to x.
     # Native byte order: the same values, and the differencing code reads them natively.
@@ -95,19 +96,19 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
         routed, spent = route_float64(f, work, y0, be)  # f computes in float32: float32 steps, Richardson
         probes += spent
         if routed is not None:
-            lowp, cfg = routed, _refined(routed.config, opts.refine)
+            lowp, cfg = routed, _refined(opts.tuning.apply(routed.config), opts.refine)
             require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
     cotangent = None if y0.ndim == 0 else lowp.cotangent(make_cotangent(y0.shape, cfg))
     reduce = reducer(cotangent)
     f0 = reduce(y0)
     _require_vjp_for_array_output(y0, cotangent, grad, cfg)
     claim_at = lowp.claim_input(work)  # the claim's own dtype
-    claimed = be.claimed_gradient(f, claim_at.copy(), cotangent, grad)
+    claimed = take_claim(be, f, claim_at, cotangent, grad, y0.shape)
     # Optional backend hook (torch, jax): the autodiff contract beyond the values (dtype,
     # zero cotangent -> zero gradient, reentrant backward) as (notes, violations).
     audit = getattr(be, "audit", None)
     audit_notes, violations = audit(f, claim_at.copy(), cotangent, grad, claimed) if audit else ((), ())
-    analytic = as_gradient(claimed, work.shape)
+    analytic = as_gradient(claimed, work.shape, claim_what(grad, cotangent))
     cfg = lowp.after_claim(cfg, claimed)
     if callable(grad) or grad is None:  # a float32 claim: its own rounding, measured at the upcast
         lowp.measure_rounding(lambda: be.claimed_gradient(f, work.copy(), cotangent, grad), analytic)
@@ -137,6 +138,20 @@ def _pristine(x_np: np.ndarray, work: np.ndarray) -> np.ndarray:
     return work.copy()
 
 
+def _tuned(cfg: Config, opts: CheckOptions, lowp: Any) -> Config:
+    """``cfg`` with the tolerance keywords (``rtol=``, ``eps=``, ...) set. On the upcast path a
+    low-precision claim is judged in ulps of its format (``bound_ulps=``) with float64 steps,
+    as it is for ``config=``: only ``noise_factor`` applies there, and a note says so."""
+    if not lowp.upcast:
+        return opts.tuning.apply(cfg)
+    ignored = opts.tuning.names(leaving=("noise_factor",))
+    if ignored:
+        lowp.notes.append(f"{', '.join(k + '=' for k in ignored)} not applied: a {lowp.fmt.name} input of a "
+                          "precision-generic f is differenced at its float64 upcast with float64 steps and its "
+                          "claim judged in ulps of its format (bound_ulps= sets that allowance)")
+    return opts.tuning.apply(cfg, only=("noise_factor",))
+
+
 def _refined(cfg: Config, refine: bool | None) -> Config:
     return cfg.replace(refine=bool(refine)) if refine is not None and refine != cfg.refine else cfg
 
@@ -148,6 +163,26 @@ def _evaluate_at_x(be: Any, f: Callable[..., Any], work: np.ndarray) -> np.ndarr
         raise  # the backend already said what failed (f's output, gradcheck's conversion)
     except Exception as exc:
         raise FunctionError(None, "base", None, exc) from exc
+
+
+def take_claim(be: Any, f: Callable[..., Any], at: np.ndarray, cotangent: np.ndarray | None, grad: Any,
+               y_shape: tuple[int, ...]) -> Any:
+    """The claimed gradient at ``at``; a callable claim is checked at the door first (its
+    call, ``grad(x)`` or ``grad(x, v)``; a ufunc as a VJP) and called once on private copies
+    (a write into them is blamed on the claim): :mod:`gradcheck._core.claims`."""
+    if not callable(grad):
+        return be.claimed_gradient(f, at.copy(), cotangent, grad)
+    _claims.scalar_or_vjp(grad, x_shape=at.shape, y_shape=None if cotangent is None else y_shape)
+    params = ("x",) if cotangent is None else ("x", "v")
+    return _claims.call_watched(lambda xx, vv: be.claimed_gradient(f, xx, vv, grad), (at, cotangent), params,
+                                _claims.claim_label("grad", params))
+
+
+def claim_what(grad: Any, cotangent: np.ndarray | None) -> str:
+    """What a shape error calls the claim: its call, for a callable one."""
+    if not callable(grad):
+        return "claimed gradient"
+    return _claims.claim_label("grad", ("x",) if cotangent is None else ("x", "v"))
 
 
 def _require_vjp_for_array_output(y0: np.ndarray, cotangent: np.ndarray | None, grad: Any, cfg: Config) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.tolerance import Tolerance
+from .._differences import modelled
 
 #: A gap between the one-sided slopes is significant above its round-off plus this many rtol.
 KINK_RTOLS = 10
@@ -12,6 +13,16 @@ KINK_RTOLS = 10
 def kink_threshold(rtol: float, k: float) -> Tolerance:
     """The tolerance a slope gap must exceed to be a kink: ``k*noise + 10*rtol*scale``."""
     return Tolerance(KINK_RTOLS * rtol, 0.0, k)
+
+
+def one_sided(raw_s, f0, unit: float):
+    """``(left, right, gap, noise)`` at one step from ``raw_s = (f(x+h), f(x-h), denominator)``
+    and ``f0 = f(x)``: the one-sided slopes, ``right - left``, and the gap's round-off (THE
+    model, ``gradcheck._differences.noise``: ``f(x+h)``, ``f(x-h)``, ``2 f(x)`` over ``h``)."""
+    fp, fm, den = raw_s
+    half = den / 2.0
+    right, left = (fp - f0) / half, (f0 - fm) / half
+    return left, right, right - left, modelled(unit, (fp, fm, 2 * f0), half)
 
 
 def kink_test(raw, base_value, unit, rtol, k):
@@ -27,12 +38,8 @@ def kink_test(raw, base_value, unit, rtol, k):
     gaps, lefts, rights, noise = [], [], [], []
     with np.errstate(invalid="ignore", divide="ignore"):
         for s in (0.5, 1.0, 2.0):
-            fp, fm, den = raw[s]
-            half = den / 2.0
-            rights.append((fp - f0) / half)
-            lefts.append((f0 - fm) / half)
-            gaps.append(rights[-1] - lefts[-1])
-            noise.append(unit * (np.abs(fp) + np.abs(fm) + 2 * np.abs(f0)) / half)
+            for out, value in zip((lefts, rights, gaps, noise), one_sided(raw[s], f0, unit)):
+                out.append(value)
         g0, g1, g2 = gaps
         scale = np.maximum(np.abs(lefts[0]), np.abs(rights[0]))
         significant = np.abs(g0) > kink_threshold(rtol, k).bound(scale, noise[0])

@@ -10,8 +10,8 @@ from .._classify.rule import classify
 from .._core.config import DEFAULT_RESOLUTION
 from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
-from .._differences import slope_and_noise
-from .kink import kink_threshold
+from .._differences import measured, slope_and_noise, truncation, with_measured
+from .kink import kink_threshold, one_sided
 from .study import Differencer
 
 #: The quick look at a noisy PASS: these steps only (part of STUDY_FACTORS, reused by it).
@@ -74,8 +74,8 @@ def quick_certify(
     a = np.asarray(analytic, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
         half1, half8 = np.abs(first[2]) / 2.0, np.abs(raw[8.0][2]) / 2.0
-        measured = QUICK_MEASURED_SAFETY * np.abs(d1 - d8) * half1
-        bound = np.maximum(k * n8, 3.0 * measured / half8) + np.abs(d16 - d8) / 3.0
+        roundoff = measured(d1, d8, half1) * QUICK_MEASURED_SAFETY
+        bound = with_measured(k * n8, roundoff, half8) + truncation(d8, d16)
         scale = np.maximum(np.abs(a), np.abs(d8))
         rule = Tolerance(rtol, atol, 1.0, resolution)  # D(8h)'s whole bound as the noise (k = 1)
         certified = np.abs(a - d8) + rule.floor(bound) <= rule.value_term(scale)
@@ -101,10 +101,7 @@ def _smooth(raw, base_value, unit, rtol, k, scale) -> np.ndarray:
     gaps, noise = {}, {}
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         for s in QUICK_FACTORS:
-            fp, fm, den = raw[s]
-            half = den / 2.0
-            gaps[s] = (fp - f0) / half - (f0 - fm) / half
-            noise[s] = unit * (np.abs(fp) + np.abs(fm) + 2 * np.abs(f0)) / half
+            _, _, gaps[s], noise[s] = one_sided(raw[s], f0, unit)
         jump = np.abs(2.0 * gaps[8.0] - gaps[16.0])
         threshold = kink_threshold(rtol, k).bound(scale, 2.0 * noise[8.0] + noise[16.0])
         smooth = jump <= KINK_MARGIN * threshold

@@ -32,7 +32,6 @@ a wrong one from passing. Two looks, both only ever raising the ``u`` used:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -60,6 +59,8 @@ ABOVE = 2.0
 #: not round-off (1 on average): the measurement is not used.
 TRUNCATION_RATIO = 4.0
 _GAUSS_MEDIAN = 0.6745  # median of |N(0, 1)|
+#: One part of the values tested: flat float64 values, or a per-slice lookup (:class:`PerEntry`).
+Part = np.ndarray | PerEntry
 #: Fewest finite values from which representability is taken as evidence.
 MIN_VALUES = 8
 _LOWER = ("float32", "float16", "bfloat16")
@@ -90,7 +91,7 @@ def _coarser(unit: float) -> list[str]:
     return [n for n in sorted(_LOWER, key=lambda n: UNIT_ROUNDOFF[n]) if UNIT_ROUNDOFF[n] > unit]
 
 
-def _holds(parts: list[Any], name: str) -> bool:
+def _holds(parts: list[Part], name: str) -> bool:
     """Is every finite value of ``parts`` a ``name`` number?"""
     return _every(parts, lambda c: from_bits(round_to_format(c, name), name) == c)
 
@@ -146,18 +147,18 @@ def _nan_if_none(base_value):
 _CHUNK = 1 << 14  # the float32 test makes ~a dozen temporaries of a chunk
 
 
-def _parts(values) -> list[Any]:
+def _parts(values) -> list[Part]:
     seq = values if isinstance(values, (list, tuple)) else [values]
     return [p if isinstance(p, PerEntry) else np.asarray(p, dtype=np.float64).reshape(-1) for p in seq]
 
 
-def _base_part(base_value) -> Any:
+def _base_part(base_value) -> Part:
     """f at x as one part of the values tested: a :class:`PerEntry` as it is (its values,
     each standing for ``per_slice`` entries), else flat."""
     return base_value if isinstance(base_value, PerEntry) else np.ravel(base_value)
 
 
-def _chunks(parts: list[np.ndarray]):
+def _chunks(parts: list[Part]):
     """The finite values of ``parts``, a chunk at a time."""
     for p in parts:
         p = np.asarray(p.values, dtype=np.float64).reshape(-1) if isinstance(p, PerEntry) else p
@@ -166,12 +167,12 @@ def _chunks(parts: list[np.ndarray]):
             yield c[np.isfinite(c)]
 
 
-def _finite_count(parts: list[Any]) -> int:
+def _finite_count(parts: list[Part]) -> int:
     """The finite values in ``parts`` (a :class:`PerEntry`'s count once per entry)."""
     return sum(int(c.size) * (p.per_slice if isinstance(p, PerEntry) else 1) for p in parts for c in _chunks([p]))
 
 
-def _every(parts: list[np.ndarray], test) -> bool:
+def _every(parts: list[Part], test) -> bool:
     """``test(chunk).all()`` for every chunk of finite values, stopping at the first that fails."""
     with np.errstate(all="ignore"):
         return all(bool(test(c).all()) for c in _chunks(parts))

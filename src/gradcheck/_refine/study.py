@@ -9,7 +9,8 @@ from its own round-off and from how much it moves between steps (truncation, mea
     R(s)        Richardson (4 D(s) - D(2s)) / 3,
                 bound = k*noise_R(s) + |R(s) - R(2s)|
 
-The estimate with the smallest bound is the numeric value, and the entry is judged by
+(:mod:`gradcheck._differences.richardson`, the one estimator). The estimate with the
+smallest bound is the numeric value, and the entry is judged by
 the verdict rule (:func:`gradcheck._classify.rule.classify`) with that bound as its noise
 floor: MISMATCH only if the claimed value is outside ``atol + rtol*scale + bound``; PASS
 only if that whole tolerance is within ``resolution*scale`` as well (the study picks the
@@ -34,7 +35,8 @@ from .._classify.rule import classify
 from .._core.config import DEFAULT_RESOLUTION
 from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
-from .._differences import slope_and_noise
+from .._differences import best_estimate, slope_and_noise, with_measured
+from .._differences import measured as measured_roundoff
 from .kink import kink_test
 
 Differencer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -96,9 +98,9 @@ def step_study(
     # (which the model u*|f| underestimates when f cancels large intermediate values).
     with np.errstate(invalid="ignore"):
         half = {s: np.abs(raw[s][2]) / 2.0 for s in STUDY_FACTORS}
-        roundoff = np.max([np.abs(slopes[s] - slopes[2 * s]) * half[s] for s in (0.5, 1.0, 2.0)], axis=0)
-        bound_noise = {s: np.maximum(k * noises[s], 3.0 * roundoff / half[s]) for s in STUDY_FACTORS}
-    numeric, bound = _best_estimate(slopes, bound_noise)
+        roundoff = np.max([measured_roundoff(slopes[s], slopes[2 * s], half[s]) for s in (0.5, 1.0, 2.0)], axis=0)
+        bound_noise = {s: with_measured(k * noises[s], roundoff, half[s]) for s in STUDY_FACTORS}
+    numeric, bound = best_estimate([slopes[s] for s in STUDY_FACTORS], [bound_noise[s] for s in STUDY_FACTORS])
 
     a = np.asarray(analytic, dtype=np.float64)
     # The one rule, the decisive estimate's whole bound as its noise floor (k = 1).
@@ -115,35 +117,3 @@ def step_study(
     codes[kink & ~inside & np.isfinite(a)] = Verdict.MISMATCH
     table = np.stack([slopes[s] for s in STUDY_FACTORS])
     return StepStudy(numeric, bound, codes, evaluations, left, right, kink, table)
-
-
-def _candidates(slopes: dict[float, np.ndarray], bound_noise: dict[float, np.ndarray]):
-    """The study's estimates and their error bounds, one pair at a time: D(s) at each step
-    but the largest, then Richardson R(s) at each step but the two largest."""
-    lower = STUDY_FACTORS[:-1]
-    for s in lower:
-        yield slopes[s], bound_noise[s] + np.abs(slopes[2 * s] - slopes[s]) / 3.0
-    richardson = {s: ((4.0 * slopes[s] - slopes[2 * s]) / 3.0, (4.0 * bound_noise[s] + bound_noise[2 * s]) / 3.0)
-                  for s in lower}
-    for s in lower[:-1]:
-        value, noise = richardson[s]
-        yield value, noise + np.abs(value - richardson[2 * s][0])
-
-
-def _best_estimate(slopes: dict[float, np.ndarray], bound_noise: dict[float, np.ndarray]):
-    """Per suspect, the candidate with the smallest bound (a bound or value that is not finite
-    counts as an infinite bound; ties and all-infinite go to the first candidate, as
-    ``argmin`` over them stacked would), kept as a running best: two arrays of the suspects
-    instead of every candidate stacked (the second look of a million suspects)."""
-    numeric: np.ndarray | None = None
-    bound: np.ndarray | None = None
-    for value, b in _candidates(slopes, bound_noise):
-        with np.errstate(invalid="ignore"):
-            b = np.where(np.isfinite(b) & np.isfinite(value), b, np.inf)
-        if numeric is None or bound is None:
-            numeric, bound = np.array(value, dtype=np.float64), b
-            continue
-        better = b < bound
-        numeric[better], bound[better] = value[better], b[better]
-    return numeric, bound
-

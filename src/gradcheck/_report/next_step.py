@@ -34,10 +34,10 @@ def rerun_with(call: str, **changes: Any) -> str:
     """The call that reruns a check with some settings changed (one place spells it).
 
     >>> rerun_with("check", rtol=1e-8)
-    'gradcheck.check(f, x, grad, config=report.config.replace(rtol=1e-08))'
+    'gradcheck.check(f, x, grad, rtol=1e-08)'
     """
     settings = ", ".join(f"{k}={v!r}" for k, v in changes.items())
-    return f"gradcheck.{call}(f, x, grad, config=report.config.replace({settings}))"
+    return f"gradcheck.{call}(f, x, grad, {settings})"
 
 
 def next_steps(result: Any) -> list[str]:
@@ -52,6 +52,12 @@ def next_steps(result: Any) -> list[str]:
         return _dispute_steps(result)
     if kind == "SweepReport":
         return _sweep_steps(result)
+    if kind == "ParamsReport":
+        return _params_steps(result)
+    if kind == "AdjointResult":
+        return _adjoint_steps(result)
+    if kind == "TaylorResult":
+        return _taylor_steps(result)
     return _generic_steps(result)
 
 
@@ -167,6 +173,54 @@ def _sweep_steps(sweep: Any) -> list[str]:
     said = f" the rule '{rule.text}' says which;" if rule is not None and getattr(rule, "found", False) else ""
     return [f"{len(failed)} shapes fail:{said} start with {failed[0]}, whose report sweep.report({failed[0]}) "
             "shows where its entries fail"]
+
+
+def _params_steps(p: Any) -> list[str]:
+    """check_params: the first failing name in backward order with the diagnosis, or the way
+    out for a name that verified nothing."""
+    if p.failing:
+        first = p.failing[0]
+        said = f" ({p.diagnosis.text})" if getattr(p.diagnosis, "text", "") else ""
+        steps = [f"start with {first}{said}: fix its gradient at {p.reports[first].layout.text}, the first "
+                 "failing name in backward order (its section above shows the entries)"]
+        return steps
+    if p.inconclusive:
+        name = p.inconclusive[0]
+        _, way_out = _status.why_nothing_verified(p.reports[name])
+        return [f"make {name} conclusive: {way_out.split('; ')[0]}, then rerun"]
+    return ["nothing to fix: every name passes; keep the check in a test (report.assert_pass())"]
+
+
+def _adjoint_steps(a: Any) -> list[str]:
+    """check_adjoint: which model to fix, or how to learn which one."""
+    if a.status == _status.PASS:
+        more = "" if a.blame else "; pass f= to also test both against finite differences of f"
+        return [f"nothing to fix: the models are adjoint; keep the test (result.assert_pass()){more}"]
+    steps = [f"fix the {m}: it is not linear (its linearity defect is beyond round-off; "
+             "a model with a branch on its input, or state kept between calls)" for m in a.nonlinear]
+    if a.inconsistent:
+        calls = {"jvp": "gradcheck.check_jvp(f, x, jvp)", "vjp": "gradcheck.check(f, x, vjp)"}
+        steps.append(f"fix the {' and the '.join(a.inconsistent)}: inconsistent with finite differences of f; "
+                     f"{' and '.join(calls[m] for m in a.inconsistent)} shows at which entries")
+    elif not steps:
+        steps.append("the jvp and the vjp are not transposes of each other: pass f= to learn which one is "
+                     "wrong, or check each against f (gradcheck.check_jvp(f, x, jvp), gradcheck.check(f, x, vjp))")
+    return steps
+
+
+def _taylor_steps(t: Any) -> list[str]:
+    """taylor_test: the entry-wise check that says where, or the way out of round-off."""
+    status = t.status
+    if status == _status.PASS:
+        return ["nothing to fix: keep the test (result.assert_pass()); gradcheck.check(f, x, grad) judges "
+                "every entry on its own"]
+    if status == _status.INCONCLUSIVE:
+        return ["make it conclusive: run f in float64, or pass a larger h0= (too few steps stood above "
+                "round-off), then rerun"]
+    gradient_holds = len(t.remainders) > 1 and t._status_of(0) == _status.PASS
+    what = "the Hessian-vector product" if gradient_holds else "the gradient"
+    call = ("gradcheck.check(f, x, grad)" if what == "the gradient" else "gradcheck.check_hvp(f, x, hvp, grad=grad)")
+    return [f"fix {what}: its remainder does not shrink at the order it must; {call} says at which entries"]
 
 
 def _generic_steps(result: Any) -> list[str]:

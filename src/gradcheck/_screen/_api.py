@@ -23,7 +23,7 @@ import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .._core import arguments as _arguments
-from .._core.config import Config, as_config
+from .._core.config import Config, with_keywords
 from .._core.errors import mutation_error
 from .._core.verdict import Verdict
 from .._report.report import Report
@@ -63,6 +63,11 @@ def screen(
     *,
     budget: Any = None,
     config: Config | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    eps: float | None = None,
+    resolution: float | None = None,
+    noise_factor: float | None = None,
     engine: str = "auto",
     executor: Any = None,
     draws: int = DEFAULT_DRAWS,
@@ -107,6 +112,9 @@ def screen(
         localized as examples, instead of an entry-wise check in disguise.
     config : Config, optional
         As in :func:`gradcheck.check`.
+    rtol, atol, eps, resolution, noise_factor : float, optional
+        Single fields of the config, as in :func:`gradcheck.check` (``screen(f, x, g,
+        rtol=1e-8)``): they set the entry-wise rule the detection limit is stated against.
     engine : {"auto", "serial", "processes", "executor", "compiled"}, default "auto"
         ``"processes"``: a fork pool; ``"executor"``: with ``executor=``; ``"compiled"``:
         an ``@njit`` f or a C f through cffi (:func:`gradcheck.native.native_function`),
@@ -174,9 +182,11 @@ def screen(
     started = time.perf_counter()
     _refuse_models(f, x)
     draws, blocks, seed, complex_step, adjudicate, exact = _validate(
-        engine, draws, blocks, complex_step, adjudicate, exact, budget=budget, config=config, executor=executor,
+        engine, draws, blocks, complex_step, adjudicate, exact, budget=budget, executor=executor,
         digits=digits, name=name, seed=seed)
-    prep = prepare(f, x, grad, config, name, backend)
+    config, tuning = with_keywords(config, rtol=rtol, atol=atol, eps=eps, resolution=resolution,
+                                   noise_factor=noise_factor)
+    prep = prepare(f, x, grad, config, name, backend, tuning)
     if not prep.analytic.size:
         return trivial_report(prep, started, Verdict.SCREENED, "x has no entries: nothing to screen")
     if not np.isfinite(prep.f0):
@@ -253,7 +263,6 @@ def _validate(engine, draws, blocks, complex_step, adjudicate, exact, **keywords
     complex_step, adjudicate, exact = (_arguments.choice(label, value, ("auto", True, False)) for label, value in
                                        (("complex_step", complex_step), ("adjudicate", adjudicate), ("exact", exact)))
     _arguments.as_budget(keywords["budget"])
-    as_config(keywords["config"])
     _arguments.as_executor(keywords["executor"])
     _arguments.as_digits(keywords["digits"])
     _arguments.text("name", keywords["name"])

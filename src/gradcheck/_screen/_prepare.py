@@ -16,12 +16,12 @@ import numpy as np
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .. import backends as _backends
 from .._core import arguments as _arguments
-from .._core.config import Config
+from .._core.config import Config, Tuning
 from .._core.errors import FunctionError, UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
 from .._differences import steps_for
 from .._lowp.forced64 import route_float64
-from .._pipeline.prepare import make_cotangent, reducer, scalar_output
+from .._pipeline.prepare import claim_what, make_cotangent, reducer, scalar_output, take_claim
 from ..backends._claimed import as_gradient
 from ._limit import entrywise_floor
 from ._probe import Probe
@@ -68,7 +68,7 @@ class Prepared:
         return self._floor
 
 
-def prepare(f, x, grad, config, name, backend) -> Prepared:
+def prepare(f, x, grad, config, name, backend, tuning: Tuning) -> Prepared:
     be = _backends.resolve(backend, x)
     x_np = be.to_numpy(x)
     dtype = float_dtype_name(x_np)
@@ -77,9 +77,7 @@ def prepare(f, x, grad, config, name, backend) -> Prepared:
             f"screen works on float32 and float64 inputs; x is {dtype}, where a difference in its "
             "own precision is mostly noise: use gradcheck.check, which differences the float64 upcast"
         )
-    cfg = config if config is not None else Config.for_dtype(dtype)
-    if not isinstance(cfg, Config):
-        raise TypeError(f"config must be a gradcheck.Config, got {type(cfg).__name__}")
+    cfg = tuning.apply(config if config is not None else Config.for_dtype(dtype))  # rtol=, eps=, ... on the preset
     label = _arguments.label_of(f, name)
     work = np.array(x_np, order="C", copy=True)
     if not work.dtype.isnative:
@@ -92,14 +90,14 @@ def prepare(f, x, grad, config, name, backend) -> Prepared:
     lowp, probes = None, 0
     if dtype == "float64" and config is None:  # f computes in float32: check's detection, check's preset
         lowp, probes = route_float64(f, work, y0, be)
-        cfg = lowp.config if lowp is not None else cfg
+        cfg = tuning.apply(lowp.config) if lowp is not None else cfg
     cotangent = None if y0.ndim == 0 else make_cotangent(y0.shape, cfg)
     reduce = reducer(cotangent)
     if cotangent is not None and grad is not None and not callable(grad) and cfg.reduce != "sum":
         raise TypeError(f"f returns an array of shape {y0.shape}, so the claimed gradient must be a VJP "
                         "function grad(x, cotangent) (or pass config=Config(reduce='sum'))")
-    claimed = be.claimed_gradient(f, work.copy(), cotangent, grad)
-    analytic = as_gradient(claimed, work.shape).reshape(-1)
+    claimed = take_claim(be, f, work, cotangent, grad, y0.shape)  # its call and writes checked at the door
+    analytic = as_gradient(claimed, work.shape, claim_what(grad, cotangent)).reshape(-1)
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
         evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path (check's: no complex cast to float)
     else:
