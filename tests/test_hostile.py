@@ -30,6 +30,7 @@ import numpy as np
 import pytest
 
 import gradcheck
+from gradcheck import Verdict
 
 X0 = np.array([0.3, -1.2, 0.8, 2.0])
 SRC = Path(gradcheck.__file__).resolve().parent
@@ -338,12 +339,12 @@ def test_a_worker_that_dies_does_not_hang(entry):
         assert "ERROR WorkerDiedError True" in done.stdout, done.stdout + done.stderr
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known false alarm, not in issue 25's scope: check's relative step h = 6e-6 max(1, |x|) spans many "
-    "periods of an oscillating f at |x| >= ~1e6 (h = 600 at 1e8), where every difference quotient is ~0; "
-    "without the referee (f leaves arbitrary precision) the step study confirms a MISMATCH of the correct "
-    "cos(x). Reported to the lead; this test flips when the step rule is fixed"))
 def test_a_correct_claim_at_a_large_x_of_an_oscillating_f_is_not_a_mismatch():
     """sin at |x| = 1e8 and 3e9, the referee unable to run (np.asarray(x, dtype=float) inside)."""
     f = lambda z: np.sin(np.asarray(z, dtype=float)).sum()  # noqa: E731
-    assert gradcheck.check(f, np.array([1e8, -3e9]), np.cos).status != "FAIL"
+    report = gradcheck.check(f, np.array([1e8, -3e9]), np.cos)
+    assert report.status != "FAIL", report
+    assert Verdict.MISMATCH not in [Verdict(v) for v in np.ravel(report.verdicts)]
+    # The negative controls at the same x: a wrong claim resolved at smaller steps is still caught.
+    for wrong in (lambda z: 1.01 * np.cos(z), lambda z: -np.cos(z)):
+        assert [str(v) for v in gradcheck.check(f, np.array([1e8, -3e9]), wrong).verdicts] == ["MISMATCH"] * 2

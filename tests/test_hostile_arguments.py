@@ -193,6 +193,7 @@ KEYWORDS: dict[Any, dict[str, list[Any]]] = {
         "step": POSITIVE, "rtol": NONNEGATIVE, "atol": NONNEGATIVE, "noise_factor": NONNEGATIVE,
         "resolution": [0, 1, 1.5, "x", True, np.nan], "reduce": ["mean", 3], "seed": SEED,
         "refine": FLAG, "refine_noisy": FLAG, "dtype": ["float99", 3, np.float64],
+        "second_look": [-1.0, np.inf, np.nan, "1", True],
     },
     gradcheck.ExecutorOptions: {"retries": [-1, 1.5, "2", True], "chunk_entries": COUNT, "slots": COUNT},
     gradcheck.Checkpoint: {"path": [3, None], "interval": [-1.0, np.nan, "5", True], "keep": FLAG},

@@ -248,3 +248,21 @@ def test_readme_python_block_runs(block, tmp_path):
         assert output_matches(block.output, out.stdout), (
             f"README line {block.line}: the output shown below the block is not what it prints:\n"
             f"shown:\n{block.output}\nprinted:\n{out.stdout[-3000:]}")
+
+
+def _sizes_table_module():
+    spec = importlib.util.spec_from_file_location("sizes_table", ROOT / "benchmarks" / "sizes_table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_large_tensor_table_is_read_from_the_recorded_sizes():
+    """README.md's "which call for a large tensor" table is exactly what
+    benchmarks/sizes_table.py renders from benchmarks/results/sizes.json (issue 27): a figure
+    typed by hand, or a stale one after a new run, fails here (``--write`` updates it)."""
+    sizes = _sizes_table_module()
+    assert sizes.RESULTS.exists()
+    text = README.read_text(encoding="utf-8")
+    assert sizes.readme_table(text) == sizes.render()
+    assert text.index(sizes.START) < text.index("## Next to torch")  # near the top, with its call names

@@ -15,6 +15,7 @@ from .._core.judged import Judged
 from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from .referee import MAX_ADJUDICATED, Referee
+from .zeros import prove_zeros
 
 #: A MISMATCH this far outside its tolerance after the step study (which found it stable
 #: across steps) is not in doubt; the referee confirms only the worst few of those, so the
@@ -42,6 +43,7 @@ def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit,
     big = excess >= GROSS_EXCESS
     gross = mismatches[big][np.argsort(-excess[big])][:GROSS_CONFIRMED]
     doubt = np.isin(codes, [int(Verdict.UNCHECKED), int(Verdict.KINK)])
+    doubt &= judged.causes != Cause.BUDGET  # the second look could not afford them: neither can the referee
     doubt[mismatches[~big]] = True
     positions = np.union1d(np.flatnonzero(doubt & np.isfinite(analytic)), gross)
     info: dict[str, Any] = {"attempted": False, "entries": 0}
@@ -55,12 +57,19 @@ def adjudicate_doubts(judged: Judged, referee: Referee, analytic, idx_map, unit,
     if reason is not None:
         info["reason"] = f"no exact derivatives (not adjudicable): {reason}"
         return
-    if positions.size > MAX_ADJUDICATED:
-        info["skipped"] = int(positions.size - MAX_ADJUDICATED)
-        positions = positions[:MAX_ADJUDICATED]
     if claim_scale is None:
         finite = analytic[np.isfinite(analytic)]
         claim_scale = float(np.abs(finite).max()) if finite.size else 0.0
+    # Claims of 0 where the differences see only noise: proven together when they all are (.zeros).
+    positions = prove_zeros(judged, referee, positions, analytic, idx_map,
+                            Tolerance.of(cfg).round_off(unit, claim_scale), info)
+    if not positions.size:
+        info.update(attempted=True, entries=0, seconds=0.0, evaluations=probed, digits=referee.digits,
+                    min_certified_digits=None)
+        return
+    if positions.size > MAX_ADJUDICATED:
+        info["skipped"] = int(positions.size - MAX_ADJUDICATED)
+        positions = positions[:MAX_ADJUDICATED]
     claim_noise = None
     if claim_rounding is not None:
         # One more call of the claimed gradient (not of f: report.evaluations counts f's calls).

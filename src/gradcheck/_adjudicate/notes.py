@@ -8,6 +8,7 @@ import numpy as np
 from .._classify.rule import resolved_share
 from .._core.verdict import Verdict
 from .referee import MAX_ADJUDICATED
+from .zeros import DRAWS
 
 
 def adjudication_notes(info: dict[str, Any], adjudicate: Any, shape: tuple[int, ...] | None = None) -> list[str]:
@@ -15,7 +16,15 @@ def adjudication_notes(info: dict[str, Any], adjudicate: Any, shape: tuple[int, 
     if not info or adjudicate is False:
         return []
     notes = []
-    if info.get("attempted"):
+    batch = info.get("zero_batch")
+    if batch and batch["proven"]:
+        notes.append(f"{batch['entries']} claims of 0 proven zero together: {DRAWS} exact directional derivatives "
+                     f"at {info.get('digits', 30)} digits along random coefficients on all of them "
+                     f"({batch['evaluations']} high-precision evaluations; gradcheck._adjudicate.zeros)")
+    elif batch:
+        notes.append(f"{batch['entries']} claims of 0 were not all zero together ({batch['evaluations']} "
+                     "high-precision evaluations): each was adjudicated alone")
+    if info.get("attempted") and info["entries"]:
         notes.append(
             f"adjudicated {info['entries']} entries against exact derivatives at {info['digits']} digits"
             f" ({info['evaluations']} high-precision evaluations, {info['seconds']:.3g} s;"

@@ -124,6 +124,10 @@ class Referee:
     ``x`` is the float array in its own shape; ``cotangent`` reduces an array output.
     """
 
+    #: Claims of 0 may be proven together by directional derivatives of ``f`` on the whole of
+    #: ``x`` (:mod:`.zeros`); a referee that differentiates pieces of ``x`` says False.
+    batches_zeros = True
+
     def __init__(self, f_mp: Callable[[Any], Any], x: np.ndarray, cotangent: np.ndarray | None,
                  *, digits: int = 30) -> None:
         self.f_mp, self.x, self.cotangent, self.digits = f_mp, x, cotangent, digits

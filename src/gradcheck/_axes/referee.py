@@ -23,6 +23,8 @@ class SliceReferee(Referee):
     """A :class:`Referee` that differentiates ``f`` on each entry's own slice of ``x`` (its
     :meth:`piece`; the probe at high precision is on the first entry's slice)."""
 
+    batches_zeros = False  # a direction over many slices would run f on the whole of x
+
     def __init__(self, f_mp: Callable[[Any], Any], x: np.ndarray, cotangent: np.ndarray, axes: Axes,
                  *, digits: int = 30) -> None:
         super().__init__(f_mp, x, cotangent, digits=digits)

@@ -62,6 +62,14 @@ class Config:
         Also study PASS entries whose tolerance is dominated by round-off
         (``k*noise > rtol*scale``): larger steps resolve them to ``rtol``. Off in the float32
         preset, where that is nearly every entry.
+    second_look : float or None, default 3.0
+        The second look's budget for the suspects it need not study (the PASS entries
+        whose tolerance is mostly round-off, the UNCHECKED ones), as a multiple of the first
+        pass's 2N evaluations (never fewer than 20,000): a check costs at most about
+        ``2 + 2 * second_look`` evaluations per entry besides its MISMATCH studies. Entries
+        it cannot afford are UNCHECKED (cause BUDGET), never PASS. None: unbounded. The
+        default serves in full the costliest second look measured on a correct claim (a
+        sum of N terms, every entry within round-off: 2.4 first passes) and bounds the rest.
     dtype : str, default "float64"
         The preset this came from: it sets ``step`` and the round-off model of the numeric
         side (:attr:`unit_roundoff`). ``check`` differences a float16/bfloat16/float32 input of
@@ -95,6 +103,7 @@ class Config:
     refine: bool = True
     refine_noisy: bool = True
     dtype: str = "float64"
+    second_look: float | None = 3.0
 
     def __post_init__(self) -> None:
         _arguments.choice("reduce", self.reduce, _REDUCE_CHOICES)
@@ -104,6 +113,8 @@ class Config:
         _arguments.as_seed(self.seed)
         _arguments.flag("refine", self.refine)
         _arguments.flag("refine_noisy", self.refine_noisy)
+        _arguments.nonnegative("second_look", self.second_look, none=True,
+                               meaning=" (the second look's budget, in first passes)")
         _arguments.choice("dtype", self.dtype, tuple(UNIT_ROUNDOFF))
         res = _arguments.share("resolution", self.resolution, " (the largest tolerance, as a share of the value, "
                                "at which an entry may PASS)")

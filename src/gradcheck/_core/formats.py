@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["FloatFormat", "FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64", "FORMATS",
-           "resolve_format", "round_to_format", "from_bits", "ulp", "ulp_error",
+           "resolve_format", "round_to_format", "from_bits", "bits_to_float64", "ulp", "ulp_error",
            "is_correctly_rounded"]
 
 
@@ -282,6 +282,21 @@ def from_bits(bits: Any, fmt: Any) -> np.ndarray:
     """
     fmt = resolve_format(fmt)
     return np.asarray(bits).astype(fmt.uint_dtype, copy=False).view(fmt.dtype)
+
+
+def bits_to_float64(bits: Any, fmt: Any) -> np.ndarray:
+    """The values of unsigned bit patterns as float64 (exact: every format here widens
+    exactly), without the target dtype: bfloat16 needs no ``ml_dtypes`` import (its
+    patterns are the top half of float32's).
+
+    >>> bits_to_float64(np.array([0x3F80, 0xC040], np.uint16), "bfloat16").tolist()
+    [1.0, -3.0]
+    """
+    fmt = resolve_format(fmt)
+    bits = np.asarray(bits).astype(fmt.uint_dtype, copy=False)
+    if fmt.name == "bfloat16":
+        return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
+    return bits.view(fmt.dtype).astype(np.float64)
 
 
 def _ulp_exponent(p: int, q: int, e2: int, fmt: FloatFormat) -> int:

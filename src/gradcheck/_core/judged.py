@@ -36,6 +36,8 @@ class Judged:
     notes: list[str] = field(default_factory=list)  # e.g. f's round-off measured far above its dtype's
     model_unit: float | None = None  # the output dtype's unit round-off, when a measured one replaced it
     measured_unit: float | None = None  # f's own round-off (relative to |f|), when it replaced the model's
+    # The second look's budget (gradcheck._refine.budget): limit, spent, unafforded; None when not run.
+    budget: dict[str, Any] | None = None
     # The step study of each studied entry: position -> (steps, slopes D(h) at those steps).
     studies: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 

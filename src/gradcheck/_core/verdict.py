@@ -76,6 +76,9 @@ class Cause(enum.IntEnum):
         The exact derivative is 0 and the claim is within round-off of it.
     KINK_EXACT
         One-sided derivatives at arbitrary precision differ: a certified kink.
+    BUDGET
+        UNCHECKED because the second look's budget (``Config.second_look``) ran out before
+        this entry: its first pass agreed only within f's round-off, not to ``rtol``.
 
     Examples
     --------
@@ -92,6 +95,7 @@ class Cause(enum.IntEnum):
     EXACT = 4
     EXACT_ZERO = 5
     KINK_EXACT = 6
+    BUDGET = 7
 
     def __str__(self) -> str:
         return self.name.lower().replace("_", " ")

@@ -13,6 +13,16 @@ two kinds of estimate of ``f'``, each with a bound on its error:
 bound. The step study (``gradcheck._refine.study``), the quick look, the adjoint test's
 differences along ``t`` and, as it moves onto this module, the screen's blocks all use it.
 
+Where one step must serve every entry (an ``f`` that computes in float32: no step makes both
+truncation and round-off small, ``gradcheck._lowp.f32steps``), :func:`spread_estimate` keeps
+``R(s)`` from three steps ``s, 2s, 4s`` and bounds it by the measured spread:
+
+    R1 = R(s),  R2 = R(2s),   bound = |R1 - R2| / SPREAD_SHARE + model
+
+``|R1 - R2|`` is mostly R2's truncation (16 times R1's, so a quarter of it still covers R1's
+four times over) or the round-off of both; ``model`` (:func:`gradcheck._differences.noise.modelled`)
+covers R1's round-off where the spread happens to cancel.
+
 >>> d = [np.array([1.02]), np.array([1.08]), np.array([1.32])]   # D(s) = 1 + 2 s^2 at s = .1, .2, .4
 >>> value, bound = best_estimate(d, [np.zeros(1)] * 3)
 >>> round(float(value[0]), 12), round(float(bound[0]), 12)
@@ -48,6 +58,30 @@ def estimates(slopes: Sequence[np.ndarray], noises: Sequence[np.ndarray]) -> Ite
     for k in range(m - 2):
         value, noise = (np.asarray(a) for a in extrapolated[k])
         yield value, noise + np.abs(value - extrapolated[k + 1][0])
+
+
+#: |R1 - R2| over this bounds R1's truncation in :func:`spread_estimate` (see the module docstring).
+SPREAD_SHARE = 4.0
+
+
+def spread_estimate(d_s: np.ndarray, d_2s: np.ndarray, d_4s: np.ndarray, model: np.ndarray) -> Estimate:
+    """``R(s)`` and its bound ``|R(s) - R(2s)| / SPREAD_SHARE + model`` (module docstring). Where
+    either is not finite (a step that left f's domain at ``2s`` or ``4s``): the plain ``D(s)``,
+    bounded by ``|D(s) - D(2s)| + model`` (NaN, hence NONFINITE, if that is not finite).
+
+    >>> s = np.array([0.1])
+    >>> d = [(np.sin(0.5 + t) - np.sin(0.5 - t)) / (2 * t) for t in (s, 2 * s, 4 * s)]
+    >>> value, bound = spread_estimate(*d, np.zeros(1))
+    >>> bool(abs(value[0] - np.cos(0.5)) < bound[0] < 2e-5), bool(abs(d[0][0] - np.cos(0.5)) > 1e-3)
+    (True, True)
+    """
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        r1 = np.asarray(richardson(d_s, d_2s, 0.0, 0.0)[0])
+        r2 = richardson(d_2s, d_4s, 0.0, 0.0)[0]
+        noise = np.abs(r1 - r2) / SPREAD_SHARE + model
+        bad = ~np.isfinite(r1) | ~np.isfinite(noise)
+        r1[bad], noise[bad] = d_s[bad], (np.abs(d_s - d_2s) + model)[bad]
+    return r1, noise
 
 
 def best_estimate(slopes: Sequence[np.ndarray], noises: Sequence[np.ndarray]) -> Estimate:

@@ -51,6 +51,7 @@ class Choice:
     runner: Runner
     reason: str
     evaluations: int = 0
+    call_seconds: float | None = None  # the fastest timed call of f, when the choice timed any
 
 
 class Declined(str):
@@ -97,14 +98,19 @@ def choose(name: str, target: Target, evaluations: int | None = None, *, timing:
         return Choice(make_runner(name, target), f"{name}: asked for")
     count = 2 * target.work.size if evaluations is None else int(evaluations)
     calls = 0
+    took: list[float] = []
 
     def timed() -> object:
         nonlocal calls
         calls += 1  # counted before the call: a call that raises was made too
-        return target.evaluate()
+        start = time.perf_counter()
+        try:
+            return target.evaluate()
+        finally:
+            took.append(time.perf_counter() - start)
 
     picked, reason = _auto(target, count, timed, UNTIMED if not timing else CANDIDATES)
-    return Choice(make_runner(picked, target), reason, calls)
+    return Choice(make_runner(picked, target), reason, calls, min(took) if took else None)
 
 
 def auto_reason(name: str, target: Target, count: int | None = None,

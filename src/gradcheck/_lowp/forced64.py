@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._core.config import Config
+from .._differences import Differencer
 from . import f32steps
 from .float32 import forces_float32
 from .plan import OrdinaryPlan
@@ -75,7 +76,7 @@ class Float32InsidePlan(OrdinaryPlan):
     def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
         return x_np, self.config, adjudicate
 
-    def first_estimates(self, differencer: Any, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
+    def first_estimates(self, differencer: Differencer, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
                         values: np.ndarray | None = None, base_value: float = np.nan,
                         ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
         """Richardson across h, 2h, 4h, each slope over the step ``f`` sees."""
@@ -87,11 +88,8 @@ class Float32InsidePlan(OrdinaryPlan):
             fp, fm, _ = differencer(idx, h)
             return fp, fm, realized_step(flat[idx], h)
 
-        sigma, probed = f32steps.measure_roundoff(differencer, flat, base_value)
         fp, fm, _ = diffs
-        first = (fp, fm, realized_step(flat, steps))
-        numeric, noise, spent = f32steps.richardson(seen, np.arange(steps.size), steps, first, sigma)
-        return (numeric, noise), spent + probed
+        return f32steps.estimates(seen, steps, (fp, fm, realized_step(flat, steps)), flat, base_value)
 
 
 def realized_step(x: np.ndarray, h: np.ndarray) -> np.ndarray:

@@ -58,7 +58,7 @@ from .._core.config import Config
 from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_format, ulp
 from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
-from .._differences import slope_and_noise
+from .._differences import Differencer, slope_and_noise
 from . import f32steps
 from .float32 import (
     F32_BOUND_ULPS,
@@ -114,7 +114,7 @@ class OrdinaryPlan:
         """A float32 claim's own rounding, from ``claimed64()`` (the claim at the float64
         upcast); nothing for other dtypes."""
 
-    def first_estimates(self, differencer: Any, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
+    def first_estimates(self, differencer: Differencer, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
                         values: np.ndarray | None = None, base_value: float = np.nan,
                         ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
         """``(numeric, noise)`` replacing the first pass's, and the evaluations spent
@@ -169,15 +169,14 @@ class LowPrecisionPlan(OrdinaryPlan):
             return x_np, f32steps.PRESET if forced32 else config, adjudicate
         return self.x64, self.config(config), self.adjudicate(adjudicate)
 
-    def first_estimates(self, differencer: Any, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
+    def first_estimates(self, differencer: Differencer, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
                         values: np.ndarray | None = None, base_value: float = np.nan,
                         ) -> tuple[tuple[np.ndarray, np.ndarray] | None, int]:
         if self.upcast or self.fmt.name != "float32":
             return None, 0
-        sigma, probed = (0.0, 0) if values is None else f32steps.measure_roundoff(differencer, values, base_value)
         fp, fm, denom = diffs
-        numeric, noise, spent = f32steps.richardson(differencer, np.arange(steps.size), steps, (fp, fm, denom), sigma)
-        return (numeric, noise), spent + probed
+        return f32steps.estimates(differencer, steps, (fp, fm, denom),
+                                  np.empty(0) if values is None else values, base_value)
 
     def after_claim(self, cfg: Config, claimed: Any) -> Config:
         return self.with_claim(cfg, claimed) if self.upcast else cfg

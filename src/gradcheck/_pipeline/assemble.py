@@ -20,8 +20,9 @@ from .._core.config import Config
 from .._core.errors import GradientAssertionError
 from .._core.judged import Judged
 from .._core.tolerance import Tolerance
-from .._core.verdict import Verdict
+from .._core.verdict import Cause, Verdict
 from .._lowp.plan import ORDINARY, OrdinaryPlan
+from .._refine.budget import budget_note
 from .._report.report import Report
 from .difference import Differenced
 from .options import CheckOptions
@@ -85,8 +86,9 @@ def assemble_report(
     codes, tol = lowp.final(a, judged, config, codes, tol)
     notes = [*head, *judged.notes, *adjudication_notes(judged.adjudication, adjudicate, shape), *tail, *lowp.notes]
     f_scale = abs(base_value) if np.isfinite(base_value) else None
-    notes += unchecked_notes(a, numeric, tol, codes, config.resolution, f_scale, atol=config.atol,
-                             floor_name=lowp.floor_name)
+    notes += budget_note(judged.budget)
+    notes += unchecked_notes(a, numeric, tol, _without_budget(codes, judged, positions), config.resolution, f_scale,
+                             atol=config.atol, floor_name=lowp.floor_name)
     return Report(
         name=name, analytic=analytic, numeric=numeric.reshape(shape), noise=noise.reshape(shape),
         tolerance=tol.reshape(shape), codes=codes.reshape(shape), refined=refined.reshape(shape),
@@ -94,6 +96,17 @@ def assemble_report(
         evaluations=evaluations + judged.evaluations, seconds=time.perf_counter() - started,
         notes=tuple(notes), output_dtype=output_dtype, **judged.second_look(shape, positions),
     )
+
+
+def _without_budget(codes: np.ndarray, judged: Judged, positions: np.ndarray | None) -> np.ndarray:
+    """``codes`` with the entries the second look's budget left UNCHECKED set aside (their
+    own note says why: :func:`budget_note`), for the notes on the other UNCHECKED entries."""
+    if not judged.budget or not judged.budget.get("unafforded"):
+        return codes
+    unserved = np.flatnonzero(judged.causes == Cause.BUDGET)
+    out = codes.reshape(-1).copy()
+    out[unserved if positions is None else np.asarray(positions)[unserved]] = Verdict.SKIPPED
+    return out
 
 
 def _spread(values: np.ndarray, positions: np.ndarray, size: int, fill: Any, dtype: Any = np.float64) -> np.ndarray:

@@ -2,6 +2,7 @@
 first central difference of every entry (with a progress line when asked or long)."""
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,10 +11,12 @@ from typing import Any
 import numpy as np
 
 from .. import _axes
+from .._adjudicate.referee import referee_may_run
 from .._differences import CentralDifferences, DenominatorsOf, StepsOf, steps_for
-from .._evaluate import Target, choose
+from .._evaluate import Target, choose, kind_of, time_call, usable_cores
 from .._runtime.checkpoint import open_checkpoint
-from .._runtime.progress import Progress, differences_with_progress, screen_hint
+from .._runtime.progress import Progress, differences_with_progress, isatty, screen_hint
+from .cost import CostPlan, announce, plan_cost
 from .options import CheckOptions
 from .prepare import Subject
 
@@ -55,19 +58,51 @@ def difference(subject: Subject, opts: CheckOptions) -> Differenced:
         differencer = saved.differences
     size = subject.work.size
     steps = steps_for(subject.work.reshape(-1), subject.config.step)
+    header, timed = _say_plan(subject, steps, choice, eng, opts)
     began = time.perf_counter()
-    diffs = first_differences(differencer, np.arange(size), steps, progress=opts.progress, label=subject.label)
+    diffs = first_differences(differencer, np.arange(size), steps, progress=opts.progress, label=subject.label,
+                              header=header)
     hint = screen_hint(size, time.perf_counter() - began)
     return Differenced(engine=eng, engine_reason=reason, differencer=differencer, saved=saved, steps=steps,
-                       diffs=diffs, hint=hint, evaluations=1 + choice.evaluations + 2 * size)
+                       diffs=diffs, hint=hint, evaluations=1 + choice.evaluations + timed + 2 * size)
 
 
 def first_differences(differencer: Callable[..., Diffs], flat_idx: np.ndarray, steps: np.ndarray, *,
-                      progress: bool | None = False, label: str = "") -> Diffs:
+                      progress: bool | None = False, label: str = "", header: str | None = None) -> Diffs:
     """``differencer(flat_idx, steps)``, drawing a progress line when ``progress`` says so
-    (``None``: on a terminal, for a long pass)."""
-    with Progress(flat_idx.size, enabled=progress, label=label) as bar:
+    (``None``: on a terminal, for a long pass), under ``header`` (the cost plan)."""
+    with Progress(flat_idx.size, enabled=progress, label=label, header=header) as bar:
         return differences_with_progress(differencer, flat_idx, steps, bar)
+
+
+def _say_plan(subject: Subject, steps: np.ndarray, choice: Any, eng: Any, opts: CheckOptions
+              ) -> tuple[str | None, int]:
+    """The cost plan (:mod:`gradcheck._pipeline.cost`), said before the first pass: returned as
+    the progress line's header when that line is drawn on a terminal (None: logged), with the
+    calls of f it made (one, to time an @njit f again when nothing else timed it)."""
+    seconds = choice.call_seconds if choice.call_seconds is not None else subject.call_seconds
+    spent = subject.probes + 1 + choice.evaluations
+    referee = subject.adjudicate is not False and referee_may_run(subject.backend, subject.f)[0]
+
+    def plan(seconds: float | None) -> CostPlan:
+        return plan_cost(subject.analytic, steps, float(subject.f0), subject.unit, subject.config, spent=spent,
+                         call_seconds=seconds, parallel=_parallelism(eng.name),
+                         output_ndim=0 if subject.cotangent is None else 1, referee=referee)
+    planned, timed = plan(seconds), 0
+    if choice.call_seconds is None and kind_of(subject.f) == "njit":
+        # f(x) was an @njit f's first call (its compilation) and the engine choice timed nothing:
+        # time one more (for every such f, so that the count does not depend on numba's cache).
+        timed = 1
+        planned = plan(min(float(seconds or 0.0), time_call(subject.evaluate)))
+    on_terminal = opts.progress is True or (opts.progress is None and isatty(sys.stderr))
+    return announce(planned, subject.label, on_terminal=on_terminal), timed
+
+
+def _parallelism(engine: str) -> int:
+    """Evaluations the engine runs at once: numba's threads (compiled), the cores (processes)."""
+    if engine == "compiled" and "numba" in sys.modules:
+        return int(sys.modules["numba"].get_num_threads())
+    return usable_cores() if engine == "processes" else 1
 
 
 def coloured_difference(subject: Subject, opts: CheckOptions) -> Differenced:

@@ -2,6 +2,7 @@
 choose the cotangent, take the claimed gradient and audit the backend's autodiff contract."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -59,6 +60,7 @@ class Subject:
     # The claim called again, reclaim(x, cotangent) -> gradient shaped like x: set for a callable
     # grad in float32/float64 (the referee measures the claim's own round-off with it).
     reclaim: Callable[[np.ndarray, np.ndarray | None], np.ndarray] | None = None
+    call_seconds: float | None = None  # how long f(x) took (the cost plan's measured call)
 
     def release_output(self) -> None:
         """Drop ``y0`` (an array of f's output size) once the difference stage is over: the later
@@ -85,7 +87,9 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     work = np.array(x_np, dtype=x_np.dtype.newbyteorder("="), order="C", copy=True)
     pristine = _pristine(x_np, work)
     require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
+    began = time.perf_counter()
     y0 = _evaluate_at_x(be, f, work)
+    call_seconds = time.perf_counter() - began  # the cost plan's measured call (gradcheck._pipeline.cost)
     if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
         return RealView(be, x_np, vectorized, lowp.probes + 1)
     require_real_output(output_array(y0), f"f ({label})")
@@ -124,7 +128,8 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
                    adjudicate=adjudicate, vectorized=vectorized, work=work, pristine=pristine, y0=y0,
                    output_dtype=dtype_name(y0.dtype), f0=f0,
                    cotangent=cotangent, evaluate=evaluate, analytic=analytic,
-                   audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit, probes=probes)
+                   audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit, probes=probes,
+                   call_seconds=call_seconds)
 
 
 def _pristine(x_np: np.ndarray, work: np.ndarray) -> np.ndarray:

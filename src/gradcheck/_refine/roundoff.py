@@ -27,7 +27,8 @@ a wrong one from passing. Two looks, both only ever raising the ``u`` used:
    that oscillates at the step's scale) the measurement is truncation, not round-off, and
    is not used. The measured relative round-off ``sigma/|f|`` (the median over the probes,
    as a Gaussian scale: ``median|K(h/2)| / 0.6745 / sqrt(238) / |f|``, rounded up to a
-   power of two) replaces ``u`` when it is more than :data:`FAR_ABOVE` times ``u``.
+   power of two) replaces ``u`` when it is more than :data:`FAR_ABOVE` times ``u``. ``K`` is
+   THE fourth difference of the round-off model (:func:`gradcheck._differences.fourth_difference`).
 """
 from __future__ import annotations
 
@@ -38,10 +39,11 @@ import numpy as np
 from .._classify.kernel import classify  # the fused kernel from 1e5 entries, numpy below
 from .._classify.rule import rule_of
 from .._core.config import UNIT_ROUNDOFF
-from .._core.formats import from_bits, round_to_format
+from .._core.formats import bits_to_float64, round_to_format
 from .._core.judged import Judged
 from .._core.verdict import Cause, Verdict
-from .._differences import slope_and_noise
+from .._differences import fourth_difference, slope_and_noise
+from .._differences.noise import GAUSS_MEDIAN
 from .second_look import PerEntry, Recorded, base_at, finite_anywhere, second_look
 from .study import step_study
 
@@ -58,7 +60,10 @@ ABOVE = 2.0
 #: |K(h)| / |K(h/2)| above this (median over probes) is truncation (16 for pure truncation),
 #: not round-off (1 on average): the measurement is not used.
 TRUNCATION_RATIO = 4.0
-_GAUSS_MEDIAN = 0.6745  # median of |N(0, 1)|
+#: A measured relative round-off above this (16 times bfloat16's unit round-off, 6% of |f|) is no
+#: format's round-off: steps that span periods of an oscillating f (sin at |x| = 1e8, the step
+#: 600) give fourth differences of the size of f at every step, growth ~1. Not used.
+PLAUSIBLE = 16.0 * 2.0**-8
 #: One part of the values tested: flat float64 values, or a per-slice lookup (:class:`PerEntry`).
 Part = np.ndarray | PerEntry
 #: Fewest finite values from which representability is taken as evidence.
@@ -93,7 +98,9 @@ def _coarser(unit: float) -> list[str]:
 
 def _holds(parts: list[Part], name: str) -> bool:
     """Is every finite value of ``parts`` a ``name`` number?"""
-    return _every(parts, lambda c: from_bits(round_to_format(c, name), name) == c)
+    # decoded to float64 without the format's dtype: no ml_dtypes import for bfloat16 when
+    # no low-precision format is in play (the watch runs in every float64 check)
+    return _every(parts, lambda c: bits_to_float64(round_to_format(c, name), name) == c)
 
 
 class LowerFormats:
@@ -227,18 +234,19 @@ def probe(differencer, suspects: np.ndarray, steps: np.ndarray, first, base_valu
         at[factor] = (fp, fm)
     pair = lambda t: at[t][0] + at[t][1]  # noqa: E731  f(x+th) + f(x-th)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        coarse = np.abs(pair(2.0) - 6.0 * pair(1.0) + 8.0 * pair(0.5) - 6.0 * f0)   # K(h)
-        fine = np.abs(pair(1.0) - 6.0 * pair(0.5) + 8.0 * pair(0.25) - 6.0 * f0)    # K(h/2)
+        coarse = fourth_difference(pair(2.0), pair(1.0), pair(0.5), f0)   # K(h)
+        fine = fourth_difference(pair(1.0), pair(0.5), pair(0.25), f0)    # K(h/2)
         size = np.max(np.abs([*at[0.25], *at[0.5], *at[1.0], *at[2.0], np.broadcast_to(f0, (pick.size,))]), axis=0)
         relative = fine / np.sqrt(238.0) / size
     usable = np.isfinite(relative) & np.isfinite(coarse) & (size > 0)
     evaluations = 6 * int(pick.size)
     if usable.sum() < min(3, pick.size):
         return None
-    measured = float(np.median(relative[usable])) / _GAUSS_MEDIAN
+    measured = float(np.median(relative[usable])) / GAUSS_MEDIAN
     with np.errstate(divide="ignore", invalid="ignore"):
         growth = float(np.float64(np.median(coarse[usable])) / np.median(fine[usable]))
     noise_like = not growth > TRUNCATION_RATIO  # NaN (0/0: no round-off at all) counts as noise
+    noise_like &= not measured > PLAUSIBLE
     if noise_like and measured > FAR_ABOVE * unit:
         return RoundOff(float(2.0 ** np.ceil(np.log2(measured))), unit, measured, int(pick.size), evaluations)
     return RoundOff(unit, unit, measured, int(pick.size), evaluations, noise_like)

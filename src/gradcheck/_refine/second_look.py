@@ -15,6 +15,8 @@ from .._classify.rule import rule_of
 from .._core.judged import Judged
 from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
+from . import budget as _budget
+from .budget import Budget, by_suspicion
 from .quick import quick_certify
 from .study import STUDY_FACTORS, step_study
 
@@ -47,7 +49,9 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
     """Step study of the suspects: every MISMATCH, and with ``refine_noisy`` the noisy PASS
     entries (the quick look first) and the UNCHECKED ones. ``sub`` counts the evaluations.
     ``base_value`` is f at x: a scalar, or one per entry (aligned with ``analytic``).
-    At most :data:`CHUNK` suspects are studied at once."""
+    At most :data:`CHUNK` suspects are studied at once. The optional part (all but the
+    MISMATCH studies) stays within ``cfg.second_look``'s budget (:mod:`.budget`): the noisy
+    PASS entries it cannot serve become UNCHECKED (``judged.budget`` says how many)."""
     fp, fm = diffs[0], diffs[1]
     numeric, noise, codes = judged.numeric, judged.noise, judged.codes
     suspect = codes == Verdict.MISMATCH
@@ -60,11 +64,20 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
     del suspect
     options = dict(unit_roundoff=unit, **rule_of(cfg))
     per_bound = lambda b: b / cfg.noise_factor if cfg.noise_factor else b  # noqa: E731
-    # Noisy PASS entries get the quick look first; what it certifies skips the study.
-    quick = (codes[suspects] == Verdict.PASS) & QUICK_LOOK
-    noisy = suspects[quick]
+    budget = Budget(_budget.allowance(codes.size, cfg.second_look), sub)
+    kinds = codes[suspects]
+    mismatches = suspects[kinds == Verdict.MISMATCH]
+    reserved = _budget.STUDY_COST * mismatches.size  # never cut: reserved before the optional part
+    # Noisy PASS entries get the quick look first (most suspicious first, as many as the
+    # budget affords); what it certifies skips the study.
+    noisy = by_suspicion(suspects[kinds == Verdict.PASS], analytic, numeric, cfg.rtol)
+    if QUICK_LOOK:
+        noisy, unserved = budget.take(noisy, _budget.QUICK_COST, reserved, _budget.QUICK_SHARE)
+    else:  # every noisy PASS to the full study (the tests compare the two)
+        noisy, unserved = budget.take(noisy, _budget.STUDY_COST, reserved)
+    noisy.sort()
     rests: list[tuple[np.ndarray, dict]] = []
-    for part in _in_chunks(sub, "quick", noisy):
+    for part in _in_chunks(sub, "quick", noisy if QUICK_LOOK else noisy[:0]):
         q = quick_certify(sub, part, steps[part], analytic[part], tuple(d[part] for d in diffs),
                           base_value=base_at(base_value, part), **options)
         ok = part[q.certified]
@@ -75,13 +88,37 @@ def second_look(judged: Judged, sub, analytic, diffs, steps, base_value, unit, c
         rests.append((part[rest], {f: tuple(d[rest] for d in q.raw[f]) for f in q.raw}))
     # The quick look's leftovers of every chunk are studied together (fewer rounds of a
     # coloured differencer than chunk by chunk), in chunks again if they are many.
-    rest, measured = _joined(rests)
+    rest, measured = _joined(rests) if QUICK_LOOK else (noisy, None)
     rests.clear()  # the parts, now copied into the joined group
-    for group, known in ((suspects[~quick], None), (rest, measured)):
+    _study_groups(judged, sub, analytic, diffs, steps, base_value, options, per_bound, [(mismatches, None)])
+    if rest.size and budget.limit is not None and QUICK_LOOK:
+        keep = np.isin(rest, budget.take(by_suspicion(rest, analytic, numeric, cfg.rtol), _budget.REST_COST)[0])
+        unserved = np.concatenate([unserved, rest[~keep]])
+        rest, measured = rest[keep], None if measured is None else {
+            f: tuple(d[keep] for d in v) for f, v in measured.items()}
+    _study_groups(judged, sub, analytic, diffs, steps, base_value, options, per_bound, [(rest, measured)])
+    unchecked = budget.take(suspects[kinds == Verdict.UNCHECKED], _budget.STUDY_COST)[0]
+    _study_groups(judged, sub, analytic, diffs, steps, base_value, options, per_bound, [(unchecked, None)])
+    _unserved(judged, unserved, budget)
+
+
+def _study_groups(judged, sub, analytic, diffs, steps, base_value, options, per_bound, groups) -> None:
+    """The step study of each ``(positions, differences already taken)`` group, in chunks."""
+    for group, known in groups:
         chunks = max(1, -(-group.size // CHUNK))
         for k, part in enumerate(_in_chunks(sub, "study", group)):
             part_known = None if known is None else {f: tuple(d[k::chunks] for d in v) for f, v in known.items()}
             _study(judged, sub, analytic, diffs, steps, base_value, options, per_bound, part, part_known)
+
+
+def _unserved(judged: Judged, positions: np.ndarray, budget: Budget) -> None:
+    """The noisy PASS entries the budget could not serve: UNCHECKED (agreement within f's
+    round-off only, never rtol), cause BUDGET; ``judged.budget`` records the accounts."""
+    judged.codes[positions] = Verdict.UNCHECKED
+    judged.causes[positions] = Cause.BUDGET
+    previous = judged.budget or {"unafforded": 0, "spent": 0}
+    judged.budget = {"limit": budget.limit, "spent": previous["spent"] + budget.spent(),
+                     "unafforded": previous["unafforded"] + int(positions.size)}
 
 
 def _in_chunks(sub, stage: str, positions: np.ndarray):
@@ -130,6 +167,11 @@ def _study(judged: Judged, sub, analytic, diffs, steps, base_value, options, per
     judged.left[group], judged.right[group] = study.left, study.right
     if study.slopes is not None:
         judged.keep_study(group, np.outer(steps[group], STUDY_FACTORS), study.slopes.T)
+    if study.unsettled is not None and study.unsettled.any():
+        judged.notes.append(
+            f"{int(study.unsettled.sum())} MISMATCH of the step study not confirmed at smaller steps (its steps may "
+            f"span periods of an oscillating f, e.g. a relative step at a large |x|; no smaller step reached "
+            f"differences agreeing to round-off): UNCHECKED, not proven")
 
 
 def base_at(base_value, positions: np.ndarray):

@@ -37,6 +37,7 @@ from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from .._differences import best_estimate, slope_and_noise, with_measured
 from .._differences import measured as measured_roundoff
+from .descent import LARGE_STEP, descend, needs_descent
 from .kink import kink_test
 
 Differencer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -54,6 +55,7 @@ class StepStudy:
     right: np.ndarray
     kink: np.ndarray        # bool: one-sided slopes differ by a gap that does not shrink with h
     slopes: np.ndarray | None = None  # (len(STUDY_FACTORS), suspects): D(factor * h), for the report
+    unsettled: np.ndarray | None = None  # bool: a MISMATCH no smaller step confirmed (now UNCHECKED)
 
 
 def step_study(
@@ -115,5 +117,17 @@ def step_study(
     # slopes, a MISMATCH if it lies outside them.
     codes[kink & inside & (codes != Verdict.NONFINITE)] = Verdict.KINK
     codes[kink & ~inside & np.isfinite(a)] = Verdict.MISMATCH
+    # A MISMATCH whose steps may be too large is confirmed with smaller ones first (:mod:`.descent`).
+    unsettled = np.zeros(codes.size, dtype=bool)
+    # An UNCHECKED at a step large in absolute terms may resolve at smaller ones: it descends too.
+    down = np.flatnonzero(~kink & (((codes == Verdict.MISMATCH) & needs_descent(
+        [slopes[s] for s in STUDY_FACTORS], [bound_noise[s] for s in STUDY_FACTORS], numeric, bound, steps))
+        | ((codes == Verdict.UNCHECKED) & (np.asarray(steps) > LARGE_STEP))))
+    if down.size:
+        found = descend(differencer, flat_indices[down], steps[down], a[down],
+                        (numeric[down], bound[down], codes[down]), tuple(d[down] for d in raw[0.5]),
+                        unit_roundoff=unit_roundoff, noise_factor=k, rule=rule)
+        numeric[down], bound[down], codes[down], unsettled[down] = found[:4]
+        evaluations += found[4]
     table = np.stack([slopes[s] for s in STUDY_FACTORS])
-    return StepStudy(numeric, bound, codes, evaluations, left, right, kink, table)
+    return StepStudy(numeric, bound, codes, evaluations, left, right, kink, table, unsettled)

@@ -55,14 +55,16 @@ class Progress:
         min_seconds: float = MIN_SECONDS,
         delay_seconds: float = DELAY_SECONDS,
         clock: Callable[[], float] = time.perf_counter,
+        header: str | None = None,
     ) -> None:
         if enabled not in (None, True, False):
             raise ValueError(f"progress must be None (auto), True or False, got {enabled!r}")
         self.total = int(total)
         self.stream = stream if stream is not None else sys.stderr
         self.forced = enabled is True
-        self.active = enabled is True or (enabled is None and _isatty(self.stream))
+        self.active = enabled is True or (enabled is None and isatty(self.stream))
         self.label = label
+        self.header = header  # a line said once above the progress line (the cost plan)
         self.min_seconds = min_seconds
         self.delay_seconds = delay_seconds
         self.clock = clock
@@ -120,6 +122,9 @@ class Progress:
         return f"{text}  ETA {_duration(eta)}{hint}"
 
     def _begin(self) -> None:
+        if self.header:
+            self.stream.write(self.header + "\n")
+            self.header = None
         self.drawing = True
         self._draw(self.clock())
 
@@ -173,7 +178,8 @@ def _chunked(differences, flat_indices: np.ndarray, steps: np.ndarray, bar: Prog
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(3))  # type: ignore[return-value]
 
 
-def _isatty(stream: Any) -> bool:
+def isatty(stream: Any) -> bool:
+    """Is ``stream`` a terminal (False for anything that cannot say)?"""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
