@@ -24,7 +24,7 @@ MODULES = [
     "gradcheck._lowp.float32", "gradcheck._lowp.f32steps", "gradcheck._lowp.forced64", "gradcheck._demo.layernorm",
     # the modules of public names whose examples the API reference shows (tests/test_docs.py)
     "gradcheck._core.verdict", "gradcheck._runtime.checkpoint", "gradcheck._pipeline.complex",
-    "gradcheck._models.diagnosis",
+    "gradcheck._models.diagnosis", "gradcheck._models.report",
 ]
 
 

@@ -207,6 +207,9 @@ JUDGED_AGAINST_F = {(gradcheck.check, "grad"), (gradcheck.screen, "grad"), (grad
 NOT_WALKED = {
     (gradcheck.check_jvp, "options"): "forwarded to check (walked there; two sampled above)",
     (gradcheck.check_hvp, "options"): "forwarded to check (walked there; one sampled above)",
+    (gradcheck.check_params, "params"): "positional (None only for check_params(model, ...)); bad dicts, tensors "
+                                        "and pytrees: test_validation, test_whole_model*",
+    (gradcheck.check_params, "grads"): "positional (None: the framework's own gradient); bad claims: test_validation",
 }
 
 

@@ -104,6 +104,8 @@ HEAVY: dict[str, str] = {
     "gradcheck._kernels": "the cffi extension (imports cffi)",
     "gradcheck.backends._jax": "imports jax when imported",
     "gradcheck.backends._torch": "imports torch when imported",
+    "gradcheck.backends._jax_model": "imports jax when imported (check_params of a jax pytree)",
+    "gradcheck.backends._torch_model": "imports torch when imported (check_params of a torch model)",
 }
 #: Modules that import other modules by name at run time, with the reason.
 DYNAMIC: dict[str, str] = {

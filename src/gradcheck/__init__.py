@@ -28,8 +28,8 @@ from ._evaluate import ExecutorOptions as ExecutorOptions
 from ._lowp.dispute import DisputeResult as DisputeResult
 from ._lowp.dispute import dispute as dispute
 from ._models.diagnosis import Diagnosis as Diagnosis
-from ._models.params import ParamsReport as ParamsReport
 from ._models.params import check_params as check_params
+from ._models.report import ParamsReport as ParamsReport
 from ._orders._adjoint import AdjointResult as AdjointResult
 from ._orders._adjoint import check_adjoint as check_adjoint
 from ._orders._hvp import check_hvp as check_hvp

@@ -1,9 +1,8 @@
 """``check_params``: every entry of every named parameter of a model, with a diagnosis."""
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +16,6 @@ from .._core.config import Config, Tuning, dtype_name, with_keywords
 from .._core.errors import (
     AliasedParametersError,
     FunctionError,
-    GradientAssertionError,
     OutputError,
     UnsupportedInputError,
 )
@@ -28,13 +26,13 @@ from .._evaluate import SerialRunner, Target, auto_decision, make_runner
 from .._pipeline.assemble import assemble_report
 from .._pipeline.difference import first_differences
 from .._pipeline.judge import judge_entries
-from .._report.html import HtmlViews
-from .._report.next_step import next_steps
 from .._report.report import Report
-from .._screen import screen_param
 from ..backends import NumpyBackend
 from ..backends._claimed import as_gradient
-from .diagnosis import Diagnosis, diagnose
+from .diagnosis import diagnose
+from .frameworks import framework_problem
+from .joint import screen_whole
+from .report import ParamsReport as ParamsReport
 
 try:
     from numpy.lib.array_utils import byte_bounds as _np_byte_bounds  # numpy >= 2
@@ -42,161 +40,10 @@ except ImportError:  # pragma: no cover - numpy 1.x
     _np_byte_bounds = np.byte_bounds  # type: ignore[attr-defined]  # numpy 1.x only
 
 
-@dataclass(frozen=True, eq=False)
-class ParamsReport(HtmlViews, _status.PassedAsTruth):
-    """One :class:`Report` per parameter name, a table of all names, and a diagnosis
-    that reads the names in backward order.
-
-    ``status``: ``"FAIL"`` when a name fails, else ``"INCONCLUSIVE"`` when any name
-    verified nothing (e.g. every entry of a key bias UNCHECKED with the referee off), else
-    ``"PASS"``; ``passed`` is true for PASS only. ``reports[name]`` is each name's report,
-    ``order`` the backward order, ``failing`` the failing names in that order.
-
-    Examples
-    --------
-    >>> import numpy as np, gradcheck
-    >>> p = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
-    >>> loss = lambda p: float((p["w"] ** 2).sum() + 3 * p["b"][0])
-    >>> r = gradcheck.check_params(loss, p, {"w": 2 * p["w"], "b": np.array([2.0])})
-    >>> r.status, r.failing, r.reports["w"].passed
-    ('FAIL', ['b'], True)
-    """
-
-    reports: dict[str, Report]
-    order: tuple[str, ...]          # backward order used by the diagnosis
-    diagnosis: Diagnosis
-    deterministic: bool = True
-    drift: float = 0.0
-    seconds: float = 0.0
-    notes: tuple[str, ...] = field(default_factory=tuple)
-    #: Every call of the loss: each name's ``report.evaluations`` and the run's own (the loss
-    #: at the start and at the end, and ``engine="auto"``'s timing calls).
-    evaluations: int = 0
-
-    @property
-    def status(self) -> str:
-        """``"FAIL"`` if a name fails or the loss is nondeterministic, else
-        ``"INCONCLUSIVE"`` if any name verified nothing (its gradient was never checked: a
-        model check must not say a plain PASS then), else ``"PASS"``."""
-        if not self.deterministic:
-            return _status.FAIL
-        return _status.combine(r.status for r in self.reports.values())
-
-    @property
-    def passed(self) -> bool:
-        return self.status == _status.PASS
-
-    @property
-    def failing(self) -> list[str]:
-        """Names with a MISMATCH or NONFINITE entry, in backward order."""
-        return [n for n in self.order if self.reports[n].status == _status.FAIL]
-
-    @property
-    def inconclusive(self) -> list[str]:
-        """Names that verified nothing (no entry PASSed, none failed), in backward order."""
-        return [n for n in self.order if self.reports[n].status == _status.INCONCLUSIVE]
-
-    @property
-    def worst(self) -> dict[str, float]:
-        """Per name, the largest relative error over entries that were judged against a
-        value above the noise (PASS or MISMATCH): the seed's ``worst`` dict, minus the
-        meaningless ratios of two round-off values."""
-        out = {}
-        for n, r in self.reports.items():
-            judged = np.isin(r.codes, [int(Verdict.PASS), int(Verdict.MISMATCH)])
-            out[n] = float(r.rel_error[judged].max()) if judged.any() else 0.0
-        return out
-
-    def __getitem__(self, name: str) -> Report:
-        return self.reports[name]
-
-    def table(self) -> str:
-        screened = any(r.counts[Verdict.SCREENED] for r in self.reports.values())  # screen=True
-        extra = f" {'SCREENED':>9}" if screened else ""
-        head = (f"  {'name':<16} {'shape':<12} {'status':<12} {'PASS':>6} {'MISMATCH':>8} {'UNCHECKED':>9}"
-                f"{extra} {'other':>6} {'worst rel':>10}")
-        rows = [head]
-        worst = self.worst
-        for n in self.order:
-            r = self.reports[n]
-            c = r.counts
-            other = c[Verdict.NONFINITE] + c[Verdict.KINK] + c[Verdict.SKIPPED]
-            status = "ok" if r.passed else r.status
-            cell = f" {c[Verdict.SCREENED]:>9}" if screened else ""
-            rows.append(
-                f"  {n:<16} {str(r.shape):<12} {status:<12} {c[Verdict.PASS]:>6} {c[Verdict.MISMATCH]:>8}"
-                f" {c[Verdict.UNCHECKED]:>9}{cell} {other:>6} {worst[n]:>10.2e}"
-            )
-        return "\n".join(rows)
-
-    def summary(self) -> str:
-        total = sum(r.size for r in self.reports.values())
-        unverified = self.inconclusive
-        head = f"check_params: {self.status} -- {len(self.reports)} tensors, {total} entries, {self.seconds:.3g} s"
-        if unverified:
-            head += f"; {len(unverified)} verified nothing: {', '.join(unverified)}"
-        return head
-
-    def __repr__(self) -> str:
-        # Short (one line, as Report's): a notebook shows _repr_html_, a console this line.
-        failing = f", failing {self.failing}" if self.failing else ""
-        return f"<ParamsReport {self.summary()}{failing}>"
-
-    def __str__(self) -> str:
-        unverified = self.inconclusive
-        lines = [self.summary()]
-        if not self.deterministic:
-            lines.append(f"  NONDETERMINISTIC: the loss changed by {self.drift:.3g} between two evaluations")
-        lines.extend(f"  note: {n}" for n in self.notes)
-        lines.append("  (names in backward order)")
-        lines.append(self.table())
-        lines.append(f"diagnosis: {self.diagnosis.text}")
-        for n in self.failing[:3]:
-            lines.append(f"-- {n}")
-            lines.append(self.reports[n].table(5))
-        if unverified:
-            way_out = ""
-            for n in unverified[:3]:
-                why, way_out = _status.why_nothing_verified(self.reports[n])
-                lines.append(f"-- {n}: {_status.NOTHING_VERIFIED}: {why}")
-            lines.append(f"   way out: {way_out}")
-        lines += [f"  next: {step}" for step in next_steps(self)]
-        return "\n".join(lines)
-
-    def assert_pass(self, *, allow_unchecked: bool | None = None) -> ParamsReport:
-        """Raise :class:`GradientAssertionError` with the whole table unless every name
-        passed. ``allow_unchecked``: as for :meth:`Report.assert_pass` -- ``None``
-        (default) fails when any name verified nothing, ``True`` accepts that, ``False``
-        fails on any UNCHECKED entry of any name. A failing name always raises."""
-        unchecked = sum(r.counts[Verdict.UNCHECKED] for r in self.reports.values())
-        refused = _status.refusal(self.status, unchecked, allow_unchecked)
-        if refused:
-            raise GradientAssertionError(f"{refused}\n{self}", self)
-        return self
-
-    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "passed": self.passed,
-            "inconclusive": self.inconclusive,
-            "order": list(self.order),
-            "deterministic": self.deterministic,
-            "drift": self.drift,
-            "seconds": self.seconds,
-            "evaluations": self.evaluations,
-            "diagnosis": self.diagnosis.to_dict(),
-            "notes": list(self.notes),
-            "params": {n: self.reports[n].to_dict(**kwargs) for n in self.order},
-        }
-
-    def to_json(self, **kwargs: Any) -> str:
-        return json.dumps(self.to_dict(**kwargs))
-
-
 def check_params(
-    loss: Callable[[Mapping[str, np.ndarray]], Any],
-    params: dict[str, np.ndarray],
-    grads: Mapping[str, Any],
+    loss: Any,
+    params: Any = None,
+    grads: Any = None,
     *,
     order: Sequence[str] | None = None,
     sample: int | None = None,
@@ -216,24 +63,40 @@ def check_params(
 ) -> ParamsReport:
     """Check ``grads[name]`` against ``loss(params)`` at every entry of every name.
 
-    Entries of ``params`` are perturbed in place (the usual convention for models that
-    read their parameters from the dict) and restored bit for bit afterwards, also when
-    ``loss`` raises or the run is interrupted. Every name is checked; nothing stops at the
-    first failure, and the diagnosis reads the failing names in backward order.
+    A model as it is held: a dict of numpy arrays with its hand-written gradients
+    (``check_params(loss, params, grads)``), a PyTorch module (``check_params(model, loss_fn)``
+    or ``check_params(model, loss_fn, batch)``), a dict of torch tensors, or a JAX pytree
+    (``check_params(loss, params)``); for the frameworks the claim is their own gradient
+    (autograd, ``jax.grad``; custom ``autograd.Function`` and ``custom_vjp`` rules included)
+    unless ``grads`` is given. Every name is checked; nothing stops at the first failure, and
+    the diagnosis reads the failing names in backward order. The parameters are restored bit
+    for bit (a numpy dict's entries are perturbed in place, where the loss reads them, also
+    when ``loss`` raises or the run is interrupted); a framework's model is never written
+    (the check evaluates the loss on its own arrays), and its mode, ``requires_grad`` flags
+    and buffers are left as they were. With ``screen=True`` the whole model is screened at
+    once: see the docs' "Checking a whole model".
 
     Parameters
     ----------
-    loss : callable
-        ``loss(params) -> float``, reading its parameters from the dict.
-    params : dict of str to numpy.ndarray
-        The parameters by name. Values must be numpy arrays (a list, a float or a tensor is
+    loss : callable or torch.nn.Module
+        ``loss(params) -> float`` reading its parameters from the dict (or pytree). Or a
+        ``torch.nn.Module``: then ``params`` is ``loss_fn`` and ``grads`` is ``batch``:
+        ``check_params(model, loss_fn)`` checks autograd's gradient of ``loss_fn(model)``;
+        ``check_params(model, loss_fn, (inputs, target))`` of
+        ``loss_fn(model(inputs), target)`` (``inputs`` a tensor or a tuple of them), and
+        ``check_params(model, loss_fn, inputs_tensor)`` of ``loss_fn(model(inputs))``; every
+        parameter that requires grad is checked. A float32 model whose loss computes the same
+        function given float64 parameters (precision-generic) is checked in float64 (the
+        batch's floating tensors cast too), else in float32; the report says which.
+    params : dict of str to numpy.ndarray, dict of torch.Tensor, or a pytree of jax arrays
+        The parameters by name. Numpy values must be numpy arrays (a list or a float is
         refused saying what to pass); names whose arrays share memory (a tied weight under
         two names, overlapping views of one buffer) are refused with
         :class:`AliasedParametersError`, which says how to pass a tied weight once or
-        untied copies.
-    grads : mapping of str to array_like
+        untied copies. A pytree's leaves are named by their path (``"layers.0.w"``).
+    grads : mapping of str to array_like, optional
         The claimed gradient of each name, read by value (lists, other float dtypes, CPU
-        tensors).
+        tensors); required for numpy parameters, the framework's own gradient by default.
     order : sequence of str, optional
         The backward order of the names (default: the reverse of the dict's order, which
         is the forward creation order in most models).
@@ -263,12 +126,18 @@ def check_params(
         ``client.get_executor()``): the loss and the parameters are shipped once per
         worker, results identical to serial.
     screen : bool, default False
-        Screen each name with :func:`gradcheck.screen` instead: every entry covered in
-        O(log N) evaluations, disagreeing entries localized and judged entry by entry, the
-        rest SCREENED with a stated detection limit; the loss then gets the dict with that
-        one name replaced by a private copy.
+        Screen the whole model at once (:func:`gradcheck.screen`'s algorithm over every
+        entry of every name): blocks span all names, each entry with its own sign and
+        block; disagreeing entries are localized by bisection to ``(name, index)`` and
+        judged entry by entry, the rest SCREENED with a stated detection limit per entry.
+        The evaluations do not grow with the number of names. Names whose whole gradient
+        is wrong (an error passed along the backward) are found along their own
+        directions; names the joint screen cannot serve as well as a screen of their own
+        are screened again on their own. The loss gets the dict with every name a view of
+        the screen's private copy.
     budget : optional
-        The screen's budget per name (``screen=True`` only).
+        The screen's budget (``screen=True`` only): evaluations of the loss (an int) or
+        wall time (``"90s"``), as for :func:`gradcheck.screen`.
 
     Returns
     -------
@@ -309,10 +178,64 @@ def check_params(
     seed, executor = _arguments.as_seed(seed), _arguments.as_executor(executor)
     engine = _arguments.choice("engine", engine, PARAMS_ENGINES + ("executor",))
     screen, _ = bool(_arguments.flag("screen", screen)), _arguments.as_budget(budget)
+    problem = framework_problem(loss, params, grads)
+    if problem is not None:
+        loss, params, grads = problem.loss, problem.params, problem.grads
+    elif grads is None:
+        raise TypeError("check_params(loss, params, grads): grads (the claimed gradient of each name) is required "
+                        "for numpy parameters; a torch module, a dict of tensors or a jax pytree bring their own")
     names, order_t = _require_names(params, grads, order, sample)
     dtypes = {n: float_dtype_name(np.asarray(params[n]), f"params[{n!r}]") for n in names}
-    claimed = {n: as_gradient(grads[n], np.shape(params[n]), f"grads[{n!r}]") for n in names}
+    claimed = {n: as_gradient(grads[n], np.shape(params[n]), f"grads[{n!r}]", copy=not screen) for n in names}
     configs = _name_configs(params, dtypes, config, tuning)
+    run = dict(order=order_t, adjudicate=adjudicate, digits=digits, engine=engine, executor=executor)
+    if screen:
+        if sample is not None:
+            raise ValueError("check_params: screen=True covers every entry; it cannot be combined with sample=")
+        grads = None  # a framework's claim now lives in ``claimed`` alone (the screen frees it once copied)
+        if problem is not None:
+            problem.grads = {}
+        out = _screened(loss, params, claimed, configs, budget=budget, **run)
+    else:
+        out = _entrywise(loss, params, claimed, configs, sample=sample, seed=seed, **run)
+    notes = list(problem.notes if problem is not None else []) + out.notes
+    if problem is not None:
+        changed = problem.verify()
+        if changed:
+            notes.append(f"the loss changed {', '.join(changed)} of the model during the check")
+    return _params_report(out, order_t, notes, started)
+
+
+@dataclass
+class _Outcome:
+    """A check's reports and what the run around them saw."""
+
+    reports: dict[str, Report]
+    f0: float
+    f1: float
+    evaluations: int
+    notes: list[str] = field(default_factory=list)
+    evidence: dict[str, str] = field(default_factory=dict)
+
+
+def _screened(loss, params, claimed, configs, *, order, budget, adjudicate, digits, engine, executor) -> _Outcome:
+    """``screen=True``: one screen over every entry of every name (:mod:`.joint`); the dict
+    is never written (the screen evaluates the loss on its own copy)."""
+    if engine == "executor" and executor is None:
+        raise ValueError("check_params: engine='executor' needs executor= (a concurrent.futures.Executor)")
+    f0 = _scalar_loss(loss, params, None, "base", None)
+    mp_capable = getattr(loss, "gradcheck_mp_capable", True)
+    whole = screen_whole(loss, params, claimed, configs, order, budget=budget, engine=engine, executor=executor,
+                         adjudicate=adjudicate, digits=digits, mp_capable=mp_capable)
+    f1 = _scalar_loss(loss, params, None, "base", None)
+    return _Outcome(whole.reports, f0, f1, 2 + whole.evaluations, whole.notes, whole.failing)
+
+
+def _entrywise(loss, params, claimed, configs, *, order, sample, seed, adjudicate, digits, engine,
+               executor) -> _Outcome:
+    """Every entry of every name checked entry by entry, perturbed in place in the dict and
+    restored bit for bit."""
+    names = list(params)
     originals = dict(params)                      # the user's objects, for identity restore
     snapshots = {n: np.array(params[n], copy=True) for n in names}
     rng = np.random.default_rng(seed)
@@ -331,35 +254,37 @@ def check_params(
         f0 = _scalar_loss(loss, params, None, "base", None)
         total = sum(int(np.size(params[n])) if sample is None else min(sample, int(np.size(params[n])))
                     for n in names)
-        chosen, why, timed = _params_engine(engine, executor, screen, sample, loss, params, total)
+        chosen, why, timed = _params_engine(engine, executor, False, sample, loss, params, total)
         for n in names:
-            cfg = configs[n]
-            if screen:  # gradcheck._screen: each name screened, not checked entry by entry
-                reports[n] = screen_param(loss, params, n, claimed[n], config=cfg, budget=budget,
-                                          engine=engine, executor=executor, adjudicate=adjudicate, digits=digits)
-                continue
-            reports[n] = _check_one(loss, params, n, claimed[n], cfg, sample, rng, adjudicate, digits, claim_scale,
-                                    chosen, why, executor)
+            reports[n] = _check_one(loss, params, n, claimed[n], configs[n], sample, rng, adjudicate, digits,
+                                    claim_scale, chosen, why, executor)
         f1 = _scalar_loss(loss, params, None, "base", None)
     finally:
         for n in names:
             params[n] = originals[n]
             if params[n].flags.writeable and _bits_differ(params[n], snapshots[n]):
                 params[n][...] = snapshots[n]
-    deterministic = bool(f1 == f0 or (np.isnan(f0) and np.isnan(f1)))
     notes = [f"read-only parameters checked through a temporary copy in the dict: {swapped}"] if swapped else []
-    notes += [] if deterministic else [f"the loss is nondeterministic: {f0!r} then {f1!r}"]
+    return _Outcome(reports, f0, f1, 2 + timed + sum(r.evaluations for r in reports.values()), notes)
+
+
+def _params_report(out: _Outcome, order: tuple[str, ...], notes: list[str], started: float) -> ParamsReport:
+    f0, f1, reports, evidence = out.f0, out.f1, out.reports, out.evidence
+    deterministic = bool(f1 == f0 or (np.isnan(f0) and np.isnan(f1)))
+    if not deterministic:
+        notes.append(f"the loss is nondeterministic: {f0!r} then {f1!r}")
     return ParamsReport(
         reports=reports,
-        order=order_t,
-        diagnosis=diagnose(order_t, {n: r.status != _status.FAIL for n, r in reports.items()},
+        order=order,
+        diagnosis=diagnose(order, {n: r.status != _status.FAIL and n not in evidence for n, r in reports.items()},
                            {n: _informative(r) for n, r in reports.items()},
-                           [n for n in order_t if reports[n].status == _status.INCONCLUSIVE]),
+                           [n for n in order if reports[n].status == _status.INCONCLUSIVE and n not in evidence]),
         deterministic=deterministic,
         drift=0.0 if deterministic else float(abs(f1 - f0)),
         seconds=time.perf_counter() - started,
         notes=tuple(notes),
-        evaluations=2 + timed + sum(r.evaluations for r in reports.values()),  # 2: the loss at start and end
+        evaluations=out.evaluations,  # the loss at start and end included
+        evidence=evidence,
     )
 
 
@@ -412,19 +337,15 @@ def _params_engine(engine: str, executor: Any, screen: bool, sample: int | None,
 def _require_arrays(params: Mapping[str, Any]) -> None:
     """Every value a numpy array: check_params perturbs them in place, where the loss reads
     them. Nothing is converted: the loss would see another type than it was written for
-    (a list, a float, a tensor); the error says what to pass instead."""
+    (a list, a float); the error says what to pass instead. (A dict of torch tensors or a
+    pytree of jax arrays is a model of its framework: ``.frameworks``.)"""
     for n, v in params.items():
         if isinstance(v, np.ndarray):
             continue
         kind = type(v).__module__.split(".")[0]
         what = f"a {type(v).__module__}.{type(v).__qualname__}" if kind in ("torch", "jax", "jaxlib") \
             else f"a {type(v).__name__}"
-        if kind == "torch":
-            hint = (f"pass params[{n!r}].detach().numpy() (a numpy view of the same memory) to a loss "
-                    "written for numpy, or check a torch function of several tensors with "
-                    "gradcheck.check(f, (t1, t2, ...))")
-        else:
-            hint = f"pass np.asarray(params[{n!r}], dtype=np.float64) and let the loss read that array"
+        hint = f"pass np.asarray(params[{n!r}], dtype=np.float64) and let the loss read that array"
         raise UnsupportedInputError(
             f"params[{n!r}] is {what}; check_params perturbs numpy arrays in place in the dict, "
             f"where the loss reads them: {hint}")
@@ -522,6 +443,9 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str, int
         raise ValueError("check_params: engine='executor' needs executor= (a concurrent.futures.Executor)")
     if engine not in PARAMS_ENGINES:
         raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
+    if engine == "processes" and getattr(loss, "gradcheck_backend", "numpy") != "numpy":
+        raise ValueError("engine='processes' forks worker processes, and a child forked after a framework (torch, "
+                         "jax) has started its thread pools can deadlock: use engine='serial'")
     if engine != "auto":
         return engine, f"{engine}: asked for", 0
     calls = 0
@@ -530,7 +454,8 @@ def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str, int
         nonlocal calls
         calls += 1
         return loss(params)
-    choice, why = auto_decision(timed, 2 * total)  # check's own auto rule
+    fork_safe = getattr(loss, "gradcheck_backend", "numpy") == "numpy"  # torch's and jax's threads: no fork
+    choice, why = auto_decision(timed, 2 * total, fork_safe=fork_safe)  # check's own auto rule
     name = "processes" if choice == "processes" else "serial"
     return name, f"{name}: {why}", calls
 

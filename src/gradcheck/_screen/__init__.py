@@ -21,7 +21,28 @@ prepare and judge, the report); nothing in those stages imports this package.
 Must not import: the other features (``_models`` imports it, not the reverse), the negative
 controls, the demo, the command line (``gradcheck.mp`` only inside the exact path).
 """
+# ``screen`` is the public name; the others are for gradcheck._models, which screens a whole
+# model as the concatenation of its parameters (the screen's algorithm over another grouping).
+from ._api import DEFAULT_DRAWS as DEFAULT_DRAWS
+from ._api import Screened as Screened
+from ._api import run_screen as run_screen
 from ._api import screen as screen
-from ._api import screen_param as screen_param
+from ._assemble import Looked as Looked
+from ._assemble import State as State
+from ._assemble import looked_in as looked_in
+from ._assemble import merge_looks as merge_looks
+from ._assemble import screened_limits as screened_limits
+from ._bisect import Bisection as Bisection
+from ._bisect import Node as Node
+from ._budget import parse_budget as parse_budget
+from ._limit import Seen as Seen
+from ._limit import describe as describe
+from ._limit import sentence as sentence
+from ._limit import upward32 as upward32
+from ._measure import BudgetExhausted as BudgetExhausted
+from ._measure import Measurer as Measurer
+from ._prepare import FlatPrepared as FlatPrepared
+from ._prepare import prepare_flat as prepare_flat
+from ._words import run_notes as run_notes
 
-__all__ = ["screen", "screen_param"]
+__all__ = ["screen"]

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,10 +36,10 @@ from ._engines import SCREEN_ENGINES, select
 from ._entrywise import EntryJudge
 from ._exact import AUTO_SECONDS, EVALS_PER_BLOCK, ExactProbe, agreement, exact_floor
 from ._exact import GAIN as EXACT_GAIN
-from ._limit import screening_limit
+from ._limit import Product, screening_limit
 from ._measure import REFINE_OVER, BudgetExhausted, Measured, Measurer
 from ._partition import draw
-from ._prepare import Prepared, prepare, time_and_repeat
+from ._prepare import CHUNK, Prepared, prepare, time_and_repeat
 
 #: Blocks per sign draw, and sign draws, unless asked otherwise.
 DEFAULT_BLOCKS = 16
@@ -158,6 +159,9 @@ def screen(
     ValueError
         An unknown engine, ``draws``, ``blocks``, ``complex_step``, ``adjudicate`` or
         ``exact`` value (the message lists the valid ones).
+    TypeError
+        A model instead of one array (a torch module, a dict of named parameters): the
+        message gives the ``check_params(..., screen=True)`` call that screens it whole.
     InputMutationError
         ``f`` wrote into the array it was given.
     GradcheckError
@@ -176,6 +180,7 @@ def screen(
     (True, True, True)
     """
     started = time.perf_counter()
+    _refuse_models(f, x)
     draws, blocks, seed, complex_step, adjudicate, exact = _validate(
         engine, draws, blocks, complex_step, adjudicate, exact, budget=budget, executor=executor,
         digits=digits, name=name, seed=seed)
@@ -187,6 +192,40 @@ def screen(
     if not np.isfinite(prep.f0):
         return trivial_report(prep, started, Verdict.NONFINITE,
                                f"f is not finite at x ({prep.f0!r}): no entry can be screened")
+    done = run_screen(prep, budget=budget, engine=engine, executor=executor, draws=draws, blocks=blocks,
+                      complex_step=complex_step, exact=exact, adjudicate=adjudicate, digits=digits, seed=seed)
+    return assemble(prep, done.state, done.notes, done.deterministic, done.drift, started)
+
+
+def _refuse_models(f: Any, x: Any) -> None:
+    """A model (a torch module, a dict of named parameters or a pytree of them) is screened
+    whole by ``check_params(..., screen=True)``, which names every parameter: say so,
+    instead of failing on an object array."""
+    module = type(f).__module__.split(".")[0] == "torch" and hasattr(f, "named_parameters")
+    if module or isinstance(x, Mapping):
+        call = "check_params(model, loss_fn, batch, screen=True)" if module else \
+            "check_params(loss, params, grads, screen=True)"
+        raise TypeError(f"screen(f, x) screens one array x; a model's parameters (a torch module, a dict of "
+                        f"named arrays or tensors, a pytree) are screened together, every name at once, by {call}")
+
+
+@dataclass
+class Screened:
+    """What :func:`run_screen` found, before any report is made of it."""
+
+    state: State
+    notes: list[str]             # the engine's choice, a re-cut or fitted blocks, nondeterminism
+    deterministic: bool
+    drift: float
+
+
+def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws: int, blocks: int | None,
+               complex_step: bool | str, exact: bool | str, adjudicate: bool | str, digits: int,
+               seed: int | None, recut: bool = True) -> Screened:
+    """The screen of ``prep`` (f at x, prepared), from timing f to the bisection's end:
+    :func:`screen` without the validation and the report (``gradcheck._models`` screens a
+    whole model's concatenated parameters through it and reports each name). ``recut=False``
+    keeps the fitted blocks (a whole model re-screens the names its blocks limit instead)."""
     per_call, deterministic, f1 = time_and_repeat(prep)
     prep.evaluations += 1
     allowed = parse_budget(budget, per_call)
@@ -201,9 +240,9 @@ def screen(
                                 adjudicate=adjudicate, digits=digits, per_call=per_call,
                                 seed=prep.config.seed if seed is None else seed)
         state = run(count=count)
-        if blocks is None:
-            state, recut = _smaller_blocks(prep, state, run, allowed)
-            fitted = "; ".join(x for x in (fitted, recut) if x)
+        if blocks is None and recut:
+            state, again = _smaller_blocks(prep, state, run, allowed)
+            fitted = "; ".join(x for x in (fitted, again) if x)
     finally:
         eng.close()
     why = getattr(eng, "why", why)  # auto decides as the screen runs
@@ -212,7 +251,7 @@ def screen(
     extra = list(prep.notes) + ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
     if not deterministic:
         extra.append(f"f is nondeterministic: f(x) gave {prep.f0!r} then {f1!r}")
-    return assemble(prep, state, extra, deterministic, abs(f1 - prep.f0), started)
+    return Screened(state, extra, deterministic, abs(f1 - prep.f0))
 
 
 def _validate(engine, draws, blocks, complex_step, adjudicate, exact, **keywords) -> tuple[Any, ...]:
@@ -314,13 +353,14 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adju
     n = prep.analytic.size
     all_draws = [draw(n, count, seed=seed, number=r) for r in range(draws)]
     judge = EntryJudge(prep, m, adjudicate, digits, per_call, exact)
-    bis = Bisection(m, all_draws, judge, relevance=RELEVANCE_SHARE * prep.floor * prep.weights)
+    bis = Bisection(m, all_draws, judge, relevance=Product(prep.floor, prep.weights, RELEVANCE_SHARE),
+                    tau_dtype=getattr(prep, "TAU_DTYPE", np.float64))
     first = (all_draws[0].blocks[0], all_draws[0].signs[all_draws[0].blocks[0]])
     step_note, known = _calibrate(prep, m, first)
     if m.rho != prep.rho:  # check's floor with f's measured round-off (see _limit.entrywise_floor)
         prep.rho, prep._floor = m.rho, None
-        bis.relevance = RELEVANCE_SHARE * prep.floor * prep.weights
-    m.worth = prep.floor * prep.weights  # a block bound below this at all its entries lifts no limit
+        bis.relevance = Product(prep.floor, prep.weights, RELEVANCE_SHARE)
+    m.worth = Product(prep.floor, prep.weights)  # a block bound below this at all its entries lifts no limit
     phases = {"step search": m.evaluations}
     complex_note = exact_note = ""
     try:
@@ -406,7 +446,7 @@ def _try_complex(prep: Prepared, m: Measurer, bis: Bisection, wanted) -> str:
     for j, n in enumerate(tops):
         if cs.bound[j] < n.bound:
             n.delta, n.bound, n.claim = float(cs.delta[j]), float(cs.bound[j]), float(cs.claim[j])
-            bis.tau[n.draw, n.idx] = 2.0 * n.bound + n.claim
+            bis.set_tau(n.draw, n.idx, 2.0 * n.bound + n.claim)
     return (f"complex step used after it agreed with finite differences on all {len(tops)} blocks "
             f"of the first draw (round-off factor {cp.kappa:.3g})")
 
@@ -453,12 +493,12 @@ def _try_exact(prep: Prepared, m: Measurer, bis: Bisection, judge: EntryJudge, w
         return "exact directional derivatives not used: " + (why or "f did not run at arbitrary precision "
                                                                "along any block")
     m.exact_probe, judge.exact_look, prep._floor = probe, True, floor
-    bis.relevance = RELEVANCE_SHARE * floor * prep.weights
+    bis.relevance = Product(floor, prep.weights, RELEVANCE_SHARE)
     for n in bis.tops:
         n.slack = np.nan  # the gate's relevance share follows the new floor
     for j, n in enumerate(tops):
         n.delta, n.bound, n.claim = float(ex.delta[j]), float(ex.bound[j]), float(ex.claim[j])
-        bis.tau[0, n.idx] = 2.0 * n.bound + bis.gate(n)
+        bis.set_tau(0, n.idx, 2.0 * n.bound + bis.gate(n))
     rms = float(np.sqrt(np.mean(np.square(prep.analytic)))) or 1.0
     return (f"exact directional derivatives (f on gradcheck.mp arrays, {digits} digits) for the blocks, after "
             f"they agreed with the first draw's estimates on all {len(tops)} blocks, where those (and check's "
@@ -480,22 +520,13 @@ FD_GOOD_ENOUGH = 0.1
 
 
 def _fd_to_floor(prep: Prepared, bis: Bisection) -> float:
-    """Median over entries of (the first draw's finite-difference limit / check's floor)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = bis.tau[0] / prep.weights / prep.floor
-    return float(np.median(np.where(np.isfinite(ratio), ratio, np.inf)))
-
-
-def screen_param(loss, params, name: str, claim: np.ndarray, *, config: Config, budget: Any, engine: str,
-                 executor: Any, adjudicate, digits: int) -> Report:
-    """``check_params(..., screen=True)`` for one name: :func:`screen` of the loss as a
-    function of ``params[name]`` alone (the dict with that name replaced by the screen's
-    private copy), the other parameters held at their values."""
-    held = dict(params)
-
-    def of_name(v):
-        return loss({**held, name: v})
-
-    of_name.__name__ = name
-    return screen(of_name, params[name], claim, budget=budget, config=config, engine=engine,
-                  executor=executor, adjudicate=adjudicate, digits=digits, name=name)
+    """Median over entries of (the first draw's finite-difference limit / check's floor),
+    computed in chunks (one float32 array of the ratios, no temporaries of the whole size)."""
+    n = prep.analytic.size
+    ratio = np.empty(n, dtype=np.float32)  # a decision against FD_GOOD_ENOUGH: float32 is plenty
+    for lo in range(0, n, CHUNK):
+        hi = min(n, lo + CHUNK)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = bis.tau[0, lo:hi] / np.asarray(prep.weights[lo:hi]) / np.asarray(prep.floor[lo:hi])
+        ratio[lo:hi] = np.where(np.isfinite(r), r, np.inf)
+    return float(np.median(ratio, overwrite_input=True))

@@ -22,7 +22,7 @@ from .._core.verdict import Cause, Verdict
 from .._report.report import Report
 from ._bisect import Bisection
 from ._entrywise import EntryJudge
-from ._limit import describe, screening_limit
+from ._limit import describe, screening_limit, upward32
 from ._measure import Measurer
 from ._prepare import Prepared
 from ._words import notes_for
@@ -102,3 +102,90 @@ def trivial_report(prep: Prepared, started: float, code: Verdict, note: str) -> 
         evaluations=prep.evaluations, seconds=time.perf_counter() - started, notes=(note,),
         detection_limit=np.full(shape, np.inf),
     )
+
+
+# -- a range of the entries as one tensor (a whole model's name) --------------------------------
+
+#: Entries per chunk of the per-range limits (no temporaries of a whole name at once).
+RANGE_CHUNK = 1 << 20
+
+
+def screened_limits(prep: Prepared, state: State, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(screened, limit, own)`` of the entries ``lo..hi``: cleared in every draw, the stated
+    limit ``max(own, check's floor)`` there as :func:`assemble` states it, and ``own``, the
+    blocks' screening limit (both inf where not screened); computed in chunks and held in
+    float32, each rounded up (a whole model's reports: 4 bytes per entry)."""
+    bis = state.bisection
+    screened = np.asarray(bis.cleared[:, lo:hi].all(axis=0))
+    limit, own = np.empty(hi - lo, np.float32), np.empty(hi - lo, np.float32)
+    for a in range(lo, hi, RANGE_CHUNK):
+        b = min(hi, a + RANGE_CHUNK)
+        tau = bis.tau[:, a:b].astype(np.float64)  # float32 thresholds (a whole model): widened before any product
+        blocks = screening_limit(tau, bis.cleared[:, a:b], np.asarray(prep.weights[a:b]), bis.depth_ratio)
+        own[a - lo:b - lo] = upward32(blocks)
+        limit[a - lo:b - lo] = upward32(np.maximum(blocks, prep.floor[a:b]))
+    limit[~screened] = np.inf
+    own[~screened] = np.inf
+    return screened, limit, own
+
+
+@dataclass
+class Looked:
+    """The entry-wise looks at the localized entries of a range: their positions (relative to
+    the range's start, sorted), their verdicts and values (``judged``, one row each), check's
+    tolerance there, and the detection limit (that tolerance, or the referee's against the
+    exact value where the verdict was reached so)."""
+
+    positions: np.ndarray
+    judged: Judged
+    tolerance: np.ndarray
+    limit: np.ndarray
+
+
+def looked_in(prep: Prepared, state: State, lo: int, hi: int) -> Looked:
+    """The localized entries of ``lo..hi`` and how :func:`assemble` reports them."""
+    rows = [(idx - lo, judged, np.flatnonzero((idx >= lo) & (idx < hi))) for idx, judged in state.judge.parts]
+    positions, looks = _stacked([r for r in rows if r[2].size])
+    analytic = prep.analytic[lo + positions]
+    rule = Tolerance.of(prep.config)
+    tol = tolerance(analytic, looks.numeric, looks.noise, **rule.keywords())
+    limit, exact = tol.copy(), np.asarray(looks.exact)
+    by_exact = np.isfinite(exact) & np.isin(looks.causes, [int(Cause.EXACT), int(Cause.EXACT_ZERO)])
+    with np.errstate(invalid="ignore"):
+        limit[by_exact] = rule.against_exact(np.abs(exact[by_exact]), rule.round_off(prep.unit, state.judge.claim_scale))
+    return Looked(positions, looks, tol, limit)
+
+
+def merge_looks(looks: list[Looked]) -> Looked:
+    """The localized entries of several screens of one range (a later look at an entry wins)."""
+    looks = [k for k in looks if k.positions.size] or looks[:1]
+    if len(looks) == 1:
+        return looks[0]
+    positions, judged = _stacked([(k.positions, k.judged, np.arange(k.positions.size)) for k in looks])
+    first = np.unique(positions[::-1], return_index=True)[1]
+    keep = np.sort(positions.size - 1 - first)  # the last look at each entry, in order of position
+    keep = keep[np.argsort(positions[keep], kind="stable")]
+    _, judged = _stacked([(positions, judged, keep)])
+    return Looked(positions[keep], judged, np.concatenate([k.tolerance for k in looks])[keep],
+                  np.concatenate([k.limit for k in looks])[keep])
+
+
+def _stacked(rows: list[tuple[np.ndarray, Judged, np.ndarray]]) -> tuple[np.ndarray, Judged]:
+    """``(positions, judged)`` of the rows ``sel`` of each ``(positions, judged, sel)``, stacked."""
+    k = sum(r[2].size for r in rows)
+    looks = Judged(np.full(k, np.nan), np.full(k, np.nan), np.zeros(k, np.uint8), np.zeros(k, bool), 0,
+                   np.zeros(k, np.uint8), SparseColumn(k), np.full(k, -1, np.int16), SparseColumn(k), SparseColumn(k))
+    positions, at = np.zeros(k, np.int64), 0
+    for where, judged, sel in rows:
+        here = slice(at, at + sel.size)
+        positions[here] = where[sel]
+        for key in ("numeric", "noise", "codes", "refined", "causes", "digits"):
+            getattr(looks, key)[here] = getattr(judged, key)[sel]
+        for key in ("exact", "left", "right"):
+            getattr(looks, key)[np.arange(at, at + sel.size)] = getattr(judged, key).take(sel)
+        looks.adjudication = judged.adjudication or looks.adjudication
+        looks.evaluations += judged.evaluations
+        chosen = set(sel.tolist())
+        looks.studies.update({at + int(np.searchsorted(sel, p)): v for p, v in judged.studies.items() if p in chosen})
+        at += sel.size
+    return positions, looks

@@ -33,8 +33,9 @@ numeric error within its bound, so the block would have disagreed.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,7 @@ class Bisection:
     """State of one screen: the draws' trees, the localized entries, clearances, limits."""
 
     def __init__(self, measurer: Measurer, draws: list[Draw], judge: Judge,
-                 relevance: np.ndarray | None = None) -> None:
+                 relevance: Any = None, tau_dtype: Any = np.float64) -> None:
         self.m = measurer
         self.relevance = relevance      # per entry: RELEVANCE w_i floor_i (None: no such cut)
         self.draws = draws
@@ -90,7 +91,9 @@ class Bisection:
         n = draws[0].signs.size
         self.tops = [Node(d.number, b, idx) for d in draws for b, idx in enumerate(d.blocks)]
         self.cleared = np.zeros((len(draws), n), dtype=bool)
-        self.tau = np.zeros((len(draws), n))          # threshold on each entry's path
+        # Threshold on each entry's path; float32 (a whole model: 4 bytes per entry and draw)
+        # holds each value rounded up, so a limit read from it is never understated.
+        self.tau = np.zeros((len(draws), n), dtype=tau_dtype)
         self.loc_idx = np.zeros(0, dtype=np.int64)
         self.loc_err = np.zeros(0)
         self.loc_bound = np.zeros(0)
@@ -100,7 +103,7 @@ class Bisection:
         self.rounds = 0
 
     # -- measuring --------------------------------------------------------------------
-    def measure(self, nodes: list[Node], method: str | None = None) -> None:
+    def measure(self, nodes: Sequence[Node], method: str | None = None) -> None:
         if not nodes:
             return
         got = self.m.measure([(n.idx, self.draws[n.draw].signs[n.idx]) for n in nodes], method)
@@ -122,7 +125,7 @@ class Bisection:
         self.measure([self.tops[j] for j in chosen if j not in known], method)
         for j in chosen:
             n = self.tops[j]
-            self.tau[n.draw, n.idx] = 2.0 * n.bound + self.gate(n)
+            self.set_tau(n.draw, n.idx, 2.0 * n.bound + self.gate(n))
 
     # -- peeling and decisions -----------------------------------------------------------
     def residual(self, node: Node) -> tuple[float, float]:
@@ -154,7 +157,7 @@ class Bisection:
         gate = b + self.gate(node)
         return abs(r) / gate if np.isfinite(r) and gate > 0 else np.inf
 
-    def _decide(self, child: Node, sibling: Node) -> tuple[str, float]:
+    def decide(self, child: Node, sibling: Node) -> tuple[str, float]:
         """("flag" | "clear" | "unsure", the threshold a clearance certifies)."""
         r, b = self.residual(child)
         if not (np.isfinite(r) and np.isfinite(b)):
@@ -169,9 +172,16 @@ class Bisection:
             return "clear", ref
         return "unsure", np.inf
 
+    def set_tau(self, draw: int, idx: np.ndarray, tau: float, *, keep_larger: bool = False) -> None:
+        """``tau`` (or the larger of it and what is there) as the threshold of entries ``idx``
+        in ``draw``, rounded up to the array's dtype."""
+        value = np.asarray(tau, dtype=self.tau.dtype)
+        if value < tau:
+            value = np.nextafter(value, np.asarray(np.inf, dtype=self.tau.dtype))
+        self.tau[draw, idx] = np.maximum(self.tau[draw, idx], value) if keep_larger else value
+
     def _clear(self, node: Node, tau: float) -> None:
-        keep = self.tau[node.draw, node.idx]
-        self.tau[node.draw, node.idx] = np.maximum(keep, tau)
+        self.set_tau(node.draw, node.idx, tau, keep_larger=True)
         self.cleared[node.draw, node.idx] = True
 
     # -- descending ----------------------------------------------------------------------
@@ -188,7 +198,7 @@ class Bisection:
                 if not b.measured or b.derived:
                     b.delta, b.bound = node.delta - a.delta, node.bound + a.bound
                     b.claim, b.derived, b.measured = node.claim + a.claim, True, True
-            unsure = [b for _, (a, b) in zip(frontier, pairs) if b.derived and self._decide(b, a)[0] == "unsure"]
+            unsure = [b for _, (a, b) in zip(frontier, pairs) if b.derived and self.decide(b, a)[0] == "unsure"]
             self.measure(unsure)
             frontier = self._next_level(frontier, pairs, single_path)
         return leaves
@@ -200,7 +210,7 @@ class Bisection:
             for child, sibling in (pair, pair[::-1]):
                 if child.exhausted:
                     continue
-                verdict, tau = self._decide(child, sibling)
+                verdict, tau = self.decide(child, sibling)
                 if verdict == "clear":
                     self._clear(child, tau)
                 elif verdict == "flag":

@@ -27,7 +27,7 @@ from .._pipeline.judge import judge_entries
 from . import _complex
 from ._directional import FACTORS, choose_step, claimed_slope, estimate, points, roundoff_per_step
 from ._measure import BudgetExhausted, Measurer
-from ._prepare import Prepared
+from ._prepare import CHUNK, Prepared
 
 #: The referee (mpmath) runs f on whole arbitrary-precision copies of x: automatic only up
 #: to this many entries, for an f this fast in float64, and when one arbitrary-precision
@@ -54,8 +54,7 @@ class EntryJudge:
         self.mp_seconds: float | None = None  # one evaluation at arbitrary precision, once timed
         self.referee, self.referee_note = self._referee(True if exact is True else adjudicate, digits, per_call)
         self.exact_look = False
-        finite = prep.analytic[np.isfinite(prep.analytic)]
-        self.claim_scale = float(np.abs(finite).max()) if finite.size else 0.0
+        self.claim_scale = _finite_abs_max(prep.analytic)
         self.parts: list[tuple[np.ndarray, Judged]] = []
         self.evaluations = 0
         self.looked_along = self.flagged_along = 0  # entries measured along their own direction; MISMATCH so
@@ -240,3 +239,15 @@ def _time_mp_call(f, x: np.ndarray) -> tuple[float | None, int]:
         if best <= MP_MAX_SECONDS:
             break
     return best, calls
+
+
+def _finite_abs_max(a: np.ndarray) -> float:
+    """The largest ``|a_i|`` over finite entries (0 if none), in chunks (a whole model's claim
+    makes no temporary of its size)."""
+    best = 0.0
+    for lo in range(0, a.size, CHUNK):
+        part = a[lo:lo + CHUNK]
+        part = part[np.isfinite(part)]
+        if part.size:
+            best = max(best, float(np.abs(part).max()))
+    return best

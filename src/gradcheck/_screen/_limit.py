@@ -39,6 +39,9 @@ sharing one block the bound is the natural reading rather than a proof.)
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from .._core.tolerance import Tolerance
@@ -47,6 +50,33 @@ from ._directional import MEASURED_SAFETY
 #: The step (times h) at which check's quick look re-differences a noisy PASS
 #: (``gradcheck._refine.quick.QUICK_FACTORS[0]``).
 QUICK_LOOK_FACTOR = 8.0
+
+
+class Product:
+    """``share * a * b`` per entry, computed where it is read (``p[idx]``, the same bits as
+    ``(share * a * b)[idx]``) instead of held: the bisection's relevance slack and the
+    measurer's worth, which a whole model would otherwise pay 16 bytes per entry for."""
+
+    def __init__(self, a: Any, b: Any, share: float | None = None) -> None:
+        self.a, self.b, self.share = a, b, share
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        a = self.a[key]
+        return (a if self.share is None else self.share * a) * self.b[key]
+
+
+def upward32(values: Any) -> np.ndarray:
+    """``values`` as float32, each rounded up (a stated limit must never shrink by rounding).
+
+    >>> float(upward32(np.array([0.1]))[0]) >= 0.1
+    True
+    """
+    values = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore"):  # beyond float32's range: inf, which is above it
+        out = values.astype(np.float32)
+    low = out.astype(np.float64) < values
+    out[low] = np.nextafter(out[low], np.float32(np.inf))
+    return out
 
 
 def screening_limit(tau: np.ndarray, cleared: np.ndarray, weights: np.ndarray, depth_ratio: float) -> np.ndarray:
@@ -82,23 +112,47 @@ def describe(limit: np.ndarray, analytic: np.ndarray, *, draws: int, blocks: int
     draws of 16 blocks; a single-entry error above 3e-07 rms(g) (2e-05 relative at the
     median entry) would have been found ..."."""
     finite = np.isfinite(limit)
-    worst, pair = miss_probability(draws, blocks)
-    odds = (f"an error above it escapes only if others cancel it in every draw: probability "
-            f"<= {worst:.3g} whatever the others, <= {pair:.2g} for two errors of equal size")
     if not finite.any():
-        return f"no entry was cleared by the screen ({draws} sign draws of {blocks} blocks)"
+        return sentence(Seen(0, limit.size, 0.0, 0.0, 0.0, None), draws=draws, blocks=blocks, screened=screened)
     rms = float(np.sqrt(np.mean(np.square(analytic)))) if analytic.size else 0.0
     med = float(np.median(limit[finite]))
     rel = np.abs(limit[finite]) / np.maximum(np.abs(analytic[finite]), np.finfo(float).tiny)
-    scale = f"{med / rms:.2g} rms(g)" if rms > 0 else f"{med:.2g}"
-    every = "every entry" if finite.all() else f"{int(finite.sum())} of {limit.size} entries"
-    blocks_alone = ""
+    alone = None
     if own is not None and np.isfinite(own[finite]).any():
         alone = float(np.median(own[finite]))
-        if alone < 0.5 * med:
-            blocks_alone = (f"; the blocks alone resolve {alone / rms:.2g} rms(g), check's tolerance "
-                            "(config.rtol) sets the rest" if rms > 0 else "")
+    seen = Seen(int(finite.sum()), limit.size, rms, med, float(np.median(rel)), alone)
+    return sentence(seen, draws=draws, blocks=blocks, screened=screened)
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What :func:`sentence` says: entries with a finite limit (of ``total``), rms of the
+    claim, the median limit, the median limit relative to the claim, and the blocks' own
+    median limit (None: not known)."""
+
+    finite: int
+    total: int
+    rms: float
+    median: float
+    relative: float
+    alone: float | None
+
+
+def sentence(seen: Seen, *, draws: int, blocks: int, screened: int) -> str:
+    """:func:`describe`'s words from its numbers (a whole model computes them per name, in chunks)."""
+    worst, pair = miss_probability(draws, blocks)
+    odds = (f"an error above it escapes only if others cancel it in every draw: probability "
+            f"<= {worst:.3g} whatever the others, <= {pair:.2g} for two errors of equal size")
+    if not seen.finite:
+        return f"no entry was cleared by the screen ({draws} sign draws of {blocks} blocks)"
+    rms, med = seen.rms, seen.median
+    scale = f"{med / rms:.2g} rms(g)" if rms > 0 else f"{med:.2g}"
+    every = "every entry" if seen.finite == seen.total else f"{seen.finite} of {seen.total} entries"
+    blocks_alone = ""
+    if seen.alone is not None and seen.alone < 0.5 * med:
+        blocks_alone = (f"; the blocks alone resolve {seen.alone / rms:.2g} rms(g), check's tolerance "
+                        "(config.rtol) sets the rest" if rms > 0 else "")
     return (f"{every} screened with {draws} sign draw{'s' if draws != 1 else ''} of {blocks} blocks "
             f"({screened} cleared without an entry-wise look): a single-entry error above {scale} "
-            f"({float(np.median(rel)):.2g} relative at the median entry, {med:.3g} absolute) would "
+            f"({seen.relative:.2g} relative at the median entry, {med:.3g} absolute) would "
             f"have been found{blocks_alone}; {odds}")

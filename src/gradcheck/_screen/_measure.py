@@ -22,6 +22,10 @@ from ._directional import FACTORS, claimed_slope, estimate, points, roundoff_per
 #: the bound matters: where it lifts the limit above check's own floor at the block's median
 #: entry (as the re-cut decides; at the default rtol, rtol is that floor almost everywhere).
 REFINE_OVER = 4.0
+#: The values a batch of finite-difference jobs may hold (2**24: 128 MB of float64 points),
+#: and never more than the entries of ``x`` (one copy) above :data:`BATCH_FLOOR` of them.
+BATCH_ENTRIES = 1 << 24
+BATCH_FLOOR = 1 << 20
 
 
 class BudgetExhausted(Exception):
@@ -65,7 +69,7 @@ class Measurer:
     evaluations: int = 0
     by_method: dict[str, int] = field(default_factory=lambda: {"fd": 0, "complex": 0})
     calibrated: float = np.inf  # the bound the step search reached at t on its block
-    worth: np.ndarray | None = None  # per entry: w_i x check's floor (a bound below matters not)
+    worth: Any = None  # per entry (an array or a _limit.Product): w_i x check's floor (a bound below matters not)
     refined: int = 0            # blocks measured again at shorter steps
 
     def afford(self, count: int) -> bool:
@@ -98,6 +102,26 @@ class Measurer:
         return signs * self.weights[idx]
 
     def finite_differences(self, blocks: list[tuple[np.ndarray, np.ndarray]]) -> Measured:
+        """:meth:`_differences` over the blocks, in batches whose points stay within
+        :data:`BATCH_ENTRIES` values and one copy of ``x`` (a whole model's 16 blocks at once
+        would hold six copies of it); one batch, as before, for anything smaller."""
+        parts: list[Measured] = []
+        group: list[tuple[np.ndarray, np.ndarray]] = []
+        size = 0
+        cap = min(BATCH_ENTRIES, max(BATCH_FLOOR, self.x_flat.size)) // (2 * len(FACTORS))
+        for block in blocks:
+            if group and size + block[0].size > cap:
+                parts.append(self._differences(group))
+                group, size = [], 0
+            group.append(block)
+            size += block[0].size
+        parts.append(self._differences(group))
+        if len(parts) == 1:
+            return parts[0]
+        joined = [np.concatenate([getattr(p, k) for p in parts]) for k in ("delta", "bound", "claim")]
+        return Measured(joined[0], joined[1], joined[2], "fd")
+
+    def _differences(self, blocks: list[tuple[np.ndarray, np.ndarray]]) -> Measured:
         jobs, claims = [], np.empty((len(FACTORS), len(blocks)))
         for b, (idx, signs) in enumerate(blocks):
             d = self.direction(idx, signs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class Prepared:
     f0: float
     unit: float
     cotangent: np.ndarray | None
-    weights: np.ndarray          # max(1, |x_i|), flat
+    weights: Any                 # max(1, |x_i|), flat (an array; WeightsOf for a whole model)
     evaluations: int             # of f so far (the base evaluation)
     _floor: np.ndarray | None = None
     rho: float = 0.0             # f's round-off, measured along the first block (0: not yet)
@@ -121,3 +121,88 @@ def time_and_repeat(prep: Prepared) -> tuple[float, bool, float]:
     seconds = time.perf_counter() - start
     same = f1 == prep.f0 or (np.isnan(f1) and np.isnan(prep.f0))
     return seconds, bool(same), float(f1)
+
+
+# -- a whole model: the concatenation of its parameters -------------------------------------------
+
+#: Entries per chunk when a per-entry quantity of a flat problem is wanted whole.
+CHUNK = 1 << 20
+
+
+class _WhereRead:
+    """A per-entry quantity of a flat problem computed where it is read (``q[key]``: the same
+    bits as the whole array's ``[key]``, every operation being entrywise), and in chunks when a
+    whole array is asked for (``np.asarray(q)``): a model of 10^8 parameters holds no array of
+    steps, weights or floors, and never their temporaries all at once."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.size,)
+
+    def _at(self, key: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return self._at(key)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.empty(self.size)
+        for lo in range(0, self.size, CHUNK):
+            out[lo:lo + CHUNK] = self._at(slice(lo, lo + CHUNK))
+        return out if dtype is None else out.astype(dtype)
+
+
+class WeightsOf(_WhereRead):
+    """``max(1, |x_i|)`` (:attr:`Prepared.weights`) where read."""
+
+    def __init__(self, x_flat: np.ndarray) -> None:
+        super().__init__(x_flat.size)
+        self.x = x_flat
+
+    def _at(self, key: Any) -> np.ndarray:
+        return np.maximum(1.0, np.abs(self.x[key].astype(np.float64)))
+
+
+class FloorOf(_WhereRead):
+    """:attr:`Prepared.floor` where read, at the round-off ``rho`` measured when made."""
+
+    def __init__(self, prep: Prepared) -> None:
+        super().__init__(prep.analytic.size)
+        self.prep, self.rho = prep, prep.rho
+
+    def _at(self, key: Any) -> np.ndarray:
+        prep, cfg = self.prep, self.prep.config
+        steps = steps_for(prep.x_flat[key].astype(np.float64), cfg.step)
+        return entrywise_floor(prep.analytic[key], rtol=cfg.rtol, atol=cfg.atol, k=cfg.noise_factor, unit=prep.unit,
+                               f0=prep.f0, steps=steps, rho=self.rho)
+
+
+@dataclass
+class FlatPrepared(Prepared):
+    """A flat problem (a model's parameters concatenated) whose weights and floor are computed
+    where read, and whose bisection keeps its thresholds in float32 (rounded up):
+    :func:`prepare_flat`."""
+
+    TAU_DTYPE: ClassVar[Any] = np.float32
+
+    @property
+    def floor(self) -> Any:
+        if self._floor is not None:  # the exact path's floor (an array)
+            return self._floor
+        return FloorOf(self)
+
+
+def prepare_flat(f: Any, work: np.ndarray, analytic: np.ndarray, config: Config, label: str, f0: float,
+                 unit: float, backend: str = "numpy") -> FlatPrepared:
+    """``f`` of the flat ``work`` (1-D, private to the caller, which keeps the originals:
+    no second copy is made, and :meth:`Probe.unchanged` is vacuous), prepared for
+    :func:`._api.run_screen`. ``f`` returns a float; ``f0`` is its value at ``work``
+    (one evaluation, made by the caller); ``analytic`` the claim (float64, flat);
+    ``backend`` the framework ``f`` calls into (``"torch"``, ``"jax"``: no fork pool, no
+    complex step), ``f`` itself taking numpy arrays."""
+    probe = Probe(f, work, lambda: float(f(work)), None, label, pristine=work)
+    return FlatPrepared(label, _backends.resolve(backend, work), float_dtype_name(work), config, probe, analytic,
+                        float(f0), unit, None, WeightsOf(work), 1)

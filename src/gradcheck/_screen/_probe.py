@@ -27,10 +27,12 @@ class Probe:
     """``f`` at ``x`` with a block of entries replaced (see the module docstring)."""
 
     def __init__(self, f: Callable[..., Any], work: np.ndarray, evaluate: Callable[[], float],
-                 cotangent: np.ndarray | None, label: str) -> None:
+                 cotangent: np.ndarray | None, label: str, pristine: np.ndarray | None = None) -> None:
         self.f = f
         self.work = work                      # private, C-contiguous
-        self.pristine = work.copy()
+        # ``pristine=work`` (a whole model: no second copy of every parameter) makes
+        # unchanged() vacuous: the caller then compares work with the originals itself.
+        self.pristine = work.copy() if pristine is None else pristine
         self.evaluate = evaluate              # the reduced f at the current contents of work
         self.cotangent = None if cotangent is None else cotangent.reshape(-1)
         self.cotangent_shape = None if cotangent is None else cotangent.shape
@@ -45,9 +47,13 @@ class Probe:
     def value(self, idx: np.ndarray, values: np.ndarray) -> float:
         """The reduced ``f`` with ``x[idx] = values``."""
         flat = self.flat
-        old = flat[idx].copy()
+        old = flat[idx]  # integer indices: already a copy (a slice would be a view: copied)
+        if np.may_share_memory(old, flat):
+            old = old.copy()
         flat[idx] = values
-        written = flat[idx]  # a copy, in x's dtype
+        # What was written, in x's dtype: the values themselves when they are in it (a block's
+        # indices are random over the whole model: every gather saved is a pass of random access).
+        written = values if isinstance(values, np.ndarray) and values.dtype == flat.dtype else flat[idx]
         try:
             out = self.evaluate()
             if not same_bits(flat[idx], written):

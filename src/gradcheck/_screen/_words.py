@@ -14,7 +14,6 @@ DEPTH_NOTE = 1.25
 
 def notes_for(state: Any, summary: str, localized: np.ndarray, codes: np.ndarray) -> list[str]:
     """The report's notes, most important first."""
-    bis = state.bisection
     notes = [summary]
     found = int(localized.sum())
     if found:
@@ -26,7 +25,14 @@ def notes_for(state: Any, summary: str, localized: np.ndarray, codes: np.ndarray
                          "above the screen's floor were measured along their own direction (a step search, "
                          f"Richardson and its bound, as for a block): {judge.flagged_along} MISMATCH found so")
         notes += _traced(state, codes)
-    notes += _stops(state, int(np.sum(codes[localized] == _MISMATCH)))
+    return notes + run_notes(state, int(np.sum(codes[localized] == _MISMATCH)))
+
+
+def run_notes(state: Any, failing: int) -> list[str]:
+    """The notes on the run as a whole (what stopped it, its cost, its step), for ``failing``
+    MISMATCH entries found."""
+    bis = state.bisection
+    notes = _stops(state, failing)
     phases = ", ".join(f"{v} {k}" for k, v in state.phases.items() if v)
     notes.append(f"{state.measurer.evaluations} evaluations of f ({phases}); {state.draws} draws x "
                  f"{state.blocks} blocks, engine {state.engine_name}")

@@ -19,6 +19,8 @@ from ._protocol import Backend as Backend
 _NAMED = {"numpy": NumpyBackend}
 #: Built-in backends imported on first use (they pull in heavy modules): name -> module.
 _BUILTIN = {"dual": "._dual", "torch": "._torch", "jax": "._jax"}
+#: check_params' model adapters (a torch module or dict of tensors, a jax pytree), likewise.
+_MODEL_ADAPTERS = {"torch": "._torch_model", "jax": "._jax_model"}
 
 
 def register(name: str, factory: Any) -> None:
@@ -63,3 +65,12 @@ def _load_builtin(name: str) -> None:
         importlib.import_module(module, __name__)
     except ModuleNotFoundError as exc:
         raise ValueError(f"backend {name!r} needs {exc.name!r}, which is not installed") from exc
+
+
+def model_problem(framework: str, adapter: str, *args: Any) -> Any:
+    """``adapter(*args)`` of ``framework``'s model adapter (``"torch"``: ``module_problem``,
+    ``tensors_problem``; ``"jax"``: ``is_pytree_of_arrays``, ``pytree_problem``), imported on
+    first use: check_params of a model as its framework holds it (a ``_models.ModelProblem``)."""
+    import importlib
+
+    return getattr(importlib.import_module(_MODEL_ADAPTERS[framework], __name__), adapter)(*args)

@@ -11,12 +11,13 @@ from .._core.inputs import FLOAT_NAMES
 from . import resolve
 
 
-def as_gradient(value: Any, shape: tuple[int, ...], what: str = "claimed gradient") -> np.ndarray:
+def as_gradient(value: Any, shape: tuple[int, ...], what: str = "claimed gradient", *, copy: bool = True) -> np.ndarray:
     """The claimed gradient as float64 of exactly ``shape`` (naming both shapes if not).
 
     Anything numpy reads as a real array is taken (a list, a Python float, a torch or jax
     array on the CPU: their values are unambiguous); None, strings and other objects are
-    refused saying what they are.
+    refused saying what they are. ``copy=False``: a float64 array comes back as it is (a
+    caller that only reads it, e.g. to concatenate a whole model's claims once).
     """
     arr = _as_array(value, what)
     if arr.dtype.kind in "OSUV" and dtype_name(arr.dtype) not in FLOAT_NAMES:
@@ -28,7 +29,7 @@ def as_gradient(value: Any, shape: tuple[int, ...], what: str = "claimed gradien
         raise ShapeMismatchError(what, tuple(shape), arr.shape)
     if arr.dtype.kind not in "fiu" and dtype_name(arr.dtype) not in FLOAT_NAMES:
         raise UnsupportedInputError(f"{what} has dtype {arr.dtype}; expected a real floating array")
-    return np.array(arr, dtype=np.float64)
+    return np.array(arr, dtype=np.float64) if copy else np.asarray(arr, dtype=np.float64)
 
 
 def _as_array(value: Any, what: str) -> np.ndarray:

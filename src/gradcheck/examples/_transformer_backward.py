@@ -70,11 +70,12 @@ def merge_heads(x: np.ndarray) -> np.ndarray:
 
 
 def layer_norm_backward(
-    dy: np.ndarray, cache: LayerNormCache, gain: np.ndarray
+    dy: np.ndarray, cache: LayerNormCache, gain: np.ndarray, *, mean_term: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Backward of ``y = xhat * gain + bias``, where ``xhat`` normalises over the last axis.
 
-    Returns ``(dx, dgain, dbias)``.
+    Returns ``(dx, dgain, dbias)``. ``mean_term=False`` is a deliberate bug (used by
+    :mod:`gradcheck.examples.gpt`): the path through the row mean is left out of ``dx``.
     """
     dgain = (dy * cache.xhat).sum(axis=0)
     dbias = dy.sum(axis=0)
@@ -82,11 +83,8 @@ def layer_norm_backward(
     # x reaches xhat directly and through the row mean and row variance.
     # Those two paths remove dxhat's mean and its component along xhat.
     # The variance term includes LN_EPS, which sits inside rstd.
-    dx = cache.rstd * (
-        dxhat
-        - dxhat.mean(axis=-1, keepdims=True)
-        - cache.xhat * (dxhat * cache.xhat).mean(axis=-1, keepdims=True)
-    )
+    centred = dxhat - dxhat.mean(axis=-1, keepdims=True) if mean_term else dxhat
+    dx = cache.rstd * (centred - cache.xhat * (dxhat * cache.xhat).mean(axis=-1, keepdims=True))
     return dx, dgain, dbias
 
 

@@ -171,6 +171,19 @@ def _layer_norm(
     return xhat * gain + bias, LayerNormCache(xhat=xhat, rstd=rstd)
 
 
+def _gelu(u: np.ndarray, keep: bool) -> tuple[np.ndarray, Any]:
+    """tanh-approximated GELU ``0.5 u (1 + tanh(c (u + k u^3)))`` and, if ``keep``, its
+    derivative (computed here because the backward does not know the GELU constants)."""
+    t = _elementwise("tanh", GELU_C * (u + GELU_K * (u * u * u)))
+    act = 0.5 * u * (1.0 + t)
+    if not keep:
+        return act, None
+    act_grad = 0.5 * (1.0 + t) + 0.5 * u * (1.0 - t * t) * GELU_C * (
+        1.0 + 3.0 * GELU_K * (u * u)
+    )
+    return act, act_grad
+
+
 def _causal_softmax(scores: np.ndarray) -> np.ndarray:
     """Softmax over the last axis, where query ``i`` may only attend to keys ``j <= i``."""
     seq_len = scores.shape[-1]
@@ -203,17 +216,10 @@ def _block_forward(
 
     h2, ln2 = _layer_norm(x2, p("ln2_g"), p("ln2_b"))
     u = h2 @ p("w1") + p("b1")
-    t = _elementwise("tanh", GELU_C * (u + GELU_K * (u * u * u)))
-    act = 0.5 * u * (1.0 + t)
+    act, act_grad = _gelu(u, keep)
     out = x2 + (act @ p("w2") + p("b2"))
     if not keep:
         return out, None
-
-    # d/du [0.5 u (1 + tanh(c (u + k u^3)))]. Computed here because the
-    # backward does not know the GELU constants.
-    act_grad = 0.5 * (1.0 + t) + 0.5 * u * (1.0 - t * t) * GELU_C * (
-        1.0 + 3.0 * GELU_K * (u * u)
-    )
     cache = BlockCache(
         ln1=ln1, h1=h1, q=q, k=k, v=v, probs=probs, o=o, scale=scale,
         ln2=ln2, h2=h2, act=act, act_grad=act_grad,

@@ -1,0 +1,219 @@
+"""The second look name by name, after a whole model's joint screen.
+
+Two kinds of name need it:
+
+* **Unresolved** names hold entries the joint screen neither cleared nor localized: their
+  blocks disagreed and bisection could not explain it entry by entry (an error spread over
+  whole names, as a wrong value passed along the backward makes: most blocks disagree in
+  every draw, the screen calls it dense and follows only a few blocks down). They are
+  tested name by name: each name's own direction (its entries, their signs of the draw) is
+  measured like a block, names grouped in backward order and halved until single names
+  (a group that agrees clears all its names at once; the second half of a group is derived
+  from the group and its first half, as bisection derives halves). A name whose direction
+  disagrees beyond its bound fails: its gradient is wrong somewhere (the evidence is stated
+  in its report), and for the first few such names in backward order the entries with the
+  largest claims get an entry-wise look, for an example MISMATCH. A name whose direction
+  agrees in every draw is cleared, with the detection limit its direction gives.
+* **Limited** names (only where nothing failed) have their detection limit set by the joint
+  blocks rather than by check's own tolerance, and more than :data:`OVER_FLOOR` times that
+  tolerance: a name whose gradients are orders of magnitude below the others'. They are
+  screened again together, on their own (their own step search, :data:`SUB_BLOCKS` blocks per
+  draw), and each entry keeps the lower of its two limits; the notes say what it gained.
+
+Big names are cut into pieces of at most :data:`PIECE` entries (a direction's points are
+arrays of its size).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._core.verdict import Verdict
+from .._screen import Bisection, BudgetExhausted, Node, Screened, prepare_flat, run_screen
+from .segments import Segments, flat_loss
+
+#: A name whose median stated limit exceeds this many times check's own floor is limited by
+#: the joint blocks (the screen's re-cut rule, ``_screen._api.RECUT_OVER_FLOOR``).
+OVER_FLOOR = 2.0
+#: Blocks per draw of the screen of the limited names (their entries are already screened at
+#: the joint limit; this one lowers it).
+SUB_BLOCKS = 8
+#: Failing names (in backward order) whose largest claims get an entry-wise look, and how many.
+EXAMPLE_NAMES = 4
+EXAMPLE_ENTRIES = 2
+#: Entries per piece of a name, and per top group, of the name-by-name test.
+PIECE = 1 << 23
+
+
+@dataclass(frozen=True)
+class Piece:
+    name: str
+    lo: int
+    hi: int
+
+
+@dataclass
+class ByName:
+    """What the second look found: names failing along their own direction (and why), the
+    screen of the limited names (its segment map and run), and notes."""
+
+    failing: dict[str, str] = field(default_factory=dict)
+    sub: tuple[Segments, Any, Screened] | None = None
+    notes: list[str] = field(default_factory=list)
+    evaluations: int = 0
+
+
+def second_look(group: Any, stats: Mapping[str, tuple[bool, float]], loss: Any, params: Mapping[str, np.ndarray],
+                order: list[str], seed: int | None) -> ByName:
+    """The second look at a group's names. ``stats[name] = (unresolved, limit over floor at the
+    median entry)``; ``order`` is the backward order of every name."""
+    out = ByName()
+    state = group.done.state
+    m, before = state.measurer, state.measurer.evaluations
+    unresolved = [n for n in order if n in stats and stats[n][0]]
+    try:
+        if unresolved:
+            _by_direction(group, unresolved, out)
+    except BudgetExhausted:
+        out.notes.append("the budget ran out during the name-by-name look: names not yet tested keep the joint "
+                         "screen's verdicts (UNCHECKED where it could not clear them)")
+    out.evaluations = m.evaluations - before
+    failed = bool(out.failing) or any((j.codes == Verdict.MISMATCH).any() for _, j in state.judge.parts)
+    limited = [n for n in order if n in stats and not stats[n][0] and stats[n][1] > OVER_FLOOR]
+    if limited and not failed:
+        _screen_limited(group, limited, stats, loss, params, seed, out)
+    return out
+
+
+# -- name by name: each name's own direction -----------------------------------------------
+
+def _pieces(seg: Segments, names: list[str]) -> list[Piece]:
+    out = []
+    for n in names:
+        lo, hi = seg.span(n)
+        out += [Piece(n, a, min(hi, a + PIECE)) for a in range(lo, hi, PIECE)]
+    return out
+
+
+def _groups(pieces: list[Piece]) -> list[list[Piece]]:
+    """Consecutive pieces (backward order) grouped up to :data:`PIECE` entries each."""
+    groups: list[list[Piece]] = [[]]
+    size = 0
+    for p in pieces:
+        if groups[-1] and size + (p.hi - p.lo) > PIECE:
+            groups.append([])
+            size = 0
+        groups[-1].append(p)
+        size += p.hi - p.lo
+    return [g for g in groups if g]
+
+
+@dataclass(eq=False)
+class NameNode(Node):
+    """A block made of whole names (pieces): their entries, with the draw's signs."""
+
+    pieces: list[Piece] = field(default_factory=list)
+
+
+def _node(pieces: list[Piece], draw: int) -> NameNode:
+    idx = np.concatenate([np.arange(p.lo, p.hi) for p in pieces])
+    return NameNode(draw, -1, idx, pieces=pieces)
+
+
+def _by_direction(group: Any, names: list[str], out: ByName) -> None:
+    """Test ``names`` along their own directions in every draw (see the module docstring)."""
+    state = group.done.state
+    bis: Bisection = state.bisection
+    pending = _pieces(group.seg, names)
+    tested = len(pending)
+    for draw in range(state.draws):
+        cleared, failing = _search(bis, [_node(g, draw) for g in _groups(pending)])
+        for node in failing:
+            for p in node.pieces:
+                r, b = bis.residual(node)
+                out.failing.setdefault(p.name, f"its gradient disagrees along its own direction (draw {draw}): "
+                                                f"claimed minus numeric slope {r:.3g}, beyond the bound {b:.3g} + "
+                                                f"{bis.gate(node):.3g}: some entry of it is wrong")
+        for node, tau in cleared:
+            fresh = node.idx[~bis.cleared[draw, node.idx]]
+            bis.set_tau(draw, fresh, tau)
+            bis.cleared[draw, fresh] = True
+        pending = [p for node, _ in cleared for p in node.pieces if p.name not in out.failing]
+    out.notes.append(f"{len(names)} names the joint screen could not settle were tested along their own directions "
+                     f"({tested} pieces): {len(out.failing)} fail, the others cleared name by name")
+    _examples(bis, group.seg, [n for n in names if n in out.failing][:EXAMPLE_NAMES])
+
+
+def _search(bis: Bisection, tops: list[NameNode]) -> tuple[list[tuple[NameNode, float]], list[NameNode]]:
+    """Halve disagreeing groups of names down to single names: ``(cleared nodes with their
+    threshold, nodes of one piece that disagree)``."""
+    bis.measure(tops)
+    cleared: list[tuple[NameNode, float]] = []
+    failing: list[NameNode] = []
+    frontier = tops
+    while frontier:
+        pairs = []
+        for node in frontier:
+            if not bis.disagrees(node):
+                cleared.append((node, _threshold(bis, node)))
+            elif len(node.pieces) == 1:
+                failing.append(node)
+            else:
+                cut = len(node.pieces) // 2
+                pairs.append((node, _node(node.pieces[:cut], node.draw), _node(node.pieces[cut:], node.draw)))
+        bis.measure([a for _, a, _ in pairs])
+        for node, a, b in pairs:
+            b.delta, b.bound, b.claim = node.delta - a.delta, node.bound + a.bound, node.claim + a.claim
+            b.derived = b.measured = True
+        bis.measure([b for _, a, b in pairs if bis.decide(b, a)[0] == "unsure"])
+        frontier = [c for _, a, b in pairs for c in (a, b)]
+    return cleared, failing
+
+
+def _threshold(bis: Bisection, node: Node) -> float:
+    """What clearing ``node`` certifies: ``2 beta + gate`` (a derived node: its wide bound)."""
+    _, b = bis.residual(node)
+    return 2.0 * b + bis.gate(node)
+
+
+def _examples(bis: Bisection, seg: Segments, names: list[str]) -> None:
+    """An entry-wise look at the largest claims of each failing name (an example MISMATCH)."""
+    for name in names:
+        lo, hi = seg.span(name)
+        claims = np.abs(bis.m.analytic[lo:hi])
+        top = np.argsort(-claims, kind="stable")[:EXAMPLE_ENTRIES] + lo
+        bis.localize([Node(0, -1, np.sort(top))])
+
+
+# -- limited names: a screen of their own ----------------------------------------------------
+
+def _screen_limited(group: Any, limited: list[str], stats: Mapping[str, tuple[bool, float]], loss: Any,
+                    params: Mapping[str, np.ndarray], seed: int | None, out: ByName) -> None:
+    """Screen the limited names together on their own (see the module docstring)."""
+    prep0 = group.prep
+    seg = Segments.of(params, limited)
+    work = seg.concatenate(params, prep0.x_flat.dtype)
+    claim = np.concatenate([prep0.analytic[slice(*group.seg.span(n))] for n in limited])
+    f = flat_loss(loss, params, seg, getattr(prep0.probe.f, "gradcheck_mp_capable", True))
+    prep = prepare_flat(f, work, claim, group.config, f"{len(limited)} limited names", prep0.f0, prep0.unit,
+                        prep0.backend.name)
+    prep.evaluations = 0  # f0 is the joint screen's (the same point)
+    m = group.done.state.measurer
+    left = max(1, m.budget - m.evaluations)
+    try:
+        done = run_screen(prep, budget=left, engine=group.options["engine"], executor=group.options["executor"],
+                          draws=group.done.state.draws, blocks=min(SUB_BLOCKS, max(1, seg.size // 16)),
+                          complex_step=False, exact=False, adjudicate=group.options["adjudicate"],
+                          digits=group.options["digits"], seed=seed, recut=False)
+    except BudgetExhausted:
+        out.notes.append("no budget left to screen the limited names on their own")
+        return
+    out.sub = (seg, prep, done)
+    out.evaluations += done.state.measurer.evaluations
+    worst = max(stats[n][1] for n in limited)
+    out.notes.append(f"{len(limited)} names had their limit set by the joint blocks (up to {worst:.3g}x check's "
+                     f"tolerance at the median entry): screened again on their own "
+                     f"({done.state.measurer.evaluations} evaluations); each entry keeps the lower limit")
