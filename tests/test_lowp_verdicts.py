@@ -260,14 +260,14 @@ def test_dispute_agrees_with_the_mpmath_truth(case):
 @pytest.mark.parametrize("pair", [(d.gelu, d.gelu_erfc), (d.gelu_tanh, None)], ids=["erf-erfc", "tanh-sigmoid"])
 def test_equal_definitions_equal_verdicts_on_the_table_kernels(pair):
     """The table's gelu kernels (numpy, naive, torch when installed) judged by two spellings
-    of the same function: the same verdicts."""
+    of the same function: the same verdicts (an accurate and a naive kernel each, at least)."""
     def gelu_sigmoid(x):
         one = x.reshape(-1)[:1] * 0 + 1
         return x / (1 + np.exp(-2 * np.sqrt(2 / np.arccos(-one)) * (x + (one * 44715 / 1000000) * x ** 3)))
 
     first, second = pair[0], pair[1] or gelu_sigmoid
     mine = [c for c in CASES if c.definition is first]
-    assert len(mine) >= 2
+    assert {c.source for c in mine} >= {"numpy", "naive"}
     for case in mine:
         inputs = case.inputs("test", CASES.index(case))
         candidate = case.kernel(*inputs)

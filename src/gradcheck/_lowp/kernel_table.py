@@ -168,6 +168,8 @@ def naive_cases() -> list[Case]:
              lambda x: rounded(_running(x, "bfloat16")), contraction("sum")),
         Case("gelu, 1 + erf in float32", "naive", d.gelu, lambda x: rounded(d.gelu(*_f32(x))),
              elementwise(3.0, (-9, -4.5))),
+        Case("gelu tanh, 1 + tanh in float32", "naive", d.gelu_tanh, lambda x: rounded(d.gelu_tanh(*_f32(x))),
+             elementwise(3.0, (-9, -4.5))),
         Case("exp via exp2, product in bfloat16", "naive", np.exp, lambda x: rounded(_naive_exp(x)), uniform(-10, 10)),
         Case("softmax without max, float16", "naive", d.softmax, _naive_softmax16, rows(6.0, fmt="float16"),
              dtype="float16"),
