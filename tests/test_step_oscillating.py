@@ -5,6 +5,7 @@ References: the closed form (cos for sin), through the public API; f leaves arbi
 precision (np.asarray(dtype=float)), so no referee can run and the steps alone decide."""
 from __future__ import annotations
 
+import mpmath
 import numpy as np
 import pytest
 
@@ -67,7 +68,6 @@ def _sharp_slope(z):
 
 
 def test_a_step_no_float64_difference_resolves_is_unchecked_not_proven():
-    mpmath = pytest.importorskip("mpmath")
     mpmath.mp.dps = 40
     exact = lambda t: _C + _A * mpmath.tanh((t - _X0) / _W)  # noqa: E731
     x = np.array([_X0])
