@@ -7,6 +7,7 @@ smallest error ``check``'s rule would call MISMATCH at each entry (:attr:`Prepar
 """
 from __future__ import annotations
 
+import abc
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -129,7 +130,7 @@ def time_and_repeat(prep: Prepared) -> tuple[float, bool, float]:
 CHUNK = 1 << 20
 
 
-class _WhereRead:
+class _WhereRead(abc.ABC):
     """A per-entry quantity of a flat problem computed where it is read (``q[key]``: the same
     bits as the whole array's ``[key]``, every operation being entrywise), and in chunks when a
     whole array is asked for (``np.asarray(q)``): a model of 10^8 parameters holds no array of
@@ -142,8 +143,9 @@ class _WhereRead:
     def shape(self) -> tuple[int]:
         return (self.size,)
 
+    @abc.abstractmethod
     def _at(self, key: Any) -> np.ndarray:
-        raise NotImplementedError
+        """The quantity at ``key`` of the flat problem (each subclass's formula)."""
 
     def __getitem__(self, key: Any) -> np.ndarray:
         return self._at(key)
