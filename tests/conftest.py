@@ -33,6 +33,10 @@ The marks (registered in pyproject.toml):
     uses keep at least 100 examples (``@settings(max_examples=max(100, ...))``): the
     mutation score was measured with them.
 
+Both run on every core with pytest-xdist (``-n auto --dist loadfile`` in pyproject.toml's
+``addopts``; ``pytest -n 0`` runs in one process). The hooks below that write files run where
+they see the whole suite: the controller for outcomes, the first worker for the collection.
+
 Environment variables (.ci/run sets them; a user's ``pytest`` needs none):
 
 * ``CI``: hypothesis' larger ``ci`` profile. Nothing else: a CI service sets ``CI=true``
@@ -101,9 +105,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     _write_collected(items)
 
 
+def _worker() -> str | None:
+    """The pytest-xdist worker running this process (``gw0``, ...), or None: the controller
+    of a ``-n`` run, or a run without xdist (``-n 0`` or ``-p no:xdist``)."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
 def _write_collected(items: list[pytest.Item]) -> None:
+    # Under xdist every worker collects the whole suite (xdist checks they agree) and the
+    # controller collects nothing: the first worker writes.
     path = os.environ.get("GRADCHECK_COLLECTED")
-    if path:
+    if path and _worker() in (None, "gw0"):
         with open(path, "w", encoding="utf-8") as out:
             for item in items:
                 marks = sorted(m for m in SELECTED_IN_FULL if item.get_closest_marker(m))
@@ -145,7 +157,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    # The controller of an xdist run receives every worker's reports; a worker has only its own.
     path = os.environ.get("GRADCHECK_OUTCOMES")
-    if path:
+    if path and _worker() is None:
         with open(path, "w", encoding="utf-8") as out:
             out.writelines(f"{nodeid}\t{outcome}\n" for nodeid, outcome in _OUTCOMES.items())

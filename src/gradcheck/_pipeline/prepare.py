@@ -236,8 +236,10 @@ def reducer(cotangent: np.ndarray | None) -> Callable[[np.ndarray], float]:
         if y.shape != shape:
             raise _changed_shape(y.shape, shape)
         # numpy's pairwise sum, not BLAS's dot: the same bits on every machine and thread
-        # count, and the compiled engine's in-kernel reduction reproduces them exactly.
-        return float(np.add.reduce(flat_v * np.asarray(y.reshape(-1), dtype=np.float64)))  # float64: no copy
+        # count, and the compiled engine's in-kernel reduction reproduces them exactly. An inf
+        # or NaN in y is the NONFINITE verdict's business, not a numpy warning to the user.
+        with np.errstate(invalid="ignore", over="ignore"):
+            return float(np.add.reduce(flat_v * np.asarray(y.reshape(-1), dtype=np.float64)))  # float64: no copy
 
     return reduce
 
