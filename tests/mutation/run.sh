@@ -27,6 +27,11 @@ cd "$WORKDIR"
 # The tests that start a fresh interpreter import gradcheck too: the scratch copy's, whether
 # or not the venv has gradcheck installed (and mutmut: a mutant's code imports it).
 export PYTHONPATH="$WORKDIR/mutants/src${PYTHONPATH:+:$PYTHONPATH}"
+# ... and that directory must exist when the interpreter starts: a PYTHONPATH entry that does not
+# exist yet is cached as "nothing here" (sys.path_importer_cache), and with gradcheck installed
+# (editable or not) every test then imports the unmutated installed copy: mutmut finds "no test
+# case for any mutant" and scores 0 (2026-12-03, a fresh WORKDIR in a venv with `pip install -e .`).
+mkdir -p "$WORKDIR/mutants/src"
 echo "mutmut $("$MUTMUT" --version 2>/dev/null || true) in $WORKDIR"
 "$MUTMUT" run --max-children "$JOBS" || true
 "$MUTMUT" results --all true > mutmut-results.txt 2>&1 || "$MUTMUT" results > mutmut-results.txt 2>&1 || true
