@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 
 import optional_deps
@@ -65,6 +66,12 @@ settings.register_profile("ci", max_examples=300, **_COMMON)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 SELECTED_IN_FULL = ("optional", "scale", "property")
+
+# A shell starts a background job (`pytest &`, `nohup pytest`) with SIGINT ignored, and an
+# ignored signal stays ignored in every process it starts: Ctrl-C would then never reach the
+# checks and scripts that the interruption tests signal. Python's own default for the tests.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
