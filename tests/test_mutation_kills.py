@@ -527,3 +527,91 @@ def test_step_study_computes_its_documented_estimates(case):
         np.testing.assert_array_equal(getattr(study, key), np.array(want[key], dtype=np.float64), err_msg=key)
     assert study.codes.tolist() == want["codes"]
     assert study.kink.tolist() == want["kink"]
+
+
+# --- resolved_share and the tolerance keywords (added to the mutated modules after 2026-11-29) ---
+
+@pytest.mark.parametrize("analytic, numeric, tol, want", [
+    (2.0, -3.0, 0.75, 0.25),        # the larger magnitude of the two, signs ignored
+    (-3.0, 2.0, 0.75, 0.25),
+    (-4.0, 0.0, 1.0, 0.25),         # one side zero: the other's magnitude
+    (0.0, -4.0, 1.0, 0.25),
+    (0.0, 0.0, 1.0, math.inf),      # nothing to share: inf, not nan
+    (0.0, 0.0, 0.0, math.inf),
+    (1e-310, 0.0, 1e300, math.inf),  # overflow of the share: inf, no warning
+])
+def test_resolved_share_is_the_tolerance_over_the_larger_magnitude(analytic, numeric, tol, want):
+    from gradcheck._classify.rule import resolved_share
+
+    with np.errstate(all="raise"):  # the function's own guard must hold, whatever the caller's
+        got = resolved_share(np.array([analytic]), [numeric], [tol])
+    assert got.dtype == np.float64 and got.shape == (1,)
+    assert got[0] == want
+
+
+def test_resolved_share_is_elementwise_over_arrays():
+    from gradcheck._classify.rule import resolved_share
+
+    got = resolved_share([1.0, -8.0, 0.0], [2.0, 4.0, 0.0], np.array([1.0, 2.0, 5.0], dtype=np.float32))
+    assert got.tolist() == [0.5, 0.25, math.inf]
+
+
+def test_tolerance_keywords_validate_and_map_to_their_fields():
+    from gradcheck._core.config import KEYWORD_FIELDS, Tuning, as_config, with_keywords
+
+    assert as_config(None) is None
+    cfg = Config(rtol=1e-4)
+    assert as_config(cfg) is cfg
+    with pytest.raises(TypeError, match=r"Config\(\*\*\{'rtol': 1e-05\}\)"):
+        as_config({"rtol": 1e-5})
+    with pytest.raises(TypeError, match="config must be a gradcheck.Config or None"):
+        as_config(3)
+    # eps is the step; every keyword is kept, in the order given, as a float
+    none, tuning = with_keywords(None, rtol=0.25, eps=2e-6, atol=None, resolution=0.5, noise_factor=4)
+    assert none is None
+    assert tuning.fields == (("rtol", 0.25), ("step", 2e-6), ("resolution", 0.5), ("noise_factor", 4.0))
+    assert all(type(v) is float for _, v in tuning.fields)
+    assert bool(tuning) and not bool(Tuning()) and not bool(with_keywords(None, rtol=None)[1])
+    assert tuning.keywords() == {"rtol": 0.25, "eps": 2e-6, "resolution": 0.5, "noise_factor": 4.0}
+    assert tuning.names() == ["rtol", "eps", "resolution", "noise_factor"]
+    assert tuning.names(leaving=("step", "rtol")) == ["resolution", "noise_factor"]
+    base = Config()
+    applied = tuning.apply(base)
+    assert (applied.rtol, applied.step, applied.resolution, applied.noise_factor, applied.atol) == (
+        0.25, 2e-6, 0.5, 4.0, base.atol)
+    only = tuning.apply(base, only=("step",))
+    assert (only.rtol, only.step, only.resolution) == (base.rtol, 2e-6, base.resolution)
+    assert Tuning().apply(base) is base and tuning.apply(base, only=("atol",)) is base
+    assert base.replace(rtol=3e-3).rtol == 3e-3 and base.rtol != 3e-3  # a copy, base untouched
+    assert set(KEYWORD_FIELDS) == {"rtol", "atol", "eps", "resolution", "noise_factor"}
+    # each keyword names itself when wrong, with what it means
+    for keyword, value, words in [("eps", 0.0, "eps.*relative step"), ("eps", -1.0, "eps"),
+                                  ("resolution", 1.5, "resolution.*largest tolerance"),
+                                  ("resolution", -0.1, "resolution"), ("rtol", -1.0, "rtol"),
+                                  ("atol", -1e-9, "atol"), ("noise_factor", float("nan"), "noise_factor"),
+                                  ("rtol", "x", "rtol")]:
+        with pytest.raises((TypeError, ValueError), match=words):
+            with_keywords(None, **{keyword: value})
+    assert with_keywords(None, atol=0.0)[1].fields == (("atol", 0.0),)
+    assert with_keywords(None, resolution=0.999)[1].fields == (("resolution", 0.999),)
+    with pytest.raises(ValueError, match=r"resolution must be a number in \(0, 1\)"):
+        with_keywords(None, resolution=1.0)
+    with pytest.raises(TypeError, match=r"not a tolerance keyword: \['step'\]"):
+        with_keywords(None, step=1e-6)
+
+
+def test_tolerance_keywords_beside_a_config():
+    from gradcheck._core.config import with_keywords
+
+    # a field the config left at its preset takes the keyword; one it set must agree
+    cfg, tuning = with_keywords(Config(atol=1e-9), rtol=1e-5)
+    assert (cfg.rtol, cfg.atol, bool(tuning)) == (1e-5, 1e-9, False)
+    same, _ = with_keywords(Config(rtol=1e-4), rtol=1e-4)
+    assert same.rtol == 1e-4
+    with pytest.raises(ValueError, match=r"^rtol=1e-05 conflicts with config.rtol=0.0001: give rtol once"):
+        with_keywords(Config(rtol=1e-4), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"^eps=1e-05 conflicts with config.step=0.0001"):
+        with_keywords(Config(step=1e-4), eps=1e-5)
+    f32 = Config.for_dtype("float32")  # its preset is float32's, not float64's
+    assert with_keywords(f32, rtol=5e-3)[0].rtol == 5e-3
+    assert with_keywords(Config(rtol=1e-4), rtol=None)[0].rtol == 1e-4
