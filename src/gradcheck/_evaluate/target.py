@@ -13,16 +13,14 @@ output as it is, and each perturbed entry's answer is its own slice's reduction 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
-
-if TYPE_CHECKING:
-    from .points import Points
+from .points import Answers, Points
 
 
 @dataclass(frozen=True)
@@ -52,17 +50,30 @@ class Target:
         return entry_of(flat_index, self.work.shape)
 
 
-class Slices(Protocol):
-    """A per-slice reduction: ``f``'s output reduced slice by slice (one scalar per slice, the
-    colouring's ``v_b . f_b``), each perturbed entry answered with its own slice's value."""
+class Slices(Answers, Protocol):
+    """A reduction of ``f``'s output to several values per point: slice by slice (one scalar
+    per slice, the colouring's ``v_b . f_b``), each perturbed entry answered with its own
+    slice's value (``per_point`` None); or ``per_point`` values per point whatever entries it
+    sets (:class:`PerPoint`: the adjoint test's ``v . f`` and ``sum |v f|`` from one evaluation)."""
 
     #: The shape of ``f``'s output (the compiled runner stores outputs of this shape).
     shape: tuple[int, ...]
 
     def per_entry(self, y: object, entries: np.ndarray | None, out: np.ndarray) -> None:
-        """Into ``out``: the value of each of ``entries`` (flat indices; None: every entry, in
-        flat order) from ``f``'s output ``y``; an output it cannot reduce raises
-        :class:`~gradcheck._core.errors.OutputError`."""
+        """Into ``out``: the point's answers from ``f``'s output ``y`` (``per_point`` None: the
+        value of each of ``entries``, flat indices, None meaning every entry in flat order); an
+        output it cannot reduce raises :class:`~gradcheck._core.errors.OutputError`."""
+
+
+class PerPoint:
+    """``reduce(y)``'s ``per_point`` values at each point (a :class:`Slices` answering per
+    point): several reductions of one evaluation of ``f``, whose output has ``shape``."""
+
+    def __init__(self, reduce: Callable[[object], Sequence[float]], per_point: int, shape: tuple[int, ...]) -> None:
+        self.reduce, self.per_point, self.shape = reduce, per_point, tuple(shape)
+
+    def per_entry(self, y: object, entries: np.ndarray | None, out: np.ndarray) -> None:
+        out[...] = self.reduce(y)
 
 
 class Runner(Protocol):

@@ -24,7 +24,7 @@ claim that drops an imaginary part is compared as the complex number it is, and 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, SupportsFloat
+from typing import Any, SupportsFloat, cast
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from ._links import (
     FunctionError,
     GradcheckError,
     OutputError,
+    PerPoint,
     Target,
     default_convention,
     float_dtype_name,
@@ -89,21 +90,30 @@ def _output(inner: Any, f: Callable[..., object], z: np.ndarray, where: str, lik
 
 
 def along(inner: Any, f: Callable[..., object], x: np.ndarray, direction: np.ndarray,
-          reduce: Callable[[np.ndarray], SupportsFloat], scales: Sequence[float], labels: Sequence[str],
-          like: np.ndarray | None = None, *, engine: str = "serial", executor: object = None) -> np.ndarray:
+          reduce: Callable[[np.ndarray], SupportsFloat | Sequence[float]], scales: Sequence[float],
+          labels: Sequence[str], like: np.ndarray | None = None, *, engine: str = "serial", executor: object = None,
+          answers: int = 1) -> np.ndarray:
     """``reduce(f(x + s direction))`` for each of ``scales`` (float64), the points evaluated by a
     runner of the evaluation layer (``engine``; ``executor`` for ``"executor"``) on a private copy
     of ``x``: the layer restores it, detects a write by ``f`` and names an error by the point's
     label (``labels[j]``): ``f`` raising is :class:`FunctionError`, its output refused as
-    :func:`evaluate` refuses it :class:`OutputError`. The runner is closed before it returns."""
+    :func:`evaluate` refuses it :class:`OutputError`. The runner is closed before it returns.
+    With ``answers`` k > 1, ``reduce`` returns k floats, each point is evaluated once and the
+    values are shaped ``(len(scales), k)`` (the layer's :class:`PerPoint` reduction)."""
     work = np.array(x, copy=True)
 
-    def value() -> float:
-        return float(reduce(_output(inner, f, work, "at a point along the direction", like)))
+    def output() -> np.ndarray:
+        return _output(inner, f, work, "at a point along the direction", like)
 
-    runner = make_runner(engine, Target(f=f, work=work, evaluate=value, backend=inner, executor=executor))
+    if answers == 1:
+        one = cast(Callable[[np.ndarray], SupportsFloat], reduce)
+        target = Target(f=f, work=work, evaluate=lambda: float(one(output())), backend=inner, executor=executor)
+    else:
+        several = PerPoint(cast(Callable[[object], Sequence[float]], reduce), answers, () if like is None else like.shape)
+        target = Target(f=f, work=work, evaluate=output, backend=inner, executor=executor, slices=several)
+    runner = make_runner(engine, target)
     try:
-        return Along(runner, work, direction).values(scales, labels)
+        return Along(runner, work, direction, answers).values(scales, labels)
     finally:
         runner.close()
 

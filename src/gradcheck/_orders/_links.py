@@ -43,6 +43,7 @@ from .._differences import modelled as modelled
 from .._differences import moved as moved
 from .._differences import richardson as richardson
 from .._differences import truncation as truncation
+from .._evaluate import PerPoint as PerPoint
 from .._evaluate import Target as Target
 from .._evaluate import make_runner as make_runner
 from .._pipeline.check import check as check
