@@ -18,7 +18,7 @@ from .._core.errors import FunctionError, OutputError
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from .._differences import require_moving_steps, steps_for
 from .._lowp.forced64 import route_float64
-from .._lowp.plan import OrdinaryPlan, plan_for
+from .._lowp.plan import LowPrecisionPlan, OrdinaryPlan, plan_for
 from ..backends._claimed import as_gradient
 from .options import CheckOptions
 
@@ -79,8 +79,9 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
         return RealView(be, x_np, vectorized)
     dtype = float_dtype_name(x_np)
     lowp = plan_for(dtype, f, x_np, be, opts.bound_ulps)  # difference the float64 upcast when f allows it
-    x_np, config, adjudicate = lowp.start(x_np, opts.config, opts.adjudicate)
-    cfg = _refined(_tuned(config if config is not None else Config.for_dtype(dtype), opts, lowp), opts.refine)
+    lowp, x_np, config, adjudicate = lowp.start(x_np, opts.config, opts.adjudicate)
+    cfg, ignored = _tuned(config if config is not None else Config.for_dtype(dtype), opts, lowp)
+    lowp, cfg = lowp.noted(*ignored), _refined(cfg, opts.refine)
     label = _arguments.label_of(f, opts.name)
     # A private copy, `work`, is perturbed; `pristine` detects a function that writes to x.
     # Native byte order: the same values, and the differencing code reads them natively.
@@ -113,9 +114,9 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     audit = getattr(be, "audit", None)
     audit_notes, violations = audit(f, claim_at.copy(), cotangent, grad, claimed) if audit else ((), ())
     analytic = as_gradient(claimed, work.shape, claim_what(grad, cotangent))
-    cfg = lowp.after_claim(cfg, claimed)
+    lowp, cfg = lowp.after_claim(cfg, claimed)
     if callable(grad) or grad is None:  # a float32 claim: its own rounding, measured at the upcast
-        lowp.measure_rounding(lambda: be.claimed_gradient(f, work.copy(), cotangent, grad), analytic)
+        lowp = lowp.measure_rounding(lambda: be.claimed_gradient(f, work.copy(), cotangent, grad), analytic)
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
         evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path: no backend per call
@@ -143,18 +144,18 @@ def _pristine(x_np: np.ndarray, work: np.ndarray) -> np.ndarray:
     return work.copy()
 
 
-def _tuned(cfg: Config, opts: CheckOptions, lowp: Any) -> Config:
-    """``cfg`` with the tolerance keywords (``rtol=``, ``eps=``, ...) set. On the upcast path a
-    low-precision claim is judged in ulps of its format (``bound_ulps=``) with float64 steps,
-    as it is for ``config=``: only ``noise_factor`` applies there, and a note says so."""
-    if not lowp.upcast:
-        return opts.tuning.apply(cfg)
+def _tuned(cfg: Config, opts: CheckOptions, lowp: OrdinaryPlan) -> tuple[Config, tuple[str, ...]]:
+    """``cfg`` with the tolerance keywords (``rtol=``, ``eps=``, ...) set, and the plan's note on
+    them. On the upcast path a low-precision claim is judged in ulps of its format
+    (``bound_ulps=``) with float64 steps, as it is for ``config=``: only ``noise_factor``
+    applies there, and the note says so."""
+    if not isinstance(lowp, LowPrecisionPlan) or not lowp.upcast:
+        return opts.tuning.apply(cfg), ()
     ignored = opts.tuning.names(leaving=("noise_factor",))
-    if ignored:
-        lowp.notes.append(f"{', '.join(k + '=' for k in ignored)} not applied: a {lowp.fmt.name} input of a "
-                          "precision-generic f is differenced at its float64 upcast with float64 steps and its "
-                          "claim judged in ulps of its format (bound_ulps= sets that allowance)")
-    return opts.tuning.apply(cfg, only=("noise_factor",))
+    note = (f"{', '.join(k + '=' for k in ignored)} not applied: a {lowp.fmt.name} input of a precision-generic f "
+            "is differenced at its float64 upcast with float64 steps and its claim judged in ulps of its format "
+            "(bound_ulps= sets that allowance)")
+    return opts.tuning.apply(cfg, only=("noise_factor",)), (note,) if ignored else ()
 
 
 def _refined(cfg: Config, refine: bool | None) -> Config:
