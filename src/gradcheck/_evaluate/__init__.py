@@ -34,6 +34,9 @@ The API
         The runner by name, or ``"auto"``: THE automatic choice (one timer, :func:`time_call`),
         its reason for the report and the calls of ``f`` it spent timing (``timing=False``: none;
         ``auto`` then picks executor, batched or serial).
+    ``at_x(evaluate, where="base", work=None)``
+        ``f`` at the working copy itself (``f(x)``, no entry perturbed): its exception a
+        FunctionError named ``where``, a write into ``work`` an InputMutationError.
     ``runner.run(points, progress=None) -> values``
         One float64 per point, in order (a target with ``slices``: one per entry set, in the
         order of ``points.idx``, a shift's entries in flat order; ``PerPoint``: ``k`` per
@@ -103,11 +106,12 @@ from .target import PerPoint as PerPoint
 from .target import Runner as Runner
 from .target import Slices as Slices
 from .target import Target as Target
+from .target import at_x as at_x
 from .target import flat_handle as flat_handle
 
 __all__ = ["ALONG", "RUNNER_NAMES", "BatchedRunner", "Choice", "ChunkFailedError", "CompiledRunner", "DTYPES", "Declined",
            "ExecutorOptions", "ExecutorRunner", "ExecutorStats", "ForkPool", "PerPoint", "Points", "ProcessesRunner",
-           "Runner", "SerialRunner", "Shift", "Slices", "Target", "WorkerDied", "answer", "auto_decision",
+           "Runner", "SerialRunner", "Shift", "Slices", "Target", "WorkerDied", "answer", "at_x", "auto_decision",
            "auto_reason", "choose", "compiled_refusal", "flat_handle", "fork_available", "fork_hazard", "fork_map",
            "kind_of", "loops", "make_runner", "numpy_backend", "picklable", "run_here", "steps_for", "time_call",
            "usable_cores"]

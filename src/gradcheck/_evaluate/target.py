@@ -15,12 +15,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
+from .._core.arrays import same_bits
+from .._core.errors import FunctionError, GradcheckError, InputMutationError, OutputError, mutation_error
 from .points import Answers, Points
+
+Y = TypeVar("Y")
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,25 @@ def located(exc: BaseException, index: tuple[int, ...] | None, side: str, param:
     err = FunctionError(index, side, param if param is not None else getattr(exc, "param", None), cause)
     err.__cause__ = cause
     return err
+
+
+def at_x(evaluate: Callable[[], Y], where: str = "base", *, work: np.ndarray | None = None) -> Y:
+    """``evaluate()``: ``f`` at the working copy itself, no entry perturbed (``f(x)``, ``f(x)``
+    again). ``f`` raising is :class:`~gradcheck.FunctionError` at no entry, named ``where``
+    (gradcheck's own errors pass as they are: a backend's FunctionError, an OutputError). With
+    ``work`` (``f``'s argument), a write into it is :class:`~gradcheck.InputMutationError`,
+    seen ``where`` (check's own base evaluation leaves that to its sanity stage, which compares
+    the working copy with the pristine ``x`` after the first pass)."""
+    before = None if work is None else np.array(work, copy=True)
+    try:
+        y = evaluate()
+    except GradcheckError:
+        raise  # said once, where it was raised
+    except Exception as exc:
+        raise FunctionError(None, where, None, exc) from exc
+    if work is not None and not same_bits(work, before):
+        raise mutation_error(seen=f" (seen {where})")
+    return y
 
 
 def written(index: tuple[int, ...], how: str = "while it was perturbed") -> InputMutationError:

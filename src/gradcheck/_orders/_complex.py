@@ -30,18 +30,15 @@ import numpy as np
 
 from ._links import (
     Along,
-    FunctionError,
-    GradcheckError,
     OutputError,
     PerPoint,
     Target,
+    at_x,
     default_convention,
     float_dtype_name,
     make_runner,
-    mutation_error,
     output_array,
     require_real_output,
-    same_bits,
     validate_convention,
 )
 
@@ -64,17 +61,8 @@ def evaluate(inner: Any, f: Any, z: np.ndarray, where: str, like: np.ndarray | N
     value that is not real or complex numbers (None, a string) is :class:`OutputError`, and so
     is another shape, or complex where ``like`` (``f(x)``) is real (or real where it is
     complex): each saying ``where`` (``"at x"``); an ``f`` that writes into ``z`` is
-    :class:`InputMutationError`, as in ``check``."""
-    before = np.array(z, copy=True)
-    try:
-        y = _output(inner, f, z, where, like)
-    except GradcheckError:
-        raise
-    except Exception as exc:
-        raise FunctionError(None, where, None, exc) from exc
-    if not same_bits(z, before):
-        raise mutation_error(seen=f" (seen {where})")
-    return y
+    :class:`InputMutationError`, as in ``check`` (the evaluation layer's :func:`at_x`)."""
+    return at_x(lambda: _output(inner, f, z, where, like), where, work=z)
 
 
 def _output(inner: Any, f: Callable[..., object], z: np.ndarray, where: str, like: np.ndarray | None) -> np.ndarray:

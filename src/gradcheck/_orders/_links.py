@@ -45,6 +45,7 @@ from .._differences import richardson as richardson
 from .._differences import truncation as truncation
 from .._evaluate import PerPoint as PerPoint
 from .._evaluate import Target as Target
+from .._evaluate import at_x as at_x
 from .._evaluate import make_runner as make_runner
 from .._pipeline.check import check as check
 from .._pipeline.claims import ClaimBackend as ClaimBackend

@@ -14,9 +14,10 @@ from .. import backends as _backends
 from .._core import arguments as _arguments
 from .._core import claims as _claims
 from .._core.config import Config, dtype_name
-from .._core.errors import FunctionError, OutputError
+from .._core.errors import OutputError
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from .._differences import require_moving_steps, steps_for
+from .._evaluate import at_x
 from .._lowp.forced64 import route_float64
 from .._lowp.plan import LowPrecisionPlan, OrdinaryPlan, plan_for
 from ..backends._claimed import as_gradient
@@ -89,7 +90,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     pristine = _pristine(x_np, work)
     require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
     began = time.perf_counter()
-    y0 = _evaluate_at_x(be, f, work)
+    y0 = at_x(lambda: be.evaluate(f, work))  # a write is sanity's to see, against pristine, after the first pass
     call_seconds = time.perf_counter() - began  # the cost plan's measured call (gradcheck._pipeline.cost)
     if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
         return RealView(be, x_np, vectorized, lowp.probes + 1)
@@ -160,15 +161,6 @@ def _tuned(cfg: Config, opts: CheckOptions, lowp: OrdinaryPlan) -> tuple[Config,
 
 def _refined(cfg: Config, refine: bool | None) -> Config:
     return cfg.replace(refine=bool(refine)) if refine is not None and refine != cfg.refine else cfg
-
-
-def _evaluate_at_x(be: Any, f: Callable[..., Any], work: np.ndarray) -> np.ndarray:
-    try:
-        return be.evaluate(f, work)
-    except FunctionError:
-        raise  # the backend already said what failed (f's output, gradcheck's conversion)
-    except Exception as exc:
-        raise FunctionError(None, "base", None, exc) from exc
 
 
 def take_claim(be: Any, f: Callable[..., Any], at: np.ndarray, cotangent: np.ndarray | None, grad: Any,
