@@ -29,7 +29,7 @@ from .._core.config import Config
 from .._differences import Differencer
 from . import f32steps
 from .float32 import forces_float32
-from .plan import Adjudicate, OrdinaryPlan
+from .plan import OrdinaryPlan
 
 if TYPE_CHECKING:
     from ..backends import Backend
@@ -76,10 +76,6 @@ class Float32InsidePlan(OrdinaryPlan):
 
     #: The forced-float32 preset (rtol 2e-4, PASS share 5e-4, Richardson steps 2**-5).
     config: Config = f32steps.PRESET
-
-    def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Adjudicate,
-              ) -> tuple[OrdinaryPlan, np.ndarray, Config | None, Adjudicate]:
-        return self, x_np, self.config, adjudicate
 
     def first_estimates(self, differencer: Differencer, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
                         values: np.ndarray | None = None, base_value: float = np.nan,

@@ -30,6 +30,7 @@ import numpy as np
 
 from ._links import (
     Along,
+    Backend,
     OutputError,
     PerPoint,
     Target,
@@ -55,7 +56,7 @@ def require_input(x_np: np.ndarray) -> bool:
     return False
 
 
-def evaluate(inner: Any, f: Any, z: np.ndarray, where: str, like: np.ndarray | None = None) -> np.ndarray:
+def evaluate(inner: Backend, f: Callable[..., object], z: np.ndarray, where: str, like: np.ndarray | None = None) -> np.ndarray:
     """``f(z)`` through the backend as numpy, at a point of its own (``x`` itself: the points
     along a direction go through :func:`along`). ``f`` raising is :class:`FunctionError`, a
     value that is not real or complex numbers (None, a string) is :class:`OutputError`, and so
@@ -65,7 +66,7 @@ def evaluate(inner: Any, f: Any, z: np.ndarray, where: str, like: np.ndarray | N
     return at_x(lambda: _output(inner, f, z, where, like), where, work=z)
 
 
-def _output(inner: Any, f: Callable[..., object], z: np.ndarray, where: str, like: np.ndarray | None) -> np.ndarray:
+def _output(inner: Backend, f: Callable[..., object], z: np.ndarray, where: str, like: np.ndarray | None) -> np.ndarray:
     """``f(z)`` as numpy, refused (:class:`OutputError`) when it is not numbers or not ``like``."""
     y = output_array(inner.evaluate(f, z))
     if y.dtype.kind != "c":
@@ -77,7 +78,7 @@ def _output(inner: Any, f: Callable[..., object], z: np.ndarray, where: str, lik
     return y
 
 
-def along(inner: Any, f: Callable[..., object], x: np.ndarray, direction: np.ndarray,
+def along(inner: Backend, f: Callable[..., object], x: np.ndarray, direction: np.ndarray,
           reduce: Callable[[np.ndarray], SupportsFloat | Sequence[float]], scales: Sequence[float],
           labels: Sequence[str], like: np.ndarray | None = None, *, engine: str = "serial", executor: object = None,
           answers: int = 1) -> np.ndarray:

@@ -19,7 +19,8 @@ from .._core.inputs import float_dtype_name, output_array, require_real_output, 
 from .._differences import require_moving_steps, steps_for
 from .._evaluate import at_x
 from .._lowp.forced64 import route_float64
-from .._lowp.plan import LowPrecisionPlan, OrdinaryPlan, plan_for
+from .._lowp.plan import Adjudicate, LowPrecisionPlan, OrdinaryPlan, plan_for
+from ..backends import Backend
 from ..backends._claimed import as_gradient
 from .options import CheckOptions
 
@@ -28,7 +29,7 @@ from .options import CheckOptions
 class RealView:
     """``x`` or ``f(x)`` is complex: ``check`` runs on the real view (``_pipeline.complex``)."""
 
-    backend: Any
+    backend: Backend
     x_np: np.ndarray
     vectorized: bool
     evaluations: int = 0         # calls of f made before the complex output was seen
@@ -38,13 +39,13 @@ class RealView:
 class Subject:
     """What the later stages need to know of ``f`` at ``x`` (prepare's output)."""
 
-    f: Callable[..., Any]
-    backend: Any
+    f: Callable[..., object]
+    backend: Backend
     label: str
     dtype: str                   # the input's dtype (before a low-precision upcast)
     lowp: OrdinaryPlan           # a no-op for ordinary dtypes
     config: Config               # may still change: the low-precision plan refines it
-    adjudicate: Any
+    adjudicate: Adjudicate
     vectorized: bool
     work: np.ndarray             # the private copy that is perturbed
     pristine: np.ndarray         # x's values, bit for bit, to detect an f that writes into its input
@@ -163,7 +164,7 @@ def _refined(cfg: Config, refine: bool | None) -> Config:
     return cfg.replace(refine=bool(refine)) if refine is not None and refine != cfg.refine else cfg
 
 
-def take_claim(be: Any, f: Callable[..., Any], at: np.ndarray, cotangent: np.ndarray | None, grad: Any,
+def take_claim(be: Backend, f: Callable[..., object], at: np.ndarray, cotangent: np.ndarray | None, grad: Any,
                y_shape: tuple[int, ...]) -> Any:
     """The claimed gradient at ``at``; a callable claim is checked at the door first (its
     call, ``grad(x)`` or ``grad(x, v)``; a ufunc as a VJP) and called once on private copies

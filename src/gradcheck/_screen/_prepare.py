@@ -22,8 +22,9 @@ from .._core.errors import UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
 from .._differences import steps_for
 from .._evaluate import at_x
-from .._lowp.forced64 import route_float64
+from .._lowp.forced64 import Float32InsidePlan, route_float64
 from .._pipeline.prepare import claim_what, make_cotangent, reducer, scalar_output, take_claim
+from ..backends import Backend
 from ..backends._claimed import as_gradient
 from ._limit import entrywise_floor
 from ._probe import Probe
@@ -34,7 +35,7 @@ class Prepared:
     """Everything about ``f`` at ``x`` that the steps share."""
 
     label: str
-    backend: Any
+    backend: Backend
     dtype: str
     config: Config
     probe: Probe
@@ -48,7 +49,7 @@ class Prepared:
     rho: float = 0.0             # f's round-off, measured along the first block (0: not yet)
     # check's plan for a float64 x at which f computes in float32 (gradcheck._lowp.forced64):
     # its preset sets config, unit and floor, and its Richardson estimates judge localized entries.
-    lowp: Any = None
+    lowp: Float32InsidePlan | None = None
     notes: tuple[str, ...] = ()
 
     @property
