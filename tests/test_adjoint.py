@@ -61,6 +61,27 @@ def test_blame_names_the_side_inconsistent_with_f():
     assert "DISAGREES" in str(bad_jvp)
 
 
+def test_blame_evaluates_f_once_at_each_point():
+    """The blame's differences cost one evaluation of f per point (four along t: v . f and
+    sum |v f| are both reduced from it) plus f(x) twice (the determinism check): six calls,
+    counted by hand, at x, x, then x + s t for s = h, -h, h/2, -h/2 (the step halved)."""
+    w = np.random.default_rng(3).standard_normal((20, 20))
+    x = np.random.default_rng(4).standard_normal(20) * 0.3
+    seen = []
+
+    def f(z):
+        seen.append(z.copy())
+        return np.tanh(w @ z)
+
+    jvp = lambda z, t: (1 - np.tanh(w @ z) ** 2) * (w @ t)  # noqa: E731
+    vjp = lambda z, v: w.T @ ((1 - np.tanh(w @ z) ** 2) * v)  # noqa: E731
+    result = check_adjoint(jvp, vjp, x, f=f)
+    assert result.passed and len(seen) == 6
+    assert all(np.array_equal(z, x) for z in seen[:2])  # f(x), then f(x) again
+    steps = [z - x for z in seen[2:]]  # x + s t at s = h, -h, h/2, -h/2
+    assert np.allclose(steps[1], -steps[0]) and np.allclose(steps[2], steps[0] / 2)
+
+
 def test_operator_round_off_is_not_a_failure():
     """An operator computed with heavy cancellation ((t + c) - c with c = 1e6: J = I up
     to ~1e-10 per entry) against its exact adjoint passes: its measured linearity defect

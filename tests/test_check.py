@@ -131,6 +131,32 @@ def test_function_error_is_reraised_with_entry_index():
     assert np.array_equal(x, before)
 
 
+@pytest.mark.parametrize("case", ["complex x, first call", "real x, f(x) again after the pass"])
+def test_an_error_at_x_itself_is_a_function_error_at_the_unperturbed_input(case):
+    """f raising at x itself is FunctionError at the unperturbed input (side "base", the
+    cause chained) wherever check evaluates it: the complex check's first call (it decides
+    whether the output is complex; it raised f's ZeroDivisionError bare before) and the
+    sanity stage's f(x) again after the first pass (bare before, too). Control: the same f
+    that does not raise passes, and x is untouched either way."""
+    calls, armed = [], [True]
+
+    def f(z):
+        calls.append(1)
+        if armed[0] and (case.startswith("complex") or len(calls) == 2 * z.size + 2):  # f(x), the pass, f(x) again
+            raise ZeroDivisionError("planted")
+        return float(np.sum(np.abs(z) ** 2))
+
+    x = np.array([1.0 + 1j, 2.0]) if case.startswith("complex") else np.array([1.0, 2.0])
+    before = x.copy()
+    grad = lambda z: 2 * z  # noqa: E731
+    with pytest.raises(gradcheck.FunctionError, match="ZeroDivisionError at the unperturbed input") as info:
+        check(f, x, grad, engine="serial")
+    assert info.value.index is None and info.value.side == "base"
+    assert isinstance(info.value.__cause__, ZeroDivisionError) and same_bits(x, before)
+    armed[0] = False
+    assert check(f, x, grad, engine="serial").passed and same_bits(x, before)
+
+
 def test_keyboard_interrupt_leaves_x_untouched():
     """A KeyboardInterrupt in the middle of a check propagates and x is unchanged."""
     x = np.array([1.0, 2.0, 3.0, 4.0])

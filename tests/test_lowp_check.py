@@ -1,6 +1,8 @@
 """check() on float16/bfloat16 inputs: float64 differences of the upcast, claims judged in ulps."""
 from __future__ import annotations
 
+import dataclasses
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -191,16 +193,20 @@ def test_the_plan_is_a_no_op_for_ordinary_dtypes_and_acts_only_on_the_upcast_pat
     for dtype in ("float64",):
         p = plan_for(dtype, f, x64.astype(dtype), be)
         assert p is ORDINARY
-        assert p.start(x64, None, "auto") == (x64, None, "auto")
-        assert p.cotangent(None) is None and p.after_claim(cfg, x64) is cfg
+        assert p.start(x64, None, "auto") == (p, x64, None, "auto")
+        assert p.cotangent(None) is None and p.after_claim(cfg, x64) == (p, cfg)
         assert p.after_differences(cfg, x64, (x64, x64, x64)) is cfg
         codes, tol = np.zeros(3, np.uint8), np.ones(3)
-        assert p.final(x64, None, cfg, codes, tol) == (codes, tol) and not p.notes and p.floor_name == "atol"
+        assert p.final(x64, None, cfg, codes, tol) == (codes, tol, ()) and not p.notes and p.floor_name == "atol"
     up = plan_for("bfloat16", f, X, be)
     assert isinstance(up, LowPrecisionPlan) and up.upcast
-    x_up, cfg_up, adjudicate = up.start(X, None, "auto")
+    started, x_up, cfg_up, adjudicate = up.start(X, None, "auto")
     assert x_up.dtype == np.float64 and np.array_equal(x_up, x64) and adjudicate is False
     assert cfg_up.rtol == GRAD_BOUND_ULPS * 2.0**-8
+    # a value: the start's note is on a new plan, the first one is as it was and cannot change
+    assert started.notes[:-1] == up.notes and "no arbitrary-precision referee" in started.notes[-1]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        up.upcast = False
     forced = plan_for("bfloat16", lambda x: (x.astype(BF16) ** 2).sum(), X, be)
-    assert not forced.upcast and forced.start(X, None, "auto") == (X, None, "auto")
-    assert forced.after_claim(cfg, X) is cfg and len(forced.notes) == 1 and "same-precision" in forced.notes[0]
+    assert not forced.upcast and forced.start(X, None, "auto") == (forced, X, None, "auto")
+    assert forced.after_claim(cfg, X) == (forced, cfg) and len(forced.notes) == 1 and "same-precision" in forced.notes[0]

@@ -61,6 +61,8 @@ class SliceReduction:
     entry answered with its own slice's value. ``shape`` is ``f(x)``'s; an output of another
     shape, or not real, is refused (:class:`~gradcheck._core.errors.OutputError`)."""
 
+    per_point = None  # one answer per entry a point sets
+
     def __init__(self, axes: Axes, cotangent: np.ndarray, shape: tuple[int, ...]) -> None:
         self.axes, self.shape = axes, tuple(shape)
         self.cotangent = np.asarray(cotangent, dtype=np.float64)

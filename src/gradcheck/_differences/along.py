@@ -36,20 +36,23 @@ def moved(x: np.ndarray, direction: np.ndarray, scale: float) -> np.ndarray:
 class Along:
     """Points ``work + s direction`` through ``runner`` (see the module docstring)."""
 
-    def __init__(self, runner: Runner, work: np.ndarray, direction: np.ndarray) -> None:
-        self.runner, self.work, self.direction = runner, work, direction
+    def __init__(self, runner: Runner, work: np.ndarray, direction: np.ndarray, answers: int = 1) -> None:
+        self.runner, self.work, self.direction, self.answers = runner, work, direction, answers
 
     def values(self, scales: Sequence[float], labels: Sequence[str] | None = None) -> np.ndarray:
         """The reduced ``f`` at ``work + s direction`` for each of ``scales`` (float64, in
-        order); ``labels[j]`` names point ``j`` in errors (default ``"at x + s d (s = ...)"``)."""
+        order; with ``answers`` k > 1, the runner's target answering k values per point
+        (:class:`~gradcheck._evaluate.PerPoint`): shape ``(len(scales), k)``); ``labels[j]``
+        names point ``j`` in errors (default ``"at x + s d (s = ...)"``)."""
         scales = [float(s) for s in scales]
         said = tuple(labels) if labels is not None else tuple(f"at x + s d (s = {s:.3g})" for s in scales)
-        n, out = self.work.size, np.full(len(scales), np.nan)
+        n, k = self.work.size, self.answers
+        out = np.full(len(scales) * k, np.nan)
         per_call = max(1, BLOCK // max(n, 1))
         for lo in range(0, len(scales), per_call):
             part = range(lo, min(len(scales), lo + per_call))
-            out[lo:part.stop] = self.runner.run(self._points([scales[j] for j in part], said[lo:part.stop]))
-        return out
+            out[lo * k:part.stop * k] = self.runner.run(self._points([scales[j] for j in part], said[lo:part.stop]))
+        return out if k == 1 else out.reshape(-1, k)
 
     def _points(self, scales: list[float], labels: tuple[str, ...]) -> Points:
         x = np.ascontiguousarray(self.work).reshape(-1)

@@ -27,16 +27,21 @@ The API
         ``v . f`` with ``cotangent``) at the current contents of ``work``, the private working
         copy of ``x`` (or a parameter array the caller restores bit for bit). With ``slices``
         (:class:`Slices`, a per-slice reduction: the colouring's ``v_b . f_b``), ``evaluate()``
-        is ``f``'s output and each perturbed entry is answered with its own slice's value.
+        is ``f``'s output and each perturbed entry is answered with its own slice's value; with
+        ``slices=PerPoint(reduce, k, shape)``, each point is answered with the ``k`` values of
+        ``reduce(f's output)`` (several reductions of one evaluation).
     ``choose(name, target, evaluations=None, timing=True) -> Choice(runner, reason, evaluations)``
         The runner by name, or ``"auto"``: THE automatic choice (one timer, :func:`time_call`),
         its reason for the report and the calls of ``f`` it spent timing (``timing=False``: none;
         ``auto`` then picks executor, batched or serial).
+    ``at_x(evaluate, where="base", work=None)``
+        ``f`` at the working copy itself (``f(x)``, no entry perturbed): its exception a
+        FunctionError named ``where``, a write into ``work`` an InputMutationError.
     ``runner.run(points, progress=None) -> values``
         One float64 per point, in order (a target with ``slices``: one per entry set, in the
-        order of ``points.idx``, a shift's entries in flat order). ``progress(groups done)``.
-        ``runner.name``, ``runner.notes`` (for the report), ``runner.evaluations`` (points run),
-        ``runner.close(terminate=False)``.
+        order of ``points.idx``, a shift's entries in flat order; ``PerPoint``: ``k`` per
+        point). ``progress(groups done)``. ``runner.name``, ``runner.notes`` (for the report),
+        ``runner.evaluations`` (points run), ``runner.close(terminate=False)``.
 
 What every runner guarantees
     The user's arrays are never perturbed (``work`` is restored in ``finally``, or only copies
@@ -97,14 +102,16 @@ from .points import steps_for as steps_for
 from .processes import ProcessesRunner as ProcessesRunner
 from .serial import SerialRunner as SerialRunner
 from .serial import run_here as run_here
+from .target import PerPoint as PerPoint
 from .target import Runner as Runner
 from .target import Slices as Slices
 from .target import Target as Target
+from .target import at_x as at_x
 from .target import flat_handle as flat_handle
 
 __all__ = ["ALONG", "RUNNER_NAMES", "BatchedRunner", "Choice", "ChunkFailedError", "CompiledRunner", "DTYPES", "Declined",
-           "ExecutorOptions", "ExecutorRunner", "ExecutorStats", "ForkPool", "Points", "ProcessesRunner",
-           "Runner", "SerialRunner", "Shift", "Slices", "Target", "WorkerDied", "answer", "auto_decision",
+           "ExecutorOptions", "ExecutorRunner", "ExecutorStats", "ForkPool", "PerPoint", "Points", "ProcessesRunner",
+           "Runner", "SerialRunner", "Shift", "Slices", "Target", "WorkerDied", "answer", "at_x", "auto_decision",
            "auto_reason", "choose", "compiled_refusal", "flat_handle", "fork_available", "fork_hazard", "fork_map",
            "kind_of", "loops", "make_runner", "numpy_backend", "picklable", "run_here", "steps_for", "time_call",
            "usable_cores"]

@@ -75,7 +75,7 @@ class BatchedRunner:
             return self._run_shift(points, progress)
         work = self.target.work
         count = len(points)
-        out = np.full(points.entry_count if self.target.slices is not None else count, np.nan)
+        out = np.full(points.answer_count(self.target.slices), np.nan)
         if count == 0:
             return out
         per = max(points.width, self.rows - self.rows % points.width)
@@ -121,8 +121,8 @@ class BatchedRunner:
         shift, work, slices = points.shift, self.target.work, self.target.slices
         assert shift is not None
         flat = np.ascontiguousarray(work).reshape(-1)
-        n, count = flat.size, len(points)
-        out = np.full(n * count if slices is not None else count, np.nan)
+        count = len(points)
+        out = np.full(points.answer_count(slices), np.nan)
         batch = np.empty((count,) + work.shape, dtype=work.dtype)
         for k, sign in enumerate(shift.signs):
             shift.fill(flat, sign, batch[k].reshape(-1))
@@ -162,7 +162,7 @@ class BatchedRunner:
         for j in range(start, stop):
             entries = None if points.shift is not None else points.entries(j)
             try:
-                slices.per_entry(y[j - start], entries, out[points.answer_span(j, j + 1, True)])
+                slices.per_entry(y[j - start], entries, out[points.answer_span(j, j + 1, slices)])
             except OutputError as refused:
                 first = points.first(j)
                 raise refused.at(None if first is None else entry_of(first, self.target.work.shape),

@@ -172,7 +172,7 @@ class CompiledRunner:
         slices = t.slices
         assert slices is not None
         count = len(points)
-        out = np.full(points.entry_count, np.nan)
+        out = np.full(points.answer_count(slices), np.nan)
         starts = np.arange(count + 1, dtype=np.int64) if points.starts is None else points.starts
         idx = np.ascontiguousarray(points.idx, dtype=np.int64)
         values = np.ascontiguousarray(points.values, dtype=t.work.dtype)
@@ -198,9 +198,10 @@ class CompiledRunner:
 
     def _answer(self, y: np.ndarray, points: Points, j: int, out: np.ndarray) -> None:
         """Point ``j``'s answers (one per entry) from ``f``'s stored output ``y``."""
-        assert self.target.slices is not None
+        slices = self.target.slices
+        assert slices is not None
         try:
-            self.target.slices.per_entry(y, points.entries(j), out[points.answer_span(j, j + 1, True)])
+            slices.per_entry(y, points.entries(j), out[points.answer_span(j, j + 1, slices)])
         except OutputError as refused:
             first = points.first(j)
             raise refused.at(None if first is None else entry_of(first, self.target.work.shape),

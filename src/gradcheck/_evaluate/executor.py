@@ -284,8 +284,8 @@ class _Pass:
         self.progress, self.on_chunk = progress, on_chunk
         self.width = points.width
         self.count = points.groups
-        self.per_entry = runner.target.slices is not None
-        self.out = np.full(points.entry_count if self.per_entry else len(points), np.nan)
+        self.slices = runner.target.slices
+        self.out = np.full(points.answer_count(self.slices), np.nan)
         self.filled = np.zeros(self.count, dtype=bool)
         self.next_lo = 0
         self.queue: collections.deque[_Chunk] = collections.deque()
@@ -388,7 +388,7 @@ class _Pass:
         if self.filled[lo:hi].any():  # each point recorded exactly once
             raise RuntimeError(f"executor engine got entries {lo}:{hi} twice; please report this")
         a, b = lo * self.width, hi * self.width
-        self.out[self.points.answer_span(a, b, self.per_entry)] = values
+        self.out[self.points.answer_span(a, b, self.slices)] = values
         self.filled[lo:hi] = True
         stats.chunks += 1
         stats.entries += hi - lo

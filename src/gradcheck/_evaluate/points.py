@@ -27,6 +27,7 @@ array, only the step rule, and is rebuilt where it runs (a worker's own copy inc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -48,6 +49,14 @@ def steps_for(values: np.ndarray, rel_step: float | np.ndarray) -> np.ndarray:
     # In place in the fresh |x| (the same products): one array of N, not three.
     np.maximum(1.0, v, out=v)
     return np.multiply(step, v, out=v)
+
+
+class Answers(Protocol):
+    """How many answers a reduction gives a point (:class:`~.target.Slices`)."""
+
+    @property
+    def per_point(self) -> int | None:
+        """Answers per point; None: one per entry the point sets."""
 
 
 @dataclass(frozen=True)
@@ -144,10 +153,17 @@ class Points:
             return slice(j, j + 1)
         return slice(int(self.starts[j]), int(self.starts[j + 1]))
 
-    def answer_span(self, lo: int, hi: int, per_entry: bool) -> slice:
-        """Where the answers of points ``lo:hi`` are: one per point, or one per entry set."""
-        if not per_entry:
+    def answer_count(self, slices: Answers | None) -> int:
+        """How many answers the points get: one per point (``slices`` None), ``slices.per_point``
+        per point, or one per entry set (a per-slice reduction: :class:`~.target.Slices`)."""
+        return self.answer_span(0, len(self), slices).stop
+
+    def answer_span(self, lo: int, hi: int, slices: Answers | None) -> slice:
+        """Where the answers of points ``lo:hi`` are (see :meth:`answer_count`)."""
+        if slices is None:
             return slice(lo, hi)
+        if slices.per_point is not None:
+            return slice(lo * slices.per_point, hi * slices.per_point)
         if self.shift is not None:
             return slice(lo * self.shift.size, hi * self.shift.size)
         if self.starts is None:

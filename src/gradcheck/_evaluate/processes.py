@@ -81,7 +81,7 @@ class ProcessesRunner:
             self.evaluations += count
             return values
         bounds = points.bounds(self.workers * self.chunks_per_worker)
-        out = np.full(points.entry_count if t.slices is not None else count, np.nan)
+        out = np.full(points.answer_count(t.slices), np.nan)
         futures: dict[Future, tuple[int, int]] = {}
         try:
             for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
@@ -116,7 +116,7 @@ class ProcessesRunner:
                 if got[0] == "error":
                     failures.append((lo, got))
                     continue
-                out[points.answer_span(lo, hi, t.slices is not None)] = got[1]
+                out[points.answer_span(lo, hi, t.slices)] = got[1]
                 done += (hi - lo) // points.width
             if failures:
                 # Chunks not started yet come after every started one (FIFO queue): cancel

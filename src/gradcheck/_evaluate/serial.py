@@ -74,7 +74,7 @@ def evaluate_points(evaluate: Evaluate, work: np.ndarray, points: Points, progre
             out = [np.nan] * len(points)
             _single(evaluate, work, flat, points, old.tolist(), out, progress)
             return np.array(out, dtype=np.float64)
-        answers = np.full(points.entry_count if slices is not None else len(points), np.nan)
+        answers = np.full(points.answer_count(slices), np.nan)
         _blocks(evaluate, work, flat, points, old, answers, progress, slices)
     return answers
 
@@ -156,7 +156,7 @@ def _blocks(evaluate, work, flat, points: Points, old: np.ndarray, out: np.ndarr
             now = np.asarray(flat[ids], dtype=work.dtype)
             kept = same_bits(now, wanted)
             if kept and slices is not None:  # taken while work is perturbed: y may be a view of it
-                slices.per_entry(y, ids, out[span])
+                slices.per_entry(y, ids, out[points.answer_span(j, j + 1, slices)])
             elif kept:
                 out[j] = y
             del y  # f's next output must not stack on this one
@@ -178,8 +178,7 @@ def _shift(evaluate, work: np.ndarray, points: Points, slices: Slices | None, pr
     assert shift is not None
     flat = work.reshape(-1)
     old = flat.copy()
-    n = flat.size
-    out = np.full(n * len(points) if slices is not None else len(points), np.nan)
+    out = np.full(points.answer_count(slices), np.nan)
     for j, sign in enumerate(shift.signs):
         moved = -1
         try:
@@ -188,7 +187,7 @@ def _shift(evaluate, work: np.ndarray, points: Points, slices: Slices | None, pr
                 y = evaluate()
             moved = shift.first_moved(flat, old, sign)
             if moved < 0 and slices is not None:  # taken while work is shifted: y may be a view of it
-                slices.per_entry(y, None, out[j * n:(j + 1) * n])
+                slices.per_entry(y, None, out[points.answer_span(j, j + 1, slices)])
             elif moved < 0:
                 out[j] = y
             del y  # f's next output must not stack on this one

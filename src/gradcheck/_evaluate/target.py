@@ -13,16 +13,17 @@ output as it is, and each perturbed entry's answer is its own slice's reduction 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
+from .._core.arrays import same_bits
+from .._core.errors import FunctionError, GradcheckError, InputMutationError, OutputError, mutation_error
+from .points import Answers, Points
 
-if TYPE_CHECKING:
-    from .points import Points
+Y = TypeVar("Y")
 
 
 @dataclass(frozen=True)
@@ -52,17 +53,30 @@ class Target:
         return entry_of(flat_index, self.work.shape)
 
 
-class Slices(Protocol):
-    """A per-slice reduction: ``f``'s output reduced slice by slice (one scalar per slice, the
-    colouring's ``v_b . f_b``), each perturbed entry answered with its own slice's value."""
+class Slices(Answers, Protocol):
+    """A reduction of ``f``'s output to several values per point: slice by slice (one scalar
+    per slice, the colouring's ``v_b . f_b``), each perturbed entry answered with its own
+    slice's value (``per_point`` None); or ``per_point`` values per point whatever entries it
+    sets (:class:`PerPoint`: the adjoint test's ``v . f`` and ``sum |v f|`` from one evaluation)."""
 
     #: The shape of ``f``'s output (the compiled runner stores outputs of this shape).
     shape: tuple[int, ...]
 
     def per_entry(self, y: object, entries: np.ndarray | None, out: np.ndarray) -> None:
-        """Into ``out``: the value of each of ``entries`` (flat indices; None: every entry, in
-        flat order) from ``f``'s output ``y``; an output it cannot reduce raises
-        :class:`~gradcheck._core.errors.OutputError`."""
+        """Into ``out``: the point's answers from ``f``'s output ``y`` (``per_point`` None: the
+        value of each of ``entries``, flat indices, None meaning every entry in flat order); an
+        output it cannot reduce raises :class:`~gradcheck._core.errors.OutputError`."""
+
+
+class PerPoint:
+    """``reduce(y)``'s ``per_point`` values at each point (a :class:`Slices` answering per
+    point): several reductions of one evaluation of ``f``, whose output has ``shape``."""
+
+    def __init__(self, reduce: Callable[[object], Sequence[float]], per_point: int, shape: tuple[int, ...]) -> None:
+        self.reduce, self.per_point, self.shape = reduce, per_point, tuple(shape)
+
+    def per_entry(self, y: object, entries: np.ndarray | None, out: np.ndarray) -> None:
+        out[...] = self.reduce(y)
 
 
 class Runner(Protocol):
@@ -97,6 +111,25 @@ def located(exc: BaseException, index: tuple[int, ...] | None, side: str, param:
     err = FunctionError(index, side, param if param is not None else getattr(exc, "param", None), cause)
     err.__cause__ = cause
     return err
+
+
+def at_x(evaluate: Callable[[], Y], where: str = "base", *, work: np.ndarray | None = None) -> Y:
+    """``evaluate()``: ``f`` at the working copy itself, no entry perturbed (``f(x)``, ``f(x)``
+    again). ``f`` raising is :class:`~gradcheck.FunctionError` at no entry, named ``where``
+    (gradcheck's own errors pass as they are: a backend's FunctionError, an OutputError). With
+    ``work`` (``f``'s argument), a write into it is :class:`~gradcheck.InputMutationError`,
+    seen ``where`` (check's own base evaluation leaves that to its sanity stage, which compares
+    the working copy with the pristine ``x`` after the first pass)."""
+    before = None if work is None else np.array(work, copy=True)
+    try:
+        y = evaluate()
+    except GradcheckError:
+        raise  # said once, where it was raised
+    except Exception as exc:
+        raise FunctionError(None, where, None, exc) from exc
+    if work is not None and not same_bits(work, before):
+        raise mutation_error(seen=f" (seen {where})")
+    return y
 
 
 def written(index: tuple[int, ...], how: str = "while it was perturbed") -> InputMutationError:

@@ -27,7 +27,6 @@ A float32 input meets one of two functions:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -45,7 +44,8 @@ ROUNDING_FACTOR = 2.0
 _NUDGE = 2.0 ** -28
 
 
-def forces_float32(f: Callable[..., Any], x64: np.ndarray, y64: np.ndarray, evaluate: Callable) -> bool:
+def forces_float32(f: Callable[..., object], x64: np.ndarray, y64: object,
+                   evaluate: Callable[[Callable[..., object], np.ndarray], object]) -> bool:
     """Whether ``f`` computes in float32 whatever it is given, although it returned float64.
 
     ``x64`` holds float32 values exactly. Nudged by less than a float32 half-ulp (random
@@ -73,7 +73,7 @@ def forces_float32(f: Callable[..., Any], x64: np.ndarray, y64: np.ndarray, eval
     return bool(np.array_equal(np.asarray(y64), y, equal_nan=True))
 
 
-def claim_rounding(claimed64: Callable[[], Any], analytic: np.ndarray) -> tuple[np.ndarray | None, str]:
+def claim_rounding(claimed64: Callable[[], object], analytic: np.ndarray) -> tuple[np.ndarray | None, str]:
     """``|a32 - a64|`` per entry (float64, the shape of ``analytic``) and a note, or None and
     why not. ``claimed64()`` computes the claim again at the float64 upcast."""
     try:

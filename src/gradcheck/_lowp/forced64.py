@@ -20,8 +20,8 @@ than a float32 half-ulp (:func:`gradcheck._lowp.float32.forces_float32`): it see
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,10 +31,16 @@ from . import f32steps
 from .float32 import forces_float32
 from .plan import OrdinaryPlan
 
+if TYPE_CHECKING:
+    from ..backends import Backend
+
+#: How a probe calls ``f`` (through the backend, counting the call).
+Probe = Callable[[Callable[..., object], np.ndarray], object]
+
 __all__ = ["Float32InsidePlan", "computes_in_float32", "route_float64"]
 
 
-def computes_in_float32(f: Callable[..., Any], x64: np.ndarray, y0: Any, evaluate: Callable) -> bool:
+def computes_in_float32(f: Callable[..., object], x64: np.ndarray, y0: object, evaluate: Probe) -> bool:
     """Whether ``f``, given the float64 array ``x64``, computes in float32 (see the module
     docstring); ``y0 = f(x64)`` as returned. At most two more evaluations, only when every
     value of ``y0`` is a non-integer float32 number.
@@ -64,17 +70,12 @@ def computes_in_float32(f: Callable[..., Any], x64: np.ndarray, y0: Any, evaluat
     return forces_float32(f, r32, at_r32, evaluate)
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Float32InsidePlan(OrdinaryPlan):
     """A float64 input, an ``f`` that computes in float32: the forced-float32 differences."""
 
-    notes: list[str] = field(default_factory=list)
-
     #: The forced-float32 preset (rtol 2e-4, PASS share 5e-4, Richardson steps 2**-5).
     config: Config = f32steps.PRESET
-
-    def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
-        return x_np, self.config, adjudicate
 
     def first_estimates(self, differencer: Differencer, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
                         values: np.ndarray | None = None, base_value: float = np.nan,
@@ -103,23 +104,23 @@ def realized_step(x: np.ndarray, h: np.ndarray) -> np.ndarray:
     return denom
 
 
-def route_float64(f: Callable[..., Any], x64: np.ndarray, y0: Any, backend: Any,
+def route_float64(f: Callable[..., object], x64: np.ndarray, y0: object, backend: Backend,
                   ) -> tuple[Float32InsidePlan | None, int]:
     """The plan for a float64 ``x64`` at which ``f`` returned ``y0``, or None (the ordinary
     float64 check) unless ``f`` computes in float32; and the evaluations of ``f`` the
     detection spent (0 to 2: the report counts them whichever way it went)."""
     calls = 0
 
-    def evaluate(g: Callable[..., Any], v: np.ndarray) -> Any:
+    def evaluate(g: Callable[..., object], v: np.ndarray) -> np.ndarray:
         nonlocal calls
         calls += 1  # counted before the call: a call that raises was made too
         return backend.evaluate(g, v)
     if not computes_in_float32(f, x64, y0, evaluate):
         return None, calls
-    return Float32InsidePlan(notes=[
+    return Float32InsidePlan(notes=(
         "float64 input, but f computes in float32 (every value it returns is a float32 number, "
         "and it returns the same bits at x, at x rounded to float32 and there nudged by less than a "
         "float32 ulp): the numeric side is a float32-step difference, Richardson-extrapolated across "
         "steps h, 2h, 4h (h = 2**-5 max(1, |x|); the step f sees, round32(x+h) - round32(x-h)), its noise "
         "the measured spread and f's measured round-off (gradcheck._lowp.f32steps), judged with the "
-        "forced-float32 rule (rtol 2e-4, PASS share 5e-4)"]), calls
+        "forced-float32 rule (rtol 2e-4, PASS share 5e-4)",)), calls

@@ -48,14 +48,16 @@ entry instead of the absolute floor (:mod:`gradcheck._lowp.float32`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._classify.rule import verdicts
 from .._core.config import Config
 from .._core.formats import FloatFormat, from_bits, resolve_format, round_to_format, ulp
+from .._core.judged import Judged
 from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from .._differences import Differencer, slope_and_noise
@@ -68,6 +70,9 @@ from .float32 import (
     forces_float32,
 )
 
+if TYPE_CHECKING:
+    from ..backends import Backend
+
 __all__ = ["FLOOR_UNITS", "GRAD_BOUND_ULPS", "ORDINARY", "LowPrecisionPlan", "OrdinaryPlan", "plan", "plan_for",
            "share"]
 
@@ -77,27 +82,39 @@ GRAD_BOUND_ULPS = 2.0
 FLOOR_UNITS = 2.0
 
 _LOW = ("float16", "bfloat16")
+#: What ``adjudicate=`` holds: True, False or "auto".
+Adjudicate = bool | str
 
 
+@dataclass(frozen=True, eq=False)  # eq: identity (a plan holds arrays)
 class OrdinaryPlan:
     """The plan of an ordinary dtype (float32, float64...): every step is a no-op.
 
     :func:`gradcheck.check` calls these steps on every input; :class:`LowPrecisionPlan`
-    overrides them for a float16/bfloat16/float32 one."""
+    overrides them for a float16/bfloat16/float32 one. A plan is a value: a step that learns
+    something returns a new plan (``dataclasses.replace``), built in check's prepare stage;
+    the later stages only read it."""
+
+    #: What the report says of the plan (in order).
+    notes: tuple[str, ...] = ()
+    #: Evaluations of ``f`` spent deciding the plan (the report counts them).
+    probes: int = 0
 
     upcast = False
-    notes: tuple[str, ...] | list[str] = ()
     #: What the report calls ``config.atol`` when it explains UNCHECKED entries.
     floor_name = "atol"
     #: True when plain central differences are not enough: the numeric side must come from
     #: :meth:`first_estimates` (an f that computes in float32: Richardson across steps).
     needs_estimates = False
-    #: Evaluations of ``f`` spent deciding the plan (the report counts them).
-    probes = 0
 
-    def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
-        """The input to difference, the config and the referee choice."""
-        return x_np, config, adjudicate
+    def noted(self, *notes: str) -> OrdinaryPlan:
+        """This plan with ``notes`` added."""
+        return replace(self, notes=self.notes + notes) if notes else self
+
+    def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Adjudicate,
+              ) -> tuple[OrdinaryPlan, np.ndarray, Config | None, Adjudicate]:
+        """The plan as it starts, the input to difference, the config and the referee choice."""
+        return self, x_np, config, adjudicate
 
     def cotangent(self, v: np.ndarray | None) -> np.ndarray | None:
         return v
@@ -106,13 +123,14 @@ class OrdinaryPlan:
         """The array the claimed gradient is computed at."""
         return work.copy()
 
-    def after_claim(self, cfg: Config, claimed: Any) -> Config:
-        """The config once the claimed gradient is known."""
-        return cfg
+    def after_claim(self, cfg: Config, claimed: object) -> tuple[OrdinaryPlan, Config]:
+        """The plan and the config once the claimed gradient is known."""
+        return self, cfg
 
-    def measure_rounding(self, claimed64: Any, analytic: np.ndarray) -> None:
-        """A float32 claim's own rounding, from ``claimed64()`` (the claim at the float64
-        upcast); nothing for other dtypes."""
+    def measure_rounding(self, claimed64: Callable[[], object], analytic: np.ndarray) -> OrdinaryPlan:
+        """The plan with a float32 claim's own rounding, from ``claimed64()`` (the claim at
+        the float64 upcast); itself for other dtypes."""
+        return self
 
     def first_estimates(self, differencer: Differencer, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
                         values: np.ndarray | None = None, base_value: float = np.nan,
@@ -126,17 +144,17 @@ class OrdinaryPlan:
         """The config once the first differences ``(fp, fm, denom)`` are known."""
         return cfg
 
-    def final(self, analytic: np.ndarray, judged: Any, cfg: Config, codes: np.ndarray,
-              tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The report's codes and tolerances, from the judged ones."""
-        return codes, tol
+    def final(self, analytic: np.ndarray, judged: Judged | None, cfg: Config, codes: np.ndarray,
+              tol: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
+        """The report's codes and tolerances, from the judged ones, and the plan's notes."""
+        return codes, tol, self.notes
 
 
 #: The plan of every ordinary dtype.
 ORDINARY = OrdinaryPlan()
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, eq=False, kw_only=True)
 class LowPrecisionPlan(OrdinaryPlan):
     """How :func:`gradcheck.check` handles one float16/bfloat16/float32 input."""
 
@@ -144,14 +162,9 @@ class LowPrecisionPlan(OrdinaryPlan):
     upcast: bool              # True: difference the float64 upcast, judge in ulps
     original: np.ndarray      # the user's low-precision values (the claim is computed here)
     bound_ulps: float
-    notes: list[str]
     claim_fmt: FloatFormat | None = None
-    floor: float = 0.0
     #: float32 claims: |a32 - a64| per entry (flat), the claim's own measured rounding
     rounding: np.ndarray | None = None
-    #: Evaluations of ``f`` spent deciding the plan: at the float64 upcast, and for float32
-    #: the nudged input of :func:`forces_float32`.
-    probes: int = 0
 
     @property
     def floor_name(self) -> str:  # type: ignore[override]
@@ -161,13 +174,20 @@ class LowPrecisionPlan(OrdinaryPlan):
     def needs_estimates(self) -> bool:  # type: ignore[override]
         return not self.upcast and self.fmt.name == "float32"
 
-    def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Any) -> tuple[np.ndarray, Config | None, Any]:
+    def start(self, x_np: np.ndarray, config: Config | None, adjudicate: Adjudicate,
+              ) -> tuple[OrdinaryPlan, np.ndarray, Config | None, Adjudicate]:
         """On the upcast path: the float64 upcast, float64 steps, no referee by default; an f
         that computes in float32: the float32 Richardson preset."""
         if not self.upcast:
             forced32 = self.fmt.name == "float32" and config is None
-            return x_np, f32steps.PRESET if forced32 else config, adjudicate
-        return self.x64, self.config(config), self.adjudicate(adjudicate)
+            return self, x_np, f32steps.PRESET if forced32 else config, adjudicate
+        if adjudicate == "auto":
+            # a float64 difference is about 1e6 times finer than a bfloat16 ulp: the
+            # arbitrary-precision referee would only add time
+            return (self.noted("no arbitrary-precision referee: the float64 difference is far finer "
+                               f"than a {self.fmt.name} ulp (adjudicate=True forces it)"),
+                    self.x64, self.config(config), False)
+        return self, self.x64, self.config(config), adjudicate
 
     def first_estimates(self, differencer: Differencer, steps: np.ndarray, diffs: tuple[np.ndarray, ...],
                         values: np.ndarray | None = None, base_value: float = np.nan,
@@ -178,8 +198,14 @@ class LowPrecisionPlan(OrdinaryPlan):
         return f32steps.estimates(differencer, steps, (fp, fm, denom),
                                   np.empty(0) if values is None else values, base_value)
 
-    def after_claim(self, cfg: Config, claimed: Any) -> Config:
-        return self.with_claim(cfg, claimed) if self.upcast else cfg
+    def after_claim(self, cfg: Config, claimed: object) -> tuple[OrdinaryPlan, Config]:
+        """On the upcast path, the claim's format fixed (its ulps, its share)."""
+        if not self.upcast:
+            return self, cfg
+        name = str(np.asarray(claimed).dtype.name)
+        fmt = resolve_format(name) if name in ("float16", "bfloat16", "float32") else self.fmt
+        return replace(self, claim_fmt=fmt), cfg.replace(rtol=self.bound_ulps * _unit(fmt),
+                                                         resolution=_resolution(fmt, self.bound_ulps))
 
     def after_differences(self, cfg: Config, analytic: np.ndarray, diffs: tuple[np.ndarray, ...]) -> Config:
         """The floor scales with the gradient's size, measured by the first differences."""
@@ -188,10 +214,13 @@ class LowPrecisionPlan(OrdinaryPlan):
         fp, fm, denom = diffs
         return self.with_floor(cfg, analytic, slope_and_noise(fp, fm, denom, 2.0**-53)[0])
 
-    def final(self, analytic: np.ndarray, judged: Any, cfg: Config, codes: np.ndarray,
-              tol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def final(self, analytic: np.ndarray, judged: Judged | None, cfg: Config, codes: np.ndarray,
+              tol: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
         """On the upcast path, the ulp rule (:meth:`judge`); the plan's notes either way."""
-        return self.judge(analytic, judged, cfg) if self.upcast else (codes, tol)
+        if not self.upcast or judged is None:
+            return codes, tol, self.notes
+        codes, tol, note = self.judge(analytic, judged, cfg)
+        return codes, tol, self.notes + (note,)
 
     @property
     def x64(self) -> np.ndarray:
@@ -211,15 +240,6 @@ class LowPrecisionPlan(OrdinaryPlan):
         return base.replace(rtol=self.bound_ulps * _unit(self.fmt), atol=0.0,
                             resolution=_resolution(self.fmt, self.bound_ulps))
 
-    def adjudicate(self, adjudicate: Any) -> Any:
-        """``"auto"`` becomes False on the upcast path: a float64 difference is about 1e6 times
-        finer than a bfloat16 ulp, so the arbitrary-precision referee would only add time."""
-        if self.upcast and adjudicate == "auto":
-            self.notes.append("no arbitrary-precision referee: the float64 difference is far finer "
-                              f"than a {self.fmt.name} ulp (adjudicate=True forces it)")
-            return False
-        return adjudicate
-
     def cotangent(self, v: np.ndarray | None) -> np.ndarray | None:
         """The random cotangent rounded to the input's format, so that a framework casting
         it to the output's dtype (torch does) differentiates the same scalar."""
@@ -227,40 +247,31 @@ class LowPrecisionPlan(OrdinaryPlan):
             return v
         return from_bits(round_to_format(v, self.fmt), self.fmt).astype(np.float64)
 
-    def with_claim(self, cfg: Config, claimed: Any) -> Config:
-        """Fix the claim's format (its ulps, its share) once the claim is known."""
-        dt = np.asarray(claimed).dtype
-        name = str(dt.name)
-        self.claim_fmt = resolve_format(name) if name in ("float16", "bfloat16", "float32") else self.fmt
-        return cfg.replace(rtol=self.bound_ulps * _unit(self.claim_fmt),
-                           resolution=_resolution(self.claim_fmt, self.bound_ulps))
-
-    def measure_rounding(self, claimed64: Any, analytic: np.ndarray) -> None:
+    def measure_rounding(self, claimed64: Callable[[], object], analytic: np.ndarray) -> OrdinaryPlan:
         """For a float32 claim: its float32 rounding, measured against the same claim
         computed at the float64 upcast (``claimed64()``), used in place of the floor."""
         if (self.claim_fmt or self.fmt).name != "float32" or not self.upcast:
-            return
-        self.rounding, why = claim_rounding(claimed64, analytic)
-        if self.rounding is not None:
-            self.rounding = self.rounding.reshape(-1)
-            self.notes.append("the float32 claim's own rounding is measured entry by entry: the claim "
-                              "recomputed at the float64 upcast, |a32 - a64| (the same formula: a bug "
-                              "is in both, only rounding differs)")
-        else:
-            self.notes.append(f"{why}: the float32 claim is judged with the absolute floor instead")
+            return self
+        rounding, why = claim_rounding(claimed64, analytic)
+        if rounding is None:
+            return self.noted(f"{why}: the float32 claim is judged with the absolute floor instead")
+        return replace(self, rounding=rounding.reshape(-1)).noted(
+            "the float32 claim's own rounding is measured entry by entry: the claim recomputed at the "
+            "float64 upcast, |a32 - a64| (the same formula: a bug is in both, only rounding differs)")
 
     def with_floor(self, cfg: Config, analytic: np.ndarray, numeric: np.ndarray) -> Config:
         """The absolute floor ``FLOOR_UNITS * u * max_j min(|a_j|, |n_j|)`` (the first
-        differences, float64, are far finer than the claim's format), as ``atol``."""
+        differences, float64, are far finer than the claim's format), as ``atol`` (where
+        :meth:`judge` reads it)."""
         a, n = np.abs(analytic.reshape(-1)), np.abs(numeric.reshape(-1))
         size = np.where(np.isfinite(a), np.where(np.isfinite(n), np.minimum(a, n), a), n)
         finite = size[np.isfinite(size)]
         scale = float(finite.max()) if finite.size else 0.0
-        self.floor = FLOOR_UNITS * _unit(self.claim_fmt or self.fmt) * scale
-        return cfg.replace(atol=self.floor)
+        return cfg.replace(atol=FLOOR_UNITS * _unit(self.claim_fmt or self.fmt) * scale)
 
-    def judge(self, analytic: np.ndarray, judged: Any, cfg: Config) -> tuple[np.ndarray, np.ndarray]:
-        """Final codes and tolerances by the ulp rule (NONFINITE and KINK verdicts kept)."""
+    def judge(self, analytic: np.ndarray, judged: Judged, cfg: Config) -> tuple[np.ndarray, np.ndarray, str]:
+        """Final codes and tolerances by the ulp rule (NONFINITE and KINK verdicts kept), and
+        the note that states the rule; ``cfg.atol`` is the floor (:meth:`with_floor`)."""
         fmt = self.claim_fmt or self.fmt
         a = analytic.reshape(-1)
         n = judged.numeric.copy()
@@ -271,7 +282,7 @@ class LowPrecisionPlan(OrdinaryPlan):
         with np.errstate(invalid="ignore", over="ignore"):
             scale = np.maximum(np.abs(a), np.abs(n))
             # ulps, not rtol, on top; a float32 claim's measured rounding replaces the floor
-            atol = ROUNDING_FACTOR * self.rounding if self.rounding is not None else self.floor
+            atol = ROUNDING_FACTOR * self.rounding if self.rounding is not None else cfg.atol
             floor = Tolerance.of(cfg).replace(atol=atol).floor(judged.noise)
             tol = self.bound_ulps * ulp(np.where(np.isfinite(scale), scale, 0.0), fmt) + floor
             err = np.abs(a - n)
@@ -290,12 +301,11 @@ class LowPrecisionPlan(OrdinaryPlan):
                      f" at {where} (claimed {a[j]:.6g}, numeric {n[j]:.6g})")
         rounding = (f"{ROUNDING_FACTOR:g}|a32 - a64| (the claim's measured rounding)" if self.rounding is not None
                     else f"{FLOOR_UNITS:g}u*max min(|claimed|, |numeric|) (u = 2**-{fmt.mantissa_bits + 1}; "
-                         f"floor {self.floor:.3g})")
-        self.notes.append(
-            f"claimed gradient ({fmt.name}) judged in {fmt.name} ulps: tolerance "
-            f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {rounding} + {cfg.noise_factor:g}*noise; "
-            f"a PASS needs that within {100 * cfg.resolution:.2g}% of the value" + worst)
-        return codes, tol
+                         f"floor {cfg.atol:.3g})")
+        note = (f"claimed gradient ({fmt.name}) judged in {fmt.name} ulps: tolerance "
+                f"{self.bound_ulps:g} ulp(max(|claimed|, |numeric|)) + {rounding} + {cfg.noise_factor:g}*noise; "
+                f"a PASS needs that within {100 * cfg.resolution:.2g}% of the value" + worst)
+        return codes, tol, note
 
 
 def _unit(fmt: FloatFormat) -> float:
@@ -320,7 +330,8 @@ def share(fmt: FloatFormat, bound_ulps: float) -> float:
     return value
 
 
-def plan_for(dtype: str, f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> OrdinaryPlan:
+def plan_for(dtype: str, f: Callable[..., object], x_np: np.ndarray, backend: Backend,
+             bound_ulps: float | None = None) -> OrdinaryPlan:
     """The plan for ``x_np`` (of canonical dtype name ``dtype``): :data:`ORDINARY`, every
     step a no-op, unless it is float16, bfloat16 or float32."""
     if dtype not in _LOW + ("float32",):
@@ -328,7 +339,8 @@ def plan_for(dtype: str, f: Any, x_np: np.ndarray, backend: Any, bound_ulps: flo
     return plan(f, x_np, backend, bound_ulps)
 
 
-def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None) -> LowPrecisionPlan:
+def plan(f: Callable[..., object], x_np: np.ndarray, backend: Backend, bound_ulps: float | None = None,
+         ) -> LowPrecisionPlan:
     """Decide how to check ``f`` at the float16/bfloat16/float32 array ``x_np``: try ``f`` on
     the float64 upcast; if it returns a float64 value (and, for float32, its value moves
     when the input moves by less than a float32 ulp), ``f`` is precision-generic. The plan's
@@ -339,30 +351,35 @@ def plan(f: Any, x_np: np.ndarray, backend: Any, bound_ulps: float | None = None
     if not bound > 0:
         raise ValueError(f"bound_ulps must be a positive number, got {bound_ulps!r}")
     share(fmt, bound)  # refuses a bound too wide to prove anything
-    p = LowPrecisionPlan(fmt=fmt, upcast=False, original=np.array(x_np, copy=True),
-                         bound_ulps=bound, notes=[])
+    p = LowPrecisionPlan(fmt=fmt, upcast=False, original=np.array(x_np, copy=True), bound_ulps=bound)
+    calls = 0
 
-    def evaluate(g: Any, v: np.ndarray) -> Any:
-        p.probes += 1  # counted before the call: a call that raises was made too
+    def evaluate(g: Callable[..., object], v: np.ndarray) -> np.ndarray:
+        nonlocal calls
+        calls += 1  # counted before the call: a call that raises was made too
         return backend.evaluate(g, v)
+
+    why, upcast = _generic(f, p.x64, fmt, evaluate), False
+    if why is None:
+        why, upcast = (f"{fmt.name} input, precision-generic f: the numeric side is a float64 central difference "
+                       f"of the exactly-upcast input (report.config: the float64 preset's step and round-off model, "
+                       f"rtol and resolution from the {fmt.name} claim's ulp rule)"), True
+    return replace(p, upcast=upcast, notes=(why,), probes=calls)
+
+
+def _generic(f: Callable[..., object], x64: np.ndarray, fmt: FloatFormat,
+             evaluate: Callable[[Callable[..., object], np.ndarray], np.ndarray]) -> str | None:
+    """None when ``f`` is precision-generic at ``x64``, else the note of the fallback, saying why."""
     try:
-        y = np.asarray(evaluate(f, p.x64))
+        y = np.asarray(evaluate(f, x64))
     except Exception as exc:  # noqa: BLE001 - a function that cannot take float64: fall back
-        p.notes.append(_fallback(fmt, f"f raised {type(exc).__name__} on a float64 input ({exc})"))
-        return p
+        return _fallback(fmt, f"f raised {type(exc).__name__} on a float64 input ({exc})")
     if y.dtype != np.float64:
-        p.notes.append(_fallback(fmt, f"f returned {y.dtype} for a float64 input (it forces its own dtype)"))
-        return p
-    if fmt.name == "float32" and forces_float32(f, p.x64, y, evaluate):
-        p.notes.append(_fallback(fmt, "f returns float64 but computes in float32 (its output does not move "
-                                      "when the input moves by less than a float32 ulp)"))
-        return p
-    p.upcast = True
-    p.notes.append(
-        f"{fmt.name} input, precision-generic f: the numeric side is a float64 central difference "
-        f"of the exactly-upcast input (report.config: the float64 preset's step and round-off model, "
-        f"rtol and resolution from the {fmt.name} claim's ulp rule)")
-    return p
+        return _fallback(fmt, f"f returned {y.dtype} for a float64 input (it forces its own dtype)")
+    if fmt.name == "float32" and forces_float32(f, x64, y, evaluate):
+        return _fallback(fmt, "f returns float64 but computes in float32 (its output does not move "
+                              "when the input moves by less than a float32 ulp)")
+    return None
 
 
 def _fallback(fmt: FloatFormat, why: str) -> str:

@@ -364,14 +364,14 @@ def _blame(f, point, inner, draw, row, unit, k) -> dict[str, Any]:
     h = unit ** (1 / 3) * max(1.0, float(np.abs(point).max(initial=0))) / max(float(np.abs(t).max(initial=0)), 1e-300)
     scales = (h, -h, h / 2, -h / 2)
     labels = [f"at x + s t (s = {s:.3g}, the adjoint test's differences)" for s in scales]
-    phi = along(inner, f, point, t, lambda y: _dot(y, v)[0], scales, labels, like=y0).tolist()  # Python floats
+    # one evaluation per point, two answers: <v, f(z)> and the size of that sum, sum |v f(z)|
+    values = along(inner, f, point, t, lambda y: _dot(y, v), scales, labels, like=y0, answers=2)
+    phi, sizes = values[:, 0].tolist(), values[:, 1]  # Python floats
     d1 = (phi[0] - phi[1]) / (2 * h)
     d2 = (phi[2] - phi[3]) / h
     numeric = float(richardson(d2, d1, 0.0, 0.0)[0])  # the one estimator (gradcheck._differences)
-    # f's own round-off (the size of the sum <v, f(z)> at the points themselves: the layer answers
-    # one value per point, so the same points again, reduced to sum |v f(z)|; at x it may be 0), and
-    # the rounding of x + s t (the realized step is not s t exactly)
-    sizes = along(inner, f, point, t, lambda y: _dot(y, v)[1], scales, labels, like=y0)
+    # f's own round-off (the size of the sum <v, f(z)> at the points themselves; at x it may be 0),
+    # and the rounding of x + s t (the realized step is not s t exactly)
     roundoff = float(modelled(unit, (float(np.max(np.abs(sizes))) / h, float(
         np.abs(point).reshape(-1) @ np.abs(jtv).reshape(-1)) / float(np.abs(t).max(initial=1)))))
     error = k * (float(truncation(d2, d1)) + roundoff)

@@ -24,23 +24,22 @@ claim that drops an imaginary part is compared as the complex number it is, and 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, SupportsFloat
+from typing import Any, SupportsFloat, cast
 
 import numpy as np
 
 from ._links import (
     Along,
-    FunctionError,
-    GradcheckError,
+    Backend,
     OutputError,
+    PerPoint,
     Target,
+    at_x,
     default_convention,
     float_dtype_name,
     make_runner,
-    mutation_error,
     output_array,
     require_real_output,
-    same_bits,
     validate_convention,
 )
 
@@ -57,26 +56,17 @@ def require_input(x_np: np.ndarray) -> bool:
     return False
 
 
-def evaluate(inner: Any, f: Any, z: np.ndarray, where: str, like: np.ndarray | None = None) -> np.ndarray:
+def evaluate(inner: Backend, f: Callable[..., object], z: np.ndarray, where: str, like: np.ndarray | None = None) -> np.ndarray:
     """``f(z)`` through the backend as numpy, at a point of its own (``x`` itself: the points
     along a direction go through :func:`along`). ``f`` raising is :class:`FunctionError`, a
     value that is not real or complex numbers (None, a string) is :class:`OutputError`, and so
     is another shape, or complex where ``like`` (``f(x)``) is real (or real where it is
     complex): each saying ``where`` (``"at x"``); an ``f`` that writes into ``z`` is
-    :class:`InputMutationError`, as in ``check``."""
-    before = np.array(z, copy=True)
-    try:
-        y = _output(inner, f, z, where, like)
-    except GradcheckError:
-        raise
-    except Exception as exc:
-        raise FunctionError(None, where, None, exc) from exc
-    if not same_bits(z, before):
-        raise mutation_error(seen=f" (seen {where})")
-    return y
+    :class:`InputMutationError`, as in ``check`` (the evaluation layer's :func:`at_x`)."""
+    return at_x(lambda: _output(inner, f, z, where, like), where, work=z)
 
 
-def _output(inner: Any, f: Callable[..., object], z: np.ndarray, where: str, like: np.ndarray | None) -> np.ndarray:
+def _output(inner: Backend, f: Callable[..., object], z: np.ndarray, where: str, like: np.ndarray | None) -> np.ndarray:
     """``f(z)`` as numpy, refused (:class:`OutputError`) when it is not numbers or not ``like``."""
     y = output_array(inner.evaluate(f, z))
     if y.dtype.kind != "c":
@@ -88,22 +78,31 @@ def _output(inner: Any, f: Callable[..., object], z: np.ndarray, where: str, lik
     return y
 
 
-def along(inner: Any, f: Callable[..., object], x: np.ndarray, direction: np.ndarray,
-          reduce: Callable[[np.ndarray], SupportsFloat], scales: Sequence[float], labels: Sequence[str],
-          like: np.ndarray | None = None, *, engine: str = "serial", executor: object = None) -> np.ndarray:
+def along(inner: Backend, f: Callable[..., object], x: np.ndarray, direction: np.ndarray,
+          reduce: Callable[[np.ndarray], SupportsFloat | Sequence[float]], scales: Sequence[float],
+          labels: Sequence[str], like: np.ndarray | None = None, *, engine: str = "serial", executor: object = None,
+          answers: int = 1) -> np.ndarray:
     """``reduce(f(x + s direction))`` for each of ``scales`` (float64), the points evaluated by a
     runner of the evaluation layer (``engine``; ``executor`` for ``"executor"``) on a private copy
     of ``x``: the layer restores it, detects a write by ``f`` and names an error by the point's
     label (``labels[j]``): ``f`` raising is :class:`FunctionError`, its output refused as
-    :func:`evaluate` refuses it :class:`OutputError`. The runner is closed before it returns."""
+    :func:`evaluate` refuses it :class:`OutputError`. The runner is closed before it returns.
+    With ``answers`` k > 1, ``reduce`` returns k floats, each point is evaluated once and the
+    values are shaped ``(len(scales), k)`` (the layer's :class:`PerPoint` reduction)."""
     work = np.array(x, copy=True)
 
-    def value() -> float:
-        return float(reduce(_output(inner, f, work, "at a point along the direction", like)))
+    def output() -> np.ndarray:
+        return _output(inner, f, work, "at a point along the direction", like)
 
-    runner = make_runner(engine, Target(f=f, work=work, evaluate=value, backend=inner, executor=executor))
+    if answers == 1:
+        one = cast(Callable[[np.ndarray], SupportsFloat], reduce)
+        target = Target(f=f, work=work, evaluate=lambda: float(one(output())), backend=inner, executor=executor)
+    else:
+        several = PerPoint(cast(Callable[[object], Sequence[float]], reduce), answers, () if like is None else like.shape)
+        target = Target(f=f, work=work, evaluate=output, backend=inner, executor=executor, slices=several)
+    runner = make_runner(engine, target)
     try:
-        return Along(runner, work, direction).values(scales, labels)
+        return Along(runner, work, direction, answers).values(scales, labels)
     finally:
         runner.close()
 

@@ -43,7 +43,9 @@ from .._differences import modelled as modelled
 from .._differences import moved as moved
 from .._differences import richardson as richardson
 from .._differences import truncation as truncation
+from .._evaluate import PerPoint as PerPoint
 from .._evaluate import Target as Target
+from .._evaluate import at_x as at_x
 from .._evaluate import make_runner as make_runner
 from .._pipeline.check import check as check
 from .._pipeline.claims import ClaimBackend as ClaimBackend
@@ -55,6 +57,7 @@ from .._pipeline.prepare import make_cotangent as make_cotangent
 from .._report.html import HtmlViews as HtmlViews
 from .._report.next_step import next_steps as next_steps
 from .._report.report import Report as Report
+from ..backends import Backend as Backend
 from ..backends._numpy import _W
 from ..backends._numpy import control_function as control_function
 from ..backends._numpy import control_gradient as control_gradient

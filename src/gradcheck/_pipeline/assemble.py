@@ -83,8 +83,8 @@ def assemble_report(
         codes = _spread(codes, positions, a.size, Verdict.SKIPPED, np.uint8)
         refined = _spread(refined, positions, a.size, False, bool)
     tol = tolerance(a, numeric, noise, **Tolerance.of(config).keywords())
-    codes, tol = lowp.final(a, judged, config, codes, tol)
-    notes = [*head, *judged.notes, *adjudication_notes(judged.adjudication, adjudicate, shape), *tail, *lowp.notes]
+    codes, tol, plan_notes = lowp.final(a, judged, config, codes, tol)
+    notes = [*head, *judged.notes, *adjudication_notes(judged.adjudication, adjudicate, shape), *tail, *plan_notes]
     f_scale = abs(base_value) if np.isfinite(base_value) else None
     notes += budget_note(judged.budget)
     notes += unchecked_notes(a, numeric, tol, _without_budget(codes, judged, positions), config.resolution, f_scale,

@@ -35,6 +35,7 @@ from .._core import arguments as _arguments
 from .._core.errors import ShapeMismatchError, UnsupportedInputError
 from .._core.sparse import SparseColumn
 from .._core.verdict import Verdict
+from .._evaluate import at_x
 from .._report.report import Report
 from .claims import ClaimBackend
 
@@ -69,7 +70,7 @@ def check_complex(check: Callable[..., Any], f: Callable[..., Any], x_np: np.nda
         raise UnsupportedInputError(f"x has dtype {x_np.dtype}; complex inputs are complex64 or complex128")
     xr = real_view(x_np) if complex_in else x_np
     to_input = (lambda r: from_real_view(r, x_np.dtype)) if complex_in else (lambda r: r)  # noqa: E731
-    complex_out = np.iscomplexobj(be.evaluate(f, x_np.copy()))
+    complex_out = np.iscomplexobj(at_x(lambda: be.evaluate(f, x_np.copy())))
     if complex_out and grad is not None and not callable(grad):
         raise TypeError("f returns complex values, so the claimed gradient must be a VJP function grad(x, v): "
                         "the gradient of the real loss Re sum(conj(v) f(x)) for a complex cotangent v "

@@ -14,11 +14,13 @@ from .. import backends as _backends
 from .._core import arguments as _arguments
 from .._core import claims as _claims
 from .._core.config import Config, dtype_name
-from .._core.errors import FunctionError, OutputError
+from .._core.errors import OutputError
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
 from .._differences import require_moving_steps, steps_for
+from .._evaluate import at_x
 from .._lowp.forced64 import route_float64
-from .._lowp.plan import OrdinaryPlan, plan_for
+from .._lowp.plan import Adjudicate, LowPrecisionPlan, OrdinaryPlan, plan_for
+from ..backends import Backend
 from ..backends._claimed import as_gradient
 from .options import CheckOptions
 
@@ -27,7 +29,7 @@ from .options import CheckOptions
 class RealView:
     """``x`` or ``f(x)`` is complex: ``check`` runs on the real view (``_pipeline.complex``)."""
 
-    backend: Any
+    backend: Backend
     x_np: np.ndarray
     vectorized: bool
     evaluations: int = 0         # calls of f made before the complex output was seen
@@ -37,13 +39,13 @@ class RealView:
 class Subject:
     """What the later stages need to know of ``f`` at ``x`` (prepare's output)."""
 
-    f: Callable[..., Any]
-    backend: Any
+    f: Callable[..., object]
+    backend: Backend
     label: str
     dtype: str                   # the input's dtype (before a low-precision upcast)
     lowp: OrdinaryPlan           # a no-op for ordinary dtypes
     config: Config               # may still change: the low-precision plan refines it
-    adjudicate: Any
+    adjudicate: Adjudicate
     vectorized: bool
     work: np.ndarray             # the private copy that is perturbed
     pristine: np.ndarray         # x's values, bit for bit, to detect an f that writes into its input
@@ -79,8 +81,9 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
         return RealView(be, x_np, vectorized)
     dtype = float_dtype_name(x_np)
     lowp = plan_for(dtype, f, x_np, be, opts.bound_ulps)  # difference the float64 upcast when f allows it
-    x_np, config, adjudicate = lowp.start(x_np, opts.config, opts.adjudicate)
-    cfg = _refined(_tuned(config if config is not None else Config.for_dtype(dtype), opts, lowp), opts.refine)
+    lowp, x_np, config, adjudicate = lowp.start(x_np, opts.config, opts.adjudicate)
+    cfg, ignored = _tuned(config if config is not None else Config.for_dtype(dtype), opts, lowp)
+    lowp, cfg = lowp.noted(*ignored), _refined(cfg, opts.refine)
     label = _arguments.label_of(f, opts.name)
     # A private copy, `work`, is perturbed; `pristine` detects a function that writes to x.
     # Native byte order: the same values, and the differencing code reads them natively.
@@ -88,7 +91,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     pristine = _pristine(x_np, work)
     require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
     began = time.perf_counter()
-    y0 = _evaluate_at_x(be, f, work)
+    y0 = at_x(lambda: be.evaluate(f, work))  # a write is sanity's to see, against pristine, after the first pass
     call_seconds = time.perf_counter() - began  # the cost plan's measured call (gradcheck._pipeline.cost)
     if np.iscomplexobj(y0):  # complex output: the real view (gradcheck._pipeline.complex)
         return RealView(be, x_np, vectorized, lowp.probes + 1)
@@ -113,9 +116,9 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     audit = getattr(be, "audit", None)
     audit_notes, violations = audit(f, claim_at.copy(), cotangent, grad, claimed) if audit else ((), ())
     analytic = as_gradient(claimed, work.shape, claim_what(grad, cotangent))
-    cfg = lowp.after_claim(cfg, claimed)
+    lowp, cfg = lowp.after_claim(cfg, claimed)
     if callable(grad) or grad is None:  # a float32 claim: its own rounding, measured at the upcast
-        lowp.measure_rounding(lambda: be.claimed_gradient(f, work.copy(), cotangent, grad), analytic)
+        lowp = lowp.measure_rounding(lambda: be.claimed_gradient(f, work.copy(), cotangent, grad), analytic)
     unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     if cotangent is None and isinstance(be, _backends.NumpyBackend):
         evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path: no backend per call
@@ -143,34 +146,25 @@ def _pristine(x_np: np.ndarray, work: np.ndarray) -> np.ndarray:
     return work.copy()
 
 
-def _tuned(cfg: Config, opts: CheckOptions, lowp: Any) -> Config:
-    """``cfg`` with the tolerance keywords (``rtol=``, ``eps=``, ...) set. On the upcast path a
-    low-precision claim is judged in ulps of its format (``bound_ulps=``) with float64 steps,
-    as it is for ``config=``: only ``noise_factor`` applies there, and a note says so."""
-    if not lowp.upcast:
-        return opts.tuning.apply(cfg)
+def _tuned(cfg: Config, opts: CheckOptions, lowp: OrdinaryPlan) -> tuple[Config, tuple[str, ...]]:
+    """``cfg`` with the tolerance keywords (``rtol=``, ``eps=``, ...) set, and the plan's note on
+    them. On the upcast path a low-precision claim is judged in ulps of its format
+    (``bound_ulps=``) with float64 steps, as it is for ``config=``: only ``noise_factor``
+    applies there, and the note says so."""
+    if not isinstance(lowp, LowPrecisionPlan) or not lowp.upcast:
+        return opts.tuning.apply(cfg), ()
     ignored = opts.tuning.names(leaving=("noise_factor",))
-    if ignored:
-        lowp.notes.append(f"{', '.join(k + '=' for k in ignored)} not applied: a {lowp.fmt.name} input of a "
-                          "precision-generic f is differenced at its float64 upcast with float64 steps and its "
-                          "claim judged in ulps of its format (bound_ulps= sets that allowance)")
-    return opts.tuning.apply(cfg, only=("noise_factor",))
+    note = (f"{', '.join(k + '=' for k in ignored)} not applied: a {lowp.fmt.name} input of a precision-generic f "
+            "is differenced at its float64 upcast with float64 steps and its claim judged in ulps of its format "
+            "(bound_ulps= sets that allowance)")
+    return opts.tuning.apply(cfg, only=("noise_factor",)), (note,) if ignored else ()
 
 
 def _refined(cfg: Config, refine: bool | None) -> Config:
     return cfg.replace(refine=bool(refine)) if refine is not None and refine != cfg.refine else cfg
 
 
-def _evaluate_at_x(be: Any, f: Callable[..., Any], work: np.ndarray) -> np.ndarray:
-    try:
-        return be.evaluate(f, work)
-    except FunctionError:
-        raise  # the backend already said what failed (f's output, gradcheck's conversion)
-    except Exception as exc:
-        raise FunctionError(None, "base", None, exc) from exc
-
-
-def take_claim(be: Any, f: Callable[..., Any], at: np.ndarray, cotangent: np.ndarray | None, grad: Any,
+def take_claim(be: Backend, f: Callable[..., object], at: np.ndarray, cotangent: np.ndarray | None, grad: Any,
                y_shape: tuple[int, ...]) -> Any:
     """The claimed gradient at ``at``; a callable claim is checked at the door first (its
     call, ``grad(x)`` or ``grad(x, v)``; a ufunc as a VJP) and called once on private copies

@@ -18,11 +18,13 @@ import numpy as np
 from .. import backends as _backends
 from .._core import arguments as _arguments
 from .._core.config import Config, Tuning
-from .._core.errors import FunctionError, UnsupportedInputError
+from .._core.errors import UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
 from .._differences import steps_for
-from .._lowp.forced64 import route_float64
+from .._evaluate import at_x
+from .._lowp.forced64 import Float32InsidePlan, route_float64
 from .._pipeline.prepare import claim_what, make_cotangent, reducer, scalar_output, take_claim
+from ..backends import Backend
 from ..backends._claimed import as_gradient
 from ._limit import entrywise_floor
 from ._probe import Probe
@@ -33,7 +35,7 @@ class Prepared:
     """Everything about ``f`` at ``x`` that the steps share."""
 
     label: str
-    backend: Any
+    backend: Backend
     dtype: str
     config: Config
     probe: Probe
@@ -47,7 +49,7 @@ class Prepared:
     rho: float = 0.0             # f's round-off, measured along the first block (0: not yet)
     # check's plan for a float64 x at which f computes in float32 (gradcheck._lowp.forced64):
     # its preset sets config, unit and floor, and its Richardson estimates judge localized entries.
-    lowp: Any = None
+    lowp: Float32InsidePlan | None = None
     notes: tuple[str, ...] = ()
 
     @property
@@ -83,10 +85,7 @@ def prepare(f, x, grad, config, name, backend, tuning: Tuning) -> Prepared:
     work = np.array(x_np, order="C", copy=True)
     if not work.dtype.isnative:
         work = work.astype(work.dtype.newbyteorder("="))
-    try:
-        y0 = be.evaluate(f, work)
-    except Exception as exc:
-        raise FunctionError(None, "base", None, exc) from exc
+    y0 = at_x(lambda: be.evaluate(f, work))
     require_real_output(y0, f"f ({label})")
     lowp, probes = None, 0
     if dtype == "float64" and config is None:  # f computes in float32: check's detection, check's preset
@@ -115,10 +114,7 @@ def prepare(f, x, grad, config, name, backend, tuning: Tuning) -> Prepared:
 def time_and_repeat(prep: Prepared) -> tuple[float, bool, float]:
     """Seconds per evaluation, and whether f gives the same value at x twice."""
     start = time.perf_counter()
-    try:
-        f1 = prep.probe.evaluate()
-    except Exception as exc:
-        raise FunctionError(None, "base", None, exc) from exc
+    f1 = at_x(prep.probe.evaluate)
     seconds = time.perf_counter() - start
     same = f1 == prep.f0 or (np.isnan(f1) and np.isnan(prep.f0))
     return seconds, bool(same), float(f1)
