@@ -61,7 +61,7 @@ QUICK_LEAVES_OUT = ("the 256-wide MLP (32 wide), the small GPT's planted bugs bu
                     "part), the 64-wide GPT of the drown part (32 wide) and its screens alone but one name of each kind "
                     "screened again and the smallest, 12M parameters of the memory part (3M: fixed-size chunks weigh more per parameter there), "
                     "all but 6 planted errors of the honest part, 3 of the verdicts' 6 cases, torch's second thread "
-                    "(the small GPTs run on one)")
+                    "(the small GPTs run on one), a process per gpt case (its two share one: one peak RSS)")
 
 
 def held(loss, params, name):
@@ -210,29 +210,25 @@ def _minutes(minutes: float) -> str:
 def gpt_part(full: bool, cases: list[str], width: int | None = None, small: bool = False) -> dict:
     cfg = gpt_config(full, width, small)
     print(f"   model: {len(gpt.param_shapes(cfg))} names, {cfg.num_params():,} parameters, float64, sequence 32")
+    quick = small and not (full or width)
+    size = ["--full"] if full else ["--width", str(width)] if width else ["--small"] if small else []
+    threads = ["--threads", str(QUICK_TORCH_THREADS)] if quick else []
     rows, out = [], {}
-    for case in cases:
-        size = ["--full"] if full else ["--width", str(width)] if width else ["--small"] if small else []
-        threads = ["--threads", str(QUICK_TORCH_THREADS)] if small and not (full or width) else []
-        cmd = [sys.executable, os.path.abspath(__file__), "gpt-child", "--case", case] + size + threads
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    # each case in its own process (its peak RSS); --quick runs its two in one (one import of torch)
+    for group in ([cases] if quick else [[case] for case in cases]):
+        cmd = [sys.executable, os.path.abspath(__file__), "gpt-child", *size, *threads]
+        done = subprocess.run(cmd + [a for case in group for a in ("--case", case)], capture_output=True, text=True,
+                              check=False)
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far
         if done.returncode:
             print(done.stderr[-3000:])
-            rows.append([case, "ERROR", "", "", "", "", "", ""])
+            rows += [[case, "ERROR", "", "", "", "", "", ""] for case in group]
             continue
-        got = json.loads(done.stdout.strip().splitlines()[-1])
-        got["peak_rss"] = peak
-        out[case] = got
-        located = got["failing"] == got["expected"]
-        if case == "entry":
-            located = located and got["entry_found"]
-        per_eval = 60 * got["minutes"] / got["evaluations"]
-        rows.append([case, got["evaluations"], _minutes(got["minutes"]), f"{per_eval:.3g} s", f"{got['forward']:.3g} s",
-                     got["status"],
-                     "yes" if located else f"NO: extra {sorted(set(got['failing']) - set(got['expected']))[:3]} "
-                                           f"missing {sorted(set(got['expected']) - set(got['failing']))[:3]}",
-                     f"{peak / 2**30:.2f} GiB ({(peak - got['rss_before']) / got['n']:.1f} B/param over the model)"])
+        for case, line in zip(group, [ln for ln in done.stdout.splitlines() if ln.startswith('{"case"')]):
+            got = json.loads(line)
+            got["peak_rss"] = peak
+            out[case] = got
+            rows.append(_gpt_row(case, got, peak))
     print(table(["case", "evaluations", "time", "per evaluation", "forward", "status", "localized to the right names",
                  "peak RSS"], rows))
     if "correct" in out:
@@ -240,6 +236,18 @@ def gpt_part(full: bool, cases: list[str], width: int | None = None, small: bool
         print(f"   correct gradients: {c['evaluations']} evaluations (bar {GPT_CORRECT}), {_minutes(c['minutes'])} "
               f"(bar {GPT_MINUTES:g}), torch threads {c['threads']}")
     return out
+
+
+def _gpt_row(case: str, got: dict, peak: int) -> list:
+    located = got["failing"] == got["expected"]
+    if case == "entry":
+        located = located and got["entry_found"]
+    per_eval = 60 * got["minutes"] / got["evaluations"]
+    return [case, got["evaluations"], _minutes(got["minutes"]), f"{per_eval:.3g} s", f"{got['forward']:.3g} s",
+            got["status"],
+            "yes" if located else f"NO: extra {sorted(set(got['failing']) - set(got['expected']))[:3]} "
+                                  f"missing {sorted(set(got['expected']) - set(got['failing']))[:3]}",
+            f"{peak / 2**30:.2f} GiB ({(peak - got['rss_before']) / got['n']:.1f} B/param over the model)"]
 
 
 # -- 3. drown ----------------------------------------------------------------------------------------
@@ -449,8 +457,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
     if args.parts == ["gpt-child"]:
-        print(json.dumps(gpt_case(gpt_config(args.full, args.width, args.small), args.case[0], args.threads),
-                         default=float))
+        for case in args.case:  # one JSON line per case
+            print(json.dumps(gpt_case(gpt_config(args.full, args.width, args.small), case, args.threads),
+                             default=float), flush=True)
         return 0
     header("whole models: check_params(..., screen=True)", args.small, QUICK_LEAVES_OUT)
     results: dict = {}
