@@ -312,3 +312,23 @@ def test_several_inputs_right_claims_pass_and_a_planted_error_still_fails(f, cla
     r = gc.check(f, (A, B), bad)
     assert r.status == "FAIL" and r[0].passed and not r[1].passed
     assert r[1].entries(gc.Verdict.MISMATCH) == [(1, 2)]
+
+
+def test_several_complex_inputs_the_door_holds_claims_to_shapes_only():
+    """A complex input's gradient is complex: the door checks its shape, not its dtype (the
+    check judges it on its real view), so the right claim passes and a misshaped one is refused
+    naming both shapes; a claim that returns None is told it may lack a return."""
+    z, b = np.array([0.3 + 0.4j, -1.1 + 0.2j, 0.5 - 0.7j]), B.copy()
+
+    def f(z, b):
+        return (np.abs(z) ** 2).sum() * np.cos(b).sum()
+
+    def grads(z, b):
+        return 2 * z * np.cos(b).sum(), -np.sin(b) * (np.abs(z) ** 2).sum()
+
+    assert gc.check(f, (z, b), grads).passed
+    with pytest.raises(gc.ShapeMismatchError, match=r"grad\(x1, x2\)\[0\], the gradient for x1, has shape \(2,\), "
+                       r"but it must have shape \(3,\)"):
+        gc.check(f, (z, b), lambda z, b: (grads(z, b)[0][:2], grads(z, b)[1]))
+    with pytest.raises(gc.UnsupportedInputError, match=r"for x2, is None.*is a `return` missing"):
+        gc.check(f, (z, b), lambda z, b: (grads(z, b)[0], None))

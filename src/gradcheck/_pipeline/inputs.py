@@ -15,7 +15,7 @@ from .._core import claims as _claims
 from .._core import status as _status
 from .._core.arrays import same_bits
 from .._core.config import Config
-from .._core.errors import FunctionError, GradientAssertionError
+from .._core.errors import FunctionError, GradientAssertionError, ShapeMismatchError
 from .._core.verdict import Verdict
 from .._report.html import HtmlViews
 from .._report.report import Report
@@ -173,7 +173,7 @@ def claims_at_the_door(f: Any, held: tuple, grad: Any, be: Any, x_np: list[np.nd
     several = isinstance(grad, (tuple, list))
     for k, g in enumerate(grad if several else ()):
         if g is not None and not callable(g):
-            as_gradient(g, shapes[k], f"grad[{k}] (the claim for {names[k]})", copy=False)
+            _require_shape(g, shapes[k], f"grad[{k}] (the claim for {names[k]})")
     if not (callable(grad) or (several and any(callable(g) for g in grad))):
         return
     y_shape = _output_shape(f, held, be, x_np[0])
@@ -191,7 +191,7 @@ def claims_at_the_door(f: Any, held: tuple, grad: Any, be: Any, x_np: list[np.nd
             label = _claims.claim_label(f"grad[{k}]", params)
             value = _probe(be, f, g, held, x_np, cotangent, params, label)
             if value is not _UNCALLED:
-                as_gradient(value, shapes[k], f"{label}, the gradient for {names[k]},", copy=False)
+                _require_shape(value, shapes[k], f"{label}, the gradient for {names[k]},")
 
 
 def _output_shape(f: Any, held: tuple, be: Any, x0: np.ndarray) -> tuple[int, ...]:
@@ -242,4 +242,19 @@ def _tuple_of_gradients(value: Any, shapes: list[tuple[int, ...]], names: tuple[
         raise TypeError(f"{label} returned {len(value)} gradient{'s' if len(value) != 1 else ''} ({got}), but f "
                         f"takes {count} inputs: it must return {wanted}, one per input, in the order f takes them")
     for k, g in enumerate(value):
-        as_gradient(g, shapes[k], f"{label}[{k}], the gradient for {names[k]},", copy=False)
+        _require_shape(g, shapes[k], f"{label}[{k}], the gradient for {names[k]},")
+
+
+def _require_shape(value: Any, shape: tuple[int, ...], what: str) -> None:
+    """``value`` has ``shape`` (:class:`ShapeMismatchError` naming both if not). Only the shape:
+    a complex gradient of a complex input, say, is the later stages' to judge; what is no array
+    at all (None, a ragged list) is refused as :func:`as_gradient` refuses it."""
+    got: tuple[int, ...] | None
+    try:
+        got = tuple(value.shape) if hasattr(value, "shape") else tuple(np.shape(value))
+    except ValueError:  # a ragged list
+        got = None
+    if got is None or value is None or isinstance(value, (str, bytes)):
+        as_gradient(value, shape, what, copy=False)  # raises, saying what it is
+    elif got != tuple(shape):
+        raise ShapeMismatchError(what, tuple(shape), got)
