@@ -65,7 +65,7 @@ def run(measure: bool) -> dict:
 
 def main(quick: bool = False) -> dict:
     header(f"referee against a cancelling backward (layer norm VJP, N = {N}): before / after the claim's "
-           "measured round-off", quick)
+           "measured round-off", quick, "nothing: the full run is this small one")
     before, after = run(False), run(True)
     print(table(["referee", "false MISMATCH", "entry 3", "planted 1e-4 caught", "time"], [
         [name, f"{r['false']} / {2 * len(SEEDS)} correct checks", str(dict(sorted(r["at3"].items()))),

@@ -111,7 +111,9 @@ def _big(quick: bool):
 
 
 def main(quick: bool = False) -> dict:
-    header("dispute: exact kernels vs the mpmath path, same inputs, one run", quick)
+    header("dispute: exact kernels vs the mpmath path, same inputs, one run", quick,
+           "the 1,024-long matmuls and 4,096-long rows and signal (256 and 1,024), the big matmul at "
+           "128 x 4,096 x 128 (32 x 1,024 x 32), 7 repeats (3)")
     rows, out = [], {}
     for name, math_fn, inputs, cands in _problems(quick):
         (fast_s, fast_c), (bare_s, bare_c), (slow_s, slow_c), fast, slow = _pair(

@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -57,8 +58,10 @@ GPT_CORRECT, GPT_MINUTES = 400, 20.0
 BYTES_TARGET = 64.0
 CASES = ("correct",) + gpt.BUGS
 QUICK_LEAVES_OUT = ("the 256-wide MLP (32 wide), the small GPT's planted bugs but one entry (both in the verdicts "
-                    "part), the 64-wide GPT of the drown part (32 wide), 12M parameters of the memory part (3M: fixed-size chunks weigh more per parameter there), "
-                    "all but 6 planted errors of the honest part, 3 of the verdicts' 6 cases")
+                    "part), the 64-wide GPT of the drown part (32 wide) and its screens alone but one name of each kind "
+                    "screened again and the smallest, 12M parameters of the memory part (3M: fixed-size chunks weigh more per parameter there), "
+                    "all but 6 planted errors of the honest part, 3 of the verdicts' 6 cases, torch's second thread "
+                    "(the small GPTs run on one), a process per gpt case (its two share one: one peak RSS)")
 
 
 def held(loss, params, name):
@@ -157,9 +160,18 @@ def rss_bytes() -> int:
     return 0
 
 
-def gpt_case(cfg: gpt.GPTConfig, case: str) -> dict:
-    """One case, in this process (the parent runs it as a child to read its peak RSS)."""
+#: torch's intra-op threads under --quick: the small GPT's operations are too small to share (at
+#: a load of 5 on 2 cores one case's screen took 12.3 s of CPU on torch's 2 threads, 4.0 s on one).
+QUICK_TORCH_THREADS = 1
+
+
+def gpt_case(cfg: gpt.GPTConfig, case: str, threads: int | None = None) -> dict:
+    """One case, in this process (the parent runs it as a child to read its peak RSS);
+    ``threads``: torch's intra-op threads (default: torch's)."""
     import torch
+
+    if threads:
+        torch.set_num_threads(threads)
 
     model, ids, targets = _model(cfg, case)
     forward = forward_seconds(model, ids, targets)
@@ -191,38 +203,51 @@ def _median_limit(report) -> list[float]:
     return [float(np.median(limit)), float(np.median(rel))]
 
 
+def _minutes(minutes: float) -> str:
+    return f"{minutes:.1f} min" if minutes >= 1 else f"{60 * minutes:.1f} s"
+
+
 def gpt_part(full: bool, cases: list[str], width: int | None = None, small: bool = False) -> dict:
     cfg = gpt_config(full, width, small)
     print(f"   model: {len(gpt.param_shapes(cfg))} names, {cfg.num_params():,} parameters, float64, sequence 32")
+    quick = small and not (full or width)
+    size = ["--full"] if full else ["--width", str(width)] if width else ["--small"] if small else []
+    threads = ["--threads", str(QUICK_TORCH_THREADS)] if quick else []
     rows, out = [], {}
-    for case in cases:
-        size = ["--full"] if full else ["--width", str(width)] if width else ["--small"] if small else []
-        cmd = [sys.executable, os.path.abspath(__file__), "gpt-child", "--case", case] + size
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    # each case in its own process (its peak RSS); --quick runs its two in one (one import of torch)
+    for group in ([cases] if quick else [[case] for case in cases]):
+        cmd = [sys.executable, os.path.abspath(__file__), "gpt-child", *size, *threads]
+        done = subprocess.run(cmd + [a for case in group for a in ("--case", case)], capture_output=True, text=True,
+                              check=False)
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far
         if done.returncode:
             print(done.stderr[-3000:])
-            rows.append([case, "ERROR", "", "", "", "", "", ""])
+            rows += [[case, "ERROR", "", "", "", "", "", ""] for case in group]
             continue
-        got = json.loads(done.stdout.strip().splitlines()[-1])
-        got["peak_rss"] = peak
-        out[case] = got
-        located = got["failing"] == got["expected"]
-        if case == "entry":
-            located = located and got["entry_found"]
-        per_eval = 60 * got["minutes"] / got["evaluations"]
-        rows.append([case, got["evaluations"], f"{got['minutes']:.1f} min", f"{per_eval:.3g} s", f"{got['forward']:.3g} s",
-                     got["status"],
-                     "yes" if located else f"NO: extra {sorted(set(got['failing']) - set(got['expected']))[:3]} "
-                                           f"missing {sorted(set(got['expected']) - set(got['failing']))[:3]}",
-                     f"{peak / 2**30:.2f} GiB ({(peak - got['rss_before']) / got['n']:.1f} B/param over the model)"])
+        for case, line in zip(group, [ln for ln in done.stdout.splitlines() if ln.startswith('{"case"')]):
+            got = json.loads(line)
+            got["peak_rss"] = peak
+            out[case] = got
+            rows.append(_gpt_row(case, got, peak))
     print(table(["case", "evaluations", "time", "per evaluation", "forward", "status", "localized to the right names",
                  "peak RSS"], rows))
     if "correct" in out:
         c = out["correct"]
-        print(f"   correct gradients: {c['evaluations']} evaluations (bar {GPT_CORRECT}), {c['minutes']:.1f} min "
+        print(f"   correct gradients: {c['evaluations']} evaluations (bar {GPT_CORRECT}), {_minutes(c['minutes'])} "
               f"(bar {GPT_MINUTES:g}), torch threads {c['threads']}")
     return out
+
+
+def _gpt_row(case: str, got: dict, peak: int) -> list:
+    located = got["failing"] == got["expected"]
+    if case == "entry":
+        located = located and got["entry_found"]
+    per_eval = 60 * got["minutes"] / got["evaluations"]
+    return [case, got["evaluations"], _minutes(got["minutes"]), f"{per_eval:.3g} s", f"{got['forward']:.3g} s",
+            got["status"],
+            "yes" if located else f"NO: extra {sorted(set(got['failing']) - set(got['expected']))[:3]} "
+                                  f"missing {sorted(set(got['expected']) - set(got['failing']))[:3]}",
+            f"{peak / 2**30:.2f} GiB ({(peak - got['rss_before']) / got['n']:.1f} B/param over the model)"]
 
 
 # -- 3. drown ----------------------------------------------------------------------------------------
@@ -280,19 +305,42 @@ def drown_part(small: bool, rtol: float | None = None) -> dict:
     out = {}
     for title, (params, loss, grads) in models.items():
         r = gradcheck.check_params(loss, params, grads, screen=True, engine="serial", adjudicate=False, config=config)
-        rows = []
+        rows, alone_evals = [], 0
+        alone_names = _quick_baseline(r, grads) if small else set(r.order)
         for name in r.order:
-            alone = gradcheck.screen(held(loss, params, name), params[name], grads[name],
-                                     engine="serial", adjudicate=False, config=config)
             joint, final = _joint_limit(r[name]), _median_limit(r[name])
-            own = _median_limit(alone)
+            if name not in alone_names:
+                own, evals = None, None
+            else:
+                alone = gradcheck.screen(held(loss, params, name), params[name], grads[name],
+                                         engine="serial", adjudicate=False, config=config)
+                own, evals = _median_limit(alone), alone.evaluations
+                alone_evals += evals
             rows.append([name, f"{np.median(np.abs(grads[name])):.1e}", f"{joint:.2e}" if joint else "-",
-                         f"{final[0]:.2e} ({final[1]:.1e})", f"{own[0]:.2e} ({own[1]:.1e})", alone.evaluations])
+                         f"{final[0]:.2e} ({final[1]:.1e})", f"{own[0]:.2e} ({own[1]:.1e})" if own else "(not run)",
+                         evals if evals is not None else ""])
         second = [n for n in r.notes if "screened again" in n]
         print(f"   {title}: {r.evaluations} evaluations, {r.status}; {second[0] if second else 'no second look'}")
         print(table(["name", "|g| median", "joint limit", "stated (rel)", "alone (rel)", "alone evals"], rows))
+        if small:
+            print(f"   --quick: {len(alone_names)} of {len(rows)} names screened alone ({alone_evals} evaluations): "
+                  "one of each kind the joint screen screened again, and the name of the smallest gradients")
         out[title] = dict(evaluations=r.evaluations, rows=rows)
     return out
+
+
+def _quick_baseline(r, grads) -> set[str]:
+    """The names --quick screens alone: where drowning is at stake, the name of the smallest
+    gradients (the embedding next to the gain) and, of the names the joint screen screened
+    again, the first of each kind (``h.3.attn.c_attn.bias`` stands for ``h.*.attn.c_attn.bias``)."""
+    chosen = {min(r.order, key=lambda n: float(np.median(np.abs(grads[n]))))}
+    kinds: set[str] = set()
+    for name in r.order:
+        kind = re.sub(r"\.\d+\.", ".*.", name)
+        if _joint_limit(r[name]) is not None and kind not in kinds:
+            kinds.add(kind)
+            chosen.add(name)
+    return chosen
 
 
 def _joint_limit(report) -> float | None:
@@ -369,6 +417,9 @@ def verdicts_part(small: bool) -> dict:
     cfg = gpt.GPTConfig(vocab_size=64, context_len=16, emb_dim=16, num_heads=2, num_layers=2)
     params, ids, targets = gpt.make_problem(cfg, seq_len=8, seed=0)
     rows, out = [], {}
+    threads = torch.get_num_threads()
+    if small:
+        torch.set_num_threads(QUICK_TORCH_THREADS)
     for case in (("correct", "entry", "tied") if small else CASES):
         bug = None if case == "correct" else case
         _, grads = gpt.loss_and_grads(params, ids, targets, cfg, bug=bug)
@@ -382,6 +433,7 @@ def verdicts_part(small: bool) -> dict:
         out[case] = dict(same=same, right=right)
         rows.append([case, numpy_r.status, numpy_r.evaluations, torch_r.evaluations, "yes" if same else "NO",
                      "yes" if right else "NO"])
+    torch.set_num_threads(threads)
     print(table(["case", "status", "numpy evaluations", "torch evaluations", "same failing names", "right names"],
                 rows))
     return out
@@ -400,15 +452,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--width", type=int, help="gpt: GPT-2 small's structure (148 names) at this emb_dim "
                                                     "(a scaled run; a multiple of 12)")
     parser.add_argument("--case", action="append", help=f"gpt: the cases to run (default: all of {CASES})")
+    parser.add_argument("--threads", type=int, help="gpt-child: torch's intra-op threads (default torch's; the "
+                                                      f"small GPT of --quick runs on {QUICK_TORCH_THREADS})")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
     if args.parts == ["gpt-child"]:
-        print(json.dumps(gpt_case(gpt_config(args.full, args.width, args.small), args.case[0]), default=float))
+        for case in args.case:  # one JSON line per case
+            print(json.dumps(gpt_case(gpt_config(args.full, args.width, args.small), case, args.threads),
+                             default=float), flush=True)
         return 0
     header("whole models: check_params(..., screen=True)", args.small, QUICK_LEAVES_OUT)
-    results = {}
+    results: dict = {}
+    took: dict[str, float] = {}
     for part in args.parts or ["names", "gpt", "drown", "memory", "honest", "verdicts"]:
         print(f"-- {part}")
+        started = time.perf_counter()
         if part == "forward":
             results[part] = forward_part(args.full, args.width)
         elif part == "gpt":
@@ -416,6 +474,10 @@ def main(argv: list[str] | None = None) -> int:
             results[part] = gpt_part(args.full, cases, args.width, args.small)
         else:
             results[part] = PARTS[part](args.small)
+        took[part] = time.perf_counter() - started
+    print("-- time per part")
+    print(table(["part", "time"], [[part, f"{t:.1f} s"] for part, t in took.items()]))
+    results["seconds"] = took
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1, default=str)

@@ -95,7 +95,8 @@ def _browser_case(big_page: pathlib.Path, small_page: pathlib.Path, folder: path
 
 
 def main(quick: bool = False) -> dict:
-    header("speed claims moved out of tests/ (issue 24), each beside a baseline of the same run", quick)
+    header("speed claims moved out of tests/ (issue 24), each beside a baseline of the same run", quick,
+           "repeats (best of 2 instead of 5)")
     repeat = 2 if quick else 5
     from html_subjects import big_report
 

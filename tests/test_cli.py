@@ -478,3 +478,114 @@ def test_bench_list_is_aligned():
     lines = out.stdout.splitlines()
     assert len(lines) >= 10 and any(len(ln.split()[0]) > 12 for ln in lines)  # dispute_speed, axes_engines
     assert len({ln.index(str(root)) for ln in lines}) == 1, out.stdout
+
+
+# -- issue 27, friction 7: slow "quick" paths, one table layout per benchmark ----------------
+BENCH_DIR = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def hand_formatting(source: str) -> list[str]:
+    """What in a benchmark's source lays out columns by hand instead of through
+    ``_common.table``: ``str.ljust/rjust/center``, a format width (``{x:>10}``, ``{x:12.3f}``),
+    another table package. Each as ``line N: what``."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "ljust", "rjust", "center"):
+            found.append(f"line {node.lineno}: .{node.func.attr}()")
+        elif isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+            spec = "".join(v.value for v in node.format_spec.values if isinstance(v, ast.Constant))
+            if any(ch.isdigit() for ch in spec.split(".")[0].lstrip("<>^=+- #0,_")[:1]) or spec[:1] in "<>^":
+                found.append(f"line {node.lineno}: format width {spec!r}")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+            if any(n.split(".")[0] in ("tabulate", "prettytable", "texttable", "rich") for n in names):
+                found.append(f"line {node.lineno}: imports {names}")
+    return found
+
+
+def test_hand_formatting_is_found():
+    """The negative control of the rule below: each way of aligning by hand is seen."""
+    planted = 'print(name.ljust(12), f"{t:>10}", f"{t:8.3f}")\nimport tabulate\n'
+    assert sorted(w.split(": ", 1)[1] for w in hand_formatting(planted)) == [
+        ".ljust()", "format width '8.3f'", "format width '>10'", "imports ['tabulate', '']"]
+    assert hand_formatting('print(f"{t:.3g} s {n:,} {x!r}")\n') == []
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in BENCH_DIR.glob("bench_*.py")))
+def test_every_benchmark_prints_in_the_one_table_format_and_says_what_quick_leaves_out(script):
+    """Friction 7 of issue 27: "each benchmark prints its own table layout". Every bench_*.py
+    prints its title through ``_common.header`` with, for ``--quick``, what the quick run leaves
+    out (small sizes, never a silent skip: the 177 s case of bench_axes is one it names), and
+    its tables through ``_common.table`` (gradcheck._demo.bench.text_table); none aligns
+    columns by hand."""
+    import ast
+
+    source = (BENCH_DIR / script).read_text(encoding="utf-8")
+    assert hand_formatting(source) == []
+    calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    headers = [c for c in calls if c.func.id == "header"]
+    assert headers and any(len(c.args) == 3 for c in headers), "header(title, quick, what --quick leaves out)"
+    assert any(c.func.id == "table" for c in calls)
+    assert "from _common import" in source
+
+
+def rule_columns(line: str) -> list[int]:
+    """Where each column starts, read from a table's rule of dashes."""
+    return [k for k, ch in enumerate(line) if ch == "-" and (k == 0 or line[k - 1] == " ")]
+
+
+def aligned_rows(lines: list[str], starts: list[int], indent: str) -> int:
+    """How many of ``lines`` (those after a rule) are rows of its table: at the indent, each
+    cell starting at a column start, two spaces before it (a prose line ends the count)."""
+    count = 0
+    for ln in lines:
+        if not ln.startswith(indent) or ln.startswith(indent + " ") or any(
+                len(ln) > s and (ln[s - 2:s] != "  " or ln[s] == " ") for s in starts[1:]):
+            break
+        count += 1
+    return count
+
+
+def test_a_quick_benchmark_and_the_summary_print_aligned_tables():
+    """The output of `gradcheck bench serial --quick` (through the command): the header words
+    of each table start where its rule's dash groups start, at the one indent, and every row
+    lines up (the serial table's 2 rows, the summary's 1: a row laid out otherwise ends the
+    count short)."""
+    from gradcheck._demo.bench import INDENT
+
+    out = run("bench", "serial", "--quick", "--dir", str(BENCH_DIR))
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    rules = [k for k, ln in enumerate(lines) if ln.strip() and set(ln.strip()) <= {"-", " "} and "--" in ln]
+    counts = []
+    for k in rules:
+        starts = rule_columns(lines[k])
+        assert lines[k].startswith(INDENT + "-") and starts[0] == len(INDENT)
+        header = lines[k - 1]
+        assert [s for s in starts if s < len(header) and header[s] != " " and header[s - 2:s] == "  "
+                ] == starts, (header, starts)
+        counts.append(aligned_rows(lines[k + 1:], starts, INDENT))
+    assert counts == [2, 1], (counts, out.stdout)
+    assert aligned_rows(["   a     b", "   long prose that runs on"], [3, 9], INDENT) == 1  # the rule's control
+
+
+def test_the_demo_transformer_proves_only_the_zeros_it_is_about():
+    """Friction 7: the demo spent 24 s of its 40 in one showcase, the tiny transformer's correct
+    backward, whose referee proved 32 zero gradients at 30 digits, 24 of them incidental (the
+    embedding rows of tokens and positions the sequence never used). The showcase now uses every
+    token and position once: its only exact zeros are the key biases' (what it is about). The
+    negative control: the transformer's default problem still has the incidental ones."""
+    from gradcheck._demo.showcases import _transformer_problem
+    from gradcheck.examples.transformer import loss_and_grads, make_problem
+
+    params, ids, targets, cfg = _transformer_problem()
+    _, grads = loss_and_grads(params, ids, targets, cfg)
+    zero = {name: g.size for name, g in grads.items() if np.abs(g).max() < 1e-12}  # true zeros, up to round-off
+    assert zero == {"b0.bk": 4, "b1.bk": 4}, zero
+    assert not any((g == 0).any() for name, g in grads.items() if name.endswith("_emb"))
+    default, ids0, targets0, cfg0 = make_problem()
+    _, grads0 = loss_and_grads(default, ids0, targets0, cfg0)
+    assert sum(int((g == 0).sum()) for name, g in grads0.items() if name.endswith("_emb")) == 24

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import test_doctests
+from optional_deps import needs
 
 import gradcheck
 import gradcheck.cli
@@ -152,3 +153,42 @@ def test_the_guide_has_the_pages_other_issues_write():
     assert "whole-model" in (DOCS / "guide" / "index.md").read_text(encoding="utf-8")
     assert "lowp-allowance" in (DOCS / "guide" / "low-precision.md").read_text(encoding="utf-8")
     assert (DOCS / "guide" / "whole-model.md").exists() and (DOCS / "guide" / "lowp-allowance.md").exists()
+
+
+# -- issue 27, friction 8: figures the guide quotes are the code's ------------------------------
+ALLOWANCE = DOCS / "guide" / "lowp-allowance.md"
+
+
+def test_the_allowance_page_quotes_what_dispute_says_at_position_3998():
+    """A figure typed in the docs drifts from what the code prints (the README's "5511 (67.3%)"
+    against the demo's "5598 (68.3%)"). The rotary example of docs/guide/lowp-allowance.md is
+    run on the page's inputs: the words it quotes are dispute's own (``why`` at (0, 0)), and the
+    prose's figures are dispute's, rounded as written."""
+    import ml_dtypes
+    import numpy as np
+
+    from gradcheck import dispute
+    from gradcheck.subjects import rope_fast, rope_math, rope_reference
+
+    text = ALLOWANCE.read_text(encoding="utf-8")
+    assert "`p = 3998`, `x1 = 1` and `x2 = -0.3359375`" in text  # the page's inputs (theta = 1: d = 2)
+    x, pos = np.array([[1.0, -0.3359375]]).astype(ml_dtypes.bfloat16), np.array([3998])
+    r = dispute(rope_math, (x, pos), {"fast": rope_fast(x, pos), "reference": rope_reference(x, pos)}, "bfloat16")
+    quoted = text.split("`dispute` says it in these words:")[1].split("```text")[1].split("```")[0]
+    assert " ".join(quoted.split()) == r.why((0, 0))
+    assert f"is {r.errors['fast'].max():.2f} ulp off: accurate" in text
+    assert f"is {round(float(r.errors['reference'][0, 0]), -3):,.0f} ulp off: broken" in text
+    assert f"= {r.bounds[0, 0]:.0f}` ulp" in text
+
+
+@needs("torch")
+def test_the_allowance_page_gelu_block_prints_the_figures_in_its_comment(capsys):
+    """The page's gelu block (torch's bfloat16 gelu at -8.625) runs as written; what it prints
+    is the comment beside its print, to the digits the comment gives."""
+    text = ALLOWANCE.read_text(encoding="utf-8")
+    block = text.split("Reproduce it:")[1].split("```python")[1].split("```")[0]
+    shown = block.strip().splitlines()[-1].split("#")[1].split()
+    exec(compile(block, str(ALLOWANCE), "exec"), {})
+    printed = [float(v) for v in capsys.readouterr().out.split()]
+    digits = [len(s.split("e")[0].replace(".", "").lstrip("0")) for s in shown]
+    assert [f"{v:.{d}g}" for v, d in zip(printed, digits)] == shown

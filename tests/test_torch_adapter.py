@@ -250,6 +250,24 @@ def test_multiple_inputs_get_one_report_each():
     assert check(lambda a, b: torch.tanh(a @ b), (a, b)).passed
 
 
+def test_multiple_inputs_a_callable_claim_is_probed_at_the_door_with_tensors():
+    """check(f, (a, b), grad) with torch inputs: the door calls the claim once with tensors (the
+    claim below uses torch operations only), so a right claim passes and a short gradient for b
+    is refused naming both shapes before any input is differenced."""
+    a, b = X[0].clone(), X[1, :3].clone()
+
+    def f(a, b):
+        return torch.sin(a).sum() * b.square().sum()
+
+    def good(a, b):
+        return torch.cos(a) * b.square().sum(), 2 * b * torch.sin(a).sum()
+
+    assert check(f, (a, b), good).passed
+    with pytest.raises(gradcheck.ShapeMismatchError, match=r"^the claimed gradient grad\(x1, x2\)\[1\], the "
+                       r"gradient for x2, has shape \(2,\), but it must have shape \(3,\)$"):
+        check(f, (a, b), lambda a, b: (good(a, b)[0], good(a, b)[1][:2]))
+
+
 def test_user_supplied_torch_gradient_is_checked_instead_of_autograd():
     """With grad= a hand-written torch gradient is what gets checked."""
     f = lambda t: (t**3).sum()  # noqa: E731

@@ -39,16 +39,22 @@ def _name(fn: Any) -> str:
 
 
 def require_call(fn: Any, role: str, params: Sequence[str], *, why: str, returns: str = "",
-                 fix: str = "") -> None:
+                 fix: str = "", ufunc_fix: str = "") -> None:
     """Refuse ``fn`` unless it can be called as ``role(*params)`` (positionally).
 
     ``why`` says why gradcheck calls it that way (``"f returns an array of shape (3,)"``),
     ``returns`` what the call must return, ``fix`` a way out for the commonest mistake. A
     numpy ufunc taking fewer inputs than ``params`` is refused: the extra argument would be
-    its ``out=``. Functions whose signature Python cannot inspect are let through.
+    its ``out=`` (``ufunc_fix`` replaces the lambda the message offers, for calls whose last
+    argument is not a cotangent). Functions whose signature Python cannot inspect are let
+    through.
     """
     call = f"{role}({', '.join(params)})"
     if isinstance(fn, np.ufunc):
+        if fn.nin < len(params) and ufunc_fix:
+            raise TypeError(f"{role}=np.{fn.__name__} is a numpy ufunc of {fn.nin} argument"
+                            f"{'s' if fn.nin != 1 else ''}: called as {call} it would write its result into "
+                            f"{params[-1]} (numpy's out= argument); {ufunc_fix}")
         if fn.nin < len(params):
             raise TypeError(f"{role}=np.{fn.__name__} is a numpy ufunc of {fn.nin} argument"
                             f"{'s' if fn.nin != 1 else ''}: called as {call} it would write its result into "
@@ -81,6 +87,41 @@ def scalar_or_vjp(fn: Any, *, x_shape: tuple[int, ...], y_shape: tuple[int, ...]
                  fix="for an elementwise f whose derivative is d(x), pass lambda x, v: d(x) * v")
 
 
+def input_names(count: int) -> tuple[str, ...]:
+    """What errors call the inputs of ``check(f, (x1, x2, ...))``: ``("x1", "x2", ...)``."""
+    return tuple(f"x{k + 1}" for k in range(count))
+
+
+def shapes_text(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> str:
+    """``"x1 (3,) and x2 (2, 4)"``: each input with its shape."""
+    items = [f"{n} {tuple(s)}" for n, s in zip(names, shapes)]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def of_inputs(fn: Any, role: str, *, x_shapes: Sequence[tuple[int, ...]], y_shape: tuple[int, ...] | None,
+              one: int | None = None) -> tuple[str, ...]:
+    """The call of a claim of ``check(f, (x1, ..., xn))``, checked as :func:`scalar_or_vjp`
+    checks one input's: ``grad(x1, ..., xn)`` for a scalar ``f``, the VJP
+    ``grad(x1, ..., xn, v)`` for an array; it returns a tuple of n gradients shaped like the
+    inputs, or, for ``one=k`` (the k-th claim of a tuple of claims), input k's gradient.
+    Returns the call's parameter names."""
+    names = input_names(len(x_shapes))
+    params = names if not y_shape else names + ("v",)
+    kind = "gradient" if not y_shape else "VJP (v . J, v shaped like f's output)"
+    if one is None:
+        kinds = "gradients" if not y_shape else "VJPs (v . J for each input, v shaped like f's output)"
+        returns = f"a tuple of {len(names)} {kinds}, shaped like {shapes_text(names, x_shapes)}"
+    else:
+        returns = f"the {kind} for {names[one]}, shaped like {names[one]} {tuple(x_shapes[one])}"
+    why = f"f takes {len(names)} inputs and returns " + ("a scalar" if not y_shape else
+                                                         f"an array of shape {tuple(y_shape)}")
+    fix = (f"a VJP {role}({', '.join(names)}, v) is for an array-valued f" if not y_shape else
+           f"the cotangent v comes last, after the {len(names)} inputs")
+    require_call(fn, role, params, why=why, returns=returns, fix=fix,
+                 ufunc_fix=f"pass a function {role}({', '.join(params)}) that returns {returns}")
+    return params
+
+
 def claim_label(role: str, params: Sequence[str]) -> str:
     """What errors call the claim: ``"the claimed gradient grad(x, v)"``."""
     return f"the claimed gradient {role}({', '.join(params)})"
@@ -94,8 +135,13 @@ def call_watched(call: Callable[..., Any], arrays: Sequence[np.ndarray | None], 
     value = call(*copies)
     for name, before, after in zip(names, arrays, copies):
         if before is not None and not same_bits(before, after):
-            raise InputMutationError(
-                f"{who} wrote into its argument {name}; a claim must not modify the arrays it is given "
-                f"(gradcheck passes it private copies, so yours are unchanged): copy inside it, or drop an out= "
-                f"that points at {name}")
+            raise claim_wrote(who, name)
     return value
+
+
+def claim_wrote(who: str, name: str) -> InputMutationError:
+    """The one message for a claim that wrote into its argument ``name``."""
+    return InputMutationError(
+        f"{who} wrote into its argument {name}; a claim must not modify the arrays it is given "
+        f"(gradcheck passes it private copies, so yours are unchanged): copy inside it, or drop an out= "
+        f"that points at {name}")

@@ -26,7 +26,7 @@ from . import complex as _complex
 from . import options as _options
 from .assemble import assemble
 from .difference import coloured_difference, difference
-from .inputs import MultiReport, is_multiple_inputs, private_copy, split_grad, with_input
+from .inputs import MultiReport, claims_at_the_door, is_multiple_inputs, private_copy, split_grad, with_input
 from .judge import judge
 from .options import CheckOptions
 from .prepare import RealView, prepare
@@ -83,7 +83,10 @@ def check(
         The claimed gradient: an array, a function ``grad(x)``, or for array outputs a
         VJP ``grad(x, v)``; for several inputs a tuple of claims (or ``grad(*xs)``
         returning one). None: the backend's own autodiff makes the claim (torch, jax,
-        ``backend="dual"``); the numpy backend needs it.
+        ``backend="dual"``); the numpy backend needs it. A callable claim is checked at the
+        door, before any differencing: its call, and the shape of what one call returns (for
+        several inputs ``f(*xs)`` is evaluated once more, to tell a scalar ``f`` from an
+        array one).
     config : Config, optional
         Steps and tolerances; default: the preset for ``x``'s dtype (:meth:`Config.for_dtype`).
     rtol, atol, eps, resolution, noise_factor : float, optional
@@ -253,6 +256,7 @@ def _check_inputs(f, xs: tuple, grad: Any, backend: Any, opts: CheckOptions) -> 
     held = tuple(private_copy(e) for e in xs)
     snapshots = [np.array(be.to_numpy(e), copy=True) for e in held]
     claims = split_grad(grad, held)
+    claims_at_the_door(f, held, grad, be, snapshots, opts.config)  # before any input is differenced
     reports = []
     for k in range(len(xs)):
         checkpoint = None if opts.checkpoint is None else for_input(opts.checkpoint, k)

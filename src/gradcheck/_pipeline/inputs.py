@@ -11,11 +11,16 @@ from typing import Any
 
 import numpy as np
 
+from .._core import claims as _claims
 from .._core import status as _status
-from .._core.errors import GradientAssertionError
+from .._core.arrays import same_bits
+from .._core.config import Config
+from .._core.errors import FunctionError, GradientAssertionError, ShapeMismatchError
 from .._core.verdict import Verdict
 from .._report.html import HtmlViews
 from .._report.report import Report
+from ..backends._claimed import as_gradient
+from .prepare import make_cotangent
 
 
 def is_multiple_inputs(x: Any) -> bool:
@@ -145,3 +150,111 @@ def split_grad(grad: Any, held: tuple) -> list[Any]:
         "with several inputs, grad must be None (the backend differentiates), a tuple with one "
         f"claim per input, or a function grad(*xs) returning a tuple; got {type(grad).__name__}"
     )
+
+
+# -- the claims at the door ------------------------------------------------------------------
+
+
+def claims_at_the_door(f: Any, held: tuple, grad: Any, be: Any, x_np: list[np.ndarray],
+                       config: Config | None) -> None:
+    """The claim of ``check(f, (x1, ..., xn), grad)`` checked once, before any input is
+    differenced, as one input's is (:mod:`gradcheck._core.claims`): array claims by shape; a
+    callable claim by its call (``grad(x1, ..., xn)`` for a scalar ``f``, the VJP
+    ``grad(x1, ..., xn, v)`` for an array one: ``f(*xs)`` is evaluated once to tell), then
+    called once on private copies, watched for writes into them, and what it returns held to
+    the inputs' shapes: a tuple of n gradients for one function, input k's gradient for the
+    k-th of a tuple of claims. Errors name the call, and both shapes or counts.
+
+    ``held`` are the inputs ``f`` is given (private copies), ``x_np`` their values as numpy
+    arrays (the snapshots).
+    """
+    shapes = [a.shape for a in x_np]
+    names = _claims.input_names(len(held))
+    several = isinstance(grad, (tuple, list))
+    for k, g in enumerate(grad if several else ()):
+        if g is not None and not callable(g):
+            _require_shape(g, shapes[k], f"grad[{k}] (the claim for {names[k]})")
+    if not (callable(grad) or (several and any(callable(g) for g in grad))):
+        return
+    y_shape = _output_shape(f, held, be, x_np[0])
+    cotangent = None if not y_shape else make_cotangent(y_shape, config or Config())
+    if callable(grad):
+        params = _claims.of_inputs(grad, "grad", x_shapes=shapes, y_shape=y_shape)
+        label = _claims.claim_label("grad", params)
+        value = _probe(be, f, grad, held, x_np, cotangent, params, label)
+        if value is not _UNCALLED:
+            _tuple_of_gradients(value, shapes, names, label)
+        return
+    for k, g in enumerate(grad):
+        if callable(g):
+            params = _claims.of_inputs(g, f"grad[{k}]", x_shapes=shapes, y_shape=y_shape, one=k)
+            label = _claims.claim_label(f"grad[{k}]", params)
+            value = _probe(be, f, g, held, x_np, cotangent, params, label)
+            if value is not _UNCALLED:
+                _require_shape(value, shapes[k], f"{label}, the gradient for {names[k]},")
+
+
+def _output_shape(f: Any, held: tuple, be: Any, x0: np.ndarray) -> tuple[int, ...]:
+    """The shape of ``f(*held)``: one evaluation, through the backend as ``check`` makes them."""
+    try:
+        y = be.evaluate(with_input(f, held, 0), np.array(x0, copy=True))
+    except FunctionError:
+        raise
+    except Exception as exc:
+        raise FunctionError(None, "base", None, exc) from exc
+    return tuple(np.shape(y))
+
+
+#: What :func:`_probe` returns when the backend did not call the claim (nothing to check).
+_UNCALLED = object()
+
+
+def _probe(be: Any, f: Any, claim: Any, held: tuple, x_np: list[np.ndarray], cotangent: np.ndarray | None,
+           params: tuple[str, ...], label: str) -> Any:
+    """What ``claim(x1, ..., xn[, v])`` returns, called once through the backend (its array
+    type, its scopes) on private copies: a write into any of them is blamed on the claim."""
+    others = tuple(private_copy(e) for e in held)
+    returned = []
+
+    def whole(x0: Any, *rest: Any) -> np.ndarray:
+        returned.append(claim(x0, *others[1:], *rest))
+        return np.zeros(())  # what the backend converts; the claim's own value is kept above
+
+    _claims.call_watched(lambda xx, vv: be.claimed_gradient(with_input(f, others, 0), xx, vv, whole),
+                         (x_np[0], cotangent), (params[0], "v"), label)
+    for j in range(1, len(held)):
+        if not same_bits(np.asarray(be.to_numpy(others[j])), x_np[j]):
+            raise _claims.claim_wrote(label, params[j])
+    return returned[0] if returned else _UNCALLED  # a backend that never calls a claim: nothing to hold it to
+
+
+def _tuple_of_gradients(value: Any, shapes: list[tuple[int, ...]], names: tuple[str, ...], label: str) -> None:
+    """``value`` must be a tuple (or list) of one gradient per input, each shaped like it."""
+    count = len(shapes)
+    wanted = f"{count} gradients shaped like {_claims.shapes_text(names, shapes)}"
+    if not isinstance(value, (tuple, list)):
+        got = f"a single array of shape {tuple(np.shape(value))}" if hasattr(value, "shape") else \
+            f"a {type(value).__name__}"
+        raise TypeError(f"{label} returned {got}, not a tuple of {wanted}: return one gradient per input, "
+                        "in the order f takes them")
+    if len(value) != count:
+        got = ", ".join(str(tuple(np.shape(g))) if hasattr(g, "shape") else type(g).__name__ for g in value)
+        raise TypeError(f"{label} returned {len(value)} gradient{'s' if len(value) != 1 else ''} ({got}), but f "
+                        f"takes {count} inputs: it must return {wanted}, one per input, in the order f takes them")
+    for k, g in enumerate(value):
+        _require_shape(g, shapes[k], f"{label}[{k}], the gradient for {names[k]},")
+
+
+def _require_shape(value: Any, shape: tuple[int, ...], what: str) -> None:
+    """``value`` has ``shape`` (:class:`ShapeMismatchError` naming both if not). Only the shape:
+    a complex gradient of a complex input, say, is the later stages' to judge; what is no array
+    at all (None, a ragged list) is refused as :func:`as_gradient` refuses it."""
+    got: tuple[int, ...] | None
+    try:
+        got = tuple(value.shape) if hasattr(value, "shape") else tuple(np.shape(value))
+    except ValueError:  # a ragged list
+        got = None
+    if got is None or value is None or isinstance(value, (str, bytes)):
+        as_gradient(value, shape, what, copy=False)  # raises, saying what it is
+    elif got != tuple(shape):
+        raise ShapeMismatchError(what, tuple(shape), got)
