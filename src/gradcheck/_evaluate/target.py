@@ -113,10 +113,12 @@ def located(exc: BaseException, index: tuple[int, ...] | None, side: str, param:
     return err
 
 
-def at_x(evaluate: Callable[[], Y], where: str = "base", *, work: np.ndarray | None = None) -> Y:
+def at_x(evaluate: Callable[[], Y], where: str = "base", *, work: np.ndarray | None = None,
+         param: str | None = None) -> Y:
     """``evaluate()``: ``f`` at the working copy itself, no entry perturbed (``f(x)``, ``f(x)``
     again). ``f`` raising is :class:`~gradcheck.FunctionError` at no entry, named ``where``
-    (gradcheck's own errors pass as they are: a backend's FunctionError, an OutputError). With
+    and ``param`` (check_params' parameter name, if any; gradcheck's own errors pass as they
+    are: a backend's FunctionError, an OutputError). With
     ``work`` (``f``'s argument), a write into it is :class:`~gradcheck.InputMutationError`,
     seen ``where`` (check's own base evaluation leaves that to its sanity stage, which compares
     the working copy with the pristine ``x`` after the first pass)."""
@@ -126,7 +128,7 @@ def at_x(evaluate: Callable[[], Y], where: str = "base", *, work: np.ndarray | N
     except GradcheckError:
         raise  # said once, where it was raised
     except Exception as exc:
-        raise FunctionError(None, where, None, exc) from exc
+        raise FunctionError(None, where, param, exc) from exc
     if work is not None and not same_bits(work, before):
         raise mutation_error(seen=f" (seen {where})")
     return y
