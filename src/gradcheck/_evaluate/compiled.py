@@ -9,7 +9,7 @@ output reduced as ``np.add.reduce(v * y)`` in numpy's pairwise order: for a dete
 the results equal the serial runner's bit for bit.
 
 With a per-slice reduction (independent axes) ``f`` must be an ``@njit`` function returning an
-array: the kernel stores each point's whole output (:func:`~.loops.raw_points`), a block of
+array: the kernel stores each point's whole output (:func:`~.loops.eval_into`), a block of
 points at a time within :data:`RAW_BUDGET_BYTES`, and the serial runner's own reduction
 (``slices.per_entry``) is applied to each row: the same bits as serial.
 
@@ -240,10 +240,10 @@ class CompiledRunner:
             iparams = np.array(f.iparams if f.iparams else [0], dtype=np.int64)
             return loops.native_points, (loss, t.work.reshape(-1), iparams, bool(f.iparams))
         if t.slices is not None:
-            return loops.raw_points, (t.f, t.work, np.array(t.slices.shape, dtype=np.int64))
+            return loops.points, (loops.eval_into, t.f, t.work, np.array(t.slices.shape, dtype=np.int64))
         if t.cotangent is None:
-            return loops.scalar_points, (t.f, t.work)
-        return loops.reduced_points, (t.f, t.work, np.ascontiguousarray(t.cotangent, dtype=np.float64))
+            return loops.points, (loops.eval_scalar, t.f, t.work, np.zeros(0))
+        return loops.points, (loops.eval_reduced, t.f, t.work, np.ascontiguousarray(t.cotangent, dtype=np.float64))
 
     def _raise_at(self, points: Points, j: int, code: int) -> None:
         """Point ``j`` evaluated again from Python, where its exception carries its message
