@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, OutputError, mutation_error
+from .._core.errors import FunctionError, mutation_error
 from ..native import NativeFunction
 from . import loops
 from .points import Points
 from .serial import run_here
-from .target import Target, entry_of
+from .target import Target, answer_slices, entry_of
 
 #: Chunks per thread. More than one lets a thread that finishes early (its core was less
 #: busy) take more work; each chunk copies ``x`` once, negligible next to its evaluations.
@@ -189,23 +189,12 @@ class CompiledRunner:
             if failed.size:
                 self._raise_at(points, lo + int(failed[0]), int(status[lo + failed[0]]))
             for j in range(lo, hi):
-                self._answer(ys[j - lo].reshape(slices.shape), points, j, out)
+                answer_slices(t, ys[j - lo].reshape(slices.shape), points, j, points.entries(j), out)
             if progress is not None:
                 progress(hi // points.width)
         _WARM.add(warm_key(t))
         self.evaluations += count
         return out
-
-    def _answer(self, y: np.ndarray, points: Points, j: int, out: np.ndarray) -> None:
-        """Point ``j``'s answers (one per entry) from ``f``'s stored output ``y``."""
-        slices = self.target.slices
-        assert slices is not None
-        try:
-            slices.per_entry(y, points.entries(j), out[points.answer_span(j, j + 1, slices)])
-        except OutputError as refused:
-            first = points.first(j)
-            raise refused.at(None if first is None else entry_of(first, self.target.work.shape),
-                             points.label(j)) from None
 
     def _launch(self, idx, values, starts, lo: int, hi: int, out, status) -> float:
         """Run points ``[lo, hi)`` (``out``: the answers of all points, or the stored outputs

@@ -99,6 +99,19 @@ def entry_of(flat_index: int | np.integer, shape: tuple[int, ...]) -> tuple[int,
     return tuple(int(k) for k in np.unravel_index(int(flat_index), shape))
 
 
+def answer_slices(target: Target, y: np.ndarray, points: Points, j: int, entries: np.ndarray | None,
+                  out: np.ndarray) -> None:
+    """Point ``j``'s answers (one per entry of ``entries``) from ``f``'s output ``y`` by the
+    target's per-slice reduction; an output it refuses, its OutputError at the point's first entry."""
+    slices = target.slices
+    assert slices is not None
+    try:
+        slices.per_entry(y, entries, out[points.answer_span(j, j + 1, slices)])
+    except OutputError as refused:
+        first = points.first(j)
+        raise refused.at(None if first is None else entry_of(first, target.work.shape), points.label(j)) from None
+
+
 def located(exc: BaseException, index: tuple[int, ...] | None, side: str, param: str | None) -> FunctionError:
     """``exc`` from an evaluation at entry ``index`` (``side``), as one FunctionError there:
     ``f``'s output refused by gradcheck (:class:`OutputError`) keeps its own message, and an
