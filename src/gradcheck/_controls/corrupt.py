@@ -2,17 +2,18 @@
 at known entries (:data:`CORRUPTIONS`)."""
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from ..backends import Wrapping
 
 # (multi-index, multiplicative corruption): a relative error of 1e-3 on one entry and a
 # sign flip on another, so both a subtle and a gross defect must be seen.
 CORRUPTIONS: tuple[tuple[tuple[int, int], float], ...] = (((1, 2), 1.0 + 1e-3), ((2, 0), -1.0))
 
 
-class Corrupting:
+class Corrupting(Wrapping):
     """Wraps a backend and corrupts the gradient it claims at known entries."""
 
     def __init__(self, inner: Any, corruptions=CORRUPTIONS) -> None:
@@ -21,20 +22,8 @@ class Corrupting:
         self.mp_capable = getattr(inner, "mp_capable", False)
         self.corruptions = corruptions
 
-    def accepts(self, x: Any) -> bool:
-        return self.inner.accepts(x)
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return self.inner.to_numpy(x)
-
-    def evaluate(self, f: Callable[..., Any], x: np.ndarray) -> np.ndarray:
-        return self.inner.evaluate(f, x)
-
     def claimed_gradient(self, f, x, cotangent, grad) -> np.ndarray:
         g = np.array(self.inner.claimed_gradient(f, x, cotangent, grad), dtype=np.float64)
         for ix, factor in self.corruptions:
             g[ix] = g[ix] * factor
         return g
-
-    def control_problem(self):
-        return self.inner.control_problem()

@@ -26,8 +26,9 @@ TypeError: seed must be an int >= 0, got 1.5 (a float)
 from __future__ import annotations
 
 import datetime
+import inspect
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -197,3 +198,12 @@ def as_executor(value: Any) -> Any:
         return value
     raise TypeError(f"executor must be a concurrent.futures.Executor (something with .submit), an "
                     f"ExecutorOptions or None, got {got(value)}; for dask use Client(...).get_executor()")
+
+
+def takes(fn: Callable[..., object], name: str) -> bool:
+    """Whether ``fn``'s signature has a parameter ``name`` (False when it has none to read):
+    an optional keyword (``progress=``, ``on_chunk=``) is passed only to what accepts it."""
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False

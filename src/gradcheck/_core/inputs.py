@@ -76,3 +76,17 @@ def require_real_output(y: np.ndarray, what: str = "f", index: tuple[int, ...] |
         hint = ""
     raise OutputError(got, index, side, param, what,
                       f"; it must return a real number or an array of real numbers{hint}")
+
+
+def real_scalar(value: object, what: str = "loss(params)", param: str | None = None) -> np.ndarray:
+    """``value`` (returned by ``what`` at the unperturbed input of ``param``) as a 0-d array of
+    its own dtype; an :class:`OutputError` there if numpy cannot read it, if it holds no real
+    numbers (:func:`require_real_output`) or if it is an array of another shape."""
+    try:
+        arr = output_array(value, what)
+    except OutputError as err:
+        raise err.at(None, "base", param) from None
+    require_real_output(arr, what, None, "base", param)
+    if arr.ndim != 0:
+        raise OutputError(f"an array of shape {arr.shape}", None, "base", param, what, "; it must return a scalar")
+    return arr

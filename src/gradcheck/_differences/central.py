@@ -17,12 +17,12 @@ gives the same bits. An entry that is not finite is not perturbed (NaN results):
 """
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .._core.arguments import takes
 from .._evaluate import Points, Runner, flat_handle
 from .arithmetic import perturbed_points
 
@@ -53,7 +53,7 @@ class CentralDifferences:
     def reports_chunks(self) -> bool:
         """Whether :meth:`differences` calls ``on_chunk`` as the runner's chunks finish (the
         executor runner's), not only once at the end."""
-        return "on_chunk" in _parameters(self.runner.run)
+        return takes(self.runner.run, "on_chunk")
 
     def close(self, terminate: bool = False) -> None:
         self.runner.close(terminate)
@@ -91,10 +91,3 @@ class CentralDifferences:
     @staticmethod
     def _chunk(on_chunk: OnChunk, positions: np.ndarray, values: np.ndarray, denom: np.ndarray) -> None:
         on_chunk(positions, values[0::2], values[1::2], denom[positions])
-
-
-def _parameters(fn: Any) -> set[str]:
-    try:
-        return set(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return set()

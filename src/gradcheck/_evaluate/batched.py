@@ -33,7 +33,7 @@ from .._core.config import dtype_name
 from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
 from .._core.inputs import require_real_output
 from .points import Points
-from .target import Target, entry_of
+from .target import Target, answer_slices, entry_of
 
 #: Default byte budget of the batch buffer (``B`` copies of ``x``).
 BUDGET_BYTES = 2 * 2**20
@@ -161,12 +161,7 @@ class BatchedRunner:
             raise ValueError(f"vectorized f returned shape {np.shape(y)} for a batch of {rows}")
         for j in range(start, stop):
             entries = None if points.shift is not None else points.entries(j)
-            try:
-                slices.per_entry(y[j - start], entries, out[points.answer_span(j, j + 1, slices)])
-            except OutputError as refused:
-                first = points.first(j)
-                raise refused.at(None if first is None else entry_of(first, self.target.work.shape),
-                                 points.label(j)) from None
+            answer_slices(self.target, y[j - start], points, j, entries, out)
 
     def close(self, terminate: bool = False) -> None:
         pass

@@ -9,7 +9,7 @@ output reduced as ``np.add.reduce(v * y)`` in numpy's pairwise order: for a dete
 the results equal the serial runner's bit for bit.
 
 With a per-slice reduction (independent axes) ``f`` must be an ``@njit`` function returning an
-array: the kernel stores each point's whole output (:func:`~.loops.raw_points`), a block of
+array: the kernel stores each point's whole output (:func:`~.loops.eval_into`), a block of
 points at a time within :data:`RAW_BUDGET_BYTES`, and the serial runner's own reduction
 (``slices.per_entry``) is applied to each row: the same bits as serial.
 
@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from .._core.errors import FunctionError, OutputError, mutation_error
+from .._core.errors import FunctionError, mutation_error
 from ..native import NativeFunction
 from . import loops
 from .points import Points
 from .serial import run_here
-from .target import Target, entry_of
+from .target import Target, answer_slices, entry_of
 
 #: Chunks per thread. More than one lets a thread that finishes early (its core was less
 #: busy) take more work; each chunk copies ``x`` once, negligible next to its evaluations.
@@ -189,23 +189,12 @@ class CompiledRunner:
             if failed.size:
                 self._raise_at(points, lo + int(failed[0]), int(status[lo + failed[0]]))
             for j in range(lo, hi):
-                self._answer(ys[j - lo].reshape(slices.shape), points, j, out)
+                answer_slices(t, ys[j - lo].reshape(slices.shape), points, j, points.entries(j), out)
             if progress is not None:
                 progress(hi // points.width)
         _WARM.add(warm_key(t))
         self.evaluations += count
         return out
-
-    def _answer(self, y: np.ndarray, points: Points, j: int, out: np.ndarray) -> None:
-        """Point ``j``'s answers (one per entry) from ``f``'s stored output ``y``."""
-        slices = self.target.slices
-        assert slices is not None
-        try:
-            slices.per_entry(y, points.entries(j), out[points.answer_span(j, j + 1, slices)])
-        except OutputError as refused:
-            first = points.first(j)
-            raise refused.at(None if first is None else entry_of(first, self.target.work.shape),
-                             points.label(j)) from None
 
     def _launch(self, idx, values, starts, lo: int, hi: int, out, status) -> float:
         """Run points ``[lo, hi)`` (``out``: the answers of all points, or the stored outputs
@@ -240,10 +229,10 @@ class CompiledRunner:
             iparams = np.array(f.iparams if f.iparams else [0], dtype=np.int64)
             return loops.native_points, (loss, t.work.reshape(-1), iparams, bool(f.iparams))
         if t.slices is not None:
-            return loops.raw_points, (t.f, t.work, np.array(t.slices.shape, dtype=np.int64))
+            return loops.points, (loops.eval_into, t.f, t.work, np.array(t.slices.shape, dtype=np.int64))
         if t.cotangent is None:
-            return loops.scalar_points, (t.f, t.work)
-        return loops.reduced_points, (t.f, t.work, np.ascontiguousarray(t.cotangent, dtype=np.float64))
+            return loops.points, (loops.eval_scalar, t.f, t.work, np.zeros(0))
+        return loops.points, (loops.eval_reduced, t.f, t.work, np.ascontiguousarray(t.cotangent, dtype=np.float64))
 
     def _raise_at(self, points: Points, j: int, code: int) -> None:
         """Point ``j`` evaluated again from Python, where its exception carries its message

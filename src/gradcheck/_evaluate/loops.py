@@ -12,7 +12,9 @@ copy with ``x`` at the chunk's end. ``status[j]`` records what went wrong at poi
 A scalar output is taken as float64; an array output is reduced in float64 as
 ``np.add.reduce(v * y)`` with the cotangent ``v``, term for term and in numpy's own pairwise
 summation order (:func:`reduce_like_numpy`), so the sums are numpy's to the bit; for a
-per-slice reduction the whole output is stored, one row per point (:func:`raw_points`).
+per-slice reduction the whole output is stored, one row per point (:func:`eval_into`).
+One kernel, :func:`points`, runs the points with any of the three (:func:`native_points`: a
+C function's).
 """
 from __future__ import annotations
 
@@ -47,11 +49,13 @@ def first_changed(copy, ref):
 
 
 @kernel(takes_functions=True)
-def eval_scalar(f, x):
+def eval_scalar(f, x, unused, out, j):
+    """``f(x)`` as float64 into ``out[j]``: 0, or RAISED."""
     try:
-        return np.float64(f(x)), 0
+        out[j] = np.float64(f(x))
     except Exception:  # noqa: BLE001 - recorded; re-raised from Python with its point
-        return np.nan, RAISED
+        return RAISED
+    return 0
 
 
 @kernel()
@@ -130,14 +134,17 @@ def reduce_like_numpy(v, y):
 
 
 @kernel(takes_functions=True)
-def eval_reduced(f, x, v, vflat):
+def eval_reduced(f, x, v, out, j):
+    """``np.add.reduce(v * f(x))`` (float64) into ``out[j]``: 0, RAISED, or SHAPE for another
+    shape than the cotangent ``v``'s."""
     try:
         y = f(x)
     except Exception:  # noqa: BLE001 - recorded; re-raised from Python with its point
-        return np.nan, RAISED
+        return RAISED
     if y.shape != v.shape:
-        return np.nan, SHAPE
-    return 0.0 + _pairwise(vflat, y.ravel()), 0
+        return SHAPE
+    out[j] = 0.0 + _pairwise(v.reshape(v.size), y.ravel())
+    return 0
 
 
 @kernel()
@@ -161,62 +168,11 @@ def _put_back(flat, ref, idx, vals, a, b):
     return kept
 
 
-@kernel(parallel=True, takes_functions=True)
-def scalar_points(f, work, idx, vals, starts, chunks, out, status):
-    count = starts.size - 1
-    ref = work.reshape(work.size)
-    for c in prange(chunks):
-        xc = work.copy()
-        flat = xc.reshape(xc.size)
-        lo, hi = c * count // chunks, (c + 1) * count // chunks
-        for j in range(lo, hi):
-            a, b = starts[j], starts[j + 1]
-            if _point_moved(flat, ref, idx, a, b):
-                status[j] = MUTATED
-                break
-            for k in range(a, b):
-                flat[idx[k]] = vals[k]
-            value, code = eval_scalar(f, xc)
-            kept = _put_back(flat, ref, idx, vals, a, b)
-            out[j] = value
-            if code:
-                status[j] = code
-            elif not kept:
-                status[j] = MUTATED
-        if hi > lo and status[hi - 1] == 0 and first_changed(flat, ref) >= 0:
-            status[hi - 1] = MUTATED
-
-
-@kernel(parallel=True, takes_functions=True)
-def reduced_points(f, work, v, idx, vals, starts, chunks, out, status):
-    count = starts.size - 1
-    vflat = v.reshape(v.size)
-    ref = work.reshape(work.size)
-    for c in prange(chunks):
-        xc = work.copy()
-        flat = xc.reshape(xc.size)
-        lo, hi = c * count // chunks, (c + 1) * count // chunks
-        for j in range(lo, hi):
-            a, b = starts[j], starts[j + 1]
-            if _point_moved(flat, ref, idx, a, b):
-                status[j] = MUTATED
-                break
-            for k in range(a, b):
-                flat[idx[k]] = vals[k]
-            value, code = eval_reduced(f, xc, v, vflat)
-            kept = _put_back(flat, ref, idx, vals, a, b)
-            out[j] = value
-            if code:
-                status[j] = code
-            elif not kept:
-                status[j] = MUTATED
-        if hi > lo and status[hi - 1] == 0 and first_changed(flat, ref) >= 0:
-            status[hi - 1] = MUTATED
-
-
 @kernel(takes_functions=True)
-def eval_into(f, x, shape, row):
-    """``f(x)`` flattened into ``row`` (float64): 0, RAISED, or SHAPE for another shape."""
+def eval_into(f, x, shape, ys, j):
+    """``f(x)`` flattened into row ``j`` of ``ys`` (float64): 0, RAISED, or SHAPE for another
+    shape than ``shape``."""
+    row = ys[j]
     try:
         y = f(x)
     except Exception:  # noqa: BLE001 - recorded; re-raised from Python with its point
@@ -233,9 +189,12 @@ def eval_into(f, x, shape, row):
 
 
 @kernel(parallel=True, takes_functions=True)
-def raw_points(f, work, shape, idx, vals, starts, chunks, ys, status):
-    # As scalar_points, but f's whole output at point j is stored in row j of ys (a per-slice
-    # reduction is made from it in Python, the serial runner's own code).
+def points(evaluate, f, work, aux, idx, vals, starts, chunks, out, status):
+    """Points ``j`` of each chunk set on the chunk's copy of ``work`` and evaluated by
+    ``evaluate(f, copy, aux, out, j)``, which stores point ``j``'s result in ``out`` and returns
+    its status: :func:`eval_scalar` (``out[j]``), :func:`eval_reduced` (``aux`` the cotangent)
+    or :func:`eval_into` (``aux`` the output's shape; ``f``'s whole output in row ``j``, a
+    per-slice reduction made from it in Python, the serial runner's own code)."""
     count = starts.size - 1
     ref = work.reshape(work.size)
     for c in prange(chunks):
@@ -249,7 +208,7 @@ def raw_points(f, work, shape, idx, vals, starts, chunks, ys, status):
                 break
             for k in range(a, b):
                 flat[idx[k]] = vals[k]
-            code = eval_into(f, xc, shape, ys[j])
+            code = evaluate(f, xc, aux, out, j)
             kept = _put_back(flat, ref, idx, vals, a, b)
             if code:
                 status[j] = code

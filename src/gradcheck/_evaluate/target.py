@@ -99,6 +99,19 @@ def entry_of(flat_index: int | np.integer, shape: tuple[int, ...]) -> tuple[int,
     return tuple(int(k) for k in np.unravel_index(int(flat_index), shape))
 
 
+def answer_slices(target: Target, y: np.ndarray, points: Points, j: int, entries: np.ndarray | None,
+                  out: np.ndarray) -> None:
+    """Point ``j``'s answers (one per entry of ``entries``) from ``f``'s output ``y`` by the
+    target's per-slice reduction; an output it refuses, its OutputError at the point's first entry."""
+    slices = target.slices
+    assert slices is not None
+    try:
+        slices.per_entry(y, entries, out[points.answer_span(j, j + 1, slices)])
+    except OutputError as refused:
+        first = points.first(j)
+        raise refused.at(None if first is None else entry_of(first, target.work.shape), points.label(j)) from None
+
+
 def located(exc: BaseException, index: tuple[int, ...] | None, side: str, param: str | None) -> FunctionError:
     """``exc`` from an evaluation at entry ``index`` (``side``), as one FunctionError there:
     ``f``'s output refused by gradcheck (:class:`OutputError`) keeps its own message, and an
@@ -113,10 +126,12 @@ def located(exc: BaseException, index: tuple[int, ...] | None, side: str, param:
     return err
 
 
-def at_x(evaluate: Callable[[], Y], where: str = "base", *, work: np.ndarray | None = None) -> Y:
+def at_x(evaluate: Callable[[], Y], where: str = "base", *, work: np.ndarray | None = None,
+         param: str | None = None) -> Y:
     """``evaluate()``: ``f`` at the working copy itself, no entry perturbed (``f(x)``, ``f(x)``
     again). ``f`` raising is :class:`~gradcheck.FunctionError` at no entry, named ``where``
-    (gradcheck's own errors pass as they are: a backend's FunctionError, an OutputError). With
+    and ``param`` (check_params' parameter name, if any; gradcheck's own errors pass as they
+    are: a backend's FunctionError, an OutputError). With
     ``work`` (``f``'s argument), a write into it is :class:`~gradcheck.InputMutationError`,
     seen ``where`` (check's own base evaluation leaves that to its sanity stage, which compares
     the working copy with the pristine ``x`` after the first pass)."""
@@ -126,7 +141,7 @@ def at_x(evaluate: Callable[[], Y], where: str = "base", *, work: np.ndarray | N
     except GradcheckError:
         raise  # said once, where it was raised
     except Exception as exc:
-        raise FunctionError(None, where, None, exc) from exc
+        raise FunctionError(None, where, param, exc) from exc
     if work is not None and not same_bits(work, before):
         raise mutation_error(seen=f" (seen {where})")
     return y

@@ -17,7 +17,7 @@ from .._report.html import HtmlViews
 from .._report.next_step import next_steps
 from .._report.text import figure, percent
 from .dispute_bound import why_wide, working_loss
-from .dispute_timing import Timing, speed_lines
+from .dispute_timing import Timing, _seconds, speed_lines
 
 
 @dataclass(frozen=True)
@@ -277,7 +277,7 @@ class DisputeResult(HtmlViews, PassedAsTruth):
         lines = [head]
         for k, s in rows:
             t = self.timings.get(k)
-            times = "" if not timed else (f" {_secs(t.median):>10} {_secs(t.best):>10}" if t
+            times = "" if not timed else (f" {_seconds(t.median):>10} {_seconds(t.best):>10}" if t
                                           else f" {'-':>10} {'-':>10}")
             lines.append(
                 f"  {k:<{width}} {figure(s.max_ulp):>9} {figure(s.mean_ulp):>9} {figure(s.p99_ulp):>9} "
@@ -360,13 +360,6 @@ class DisputeResult(HtmlViews, PassedAsTruth):
 
     def to_json(self, **kwargs: Any) -> str:
         return json.dumps(self.to_dict(), **kwargs)
-
-
-def _secs(s: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if s >= scale:
-            return f"{s / scale:.3g} {unit}"
-    return f"{s * 1e9:.3g} ns"
 
 
 def _nan_last(v: float) -> float:

@@ -29,8 +29,9 @@ import numpy as np
 from .._core.arrays import same_bits
 from .._core.config import Config, dtype_name
 from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
-from .._core.inputs import output_array, require_real_output, unit_roundoff_of
+from .._core.inputs import real_scalar, unit_roundoff_of
 from .._core.verdict import Verdict
+from .._evaluate import at_x
 from .._report.report import Report
 from .._screen import (
     DEFAULT_DRAWS,
@@ -149,7 +150,7 @@ def _screen_group(loss, params, claimed, names: Sequence[str], config: Config, *
     for n in names:  # the per-name claims are copied: let a framework's gradient go (a model's worth)
         claimed.pop(n)
     f = flat_loss(loss, params, seg, mp_capable)
-    y0 = _output(loss, params, seg, None)
+    y0 = real_scalar(at_x(lambda: loss(dict(params))), "loss(params)")
     unit = max(config.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
     label = names[0] if len(names) == 1 else f"{len(names)} names"
     prep = prepare_flat(f, work, claim, config, label, float(y0), unit, getattr(loss, "gradcheck_backend", "numpy"))
@@ -163,20 +164,6 @@ def _screen_group(loss, params, claimed, names: Sequence[str], config: Config, *
         raise mutation_error(f"the loss (while {label} were screened)") from None
     _require_untouched(work, params, seg)
     return Group(seg, config, prep, done, dtype, options)
-
-
-def _output(loss, params, seg: Segments, index) -> np.ndarray:
-    """``loss(params)`` as a 0-d array of its own dtype, its errors naming the loss."""
-    try:
-        value = loss(dict(params))
-    except Exception as exc:
-        raise FunctionError(index, "base", None, exc) from exc
-    arr = output_array(value, "loss(params)")
-    require_real_output(arr, "loss(params)", index, "base", None)
-    if arr.ndim != 0:
-        raise OutputError(f"an array of shape {arr.shape}", index, "base", None, "loss(params)",
-                          "; it must return a scalar")
-    return arr
 
 
 def _named(err: FunctionError, seg: Segments) -> FunctionError:

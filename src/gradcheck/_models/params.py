@@ -13,16 +13,11 @@ from .._core import arguments as _arguments
 from .._core import status as _status
 from .._core.arrays import same_bits
 from .._core.config import Config, Tuning, dtype_name, with_keywords
-from .._core.errors import (
-    AliasedParametersError,
-    FunctionError,
-    OutputError,
-    UnsupportedInputError,
-)
-from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
+from .._core.errors import AliasedParametersError, UnsupportedInputError
+from .._core.inputs import float_dtype_name, real_scalar, unit_roundoff_of
 from .._core.verdict import Cause, Verdict
 from .._differences import CentralDifferences, require_moving_steps, steps_for
-from .._evaluate import SerialRunner, Target, auto_decision, make_runner
+from .._evaluate import SerialRunner, Target, at_x, auto_decision, make_runner
 from .._pipeline.assemble import assemble_report
 from .._pipeline.difference import first_differences
 from .._pipeline.judge import judge_entries
@@ -223,11 +218,11 @@ def _screened(loss, params, claimed, configs, *, order, budget, adjudicate, digi
     is never written (the screen evaluates the loss on its own copy)."""
     if engine == "executor" and executor is None:
         raise ValueError("check_params: engine='executor' needs executor= (a concurrent.futures.Executor)")
-    f0 = _scalar_loss(loss, params, None, "base", None)
+    f0 = _scalar_loss(loss, params)
     mp_capable = getattr(loss, "gradcheck_mp_capable", True)
     whole = screen_whole(loss, params, claimed, configs, order, budget=budget, engine=engine, executor=executor,
                          adjudicate=adjudicate, digits=digits, mp_capable=mp_capable)
-    f1 = _scalar_loss(loss, params, None, "base", None)
+    f1 = _scalar_loss(loss, params)
     return _Outcome(whole.reports, f0, f1, 2 + whole.evaluations, whole.notes, whole.failing)
 
 
@@ -251,14 +246,14 @@ def _entrywise(loss, params, claimed, configs, *, order, sample, seed, adjudicat
                 # Can't perturb a read-only array in place: swap in a private copy.
                 params[n] = snapshots[n].copy()
                 swapped.append(n)
-        f0 = _scalar_loss(loss, params, None, "base", None)
+        f0 = _scalar_loss(loss, params)
         total = sum(int(np.size(params[n])) if sample is None else min(sample, int(np.size(params[n])))
                     for n in names)
         chosen, why, timed = _params_engine(engine, executor, False, sample, loss, params, total)
         for n in names:
             reports[n] = _check_one(loss, params, n, claimed[n], configs[n], sample, rng, adjudicate, digits,
                                     claim_scale, chosen, why, executor)
-        f1 = _scalar_loss(loss, params, None, "base", None)
+        f1 = _scalar_loss(loss, params)
     finally:
         for n in names:
             params[n] = originals[n]
@@ -411,26 +406,15 @@ def _bits_differ(a: np.ndarray, b: np.ndarray) -> bool:
     return not same_bits(a, b)
 
 
-def _scalar_loss(loss, params, index, side, name) -> float:
-    return float(_loss_output(loss, params, index, side, name))
+def _scalar_loss(loss, params, name: str | None = None) -> float:
+    return float(_loss_output(loss, params, name))
 
 
-def _loss_output(loss, params, index, side, name) -> np.ndarray:
-    """``loss(params)`` as a 0-d array of its own dtype; its exception as a FunctionError,
-    an output that is no real scalar as an OutputError, both saying where."""
-    try:
-        value = loss(params)
-    except Exception as exc:
-        raise FunctionError(index, side, name, exc) from exc
-    try:
-        arr = output_array(value, "loss(params)")
-    except OutputError as err:
-        raise err.at(index, side, name) from None
-    require_real_output(arr, "loss(params)", index, side, name)
-    if arr.ndim != 0:
-        raise OutputError(f"an array of shape {arr.shape}", index, side, name, "loss(params)",
-                          "; it must return a scalar")
-    return arr
+def _loss_output(loss, params, name: str | None = None) -> np.ndarray:
+    """``loss(params)`` at the parameters themselves (the evaluation layer's :func:`at_x`) as a
+    0-d array of its own dtype; its exception a FunctionError, an output that is no real scalar
+    an OutputError, both naming the parameter ``name``."""
+    return real_scalar(at_x(lambda: loss(params), param=name), "loss(params)", name)
 
 
 PARAMS_ENGINES = ("auto", "serial", "processes")  # and "executor", with executor=
@@ -474,7 +458,7 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
     values = np.asarray(arr, dtype=np.float64).reshape(-1)[flat_idx] if size else np.zeros(0)
     steps = steps_for(values, cfg.step)
     differencer, pool = _param_differencer(loss, params, name, engine if flat_idx.size >= 2 else "serial", executor)
-    probe = _loss_output(loss, params, None, "base", name)
+    probe = _loss_output(loss, params, name)
     unit = max(cfg.unit_roundoff, unit_roundoff_of(arr), unit_roundoff_of(probe))
     # The referee evaluates the loss with this one tensor replaced by an arbitrary-precision copy.
     snapshot = np.array(arr, dtype=np.float64, copy=True)
@@ -506,7 +490,7 @@ def _param_differencer(loss, params, name: str, engine: str, executor: Any):
     dict's object, in their memory: forked, or shipped together with the loss's closure
     over the dict, so one object there too). Errors name the parameter."""
     arr = params[name]
-    evaluate = lambda: _scalar_loss(loss, params, None, "base", name)  # noqa: E731
+    evaluate = lambda: _scalar_loss(loss, params, name)  # noqa: E731
     target = Target(f=loss, work=arr, evaluate=evaluate, backend=NumpyBackend(), executor=executor, param=name)
     if engine not in ("processes", "executor"):
         return CentralDifferences(SerialRunner(target), arr).differences, None

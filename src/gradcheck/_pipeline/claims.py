@@ -14,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import Wrapping
 
-class ClaimBackend:
+
+class ClaimBackend(Wrapping):
     """``inner`` for evaluating ``f``; ``claim(x, cotangent)`` for the claimed gradient.
 
     ``mp_capable`` says whether the referee may run ``f`` at arbitrary precision (only
@@ -32,21 +34,9 @@ class ClaimBackend:
         self.fork_safe = getattr(inner, "fork_safe", True)
         self.notes: list[str] = []
 
-    def accepts(self, x: Any) -> bool:
-        return self.inner.accepts(x)
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return self.inner.to_numpy(x)
-
-    def evaluate(self, f: Callable[..., Any], x: np.ndarray) -> np.ndarray:
-        return self.inner.evaluate(f, x)
-
     def claimed_gradient(self, f: Callable[..., Any], x: np.ndarray, cotangent: np.ndarray | None,
                          grad: Any) -> np.ndarray:
         return np.asarray(self.claim(x, cotangent))
-
-    def control_problem(self) -> Any:
-        return self.inner.control_problem()
 
 
 def with_notes(report: Any, notes: list[str] | tuple[str, ...]) -> Any:

@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core.arguments import flag, nonnegative
+from .._core.arguments import flag, nonnegative, takes
 from .._core.errors import GradcheckError
 
 FORMAT = "gradcheck-checkpoint"
@@ -505,7 +505,7 @@ class Checkpointed:
 
             wrapped = None if progress is None else (lambda done: progress(before + done))
             kwargs: dict[str, Any] = {"on_chunk": on_chunk}
-            if wrapped is not None and "progress" in _parameters(self.engine.differences):
+            if wrapped is not None and takes(self.engine.differences, "progress"):
                 kwargs["progress"] = wrapped
             self.engine.differences(idx[pending], steps[pending], **kwargs)
             return
@@ -553,11 +553,6 @@ class Checkpointed:
             pass
 
 
-def _parameters(fn: Any) -> set[str]:
-    try:
-        return set(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return set()
 
 
 def open_checkpoint(spec: Any, engine: Any, *, x: np.ndarray, config: Any, cotangent: np.ndarray | None,

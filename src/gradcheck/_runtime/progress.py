@@ -13,13 +13,14 @@ chunks, which changes nothing in its results because entries are independent.
 """
 from __future__ import annotations
 
-import inspect
 import sys
 import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
 import numpy as np
+
+from .._core.arguments import takes
 
 #: Auto mode draws only for a pass projected to take longer than this.
 MIN_SECONDS = 2.0
@@ -146,16 +147,11 @@ def differences_with_progress(
     """``differences(flat_indices, steps)``, reporting to ``bar`` as entries finish."""
     if bar is None or not bar.active:
         return differences(flat_indices, steps)
-    if accepts_progress(differences):
+    if takes(differences, "progress"):
         return differences(flat_indices, steps, progress=bar.update)
     return _chunked(differences, np.asarray(flat_indices), np.asarray(steps), bar)
 
 
-def accepts_progress(differences: Callable[..., Any]) -> bool:
-    try:
-        return "progress" in inspect.signature(differences).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _chunked(differences, flat_indices: np.ndarray, steps: np.ndarray, bar: Progress):

@@ -31,7 +31,7 @@ from . import _complex
 from ._assemble import State, assemble, trivial_report
 from ._bisect import LEAF_SIZE, Bisection
 from ._budget import parse_budget
-from ._directional import FACTORS, choose_step, claimed_slope, estimate, points, roundoff_per_step
+from ._directional import FACTORS, estimate, roundoff_per_step
 from ._engines import SCREEN_ENGINES, select
 from ._entrywise import EntryJudge
 from ._exact import AUTO_SECONDS, EVALS_PER_BLOCK, ExactProbe, agreement, exact_floor
@@ -392,14 +392,7 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adju
 def _calibrate(prep: Prepared, m: Measurer, block) -> tuple[str, tuple[float, float, float]]:
     """Choose the step on the first block; return its note and that block's estimate."""
     idx, signs = block
-    d = m.direction(idx, signs)
-
-    def sample(t: float) -> tuple[float, float, float]:
-        pts = points(prep.x_flat, idx, d, t)
-        fp, fm = m.run([(idx, pts.plus), (idx, pts.minus)])
-        return float(fp), float(fm), claimed_slope(prep.analytic, pts, t)
-
-    choice = choose_step(sample, prep.config.step, unit=m.unit, k=m.k)
+    choice = m.choose_step(idx, signs, prep.config.step)
     m.t, m.rho, m.calibrated = choice.t, choice.rho, choice.bound
     trio = [choice.samples[m.t * f] for f in FACTORS]
     steps = m.t * np.asarray(FACTORS)

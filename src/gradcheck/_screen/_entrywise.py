@@ -25,7 +25,7 @@ from .._differences import CentralDifferences, steps_for
 from .._evaluate import SerialRunner, Target
 from .._pipeline.judge import judge_entries
 from . import _complex
-from ._directional import FACTORS, choose_step, claimed_slope, estimate, points, roundoff_per_step
+from ._directional import FACTORS, estimate, roundoff_per_step
 from ._measure import BudgetExhausted, Measurer
 from ._prepare import CHUNK, Prepared
 
@@ -168,16 +168,8 @@ class EntryJudge:
         steps, then Richardson over ``t, 2t, 4t`` at the step with the smallest bound): the
         screen's step suits blocks, not one entry (on a relu layer, 2^-16 left one entry's
         estimate noise-dominated and its bound too small). About 20 evaluations."""
-        prep, m = self.prep, self.m
-        idx = np.array([i], dtype=np.int64)
-        d = m.direction(idx, np.ones(1))
-
-        def sample(t: float) -> tuple[float, float, float]:
-            pts = points(prep.x_flat, idx, d, t)
-            fp, fm = m.run([(idx, pts.plus), (idx, pts.minus)])
-            return float(fp), float(fm), claimed_slope(prep.analytic, pts, t)
-
-        choice = choose_step(sample, prep.config.step, unit=m.unit, k=m.k)
+        m = self.m
+        choice = m.choose_step(np.array([i], dtype=np.int64), np.ones(1), self.prep.config.step)
         rho = max(choice.rho, m.rho)
         trio = [choice.samples[choice.t * f] for f in FACTORS]
         steps = choice.t * np.asarray(FACTORS)[:, None]

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._directional import FACTORS, claimed_slope, estimate, points, roundoff_per_step
+from ._directional import FACTORS, StepChoice, choose_step, claimed_slope, estimate, points, roundoff_per_step
 
 #: A block measured by finite differences whose bound is more than this many times the bound
 #: the step search reached on its own block (at the step's optimum there, round-off and
@@ -100,6 +100,18 @@ class Measurer:
 
     def direction(self, idx: np.ndarray, signs: np.ndarray) -> np.ndarray:
         return signs * self.weights[idx]
+
+    def choose_step(self, idx: np.ndarray, signs: np.ndarray, start: float) -> StepChoice:
+        """:func:`._directional.choose_step` along the block ``idx`` with ``signs`` (from the
+        step ``start``), its evaluations run and counted here."""
+        d = self.direction(idx, signs)
+
+        def sample(t: float) -> tuple[float, float, float]:
+            pts = points(self.x_flat, idx, d, t)
+            fp, fm = self.run([(idx, pts.plus), (idx, pts.minus)])
+            return float(fp), float(fm), claimed_slope(self.analytic, pts, t)
+
+        return choose_step(sample, start, unit=self.unit, k=self.k)
 
     def finite_differences(self, blocks: list[tuple[np.ndarray, np.ndarray]]) -> Measured:
         """:meth:`_differences` over the blocks, in batches whose points stay within

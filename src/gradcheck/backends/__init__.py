@@ -15,6 +15,7 @@ from typing import Any
 
 from ._numpy import NumpyBackend as NumpyBackend
 from ._protocol import Backend as Backend
+from ._protocol import Wrapping as Wrapping
 
 _NAMED = {"numpy": NumpyBackend}
 #: Built-in backends imported on first use (they pull in heavy modules): name -> module.

@@ -36,3 +36,22 @@ class Backend(Protocol):
     def control_problem(self) -> tuple[Callable[..., Any], np.ndarray, Any]:
         """A smooth test function written for this backend, an input, and the ``grad``
         argument that yields its correct gradient (for the negative control)."""
+
+
+class Wrapping:
+    """A backend that hands everything but its claimed gradient to the backend ``inner`` it
+    wraps (a claim built from other derivatives, the negative control's corrupted claim)."""
+
+    inner: Backend
+
+    def accepts(self, x: Any) -> bool:
+        return self.inner.accepts(x)
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return self.inner.to_numpy(x)
+
+    def evaluate(self, f: Callable[..., Any], x: np.ndarray) -> np.ndarray:
+        return self.inner.evaluate(f, x)
+
+    def control_problem(self) -> Any:
+        return self.inner.control_problem()

@@ -12,10 +12,11 @@ from mpmath import libmp
 from numpy.typing import ArrayLike
 
 from ._array import MPArray
+from ._array import _exact_tuple_or_raise as _exact
 from ._context import owned
 from ._convert import to_mp_in
 from ._evaluate import run_checked
-from ._scalar import MPFloat, _exact_tuple, _make_mpf, _wrap
+from ._scalar import MPFloat, _make_mpf, _wrap
 
 _PRECISION_GAP = 20  # digits between the two precisions that must agree
 # Error bounds and digit counts need no more than float64's 53 bits (mpmath's default, at
@@ -58,11 +59,14 @@ def _agreement(a: Any, b: Any, cap: int, ctx: Any) -> int:
     return int(min(cap, max(0, ctx.floor(-ctx.log10(relative)))))
 
 
-def _exact(v: Any) -> tuple:
-    t = _exact_tuple(v)
-    if t is None:
-        raise TypeError(f"expected a real number, got {type(v).__name__}")
-    return t
+def _limits(dps: int, min_digits: int | None, max_dps: int | None) -> tuple[int, int]:
+    """``(min_digits, max_dps)`` with their defaults; a ``max_dps`` too low is a ValueError."""
+    min_digits = 2 * dps // 3 if min_digits is None else min_digits
+    max_dps = dps + 200 if max_dps is None else max_dps
+    if max_dps < dps + _PRECISION_GAP:
+        raise ValueError(f"max_dps={max_dps} leaves no room above dps={dps} for a second "
+                         f"precision {_PRECISION_GAP} digits higher")
+    return min_digits, max_dps
 
 
 @dataclass(frozen=True)
@@ -145,11 +149,7 @@ def mp_derivative(
     >>> d.digits >= 20, abs(d.value - exact) < 1e-20 * exact
     (True, True)
     """
-    min_digits = 2 * dps // 3 if min_digits is None else min_digits
-    max_dps = dps + 200 if max_dps is None else max_dps
-    if max_dps < dps + _PRECISION_GAP:
-        raise ValueError(f"max_dps={max_dps} leaves no room above dps={dps} for a second "
-                         f"precision {_PRECISION_GAP} digits higher")
+    min_digits, max_dps = _limits(dps, min_digits, max_dps)
     # One private context per derivative: its precision moves between the estimates, and
     # nothing outside this call can move it.
     with owned() as ctx:
@@ -303,11 +303,7 @@ def mp_directional_derivative(
     >>> float(r.value) == 3 * 0.25 * 1.0 + 3 * 4.0 * -3.0, r.digits >= 20
     (True, True)
     """
-    min_digits = 2 * dps // 3 if min_digits is None else min_digits
-    max_dps = dps + 200 if max_dps is None else max_dps
-    if max_dps < dps + _PRECISION_GAP:
-        raise ValueError(f"max_dps={max_dps} leaves no room above dps={dps} for a second "
-                         f"precision {_PRECISION_GAP} digits higher")
+    min_digits, max_dps = _limits(dps, min_digits, max_dps)
     d = np.asarray(direction, dtype=np.float64)
     if d.shape != np.shape(x):
         raise ValueError(f"direction has shape {d.shape}, x has shape {np.shape(x)}: they must match")

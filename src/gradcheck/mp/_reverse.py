@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ._array import MPArray
-from ._scalar import MPFloat, _exact_tuple, _record, _wrap
+from ._array import MPArray, _exact_tuple_or_raise
+from ._scalar import MPFloat, _record, _wrap
 
 # The record of the running gradient computation: MPVars that have parents, in creation order.
 _tape: contextvars.ContextVar[list[MPVar] | None] = contextvars.ContextVar(
@@ -31,10 +31,7 @@ _tape: contextvars.ContextVar[list[MPVar] | None] = contextvars.ContextVar(
 def _mp(v: Any) -> MPFloat:
     if type(v) is MPFloat:
         return v
-    t = _exact_tuple(v)
-    if t is None:
-        raise TypeError(f"expected a real number, got {type(v).__name__}")
-    return _wrap(t)
+    return _wrap(_exact_tuple_or_raise(v))
 
 
 class MPVar:
