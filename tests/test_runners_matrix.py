@@ -84,9 +84,20 @@ def needs(runner: str):
         pytest.skip("needs the fork start method")
 
 
-def no_workers_left() -> bool:
-    gc.collect()
-    return multiprocessing.active_children() == []
+def no_workers_left(grace: float = 30.0) -> bool:
+    """No child process of this one is left: a worker that was told to go is given ``grace``
+    seconds to exit (on a loaded machine a terminated fork worker can take a while to be
+    reaped), never more; one still there after it is an orphan."""
+    deadline = time.monotonic() + grace
+    while True:
+        gc.collect()
+        left = multiprocessing.active_children()  # also reaps the ones that have exited
+        if not left:
+            return True
+        if time.monotonic() > deadline:
+            print(f"workers left: {left}")
+            return False
+        time.sleep(0.05)
 
 
 # -- check --------------------------------------------------------------------------------------
