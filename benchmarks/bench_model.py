@@ -18,10 +18,13 @@
 4. ``memory``: tracemalloc's peak above the parameters and claims, in bytes per parameter, of a
    numpy model of 12M entries (``--small``: 3M): held against
    :data:`BYTES_TARGET`.
-5. ``honest``: on a model small enough to check entry by entry (the tiny numpy GPT), errors of
+5. ``overhead``: the screen's own work per evaluation (everything but the loss) on a numpy
+   model of 6M and 30M parameters (``--small``: 1M and 3M) whose loss costs a few ms, in ns per
+   parameter: what a whole model's screen adds to each forward.
+6. ``honest``: on a model small enough to check entry by entry (the tiny numpy GPT), errors of
    1.5x the stated limit planted one at a time at random entries: every one found; and the
    entry-wise check calls each a MISMATCH too.
-6. ``verdicts``: the numpy GPT (hand-written backward) and its PyTorch twin (autograd) give the
+7. ``verdicts``: the numpy GPT (hand-written backward) and its PyTorch twin (autograd) give the
    same failing names, for the correct gradients and every planted bug.
 
     python benchmarks/bench_model.py --small                 (every part at small sizes; --quick the same)
@@ -164,13 +167,24 @@ def gpt_case(cfg: gpt.GPTConfig, case: str) -> dict:
     model, ids, targets = _model(cfg, case)
     forward = forward_seconds(model, ids, targets)
     before = rss_bytes()
+    spent = [0.0, 0]
+
+    def loss_fn(m):
+        begun = time.perf_counter()
+        try:
+            return m.loss(ids, targets)
+        finally:
+            spent[0] += time.perf_counter() - begun
+            spent[1] += 1
+
     started = time.perf_counter()
-    r = gradcheck.check_params(model, lambda m: m.loss(ids, targets), screen=True, engine="serial")
+    r = gradcheck.check_params(model, loss_fn, screen=True, engine="serial")
     took = time.perf_counter() - started
     expected = [] if case == "correct" else list(gpt.bug_site(cfg, case))
     out = dict(case=case, evaluations=r.evaluations, minutes=took / 60, forward=forward, status=r.status,
                failing=sorted(r.failing), expected=sorted(expected), rss_before=before,
-               n=cfg.num_params(), threads=torch.get_num_threads(), notes=list(r.notes))
+               n=cfg.num_params(), threads=torch.get_num_threads(), notes=list(r.notes),
+               loss_seconds=spent[0], loss_calls=spent[1])
     if case == "entry":
         name = expected[0]
         at = gpt.planted_index(cfg)
@@ -198,31 +212,46 @@ def gpt_part(full: bool, cases: list[str], width: int | None = None, small: bool
     for case in cases:
         size = ["--full"] if full else ["--width", str(width)] if width else ["--small"] if small else []
         cmd = [sys.executable, os.path.abspath(__file__), "gpt-child", "--case", case] + size
-        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        stdout, stderr, loads, code = _child(cmd)
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far
-        if done.returncode:
-            print(done.stderr[-3000:])
-            rows.append([case, "ERROR", "", "", "", "", "", ""])
+        if code:
+            print(stderr[-3000:])
+            rows.append([case, "ERROR"] + [""] * 8)
             continue
-        got = json.loads(done.stdout.strip().splitlines()[-1])
+        got = json.loads(stdout.strip().splitlines()[-1])
         got["peak_rss"] = peak
+        got["load"] = [min(loads), float(np.median(loads)), max(loads)]
         out[case] = got
         located = got["failing"] == got["expected"]
         if case == "entry":
             located = located and got["entry_found"]
         per_eval = 60 * got["minutes"] / got["evaluations"]
-        rows.append([case, got["evaluations"], f"{got['minutes']:.1f} min", f"{per_eval:.3g} s", f"{got['forward']:.3g} s",
-                     got["status"],
+        own = (60 * got["minutes"] - got["loss_seconds"]) / got["evaluations"]
+        rows.append([case, got["evaluations"], f"{got['minutes']:.1f} min", f"{per_eval:.3g} s", f"{own:.3g} s", f"{got['forward']:.3g} s",
+                     "{:.1f} / {:.1f} / {:.1f}".format(*got["load"]), got["status"],
                      "yes" if located else f"NO: extra {sorted(set(got['failing']) - set(got['expected']))[:3]} "
                                            f"missing {sorted(set(got['expected']) - set(got['failing']))[:3]}",
                      f"{peak / 2**30:.2f} GiB ({(peak - got['rss_before']) / got['n']:.1f} B/param over the model)"])
-    print(table(["case", "evaluations", "time", "per evaluation", "forward", "status", "localized to the right names",
-                 "peak RSS"], rows))
+    print(table(["case", "evaluations", "time", "per evaluation", "of it the screen's own", "forward", "1-min load (min/median/max)", "status",
+                 "localized to the right names", "peak RSS"], rows))
     if "correct" in out:
         c = out["correct"]
         print(f"   correct gradients: {c['evaluations']} evaluations (bar {GPT_CORRECT}), {c['minutes']:.1f} min "
               f"(bar {GPT_MINUTES:g}), torch threads {c['threads']}")
     return out
+
+
+def _child(cmd: list[str], every: float = 10.0) -> tuple[str, str, list[float], int]:
+    """Run ``cmd``; its output, the machine's 1-minute load sampled every ``every`` seconds
+    while it ran, and its exit code."""
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    loads = [os.getloadavg()[0]]
+    while True:
+        try:
+            stdout, stderr = child.communicate(timeout=every)
+            return stdout, stderr, loads, child.returncode
+        except subprocess.TimeoutExpired:
+            loads.append(os.getloadavg()[0])
 
 
 # -- 3. drown ----------------------------------------------------------------------------------------
@@ -330,6 +359,46 @@ def memory_part(small: bool, entries: int | None = None) -> dict:
     return dict(entries=n, peak_per_param=per, held_per_param=(now - base) / n)
 
 
+# -- 4b. overhead ----------------------------------------------------------------------------------
+
+def overhead_part(small: bool, sizes: tuple[int, ...] | None = None) -> dict:
+    """The screen's own work per evaluation (everything but the loss), on a numpy model of 12
+    names whose loss is two dot products per name (a few ms at 30M parameters): what a whole
+    model's screen adds to each forward, in ns per parameter, for the correct gradients and
+    one entry off by 1e-4."""
+    out, rows = {}, []
+    for n in sizes or ((1_000_000, 3_000_000) if small else (6_000_000, 30_000_000)):
+        part = [n // 12] * 11
+        rng = np.random.default_rng(0)
+        params = {f"p{k}": 0.5 * rng.standard_normal(s) for k, s in enumerate(part + [n - sum(part)])}
+        coef = {k: rng.standard_normal(v.shape) for k, v in params.items()}
+        spent = [0.0]
+
+        def loss(p, coef=coef, spent=spent):
+            started = time.perf_counter()
+            value = sum(float(coef[k] @ v) + 0.5 * float(v @ v) for k, v in p.items())
+            spent[0] += time.perf_counter() - started
+            return value
+
+        right = {k: coef[k] + v for k, v in params.items()}
+        bad = dict(right, p3=right["p3"].copy())
+        bad["p3"][1234] *= 1 + 1e-4
+        for case, grads in (("correct", right), ("entry", bad)):
+            spent[0] = 0.0
+            started = time.perf_counter()
+            r = gradcheck.check_params(loss, params, grads, screen=True, engine="serial")
+            took = time.perf_counter() - started
+            own = (took - spent[0]) / r.evaluations
+            found = r.failing == ["p3"] and r["p3"].entries(Verdict.MISMATCH) == [(1234,)]
+            out[f"{n}/{case}"] = dict(evaluations=r.evaluations, seconds=took, loss=spent[0], own_per_eval=own)
+            rows.append([f"{n:,}", case, r.evaluations, f"{took:.1f} s", f"{spent[0]:.1f} s", f"{own * 1e3:.1f} ms",
+                         f"{own / n * 1e9:.1f}", "PASS" if r.passed else ("found at (p3, 1234)" if found else
+                                                                          f"{r.status} {r.failing}")])
+    print(table(["parameters", "case", "evaluations", "time", "of it the loss", "screen's own work per evaluation",
+                 "ns per parameter", "verdict"], rows))
+    return out
+
+
 # -- 5. honest ----------------------------------------------------------------------------------------
 
 def honest_part(small: bool) -> dict:
@@ -387,8 +456,8 @@ def verdicts_part(small: bool) -> dict:
     return out
 
 
-PARTS = {"names": names_part, "drown": drown_part, "memory": memory_part, "honest": honest_part,
-         "verdicts": verdicts_part}
+PARTS = {"names": names_part, "drown": drown_part, "memory": memory_part, "overhead": overhead_part,
+         "honest": honest_part, "verdicts": verdicts_part}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -407,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     header("whole models: check_params(..., screen=True)", args.small, QUICK_LEAVES_OUT)
     results = {}
-    for part in args.parts or ["names", "gpt", "drown", "memory", "honest", "verdicts"]:
+    for part in args.parts or ["names", "gpt", "drown", "memory", "overhead", "honest", "verdicts"]:
         print(f"-- {part}")
         if part == "forward":
             results[part] = forward_part(args.full, args.width)

@@ -392,12 +392,14 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adju
 def _calibrate(prep: Prepared, m: Measurer, block) -> tuple[str, tuple[float, float, float]]:
     """Choose the step on the first block; return its note and that block's estimate."""
     idx, signs = block
-    d = m.direction(idx, signs)
+    idx = np.asarray(idx, dtype=np.intp)  # converted once, its x and claim gathered once (Measurer._along)
+    old, claim = prep.x_flat[idx], prep.analytic[idx]
+    d = m.direction(idx, signs, old)
 
     def sample(t: float) -> tuple[float, float, float]:
-        pts = points(prep.x_flat, idx, d, t)
+        pts = points(prep.x_flat, idx, d, t, old=old)
         fp, fm = m.run([(idx, pts.plus), (idx, pts.minus)])
-        return float(fp), float(fm), claimed_slope(prep.analytic, pts, t)
+        return float(fp), float(fm), claimed_slope(prep.analytic, pts, t, claim=claim)
 
     choice = choose_step(sample, prep.config.step, unit=m.unit, k=m.k)
     m.t, m.rho, m.calibrated = choice.t, choice.rho, choice.bound
