@@ -19,7 +19,7 @@
    numpy model of 12M entries (``--small``: 3M): held against
    :data:`BYTES_TARGET`.
 5. ``overhead``: the screen's own work per evaluation (everything but the loss) on a numpy
-   model of 6M and 30M parameters (``--small``: 1M and 3M) whose loss costs a few ms, in ns per
+   model of 6M and 30M parameters (``--small``: 0.5M) whose loss costs a few ms, in ns per
    parameter: what a whole model's screen adds to each forward.
 6. ``honest``: on a model small enough to check entry by entry (the tiny numpy GPT), errors of
    1.5x the stated limit planted one at a time at random entries: every one found; and the
@@ -61,7 +61,9 @@ BYTES_TARGET = 64.0
 CASES = ("correct",) + gpt.BUGS
 QUICK_LEAVES_OUT = ("the 256-wide MLP (32 wide), the small GPT's planted bugs but one entry (both in the verdicts "
                     "part), the 64-wide GPT of the drown part (32 wide), 12M parameters of the memory part (3M: fixed-size chunks weigh more per parameter there), "
-                    "all but 6 planted errors of the honest part, 3 of the verdicts' 6 cases")
+                    "all but 6 planted errors of the honest part, 4 of the verdicts' 6 cases (correct and one entry kept), "
+                    "the overhead part at 0.5M parameters (6M and 30M), the small GPT's cases in this process "
+                    "(its peak RSS is then this process's)")
 
 
 def held(loss, params, name):
@@ -212,8 +214,14 @@ def gpt_part(full: bool, cases: list[str], width: int | None = None, small: bool
     for case in cases:
         size = ["--full"] if full else ["--width", str(width)] if width else ["--small"] if small else []
         cmd = [sys.executable, os.path.abspath(__file__), "gpt-child", "--case", case] + size
-        stdout, stderr, loads, code = _child(cmd)
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far
+        if small and not (full or width):  # a small model: in this process (no interpreter and torch to start twice)
+            loads = [os.getloadavg()[0]]
+            stdout, stderr, code = json.dumps(gpt_case(cfg, case), default=float), "", 0
+            loads.append(os.getloadavg()[0])
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        else:
+            stdout, stderr, loads, code = _child(cmd)
+            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far
         if code:
             print(stderr[-3000:])
             rows.append([case, "ERROR"] + [""] * 8)
@@ -367,7 +375,7 @@ def overhead_part(small: bool, sizes: tuple[int, ...] | None = None) -> dict:
     model's screen adds to each forward, in ns per parameter, for the correct gradients and
     one entry off by 1e-4."""
     out, rows = {}, []
-    for n in sizes or ((1_000_000, 3_000_000) if small else (6_000_000, 30_000_000)):
+    for n in sizes or ((500_000,) if small else (6_000_000, 30_000_000)):
         part = [n // 12] * 11
         rng = np.random.default_rng(0)
         params = {f"p{k}": 0.5 * rng.standard_normal(s) for k, s in enumerate(part + [n - sum(part)])}
@@ -438,7 +446,7 @@ def verdicts_part(small: bool) -> dict:
     cfg = gpt.GPTConfig(vocab_size=64, context_len=16, emb_dim=16, num_heads=2, num_layers=2)
     params, ids, targets = gpt.make_problem(cfg, seq_len=8, seed=0)
     rows, out = [], {}
-    for case in (("correct", "entry", "tied") if small else CASES):
+    for case in (("correct", "entry") if small else CASES):
         bug = None if case == "correct" else case
         _, grads = gpt.loss_and_grads(params, ids, targets, cfg, bug=bug)
         numpy_r = gradcheck.check_params(lambda p: gpt.loss(p, ids, targets, cfg), params, grads, screen=True,
@@ -475,9 +483,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(gpt_case(gpt_config(args.full, args.width, args.small), args.case[0]), default=float))
         return 0
     header("whole models: check_params(..., screen=True)", args.small, QUICK_LEAVES_OUT)
-    results = {}
+    results, begun = {}, time.perf_counter()
     for part in args.parts or ["names", "gpt", "drown", "memory", "overhead", "honest", "verdicts"]:
-        print(f"-- {part}")
+        print(f"-- {part} (from {time.perf_counter() - begun:.1f} s)", flush=True)
         if part == "forward":
             results[part] = forward_part(args.full, args.width)
         elif part == "gpt":
@@ -485,6 +493,7 @@ def main(argv: list[str] | None = None) -> int:
             results[part] = gpt_part(args.full, cases, args.width, args.small)
         else:
             results[part] = PARTS[part](args.small)
+    print(f"-- done in {time.perf_counter() - begun:.1f} s")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1, default=str)

@@ -616,6 +616,40 @@ def test_function_that_writes_into_its_input_is_refused():
         gradcheck.screen(writes, W, g)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_block_kernels_give_numpys_report_and_catch_writes(monkeypatch, dtype):
+    """A large block's points are written, checked and restored by kernels in one pass per
+    evaluation (``_probe.KERNEL_MIN``); forced onto a small screen they give numpy's report
+    bit for bit (a planted error found at its index), leave x as it was, and catch f writing
+    into a perturbed entry as numpy's path does (the write found after f returned)."""
+    from gradcheck._screen import _probe
+
+    f, g, W = mlp(32)
+    W = W.astype(dtype)
+    bad = planted(g(W), [(3, 5)], 1e-3)
+    kept = W.copy()
+    by_numpy = gradcheck.screen(f, W, bad, engine="serial", adjudicate=False)
+    monkeypatch.setattr(_probe, "KERNEL_MIN", 1)
+    by_kernel = gradcheck.screen(f, W, bad, engine="serial", adjudicate=False)
+    assert mismatches(by_kernel) == {(3, 5)} == mismatches(by_numpy)
+    assert by_kernel.evaluations == by_numpy.evaluations
+    assert np.array_equal(by_kernel.codes, by_numpy.codes)
+    assert np.array_equal(by_kernel.detection_limit, by_numpy.detection_limit, equal_nan=True)
+    assert W.tobytes() == kept.tobytes()
+
+    calls = [0]
+
+    def writes_later(w):  # writes into x from its 40th call on: a block's entry, mid-screen
+        calls[0] += 1
+        if calls[0] >= 40:
+            w.reshape(-1)[:] = 0.5
+        return f(w)
+
+    with pytest.raises(gradcheck.InputMutationError):
+        gradcheck.screen(writes_later, W, bad, engine="serial", adjudicate=False)
+    assert W.tobytes() == kept.tobytes()
+
+
 def test_nondeterministic_function_does_not_pass():
     """f that changes between two calls at x: the report is not a pass and says why."""
     f, g, W = mlp(32)
