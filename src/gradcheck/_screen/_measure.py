@@ -140,7 +140,8 @@ class Measurer:
             jobs += [(idx, pts.plus), (idx, pts.minus)]
 
     def _differences(self, blocks: list[tuple[np.ndarray, np.ndarray]]) -> Measured:
-        jobs, claims = [], np.empty((len(FACTORS), len(blocks)))
+        jobs: list[tuple[np.ndarray, np.ndarray]] = []
+        claims = np.empty((len(FACTORS), len(blocks)))
         for b, (idx, signs) in enumerate(blocks):
             self._along(idx, signs, FACTORS, claims[:, b], jobs)
         values = self.run(jobs, "fd").reshape(len(blocks), len(FACTORS), 2)
@@ -166,9 +167,11 @@ class Measurer:
         if not pick or not self.afford(4 * len(pick)):
             return
         shorter = (0.25, 0.5)
-        jobs, claims = [], np.empty((len(shorter), len(pick)))
+        jobs: list[tuple[np.ndarray, np.ndarray]] = []
+        claims = np.empty((len(shorter), len(pick)))
         for c, b in enumerate(pick):
-            self._along(*blocks[b], shorter, claims[:, c], jobs)
+            idx, signs = blocks[b]
+            self._along(idx, signs, shorter, claims[:, c], jobs)
         values = self.run(jobs, "fd").reshape(len(pick), len(shorter), 2)
         fp, fm = values[..., 0].T, values[..., 1].T
         steps = (self.t * np.asarray(shorter))[:, None]
