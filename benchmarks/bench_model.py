@@ -18,10 +18,13 @@
 4. ``memory``: tracemalloc's peak above the parameters and claims, in bytes per parameter, of a
    numpy model of 12M entries (``--small``: 3M): held against
    :data:`BYTES_TARGET`.
-5. ``honest``: on a model small enough to check entry by entry (the tiny numpy GPT), errors of
+5. ``overhead``: the screen's own work per evaluation (everything but the loss) on a numpy
+   model of 6M and 30M parameters (``--small``: 0.5M) whose loss costs a few ms, in ns per
+   parameter: what a whole model's screen adds to each forward.
+6. ``honest``: on a model small enough to check entry by entry (the tiny numpy GPT), errors of
    1.5x the stated limit planted one at a time at random entries: every one found; and the
    entry-wise check calls each a MISMATCH too.
-6. ``verdicts``: the numpy GPT (hand-written backward) and its PyTorch twin (autograd) give the
+7. ``verdicts``: the numpy GPT (hand-written backward) and its PyTorch twin (autograd) give the
    same failing names, for the correct gradients and every planted bug.
 
     python benchmarks/bench_model.py --small                 (every part at small sizes; --quick the same)
@@ -60,8 +63,9 @@ CASES = ("correct",) + gpt.BUGS
 QUICK_LEAVES_OUT = ("the 256-wide MLP (32 wide), the small GPT's planted bugs but one entry (both in the verdicts "
                     "part), the 64-wide GPT of the drown part (32 wide) and its screens alone but one name of each kind "
                     "screened again and the smallest, 12M parameters of the memory part (3M: fixed-size chunks weigh more per parameter there), "
-                    "all but 6 planted errors of the honest part, 3 of the verdicts' 6 cases, torch's second thread "
-                    "(the small GPTs run on one), a process per gpt case (its two share one: one peak RSS)")
+                    "all but 6 planted errors of the honest part, 4 of the verdicts' 6 cases (correct and one entry kept), "
+                    "the overhead part at 0.5M parameters (6M and 30M), torch's second thread (the small GPTs run on one), "
+                    "the small GPT's cases in this process (its peak RSS is then this process's)")
 
 
 def held(loss, params, name):
@@ -176,13 +180,24 @@ def gpt_case(cfg: gpt.GPTConfig, case: str, threads: int | None = None) -> dict:
     model, ids, targets = _model(cfg, case)
     forward = forward_seconds(model, ids, targets)
     before = rss_bytes()
+    spent = [0.0, 0]
+
+    def loss_fn(m):
+        begun = time.perf_counter()
+        try:
+            return m.loss(ids, targets)
+        finally:
+            spent[0] += time.perf_counter() - begun
+            spent[1] += 1
+
     started = time.perf_counter()
-    r = gradcheck.check_params(model, lambda m: m.loss(ids, targets), screen=True, engine="serial")
+    r = gradcheck.check_params(model, loss_fn, screen=True, engine="serial")
     took = time.perf_counter() - started
     expected = [] if case == "correct" else list(gpt.bug_site(cfg, case))
     out = dict(case=case, evaluations=r.evaluations, minutes=took / 60, forward=forward, status=r.status,
                failing=sorted(r.failing), expected=sorted(expected), rss_before=before,
-               n=cfg.num_params(), threads=torch.get_num_threads(), notes=list(r.notes))
+               n=cfg.num_params(), threads=torch.get_num_threads(), notes=list(r.notes),
+               loss_seconds=spent[0], loss_calls=spent[1])
     if case == "entry":
         name = expected[0]
         at = gpt.planted_index(cfg)
@@ -212,25 +227,37 @@ def gpt_part(full: bool, cases: list[str], width: int | None = None, small: bool
     print(f"   model: {len(gpt.param_shapes(cfg))} names, {cfg.num_params():,} parameters, float64, sequence 32")
     quick = small and not (full or width)
     size = ["--full"] if full else ["--width", str(width)] if width else ["--small"] if small else []
-    threads = ["--threads", str(QUICK_TORCH_THREADS)] if quick else []
     rows, out = [], {}
-    # each case in its own process (its peak RSS); --quick runs its two in one (one import of torch)
-    for group in ([cases] if quick else [[case] for case in cases]):
-        cmd = [sys.executable, os.path.abspath(__file__), "gpt-child", *size, *threads]
-        done = subprocess.run(cmd + [a for case in group for a in ("--case", case)], capture_output=True, text=True,
-                              check=False)
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far
-        if done.returncode:
-            print(done.stderr[-3000:])
-            rows += [[case, "ERROR", "", "", "", "", "", ""] for case in group]
+    for case in cases:
+        cmd = [sys.executable, os.path.abspath(__file__), "gpt-child", "--case", case] + size
+        if quick:  # a small model: in this process (no interpreter and torch to start twice), one thread
+            loads = [os.getloadavg()[0]]
+            stdout, stderr, code = json.dumps(gpt_case(cfg, case, QUICK_TORCH_THREADS), default=float), "", 0
+            loads.append(os.getloadavg()[0])
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        else:
+            stdout, stderr, loads, code = _child(cmd)
+            peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far
+        if code:
+            print(stderr[-3000:])
+            rows.append([case, "ERROR"] + [""] * 8)
             continue
-        for case, line in zip(group, [ln for ln in done.stdout.splitlines() if ln.startswith('{"case"')]):
-            got = json.loads(line)
-            got["peak_rss"] = peak
-            out[case] = got
-            rows.append(_gpt_row(case, got, peak))
-    print(table(["case", "evaluations", "time", "per evaluation", "forward", "status", "localized to the right names",
-                 "peak RSS"], rows))
+        got = json.loads(stdout.strip().splitlines()[-1])
+        got["peak_rss"] = peak
+        got["load"] = [min(loads), float(np.median(loads)), max(loads)]
+        out[case] = got
+        located = got["failing"] == got["expected"]
+        if case == "entry":
+            located = located and got["entry_found"]
+        per_eval = 60 * got["minutes"] / got["evaluations"]
+        own = (60 * got["minutes"] - got["loss_seconds"]) / got["evaluations"]
+        rows.append([case, got["evaluations"], f"{got['minutes']:.1f} min", f"{per_eval:.3g} s", f"{own:.3g} s", f"{got['forward']:.3g} s",
+                     "{:.1f} / {:.1f} / {:.1f}".format(*got["load"]), got["status"],
+                     "yes" if located else f"NO: extra {sorted(set(got['failing']) - set(got['expected']))[:3]} "
+                                           f"missing {sorted(set(got['expected']) - set(got['failing']))[:3]}",
+                     f"{peak / 2**30:.2f} GiB ({(peak - got['rss_before']) / got['n']:.1f} B/param over the model)"])
+    print(table(["case", "evaluations", "time", "per evaluation", "of it the screen's own", "forward", "1-min load (min/median/max)", "status",
+                 "localized to the right names", "peak RSS"], rows))
     if "correct" in out:
         c = out["correct"]
         print(f"   correct gradients: {c['evaluations']} evaluations (bar {GPT_CORRECT}), {_minutes(c['minutes'])} "
@@ -238,16 +265,17 @@ def gpt_part(full: bool, cases: list[str], width: int | None = None, small: bool
     return out
 
 
-def _gpt_row(case: str, got: dict, peak: int) -> list:
-    located = got["failing"] == got["expected"]
-    if case == "entry":
-        located = located and got["entry_found"]
-    per_eval = 60 * got["minutes"] / got["evaluations"]
-    return [case, got["evaluations"], _minutes(got["minutes"]), f"{per_eval:.3g} s", f"{got['forward']:.3g} s",
-            got["status"],
-            "yes" if located else f"NO: extra {sorted(set(got['failing']) - set(got['expected']))[:3]} "
-                                  f"missing {sorted(set(got['expected']) - set(got['failing']))[:3]}",
-            f"{peak / 2**30:.2f} GiB ({(peak - got['rss_before']) / got['n']:.1f} B/param over the model)"]
+def _child(cmd: list[str], every: float = 10.0) -> tuple[str, str, list[float], int]:
+    """Run ``cmd``; its output, the machine's 1-minute load sampled every ``every`` seconds
+    while it ran, and its exit code."""
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    loads = [os.getloadavg()[0]]
+    while True:
+        try:
+            stdout, stderr = child.communicate(timeout=every)
+            return stdout, stderr, loads, child.returncode
+        except subprocess.TimeoutExpired:
+            loads.append(os.getloadavg()[0])
 
 
 # -- 3. drown ----------------------------------------------------------------------------------------
@@ -378,6 +406,46 @@ def memory_part(small: bool, entries: int | None = None) -> dict:
     return dict(entries=n, peak_per_param=per, held_per_param=(now - base) / n)
 
 
+# -- 4b. overhead ----------------------------------------------------------------------------------
+
+def overhead_part(small: bool, sizes: tuple[int, ...] | None = None) -> dict:
+    """The screen's own work per evaluation (everything but the loss), on a numpy model of 12
+    names whose loss is two dot products per name (a few ms at 30M parameters): what a whole
+    model's screen adds to each forward, in ns per parameter, for the correct gradients and
+    one entry off by 1e-4."""
+    out, rows = {}, []
+    for n in sizes or ((500_000,) if small else (6_000_000, 30_000_000)):
+        part = [n // 12] * 11
+        rng = np.random.default_rng(0)
+        params = {f"p{k}": 0.5 * rng.standard_normal(s) for k, s in enumerate(part + [n - sum(part)])}
+        coef = {k: rng.standard_normal(v.shape) for k, v in params.items()}
+        spent = [0.0]
+
+        def loss(p, coef=coef, spent=spent):
+            started = time.perf_counter()
+            value = sum(float(coef[k] @ v) + 0.5 * float(v @ v) for k, v in p.items())
+            spent[0] += time.perf_counter() - started
+            return value
+
+        right = {k: coef[k] + v for k, v in params.items()}
+        bad = dict(right, p3=right["p3"].copy())
+        bad["p3"][1234] *= 1 + 1e-4
+        for case, grads in (("correct", right), ("entry", bad)):
+            spent[0] = 0.0
+            started = time.perf_counter()
+            r = gradcheck.check_params(loss, params, grads, screen=True, engine="serial")
+            took = time.perf_counter() - started
+            own = (took - spent[0]) / r.evaluations
+            found = r.failing == ["p3"] and r["p3"].entries(Verdict.MISMATCH) == [(1234,)]
+            out[f"{n}/{case}"] = dict(evaluations=r.evaluations, seconds=took, loss=spent[0], own_per_eval=own)
+            rows.append([f"{n:,}", case, r.evaluations, f"{took:.1f} s", f"{spent[0]:.1f} s", f"{own * 1e3:.1f} ms",
+                         f"{own / n * 1e9:.1f}", "PASS" if r.passed else ("found at (p3, 1234)" if found else
+                                                                          f"{r.status} {r.failing}")])
+    print(table(["parameters", "case", "evaluations", "time", "of it the loss", "screen's own work per evaluation",
+                 "ns per parameter", "verdict"], rows))
+    return out
+
+
 # -- 5. honest ----------------------------------------------------------------------------------------
 
 def honest_part(small: bool) -> dict:
@@ -420,7 +488,7 @@ def verdicts_part(small: bool) -> dict:
     threads = torch.get_num_threads()
     if small:
         torch.set_num_threads(QUICK_TORCH_THREADS)
-    for case in (("correct", "entry", "tied") if small else CASES):
+    for case in (("correct", "entry") if small else CASES):
         bug = None if case == "correct" else case
         _, grads = gpt.loss_and_grads(params, ids, targets, cfg, bug=bug)
         numpy_r = gradcheck.check_params(lambda p: gpt.loss(p, ids, targets, cfg), params, grads, screen=True,
@@ -439,8 +507,8 @@ def verdicts_part(small: bool) -> dict:
     return out
 
 
-PARTS = {"names": names_part, "drown": drown_part, "memory": memory_part, "honest": honest_part,
-         "verdicts": verdicts_part}
+PARTS = {"names": names_part, "drown": drown_part, "memory": memory_part, "overhead": overhead_part,
+         "honest": honest_part, "verdicts": verdicts_part}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -464,8 +532,9 @@ def main(argv: list[str] | None = None) -> int:
     header("whole models: check_params(..., screen=True)", args.small, QUICK_LEAVES_OUT)
     results: dict = {}
     took: dict[str, float] = {}
-    for part in args.parts or ["names", "gpt", "drown", "memory", "honest", "verdicts"]:
-        print(f"-- {part}")
+    begun = time.perf_counter()
+    for part in args.parts or ["names", "gpt", "drown", "memory", "overhead", "honest", "verdicts"]:
+        print(f"-- {part} (from {time.perf_counter() - begun:.1f} s)", flush=True)
         started = time.perf_counter()
         if part == "forward":
             results[part] = forward_part(args.full, args.width)
@@ -478,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     print("-- time per part")
     print(table(["part", "time"], [[part, f"{t:.1f} s"] for part, t in took.items()]))
     results["seconds"] = took
+    print(f"-- done in {time.perf_counter() - begun:.1f} s")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=1, default=str)

@@ -616,6 +616,41 @@ def test_function_that_writes_into_its_input_is_refused():
         gradcheck.screen(writes, W, g)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_block_kernels_give_numpys_report_and_catch_writes(monkeypatch, dtype):
+    """A large block's points are written, checked and restored by kernels in one pass per
+    evaluation (``_probe.KERNEL_MIN``); forced onto a small screen they give numpy's report
+    bit for bit (a planted error found at its index), leave x as it was, and catch f writing
+    into a perturbed entry as numpy's path does (the write found after f returned)."""
+    from gradcheck._screen import _probe
+
+    f, g, W = mlp(32)
+    W = W.astype(dtype)
+    bad = planted(g(W), [(3, 5)], 1e-3 if dtype == np.float64 else 0.05)  # float32: check's rtol is wider
+    kept = W.copy()
+    by_numpy = gradcheck.screen(f, W, bad, engine="serial", adjudicate=False)
+    monkeypatch.setattr(_probe, "KERNEL_MIN", 1)
+    by_kernel = gradcheck.screen(f, W, bad, engine="serial", adjudicate=False)
+    assert mismatches(by_kernel) == {(3, 5)} == mismatches(by_numpy)
+    assert by_kernel.evaluations == by_numpy.evaluations
+    assert np.array_equal(by_kernel.codes, by_numpy.codes)
+    assert np.array_equal(by_kernel.detection_limit, by_numpy.detection_limit, equal_nan=True)
+    assert W.tobytes() == kept.tobytes()
+
+    calls = [0]
+
+    def writes_later(w):  # from its 40th call on, writes into the perturbed entries only (which the
+        calls[0] += 1     # restore after the call would hide): only the check after each call sees it
+        if calls[0] >= 40:
+            moved = w != kept
+            w[moved] *= 1 + 1e-3
+        return f(w)
+
+    with pytest.raises(gradcheck.InputMutationError, match="block holding entry"):  # seen by the kernel's check
+        gradcheck.screen(writes_later, W, bad, engine="serial", adjudicate=False)
+    assert W.tobytes() == kept.tobytes()
+
+
 def test_nondeterministic_function_does_not_pass():
     """f that changes between two calls at x: the report is not a pass and says why."""
     f, g, W = mlp(32)

@@ -119,7 +119,8 @@ class NameNode(Node):
 
 
 def _node(pieces: list[Piece], draw: int) -> NameNode:
-    idx = np.concatenate([np.arange(p.lo, p.hi) for p in pieces])
+    # in index order, as a node's entries are (the pieces do not overlap)
+    idx = np.concatenate([np.arange(p.lo, p.hi) for p in sorted(pieces, key=lambda p: p.lo)])
     return NameNode(draw, -1, idx, pieces=pieces)
 
 

@@ -54,6 +54,8 @@ DENSE_EXAMPLES = 2
 
 @dataclass(eq=False)
 class Node:
+    """A block, or a part of one, of a draw: its entries ``idx`` sorted (see ``_partition``)."""
+
     draw: int
     block: int
     idx: np.ndarray
@@ -73,6 +75,20 @@ class Node:
             self.children = [Node(self.draw, self.block, a, self.depth + 1),
                              Node(self.draw, self.block, b, self.depth + 1)]
         return self.children
+
+
+def members(block: np.ndarray, entries: np.ndarray) -> np.ndarray:
+    """Which of ``entries`` are in ``block`` (sorted, as every node's entries are): a binary
+    search each, not ``np.isin``, which sorts a copy of the block (a whole model's top block:
+    millions of entries) at every call.
+
+    >>> members(np.array([2, 5, 9]), np.array([5, 6, 9, 10])).tolist()
+    [True, False, True, False]
+    """
+    if not block.size:
+        return np.zeros(entries.shape, dtype=bool)
+    at = np.minimum(np.searchsorted(block, entries), block.size - 1)
+    return block[at] == entries
 
 
 #: ``judge(flat_indices) -> (error estimates a_i - n_i, their bounds)``; records verdicts.
@@ -132,7 +148,7 @@ class Bisection:
         """``Delta`` minus the localized entries' estimated errors, and its bound."""
         if not self.loc_idx.size:
             return node.delta, node.bound
-        inside = np.isin(self.loc_idx, node.idx)
+        inside = members(node.idx, self.loc_idx)
         if not inside.any():
             return node.delta, node.bound
         sel = self.loc_idx[inside]

@@ -88,20 +88,24 @@ class Points:
     delta: np.ndarray
 
 
-def points(x_flat: np.ndarray, idx: np.ndarray, direction: np.ndarray, t: float) -> Points:
+def points(x_flat: np.ndarray, idx: np.ndarray, direction: np.ndarray, t: float,
+           old: np.ndarray | None = None) -> Points:
     """``x +- t d`` on the block ``idx`` (``direction`` = ``s_i w_i`` there), rounded in
-    ``x``'s dtype exactly as the evaluation will see them."""
-    old = x_flat[idx]
-    h = (t * direction).astype(x_flat.dtype)
+    ``x``'s dtype exactly as the evaluation will see them. ``old``: ``x_flat[idx]``, when the
+    caller has it (a block measured at three steps gathers it once)."""
+    old = x_flat[idx] if old is None else old
+    h = (t * direction).astype(x_flat.dtype, copy=False)
     with np.errstate(over="ignore", invalid="ignore"):
         plus, minus = old + h, old - h
-        delta = plus.astype(np.float64) - minus.astype(np.float64)
+        delta = np.subtract(plus, minus, dtype=np.float64)
     return Points(idx, plus, minus, delta)
 
 
-def claimed_slope(analytic_flat: np.ndarray, pts: Points, t: float) -> float:
-    """``C(t) = sum_i a_i delta_i / 2t``, correctly rounded."""
-    return exact_dot(analytic_flat[pts.idx], pts.delta) / (2.0 * t)
+def claimed_slope(analytic_flat: np.ndarray, pts: Points, t: float, claim: np.ndarray | None = None) -> float:
+    """``C(t) = sum_i a_i delta_i / 2t``, correctly rounded. ``claim``: ``analytic_flat[pts.idx]``,
+    when the caller has it."""
+    claim = analytic_flat[pts.idx] if claim is None else claim
+    return exact_dot(claim, pts.delta) / (2.0 * t)
 
 
 @dataclass(frozen=True)

@@ -81,14 +81,22 @@ def fsum2(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @kernel()
-def _dot(a: np.ndarray, b: np.ndarray, limbs: np.ndarray) -> None:
+def _dot(a: np.ndarray, b: np.ndarray, limbs: np.ndarray) -> float:
     """Add every ``a_i b_i``, split without error as ``_directional.split_product`` splits it
     (the same operations: Dekker's product, an error that is not finite dropped), into
-    ``limbs``: the exact sum of the same doubles, without arrays of them."""
+    ``limbs``: the exact sum of the same doubles, without arrays of them. Returns
+    ``max|a| * max|b|`` (inf if a value is not finite), read on the same pass: the caller
+    discards ``limbs`` unless it is below :data:`LARGE` (a value's bits that are not those of
+    a finite double land in limbs that exist, whatever they hold)."""
     scratch = np.empty(1, dtype=np.float64)
     bits = scratch.view(np.int64)
+    top_a, top_b, finite = 0.0, 0.0, True
     for k in range(a.size):
         x, y = a[k], b[k]
+        if not (np.isfinite(x) and np.isfinite(y)):
+            finite = False
+        top_a = max(top_a, abs(x))
+        top_b = max(top_b, abs(y))
         p = x * y
         c = 134217729.0 * x
         xh = c - (c - x)
@@ -103,6 +111,7 @@ def _dot(a: np.ndarray, b: np.ndarray, limbs: np.ndarray) -> None:
         _add(bits[0], limbs)
         scratch[0] = err
         _add(bits[0], limbs)
+    return top_a * top_b if finite else np.inf
 
 
 def fdot(a: np.ndarray, b: np.ndarray) -> float:
@@ -111,10 +120,10 @@ def fdot(a: np.ndarray, b: np.ndarray) -> float:
     overflow or not finite go the long way (``None``: the caller's)."""
     a = np.ascontiguousarray(a, dtype=np.float64).reshape(-1)
     b = np.ascontiguousarray(b, dtype=np.float64).reshape(-1)
-    top = float(np.max(np.abs(a), initial=0.0)) * float(np.max(np.abs(b), initial=0.0))
-    if not top < LARGE or 2 * a.size > MOST:
+    if 2 * a.size > MOST:
         return math.nan
     limbs = np.zeros(LIMBS, dtype=np.int64)
-    _dot(a, b, limbs)
+    if not _dot(a, b, limbs) < LARGE:  # the maxima's product, read on the same pass
+        return math.nan
     total = sum(int(v) << (32 * k) for k, v in enumerate(limbs.tolist()))
     return total / (1 << 1074)

@@ -98,18 +98,24 @@ class Measurer:
             return self.complex_probe.measure(self, blocks)
         return self.finite_differences(blocks)
 
-    def direction(self, idx: np.ndarray, signs: np.ndarray) -> np.ndarray:
-        return signs * self.weights[idx]
+    def direction(self, idx: np.ndarray, signs: np.ndarray, x: np.ndarray | None = None) -> np.ndarray:
+        """``s_i w_i`` on the block; ``x``: ``x_flat[idx]`` when the caller has it (weights
+        computed where read, a whole model's, are then computed from it: no second gather)."""
+        from_x = getattr(self.weights, "from_x", None)
+        return signs * (from_x(x) if x is not None and from_x is not None else self.weights[idx])
 
     def choose_step(self, idx: np.ndarray, signs: np.ndarray, start: float) -> StepChoice:
         """:func:`._directional.choose_step` along the block ``idx`` with ``signs`` (from the
-        step ``start``), its evaluations run and counted here."""
-        d = self.direction(idx, signs)
+        step ``start``), its evaluations run and counted here. The block's index array is
+        converted once and its ``x`` and claim gathered once for every step (:meth:`_along`)."""
+        idx = np.asarray(idx, dtype=np.intp)
+        old, claim = self.x_flat[idx], self.analytic[idx]
+        d = self.direction(idx, signs, old)
 
         def sample(t: float) -> tuple[float, float, float]:
-            pts = points(self.x_flat, idx, d, t)
+            pts = points(self.x_flat, idx, d, t, old=old)
             fp, fm = self.run([(idx, pts.plus), (idx, pts.minus)])
-            return float(fp), float(fm), claimed_slope(self.analytic, pts, t)
+            return float(fp), float(fm), claimed_slope(self.analytic, pts, t, claim=claim)
 
         return choose_step(sample, start, unit=self.unit, k=self.k)
 
@@ -133,15 +139,26 @@ class Measurer:
         joined = [np.concatenate([getattr(p, k) for p in parts]) for k in ("delta", "bound", "claim")]
         return Measured(joined[0], joined[1], joined[2], "fd")
 
+    def _along(self, idx: np.ndarray, signs: np.ndarray, factors: tuple[float, ...], claims: np.ndarray,
+               jobs: list) -> None:
+        """The jobs of one block at the steps ``t * factors`` (appended to ``jobs``) and its
+        claimed slopes there (into ``claims``): the block's index array (converted to numpy's
+        index type once: every gather and write of a whole model's block would convert it
+        again), its ``x`` and its claim gathered once for all the steps."""
+        idx = np.asarray(idx, dtype=np.intp)
+        old, claim = self.x_flat[idx], self.analytic[idx]
+        d = self.direction(idx, signs, old)
+        for j, factor in enumerate(factors):
+            s = self.t * factor
+            pts = points(self.x_flat, idx, d, s, old=old)
+            claims[j] = claimed_slope(self.analytic, pts, s, claim=claim)
+            jobs += [(idx, pts.plus), (idx, pts.minus)]
+
     def _differences(self, blocks: list[tuple[np.ndarray, np.ndarray]]) -> Measured:
-        jobs, claims = [], np.empty((len(FACTORS), len(blocks)))
+        jobs: list[tuple[np.ndarray, np.ndarray]] = []
+        claims = np.empty((len(FACTORS), len(blocks)))
         for b, (idx, signs) in enumerate(blocks):
-            d = self.direction(idx, signs)
-            for j, factor in enumerate(FACTORS):
-                s = self.t * factor
-                pts = points(self.x_flat, idx, d, s)
-                claims[j, b] = claimed_slope(self.analytic, pts, s)
-                jobs += [(idx, pts.plus), (idx, pts.minus)]
+            self._along(idx, signs, FACTORS, claims[:, b], jobs)
         values = self.run(jobs, "fd").reshape(len(blocks), len(FACTORS), 2)
         fp, fm = values[..., 0].T, values[..., 1].T          # (3, blocks)
         steps = (self.t * np.asarray(FACTORS))[:, None]
@@ -165,14 +182,11 @@ class Measurer:
         if not pick or not self.afford(4 * len(pick)):
             return
         shorter = (0.25, 0.5)
-        jobs, claims = [], np.empty((len(shorter), len(pick)))
+        jobs: list[tuple[np.ndarray, np.ndarray]] = []
+        claims = np.empty((len(shorter), len(pick)))
         for c, b in enumerate(pick):
             idx, signs = blocks[b]
-            d = self.direction(idx, signs)
-            for j, factor in enumerate(shorter):
-                pts = points(self.x_flat, idx, d, self.t * factor)
-                claims[j, c] = claimed_slope(self.analytic, pts, self.t * factor)
-                jobs += [(idx, pts.plus), (idx, pts.minus)]
+            self._along(idx, signs, shorter, claims[:, c], jobs)
         values = self.run(jobs, "fd").reshape(len(pick), len(shorter), 2)
         fp, fm = values[..., 0].T, values[..., 1].T
         steps = (self.t * np.asarray(shorter))[:, None]

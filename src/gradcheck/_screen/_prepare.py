@@ -161,7 +161,12 @@ class WeightsOf(_WhereRead):
         self.x = x_flat
 
     def _at(self, key: Any) -> np.ndarray:
-        return np.maximum(1.0, np.abs(self.x[key].astype(np.float64)))
+        return self.from_x(self.x[key])
+
+    @staticmethod
+    def from_x(x: np.ndarray) -> np.ndarray:
+        """The weights of entries whose values ``x`` the caller has read already."""
+        return np.maximum(1.0, np.abs(x.astype(np.float64, copy=False)))
 
 
 class FloorOf(_WhereRead):

@@ -21,6 +21,7 @@ import numpy as np
 
 from .._core.arrays import same_bits  # internals used here: errors and same_bits only
 from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
+from .._core.jit import kernel
 
 
 class Probe:
@@ -46,24 +47,62 @@ class Probe:
 
     def value(self, idx: np.ndarray, values: np.ndarray) -> float:
         """The reduced ``f`` with ``x[idx] = values``."""
+        return self.values(idx, [values])[0]
+
+    def values(self, idx: np.ndarray, each: list[np.ndarray]) -> list[float]:
+        """The reduced ``f`` with ``x[idx] = v``, for each ``v`` of ``each`` in turn (the
+        points of one block): ``x[idx]`` is saved once and put back once, after the last
+        (a whole model's block is millions of entries: each pass over them costs)."""
         flat = self.flat
+        if idx.size >= KERNEL_MIN and flat.dtype in _BITS:
+            return self._values_in_passes(flat, idx, each)
         old = flat[idx]  # integer indices: already a copy (a slice would be a view: copied)
         if np.may_share_memory(old, flat):
             old = old.copy()
-        flat[idx] = values
-        # What was written, in x's dtype: the values themselves when they are in it (a block's
-        # indices are random over the whole model: every gather saved is a pass of random access).
-        written = values if isinstance(values, np.ndarray) and values.dtype == flat.dtype else flat[idx]
+        out = []
         try:
-            out = self.evaluate()
-            if not same_bits(flat[idx], written):
-                raise self._mutation(idx)
-        except InputMutationError:
-            raise
-        except Exception as exc:
-            raise self._error(idx, exc) from exc
+            for values in each:
+                flat[idx] = values
+                # What was written, in x's dtype: the values themselves when they are in it.
+                written = values if isinstance(values, np.ndarray) and values.dtype == flat.dtype else flat[idx]
+                try:
+                    out.append(self.evaluate())
+                    if not same_bits(flat[idx], written):
+                        raise self._mutation(idx)
+                except InputMutationError:
+                    raise
+                except Exception as exc:
+                    raise self._error(idx, exc) from exc
         finally:
             flat[idx] = old
+        return out
+
+    def _values_in_passes(self, flat: np.ndarray, idx: np.ndarray, each: list[np.ndarray]) -> list[float]:
+        """:meth:`values` for a large block, in one pass over its entries per evaluation: the
+        check that ``f`` left the written values in place fused with writing the next point
+        (or ``x`` back), on the values' bits (so the check is bit for bit, as ``same_bits``)."""
+        bits = _BITS[flat.dtype]
+        memory = flat.view(bits)
+        points = [np.ascontiguousarray(v, dtype=flat.dtype).view(bits) for v in each]  # as x's dtype holds them
+        old = np.empty(idx.size, dtype=bits)
+        _save_and_write(memory, idx, old, points[0])
+        out, done = [], False
+        try:
+            for j, written in enumerate(points):
+                try:
+                    out.append(self.evaluate())
+                except InputMutationError:
+                    raise
+                except Exception as exc:
+                    raise self._error(idx, exc) from exc
+                following = points[j + 1] if j + 1 < len(points) else old
+                moved = _check_and_write(memory, idx, written, following)
+                done = following is old
+                if moved >= 0:
+                    raise self._mutation(idx)
+        finally:
+            if not done:
+                _write(memory, idx, old)
         return out
 
     def complex_value(self, idx: np.ndarray, values: np.ndarray) -> complex:
@@ -104,9 +143,62 @@ class Probe:
         return mutation_error(self.label, f" (seen while the block holding entry {self._where(idx)} was perturbed)")
 
 
+#: Blocks of at least this many entries are written and checked by the kernels below, in one
+#: pass per evaluation (numpy's fancy indexing takes three: the write, the read-back for the
+#: check, the restore); smaller ones by numpy (no compilation for a small screen).
+KERNEL_MIN = 1 << 15
+#: The integer type holding a float dtype's bits (the kernels compare and move bits).
+_BITS = {np.dtype(np.float64): np.int64, np.dtype(np.float32): np.int32}
+
+
+@kernel()
+def _in_range(memory: np.ndarray, idx: np.ndarray) -> None:
+    n = memory.size
+    for k in range(idx.size):
+        if idx[k] < 0 or idx[k] >= n:
+            raise IndexError("a block's index is outside x")
+
+
+@kernel()
+def _save_and_write(memory: np.ndarray, idx: np.ndarray, old: np.ndarray, new: np.ndarray) -> None:
+    """``old = memory[idx]``, then ``memory[idx] = new`` (one pass; the indices checked first)."""
+    _in_range(memory, idx)
+    for k in range(idx.size):
+        i = idx[k]
+        old[k] = memory[i]
+        memory[i] = new[k]
+
+
+@kernel()
+def _check_and_write(memory: np.ndarray, idx: np.ndarray, expected: np.ndarray, new: np.ndarray) -> int:
+    """``memory[idx] = new`` in one pass, checking on the way that ``memory[idx]`` held
+    ``expected``: the first position where it did not, or -1 (every position is written)."""
+    _in_range(memory, idx)
+    moved = -1
+    for k in range(idx.size):
+        i = idx[k]
+        if moved < 0 and memory[i] != expected[k]:
+            moved = k
+        memory[i] = new[k]
+    return moved
+
+
+@kernel()
+def _write(memory: np.ndarray, idx: np.ndarray, new: np.ndarray) -> None:
+    _in_range(memory, idx)
+    for k in range(idx.size):
+        memory[idx[k]] = new[k]
+
+
 def run_jobs(probe: Probe, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     """Values of ``f`` for each job ``(idx, values)``, in order (complex jobs give complex)."""
     if jobs and jobs[0][1].dtype.kind == "c":
         return np.array([probe.complex_value(i, v) for i, v in jobs], dtype=np.complex128)
+    out: list[float] = []
     with np.errstate(all="ignore"):  # f is evaluated at points the user did not choose
-        return np.array([probe.value(i, v) for i, v in jobs], dtype=np.float64)
+        start = 0
+        for k in range(1, len(jobs) + 1):  # consecutive jobs of one block (the same index array) together
+            if k == len(jobs) or jobs[k][0] is not jobs[start][0]:
+                out += probe.values(jobs[start][0], [v for _, v in jobs[start:k]])
+                start = k
+    return np.array(out, dtype=np.float64)
