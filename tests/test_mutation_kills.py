@@ -539,6 +539,8 @@ def test_step_study_computes_its_documented_estimates(case):
     (0.0, 0.0, 1.0, math.inf),      # nothing to share: inf, not nan
     (0.0, 0.0, 0.0, math.inf),
     (1e-310, 0.0, 1e300, math.inf),  # overflow of the share: inf, no warning
+    (0.5, 0.0, 0.25, 0.5),          # a magnitude below 1 is a scale like any other
+    (-0.5, 0.25, 0.125, 0.25),
 ])
 def test_resolved_share_is_the_tolerance_over_the_larger_magnitude(analytic, numeric, tol, want):
     from gradcheck._classify.rule import resolved_share
@@ -584,7 +586,18 @@ def test_tolerance_keywords_validate_and_map_to_their_fields():
     assert Tuning().apply(base) is base and tuning.apply(base, only=("atol",)) is base
     assert base.replace(rtol=3e-3).rtol == 3e-3 and base.rtol != 3e-3  # a copy, base untouched
     assert set(KEYWORD_FIELDS) == {"rtol", "atol", "eps", "resolution", "noise_factor"}
-    # each keyword names itself when wrong, with what it means
+    # each keyword names itself when wrong, with what it means (the whole message, as users read it)
+    exact = {("eps", 0.0): "eps must be a positive number (finite, the relative step: h_i = eps * max(1, |x_i|)), "
+                           "got 0.0",
+             ("resolution", 1.5): "resolution must be a number in (0, 1) (the largest tolerance, as a share of the "
+                                  "value, at which an entry may PASS), got 1.5"}
+    for (keyword, value), message in exact.items():
+        with pytest.raises(ValueError) as info:
+            with_keywords(None, **{keyword: value})
+        assert str(info.value) == message
+    with pytest.raises(TypeError) as info:
+        as_config(3)
+    assert str(info.value) == "config must be a gradcheck.Config or None, got 3 (a int)"
     for keyword, value, words in [("eps", 0.0, "eps.*relative step"), ("eps", -1.0, "eps"),
                                   ("resolution", 1.5, "resolution.*largest tolerance"),
                                   ("resolution", -0.1, "resolution"), ("rtol", -1.0, "rtol"),
@@ -608,8 +621,9 @@ def test_tolerance_keywords_beside_a_config():
     assert (cfg.rtol, cfg.atol, bool(tuning)) == (1e-5, 1e-9, False)
     same, _ = with_keywords(Config(rtol=1e-4), rtol=1e-4)
     assert same.rtol == 1e-4
-    with pytest.raises(ValueError, match=r"^rtol=1e-05 conflicts with config.rtol=0.0001: give rtol once"):
+    with pytest.raises(ValueError) as info:
         with_keywords(Config(rtol=1e-4), rtol=1e-5)
+    assert str(info.value) == "rtol=1e-05 conflicts with config.rtol=0.0001: give rtol once (in config= or as the keyword)"
     with pytest.raises(ValueError, match=r"^eps=1e-05 conflicts with config.step=0.0001"):
         with_keywords(Config(step=1e-4), eps=1e-5)
     f32 = Config.for_dtype("float32")  # its preset is float32's, not float64's
