@@ -629,3 +629,34 @@ def test_tolerance_keywords_beside_a_config():
     f32 = Config.for_dtype("float32")  # its preset is float32's, not float64's
     assert with_keywords(f32, rtol=5e-3)[0].rtol == 5e-3
     assert with_keywords(Config(rtol=1e-4), rtol=None)[0].rtol == 1e-4
+
+
+_NOT_BELOW = ("rtol={r} is not below resolution={s}: a PASS needs its whole tolerance (rtol * value + noise) "
+              "within resolution * value, so nothing could pass; raise resolution (e.g. resolution={e}) or lower rtol")
+
+
+@pytest.mark.parametrize("fields, error, message", [
+    (dict(refine=1), TypeError, "refine must be True or False, got 1 (a int)"),
+    (dict(refine_noisy="y"), TypeError, "refine_noisy must be True or False, got 'y' (a str)"),
+    (dict(second_look=-1), ValueError,
+     "second_look must be a finite number >= 0 (the second look's budget, in first passes) or None, got -1"),
+    (dict(dtype="float8"), ValueError, "dtype='float8' is not one of ('float64', 'float32', 'float16', 'bfloat16')"),
+    (dict(resolution=0.0), ValueError, "resolution must be a number in (0, 1) (the largest tolerance, as a share of "
+                                       "the value, at which an entry may PASS), got 0.0"),
+    (dict(rtol=0.3, resolution=0.2), ValueError, _NOT_BELOW.format(r=0.3, s=0.2, e=0.5)),
+    (dict(rtol=0.05, resolution=0.01), ValueError, _NOT_BELOW.format(r=0.05, s=0.01, e=0.1)),
+    (dict(rtol=0.01, resolution=0.01), ValueError, _NOT_BELOW.format(r=0.01, s=0.01, e=0.02)),  # equal: refused
+])
+def test_config_refuses_each_field_with_its_whole_message(fields, error, message):
+    """What a user reads for each wrong field, word for word (the messages of issue 25's door)."""
+    with pytest.raises(error) as info:
+        Config(**fields)
+    assert str(info.value) == message
+
+
+def test_config_accepts_what_its_fields_allow():
+    assert Config(second_look=None).second_look is None
+    assert Config(second_look=0).second_look == 0
+    assert Config(rtol=0.009, resolution=0.01).rtol == 0.009  # just below: accepted
+    assert Config(refine=False, refine_noisy=True).refine is False
+    assert Config(dtype="bfloat16", rtol=0.1, resolution=0.2).dtype == "bfloat16"
