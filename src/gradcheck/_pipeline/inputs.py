@@ -15,8 +15,9 @@ from .._core import claims as _claims
 from .._core import status as _status
 from .._core.arrays import same_bits
 from .._core.config import Config
-from .._core.errors import FunctionError, GradientAssertionError, ShapeMismatchError
+from .._core.errors import GradientAssertionError, ShapeMismatchError
 from .._core.verdict import Verdict
+from .._evaluate import at_x
 from .._report.html import HtmlViews
 from .._report.report import Report
 from ..backends._claimed import as_gradient
@@ -195,14 +196,9 @@ def claims_at_the_door(f: Any, held: tuple, grad: Any, be: Any, x_np: list[np.nd
 
 
 def _output_shape(f: Any, held: tuple, be: Any, x0: np.ndarray) -> tuple[int, ...]:
-    """The shape of ``f(*held)``: one evaluation, through the backend as ``check`` makes them."""
-    try:
-        y = be.evaluate(with_input(f, held, 0), np.array(x0, copy=True))
-    except FunctionError:
-        raise
-    except Exception as exc:
-        raise FunctionError(None, "base", None, exc) from exc
-    return tuple(np.shape(y))
+    """The shape of ``f(*held)``: one evaluation, through the backend as ``check`` makes them
+    (the layer's rule for f at x itself, :func:`gradcheck._evaluate.at_x`)."""
+    return tuple(np.shape(at_x(lambda: be.evaluate(with_input(f, held, 0), np.array(x0, copy=True)))))
 
 
 #: What :func:`_probe` returns when the backend did not call the claim (nothing to check).
