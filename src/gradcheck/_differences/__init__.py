@@ -22,6 +22,7 @@ from .arithmetic import require_moving_steps as require_moving_steps
 from .arithmetic import slope_and_noise as slope_and_noise
 from .arithmetic import steps_for as steps_for
 from .central import CentralDifferences as CentralDifferences
+from .noise import MEASURED_SAFETY as MEASURED_SAFETY
 from .noise import Differencer as Differencer
 from .noise import fourth_difference as fourth_difference
 from .noise import measured as measured
@@ -34,6 +35,6 @@ from .richardson import richardson as richardson
 from .richardson import spread_estimate as spread_estimate
 from .richardson import truncation as truncation
 
-__all__ = ["Along", "CentralDifferences", "DenominatorsOf", "Differencer", "StepsOf", "perturbed_points", "require_moving_steps",
+__all__ = ["MEASURED_SAFETY", "Along", "CentralDifferences", "DenominatorsOf", "Differencer", "StepsOf", "perturbed_points", "require_moving_steps",
            "slope_and_noise", "steps_for", "best_estimate", "fourth_difference", "measured", "measured_sigma", "modelled", "moved", "with_measured", "estimates", "richardson", "spread_estimate",
            "truncation"]

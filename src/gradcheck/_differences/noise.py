@@ -43,6 +43,9 @@ Differencer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, n
 
 #: The median of ``|N(0, 1)|``: a median of absolute values over it is a Gaussian scale.
 GAUSS_MEDIAN = 0.6745
+#: f's measured round-off counts this many times over in a difference's bound (:func:`with_measured`:
+#: the step study's; the screen's blocks, ``modelled(..., at_least=MEASURED_SAFETY * rho)``).
+MEASURED_SAFETY = 3.0
 #: Entries on which :func:`measured_sigma` measures f's round-off, and its step (relative).
 PROBES = 8
 PROBE_STEP = 2.0 ** -12
@@ -106,5 +109,6 @@ def measured(d_s: Values, d_t: Values, half_s: Values) -> np.ndarray:
 
 def with_measured(k_noise: Values, roundoff: Values, half: Values) -> np.ndarray:
     """The round-off of a difference at step ``half``: the model's ``k * noise`` or, when
-    larger, the measured round-off ``roundoff`` over that step, ``3 * roundoff / half``."""
-    return np.maximum(k_noise, 3.0 * roundoff / half)
+    larger, the measured round-off ``roundoff`` over that step, ``3 * roundoff / half``
+    (:data:`MEASURED_SAFETY`)."""
+    return np.maximum(k_noise, MEASURED_SAFETY * roundoff / half)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._differences import modelled
 from .._refine import budget as _budget
 
 log = logging.getLogger("gradcheck")
@@ -92,7 +93,8 @@ def plan_cost(analytic: np.ndarray, steps: np.ndarray, f0: float, unit: float, c
     if cfg.refine and cfg.refine_noisy and n and np.isfinite(f0):
         a = np.abs(np.asarray(analytic, dtype=np.float64).reshape(-1))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            noise = cfg.noise_factor * unit * 2.0 * abs(f0) / (2.0 * np.asarray(steps, dtype=np.float64))
+            # THE round-off model, f(x +- h) ~ f(x): k u (|f0| + |f0|) / 2h
+            noise = modelled(cfg.noise_factor * unit, (f0, f0), 2.0 * np.asarray(steps, dtype=np.float64))
             noisy = noise > cfg.rtol * a
             coarse = noise > cfg.resolution * a
         passes, unchecked = int((noisy & ~coarse).sum()), int(coarse.sum())

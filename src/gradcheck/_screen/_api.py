@@ -31,7 +31,7 @@ from . import _complex
 from ._assemble import State, assemble, trivial_report
 from ._bisect import LEAF_SIZE, Bisection
 from ._budget import parse_budget
-from ._directional import FACTORS, estimate, roundoff_per_step
+from ._directional import FACTORS
 from ._engines import SCREEN_ENGINES, select
 from ._entrywise import EntryJudge
 from ._exact import AUTO_SECONDS, EVALS_PER_BLOCK, ExactProbe, agreement, exact_floor
@@ -394,17 +394,10 @@ def _calibrate(prep: Prepared, m: Measurer, block) -> tuple[str, tuple[float, fl
     idx, signs = block
     choice = m.choose_step(idx, signs, prep.config.step)
     m.t, m.rho, m.calibrated = choice.t, choice.rho, choice.bound
-    trio = [choice.samples[m.t * f] for f in FACTORS]
-    steps = m.t * np.asarray(FACTORS)
-    fp = np.array([[v[0]] for v in trio])
-    fm = np.array([[v[1]] for v in trio])
-    claims = np.array([[v[2]] for v in trio])
-    deltas = claims - (fp - fm) / (2.0 * steps[:, None])
-    noises = roundoff_per_step(fp, fm, steps[:, None], unit=m.unit, k=m.k, rho=m.rho)
-    est = estimate(deltas, noises, np.zeros(1))
+    est, rounding = choice.estimate(unit=m.unit, k=m.k, rho=m.rho)
     note = (f"step along a block {m.t:.3g} (searched over {len(choice.samples)} steps, "
             f"{choice.evaluations} evaluations); f's measured round-off {m.rho:.3g}")
-    return note, (float(est.delta[0]), float(est.bound[0]), m.unit * float(np.max(np.abs(claims))))
+    return note, (float(est.delta[0]), float(est.bound[0]), rounding)
 
 
 def _try_complex(prep: Prepared, m: Measurer, bis: Bisection, wanted) -> str:

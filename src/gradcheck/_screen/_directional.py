@@ -9,14 +9,15 @@ points ``x +- t d`` are rounded in ``x``'s dtype; the realized step of entry ``i
 difference ``Delta(t) = C(t) - D(t)`` estimates ``sum_i s_i w_i e_i`` (``e`` the claim's
 error) up to truncation and round-off. Steps are powers of two, so ``/ 2t`` is exact.
 
-Each direction is measured at ``t, 2t, 4t``. The estimate and its bound follow the step
-study's rule (``gradcheck._refine.study``): the candidates ``Delta(t)``, ``Delta(2t)`` (bound:
-round-off plus ``|Delta(2s) - Delta(s)| / 3``, the measured O(s^2) truncation) and the
-Richardson value ``R(t) = (4 Delta(t) - Delta(2t)) / 3`` (bound: its round-off plus
-``|R(t) - R(2t)|``); the candidate with the smallest bound is kept. Round-off is the
-larger of the model ``k u (|f+| + |f-|) / 2s`` and ``3 rho / 2s``, where ``rho`` is f's
-round-off measured once by :func:`choose_step` (as the step study measures it, from
-``|D(s) - D(2s)|`` at small steps).
+Each direction is measured at ``t, 2t, 4t``. The estimate and its bound are THE estimator's
+(:func:`gradcheck._differences.best_estimate`, the step study's): the candidates ``Delta(t)``,
+``Delta(2t)`` (bound: round-off plus ``|Delta(2s) - Delta(s)| / 3``, the measured O(s^2)
+truncation) and the Richardson value ``R(t) = (4 Delta(t) - Delta(2t)) / 3`` (bound: its
+round-off plus ``|R(t) - R(2t)|``); the candidate with the smallest bound is kept. Round-off
+is THE model's (:func:`gradcheck._differences.modelled`): the larger of ``k u (|f+| + |f-|)``
+and ``3 rho``, over ``2s``, where ``rho`` is f's round-off measured once by
+:func:`choose_step` (as the step study measures it, :func:`gradcheck._differences.measured`:
+``|D(s) - D(2s)| s`` at small steps).
 """
 from __future__ import annotations
 
@@ -26,12 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._differences import MEASURED_SAFETY, best_estimate, measured, modelled, truncation
 from ._fsum import fdot, fsum2
 
 #: The steps each direction is measured at, as multiples of the chosen step ``t``.
 FACTORS = (1.0, 2.0, 4.0)
-#: Measured round-off is inflated by this much (the step study's factor).
-MEASURED_SAFETY = 3.0
 #: Step search range (exponents of two) and where it starts relative to ``config.step``.
 MIN_EXPONENT, MAX_EXPONENT = -44, -1
 SEARCH_WIDTH = 5
@@ -117,33 +117,36 @@ class Estimate:
 
 
 def roundoff_per_step(f_plus, f_minus, t, *, unit: float, k: float, rho: float):
-    """Round-off of ``D(t)``: the larger of the model and the measured ``rho``."""
+    """Round-off of ``D(t)``: THE model, ``k u (|f+| + |f-|)`` or the measured ``rho`` when
+    larger, over ``2t``."""
     with np.errstate(invalid="ignore", over="ignore"):
-        model = k * unit * (np.abs(f_plus) + np.abs(f_minus))
-        return np.maximum(model, MEASURED_SAFETY * rho) / (2.0 * t)
+        return modelled(k * unit, (f_plus, f_minus), 2.0 * t, at_least=MEASURED_SAFETY * rho)
 
 
-def estimate(deltas: np.ndarray, noises: np.ndarray, claim_error: np.ndarray) -> Estimate:
-    """The best of ``Delta(t)``, ``Delta(2t)``, ``R(t)`` and its bound, per direction.
+def estimate(deltas: np.ndarray, noises: np.ndarray) -> Estimate:
+    """The best of ``Delta(t)``, ``Delta(2t)``, ``R(t)`` and its bound, per direction: THE
+    estimator (:func:`gradcheck._differences.best_estimate`).
 
     ``deltas`` and ``noises`` have shape ``(3, M)``: ``Delta`` and its round-off at ``t,
-    2t, 4t`` for ``M`` directions; ``claim_error`` (``M``) is the rounding of ``C``.
+    2t, 4t`` for ``M`` directions.
     """
-    d1, d2, d4 = deltas
-    n1, n2 = noises[0], noises[1]
     with np.errstate(invalid="ignore", over="ignore"):
-        r1 = (4.0 * d1 - d2) / 3.0
-        r2 = (4.0 * d2 - d4) / 3.0
-        values = np.stack([d1, d2, r1])
-        bounds = np.stack([
-            n1 + np.abs(d2 - d1) / 3.0,
-            n2 + np.abs(d4 - d2) / 3.0,
-            (4.0 * n1 + n2) / 3.0 + np.abs(r1 - r2),
-        ]) + claim_error
-        bounds = np.where(np.isfinite(bounds) & np.isfinite(values), bounds, np.inf)
-    best = np.argmin(bounds, axis=0)
-    cols = np.arange(values.shape[1])
-    return Estimate(values[best, cols], bounds[best, cols])
+        delta, bound = best_estimate(list(deltas), list(noises))
+    return Estimate(delta, bound)
+
+
+def along_trio(samples: dict[float, tuple[float, float, float]], t: float, *, unit: float, k: float,
+               rho: float) -> tuple[Estimate, float]:
+    """One direction's estimate from its samples at ``t, 2t, 4t`` (``samples[s] = (f(x+sd),
+    f(x-sd), C(s))``, as :func:`choose_step` keeps them), and the rounding of its claimed
+    slopes, ``u max |C|``."""
+    trio = [samples[t * f] for f in FACTORS]
+    steps = t * np.asarray(FACTORS)[:, None]
+    fp, fm, claims = (np.array([[v[j]] for v in trio]) for j in range(3))
+    with np.errstate(invalid="ignore", over="ignore"):
+        deltas = claims - (fp - fm) / (2.0 * steps)
+    noises = roundoff_per_step(fp, fm, steps, unit=unit, k=k, rho=rho)
+    return estimate(deltas, noises), unit * float(np.max(np.abs(claims)))
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,10 @@ class StepChoice:
     bound: float                       # the best bound reached on the calibration direction
     evaluations: int
     samples: dict[float, tuple[float, float, float]]  # t -> (f+, f-, C) on that direction
+
+    def estimate(self, *, unit: float, k: float, rho: float) -> tuple[Estimate, float]:
+        """The direction's estimate at the chosen step, and its claim's rounding (:func:`along_trio`)."""
+        return along_trio(self.samples, self.t, unit=unit, k=k, rho=rho)
 
 
 def choose_step(
@@ -228,18 +235,14 @@ def _measured_roundoff(got, steps) -> float:
             d1 = _deltas(got, s)[0]
             d2 = _deltas(got, 2 * s)[0]
             if np.isfinite(d1) and np.isfinite(d2):
-                out = max(out, abs(d1 - d2) * s)
+                out = max(out, float(measured(d1, d2, s)))
     return out
 
 
 def _triple_bound(got, t, unit, k, rho) -> float:
     if 4 * t not in got:
         return np.inf
-    trio = [got[t * f] for f in FACTORS]
-    deltas = np.array([[c - (fp - fm) / (2.0 * s)] for (fp, fm, c), s in zip(trio, (t, 2 * t, 4 * t))])
-    noises = np.array([[roundoff_per_step(fp, fm, s, unit=unit, k=k, rho=rho)]
-                       for (fp, fm, _), s in zip(trio, (t, 2 * t, 4 * t))])
-    return float(estimate(deltas, noises, np.zeros(1)).bound[0])
+    return float(along_trio(got, t, unit=unit, k=k, rho=rho)[0].bound[0])
 
 
 def _truncation_dominated(got, t, unit, k, rho) -> bool:
@@ -250,4 +253,4 @@ def _truncation_dominated(got, t, unit, k, rho) -> bool:
     d2 = _deltas(got, 2 * t)[0]
     fp, fm, _ = got[t]
     noise = roundoff_per_step(fp, fm, t, unit=unit, k=k, rho=rho)
-    return bool(abs(d2 - d1) / 3.0 > noise)
+    return bool(truncation(d1, d2) > noise)

@@ -25,7 +25,6 @@ from .._differences import CentralDifferences, steps_for
 from .._evaluate import SerialRunner, Target
 from .._pipeline.judge import judge_entries
 from . import _complex
-from ._directional import FACTORS, estimate, roundoff_per_step
 from ._measure import BudgetExhausted, Measurer
 from ._prepare import CHUNK, Prepared
 
@@ -170,14 +169,8 @@ class EntryJudge:
         estimate noise-dominated and its bound too small). About 20 evaluations."""
         m = self.m
         choice = m.choose_step(np.array([i], dtype=np.int64), np.ones(1), self.prep.config.step)
-        rho = max(choice.rho, m.rho)
-        trio = [choice.samples[choice.t * f] for f in FACTORS]
-        steps = choice.t * np.asarray(FACTORS)[:, None]
-        fp, fm, claims = (np.array([[v[j]] for v in trio]) for j in range(3))
-        deltas = claims - (fp - fm) / (2.0 * steps)
-        noises = roundoff_per_step(fp, fm, steps, unit=m.unit, k=m.k, rho=rho)
-        est = estimate(deltas, noises, np.zeros(1))
-        return float(est.delta[0]), float(est.bound[0]) + m.unit * float(np.max(np.abs(claims)))
+        est, rounding = choice.estimate(unit=m.unit, k=m.k, rho=max(choice.rho, m.rho))
+        return float(est.delta[0]), float(est.bound[0]) + rounding
 
     def _look_exactly(self, idx: np.ndarray, judged: Judged) -> None:
         """The referee on the localized entries ``judge_entries`` did not send to it (those

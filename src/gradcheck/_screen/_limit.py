@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from .._core.tolerance import Tolerance
-from ._directional import MEASURED_SAFETY
+from .._differences import MEASURED_SAFETY, modelled
 
 #: The step (times h) at which check's quick look re-differences a noisy PASS
 #: (``gradcheck._refine.quick.QUICK_FACTORS[0]``).
@@ -96,7 +96,8 @@ def entrywise_floor(analytic: np.ndarray, *, rtol: float, atol: float, k: float,
     model alone stated limits 10x below what check's rule can flag at rtol=1e-12), at
     ``s = 8h``, the step at which ``check``'s quick look certifies a PASS whose tolerance
     is mostly round-off (entries whose tolerance is not round-off do not depend on it)."""
-    noise = max(unit * abs(f0), 0.5 * MEASURED_SAFETY * rho) / (QUICK_LOOK_FACTOR * steps)
+    # THE round-off model with f(x +- s) ~ f0: u (|f+| + |f-|) / 2s ~ u |f0| / s
+    noise = modelled(unit, (f0,), QUICK_LOOK_FACTOR * steps, at_least=0.5 * MEASURED_SAFETY * rho)
     return Tolerance(rtol, atol, k).bound(np.abs(analytic), noise) / max(1e-12, 1.0 - rtol)
 
 

@@ -159,17 +159,23 @@ class Measurer:
         claims = np.empty((len(FACTORS), len(blocks)))
         for b, (idx, signs) in enumerate(blocks):
             self._along(idx, signs, FACTORS, claims[:, b], jobs)
-        values = self.run(jobs, "fd").reshape(len(blocks), len(FACTORS), 2)
-        fp, fm = values[..., 0].T, values[..., 1].T          # (3, blocks)
-        steps = (self.t * np.asarray(FACTORS))[:, None]
-        with np.errstate(invalid="ignore", over="ignore"):
-            deltas = claims - (fp - fm) / (2.0 * steps)
-        noises = roundoff_per_step(fp, fm, steps, unit=self.unit, k=self.k, rho=self.rho)
+        deltas, noises = self._slopes(claims, self.run(jobs, "fd"), FACTORS)
         claim_error = self.unit * np.max(np.abs(claims), axis=0)
-        est = estimate(deltas, noises, np.zeros(len(blocks)))
+        est = estimate(deltas, noises)
         delta, bound = est.delta.copy(), est.bound.copy()
         self._refine(blocks, delta, bound, claim_error, (deltas[0], noises[0]))
         return Measured(delta, bound, claim_error, "fd")
+
+    def _slopes(self, claims: np.ndarray, values: np.ndarray, factors: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """``Delta`` and its round-off at the steps ``t * factors`` (shape ``(len(factors),
+        blocks)``) from the claimed slopes there and the jobs' values (``f+, f-`` per step,
+        block after block, as :meth:`_along` appends them)."""
+        values = values.reshape(claims.shape[1], len(factors), 2)
+        fp, fm = values[..., 0].T, values[..., 1].T
+        steps = (self.t * np.asarray(factors))[:, None]
+        with np.errstate(invalid="ignore", over="ignore"):
+            deltas = claims - (fp - fm) / (2.0 * steps)
+        return deltas, roundoff_per_step(fp, fm, steps, unit=self.unit, k=self.k, rho=self.rho)
 
     def _refine(self, blocks, delta, bound, claim_error, at_t) -> None:
         """Blocks truncation-dominated at ``t`` (see :data:`REFINE_OVER`), where it matters:
@@ -187,14 +193,9 @@ class Measurer:
         for c, b in enumerate(pick):
             idx, signs = blocks[b]
             self._along(idx, signs, shorter, claims[:, c], jobs)
-        values = self.run(jobs, "fd").reshape(len(pick), len(shorter), 2)
-        fp, fm = values[..., 0].T, values[..., 1].T
-        steps = (self.t * np.asarray(shorter))[:, None]
-        with np.errstate(invalid="ignore", over="ignore"):
-            deltas = claims - (fp - fm) / (2.0 * steps)
-        noises = roundoff_per_step(fp, fm, steps, unit=self.unit, k=self.k, rho=self.rho)
+        deltas, noises = self._slopes(claims, self.run(jobs, "fd"), shorter)
         d_t, n_t = at_t[0][pick], at_t[1][pick]
-        est = estimate(np.vstack([deltas, d_t[None]]), np.vstack([noises, n_t[None]]), np.zeros(len(pick)))
+        est = estimate(np.vstack([deltas, d_t[None]]), np.vstack([noises, n_t[None]]))
         self.refined += len(pick)
         for c, b in enumerate(pick):
             claim_error[b] = max(claim_error[b], self.unit * float(np.max(np.abs(claims[:, c]))))
