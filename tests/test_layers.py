@@ -76,7 +76,7 @@ PRIVATE_REACH: dict[tuple[str, str], str] = {
     ("gradcheck._orders._links", "gradcheck.backends._numpy"): "the control problem (and its private weights)",
     **{(m, "gradcheck.backends._claimed"): "as_gradient (backends/__init__ cannot re-export it: _claimed "
        "imports resolve from it)" for m in ("gradcheck._pipeline.prepare", "gradcheck._pipeline.inputs",
-                                            "gradcheck._screen._prepare", "gradcheck._models.params")},
+                                            "gradcheck._models.params")},
     **{(f"gradcheck._lowp.{m}", f"gradcheck.mp.{n}"): "dispute's exact values and sensitivities: a private "
        "context, exact conversion, the checked run, the exact kernels' probe (issue 29)"
        for m, n in (("dispute_exact", "_context"), ("dispute_exact", "_convert"), ("dispute_exact", "_evaluate"),

@@ -1,5 +1,12 @@
 """Stage 1 of ``check``, prepare: adapt ``f`` and ``x`` through the backend, evaluate ``f(x)``,
-choose the cotangent, take the claimed gradient and audit the backend's autodiff contract."""
+choose the cotangent, take the claimed gradient and audit the backend's autodiff contract.
+
+The parts every prepare shares live here, and ``screen``'s (``gradcheck._screen._prepare``)
+calls them: the private working copy (:func:`private_copy`), the cotangent
+(:func:`make_cotangent`) and the reduction (:func:`reducer`), the refusal of an array claim
+for an array output (:func:`require_vjp_for_array_output`), the claim taken at the door
+(:func:`take_claim`, :func:`as_claimed`), the reduced ``f`` at the working copy
+(:func:`evaluator`) and the unit round-off in use (:func:`unit_in_use`)."""
 from __future__ import annotations
 
 import time
@@ -87,7 +94,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     label = _arguments.label_of(f, opts.name)
     # A private copy, `work`, is perturbed; `pristine` detects a function that writes to x.
     # Native byte order: the same values, and the differencing code reads them natively.
-    work = np.array(x_np, dtype=x_np.dtype.newbyteorder("="), order="C", copy=True)
+    work = private_copy(x_np)
     pristine = _pristine(x_np, work)
     require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
     began = time.perf_counter()
@@ -108,22 +115,19 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     cotangent = None if y0.ndim == 0 else lowp.cotangent(make_cotangent(y0.shape, cfg))
     reduce = reducer(cotangent)
     f0 = reduce(y0)
-    _require_vjp_for_array_output(y0, cotangent, grad, cfg)
+    require_vjp_for_array_output(y0, cotangent, grad, cfg)
     claim_at = lowp.claim_input(work)  # the claim's own dtype
     claimed = take_claim(be, f, claim_at, cotangent, grad, y0.shape)
     # Optional backend hook (torch, jax): the autodiff contract beyond the values (dtype,
     # zero cotangent -> zero gradient, reentrant backward) as (notes, violations).
     audit = getattr(be, "audit", None)
     audit_notes, violations = audit(f, claim_at.copy(), cotangent, grad, claimed) if audit else ((), ())
-    analytic = as_gradient(claimed, work.shape, claim_what(grad, cotangent))
+    analytic = as_claimed(claimed, work.shape, grad, cotangent)
     lowp, cfg = lowp.after_claim(cfg, claimed)
     if callable(grad) or grad is None:  # a float32 claim: its own rounding, measured at the upcast
         lowp = lowp.measure_rounding(lambda: be.claimed_gradient(f, work.copy(), cotangent, grad), analytic)
-    unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
-    if cotangent is None and isinstance(be, _backends.NumpyBackend):
-        evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path: no backend per call
-    else:
-        evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
+    unit = unit_in_use(cfg, work, y0)
+    evaluate = evaluator(f, be, work, cotangent, reduce)
     reclaim = None
     if callable(grad) and claim_at.dtype == work.dtype and work.dtype in (np.float32, np.float64):
         reclaim = lambda xx, vv: as_gradient(be.claimed_gradient(f, xx, vv, grad), work.shape)  # noqa: E731
@@ -133,6 +137,12 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
                    cotangent=cotangent, evaluate=evaluate, analytic=analytic,
                    audit_notes=tuple(audit_notes), violations=tuple(violations), unit=unit, probes=probes,
                    call_seconds=call_seconds)
+
+
+def private_copy(x_np: np.ndarray) -> np.ndarray:
+    """The private copy of ``x`` that is perturbed: C order, native byte order (the same
+    values; the differencing code reads them natively)."""
+    return np.array(x_np, dtype=x_np.dtype.newbyteorder("="), order="C", copy=True)
 
 
 def _pristine(x_np: np.ndarray, work: np.ndarray) -> np.ndarray:
@@ -177,14 +187,38 @@ def take_claim(be: Backend, f: Callable[..., object], at: np.ndarray, cotangent:
                                 _claims.claim_label("grad", params))
 
 
-def claim_what(grad: Any, cotangent: np.ndarray | None) -> str:
+def claim_what(grad: object, cotangent: np.ndarray | None) -> str:
     """What a shape error calls the claim: its call, for a callable one."""
     if not callable(grad):
         return "claimed gradient"
     return _claims.claim_label("grad", ("x",) if cotangent is None else ("x", "v"))
 
 
-def _require_vjp_for_array_output(y0: np.ndarray, cotangent: np.ndarray | None, grad: Any, cfg: Config) -> None:
+def as_claimed(claimed: object, shape: tuple[int, ...], grad: object, cotangent: np.ndarray | None) -> np.ndarray:
+    """The claim :func:`take_claim` returned as a float gradient shaped like ``x``; a wrong
+    shape is refused naming the claim (:func:`claim_what`) and both shapes."""
+    return as_gradient(claimed, shape, claim_what(grad, cotangent))
+
+
+def evaluator(f: Callable[..., object], be: Backend, work: np.ndarray, cotangent: np.ndarray | None,
+              reduce: Callable[[np.ndarray], float]) -> Callable[[], float]:
+    """The reduced ``f`` at the working copy ``work`` (whatever values it holds when called):
+    through the backend and ``reduce``, or for a numpy ``f`` with a scalar output, the hot
+    path: ``f`` called directly (no backend per call, no complex value cast to float)."""
+    if cotangent is None and isinstance(be, _backends.NumpyBackend):
+        return lambda: scalar_output(f(work))
+    return lambda: reduce(be.evaluate(f, work))
+
+
+def unit_in_use(cfg: Config, work: np.ndarray, y0: np.ndarray) -> float:
+    """The unit round-off of ``f``'s evaluation: the coarsest of the preset's, the input's and
+    the output's."""
+    return max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
+
+
+def require_vjp_for_array_output(y0: np.ndarray, cotangent: np.ndarray | None, grad: object, cfg: Config) -> None:
+    """Refuse an array claim for an array output (it can only be the gradient of a scalar),
+    unless ``reduce='sum'`` says it is the gradient of ``sum(f(x))``."""
     if cotangent is not None and grad is not None and not callable(grad) and cfg.reduce != "sum":
         raise TypeError(
             f"f returns an array of shape {y0.shape}, so the claimed gradient must be a VJP "

@@ -4,6 +4,9 @@ The backend, the private working copy of ``x`` (the user's array is never writte
 reduced to a scalar (a seeded random cotangent for array outputs, as ``check`` does), the
 claimed gradient, the unit round-off, the step scales ``w_i = max(1, |x_i|)``, and the
 smallest error ``check``'s rule would call MISMATCH at each entry (:attr:`Prepared.floor`).
+Each part ``check`` has too is ``check``'s prepare's (``gradcheck._pipeline.prepare``: the
+copy, cotangent, reduction, claim, evaluation and unit round-off); what is the screen's own
+is its refusal of other dtypes, its block probe, the weights and the floor.
 """
 from __future__ import annotations
 
@@ -19,13 +22,21 @@ from .. import backends as _backends
 from .._core import arguments as _arguments
 from .._core.config import Config, Tuning
 from .._core.errors import UnsupportedInputError
-from .._core.inputs import float_dtype_name, require_real_output, unit_roundoff_of
+from .._core.inputs import float_dtype_name, require_real_output
 from .._differences import steps_for
 from .._evaluate import at_x
 from .._lowp.forced64 import Float32InsidePlan, route_float64
-from .._pipeline.prepare import claim_what, make_cotangent, reducer, scalar_output, take_claim
+from .._pipeline.prepare import (
+    as_claimed,
+    evaluator,
+    make_cotangent,
+    private_copy,
+    reducer,
+    require_vjp_for_array_output,
+    take_claim,
+    unit_in_use,
+)
 from ..backends import Backend
-from ..backends._claimed import as_gradient
 from ._limit import entrywise_floor
 from ._probe import Probe
 
@@ -82,9 +93,7 @@ def prepare(f, x, grad, config, name, backend, tuning: Tuning) -> Prepared:
         )
     cfg = tuning.apply(config if config is not None else Config.for_dtype(dtype))  # rtol=, eps=, ... on the preset
     label = _arguments.label_of(f, name)
-    work = np.array(x_np, order="C", copy=True)
-    if not work.dtype.isnative:
-        work = work.astype(work.dtype.newbyteorder("="))
+    work = private_copy(x_np)
     y0 = at_x(lambda: be.evaluate(f, work))
     require_real_output(y0, f"f ({label})")
     lowp, probes = None, 0
@@ -93,18 +102,12 @@ def prepare(f, x, grad, config, name, backend, tuning: Tuning) -> Prepared:
         cfg = tuning.apply(lowp.config) if lowp is not None else cfg
     cotangent = None if y0.ndim == 0 else make_cotangent(y0.shape, cfg)
     reduce = reducer(cotangent)
-    if cotangent is not None and grad is not None and not callable(grad) and cfg.reduce != "sum":
-        raise TypeError(f"f returns an array of shape {y0.shape}, so the claimed gradient must be a VJP "
-                        "function grad(x, cotangent) (or pass config=Config(reduce='sum'))")
+    require_vjp_for_array_output(y0, cotangent, grad, cfg)
     claimed = take_claim(be, f, work, cotangent, grad, y0.shape)  # its call and writes checked at the door
-    analytic = as_gradient(claimed, work.shape, claim_what(grad, cotangent)).reshape(-1)
-    if cotangent is None and isinstance(be, _backends.NumpyBackend):
-        evaluate = lambda: scalar_output(f(work))  # noqa: E731  the hot path (check's: no complex cast to float)
-    else:
-        evaluate = lambda: reduce(be.evaluate(f, work))  # noqa: E731
-    unit = max(cfg.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
-    probe = Probe(f, work, evaluate, cotangent, label)
-    weights = np.maximum(1.0, np.abs(work.reshape(-1).astype(np.float64)))
+    analytic = as_claimed(claimed, work.shape, grad, cotangent).reshape(-1)
+    unit = unit_in_use(cfg, work, y0)
+    probe = Probe(f, work, evaluator(f, be, work, cotangent, reduce), cotangent, label)
+    weights = WeightsOf.from_x(work.reshape(-1))
     notes = () if lowp is None else (*lowp.notes, "screen: blocks judged with f's float32 round-off and the "
                                      "forced-float32 preset; localized entries with check's Richardson estimates")
     return Prepared(label, be, dtype, cfg, probe, analytic, reduce(y0), unit, cotangent, weights, 1 + probes,
