@@ -17,14 +17,13 @@ import time
 
 import numpy as np
 
-from .._adjudicate.referee import MAX_ADJUDICATED, Referee
+from .._adjudicate.referee import MAX_ADJUDICATED, Referee, referee_for
 from .._core.judged import Judged
 from .._core.tolerance import Tolerance
 from .._core.verdict import Cause, Verdict
 from .._differences import CentralDifferences, steps_for
 from .._evaluate import SerialRunner, Target
 from .._pipeline.judge import judge_entries
-from . import _complex
 from ._measure import BudgetExhausted, Measurer
 from ._prepare import CHUNK, Prepared
 
@@ -59,16 +58,14 @@ class EntryJudge:
         self.looked_along = self.flagged_along = 0  # entries measured along their own direction; MISMATCH so
 
     def _referee(self, adjudicate, digits, per_call: float) -> tuple[Referee | None, str]:
-        """The referee for localized entries in doubt: always with ``adjudicate=True``;
+        """The referee for localized entries in doubt, built where check's is, under its rule
+        (:func:`gradcheck._adjudicate.referee.referee_for`): always with ``adjudicate=True``;
         with "auto" only where f is cheap at arbitrary precision (object arrays are
         1e3-3e4x slower than float64; the referee needs ~20 evaluations per entry)."""
         prep = self.prep
-        compiled = _complex.unavailable(prep.probe.f, "numpy") is not None
-        if adjudicate is False or not getattr(prep.backend, "mp_capable", False) or compiled:
-            return None, ""
         f = prep.probe.f
-        referee = Referee(lambda v: f(v), prep.probe.pristine, prep.cotangent, digits=digits)
-        if adjudicate is True:
+        referee = referee_for(prep.backend, f, prep.probe.pristine, prep.cotangent, adjudicate=adjudicate, digits=digits)
+        if referee is None or adjudicate is True:
             return referee, ""
         why = "no referee (adjudicate=True asks for it): f at arbitrary precision is too slow here"
         if prep.analytic.size > MP_MAX_ENTRIES or per_call > MP_MAX_CALL_SECONDS:
