@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, SupportsIndex, Union
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 try:
     from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -22,6 +23,11 @@ except ImportError:  # numpy < 2.0
     from numpy.core.numeric import normalize_axis_tuple  # type: ignore[no-redef]
 
 from .rules import BINARY, VALUE_ONLY, unary_rule
+
+#: An axis argument, as numpy's reductions and shape functions take it.
+Axis = SupportsIndex | tuple[SupportsIndex, ...] | None
+#: What an arithmetic operator or comparison of a DualArray takes: another one, or what numpy reads as an array.
+Operand = Union["DualArray", ArrayLike]
 
 _NOVALUE = getattr(np, "_NoValue", object())  # numpy's "argument not given" marker
 _LOST = "the tangent would be lost; use .value if you really mean to drop the derivative"
@@ -190,34 +196,34 @@ class DualArray:
             self.tangent[tkey] = 0.0  # a constant has no derivative
 
     # ---- methods mirroring ndarray -----------------------------------------------------------
-    def sum(self, axis: Any = None, keepdims: bool = False) -> DualArray:
+    def sum(self, axis: Axis = None, keepdims: bool = False) -> DualArray:
         return _sum(self, axis=axis, keepdims=keepdims)
 
-    def mean(self, axis: Any = None, keepdims: bool = False) -> DualArray:
+    def mean(self, axis: Axis = None, keepdims: bool = False) -> DualArray:
         return _mean(self, axis=axis, keepdims=keepdims)
 
-    def max(self, axis: Any = None, keepdims: bool = False) -> DualArray:
+    def max(self, axis: Axis = None, keepdims: bool = False) -> DualArray:
         return _max(self, axis=axis, keepdims=keepdims)
 
-    def min(self, axis: Any = None, keepdims: bool = False) -> DualArray:
+    def min(self, axis: Axis = None, keepdims: bool = False) -> DualArray:
         return _min(self, axis=axis, keepdims=keepdims)
 
-    def var(self, axis: Any = None, ddof: float = 0, keepdims: bool = False) -> DualArray:
+    def var(self, axis: Axis = None, ddof: float = 0, keepdims: bool = False) -> DualArray:
         return _var(self, axis=axis, ddof=ddof, keepdims=keepdims)
 
-    def std(self, axis: Any = None, ddof: float = 0, keepdims: bool = False) -> DualArray:
+    def std(self, axis: Axis = None, ddof: float = 0, keepdims: bool = False) -> DualArray:
         return _std(self, axis=axis, ddof=ddof, keepdims=keepdims)
 
-    def prod(self, axis: Any = None, keepdims: bool = False) -> DualArray:
+    def prod(self, axis: Axis = None, keepdims: bool = False) -> DualArray:
         return _prod(self, axis=axis, keepdims=keepdims)
 
-    def cumsum(self, axis: Any = None) -> DualArray:
+    def cumsum(self, axis: Axis = None) -> DualArray:
         return _cumsum(self, axis=axis)
 
-    def argmax(self, axis: Any = None, **kw: Any) -> Any:
+    def argmax(self, axis: Axis = None, **kw: Any) -> Any:
         return self.value.argmax(axis=axis, **kw)
 
-    def argmin(self, axis: Any = None, **kw: Any) -> Any:
+    def argmin(self, axis: Axis = None, **kw: Any) -> Any:
         return self.value.argmin(axis=axis, **kw)
 
     def reshape(self, *shape: Any, order: str = "C") -> DualArray:
@@ -235,13 +241,13 @@ class DualArray:
     def swapaxes(self, axis1: int, axis2: int) -> DualArray:
         return _swapaxes(self, axis1, axis2)
 
-    def squeeze(self, axis: Any = None) -> DualArray:
+    def squeeze(self, axis: Axis = None) -> DualArray:
         return _squeeze(self, axis)
 
     def clip(self, min: Any = None, max: Any = None) -> DualArray:
         return _clip(self, min, max)
 
-    def dot(self, other: Any) -> DualArray:
+    def dot(self, other: Operand) -> DualArray:
         return _dot(self, other)
 
     def copy(self) -> DualArray:
@@ -253,42 +259,42 @@ class DualArray:
     conjugate = conj
 
     # ---- operators: route through the ufuncs so there is one derivative table -------------
-    def __add__(self, o: Any) -> Any: return np.add(self, o)
-    def __radd__(self, o: Any) -> Any: return np.add(o, self)
-    def __sub__(self, o: Any) -> Any: return np.subtract(self, o)
-    def __rsub__(self, o: Any) -> Any: return np.subtract(o, self)
-    def __mul__(self, o: Any) -> Any: return np.multiply(self, o)
-    def __rmul__(self, o: Any) -> Any: return np.multiply(o, self)
-    def __truediv__(self, o: Any) -> Any: return np.divide(self, o)
-    def __rtruediv__(self, o: Any) -> Any: return np.divide(o, self)
-    def __pow__(self, o: Any) -> Any: return np.power(self, o)
-    def __rpow__(self, o: Any) -> Any: return np.power(o, self)
-    def __matmul__(self, o: Any) -> Any: return np.matmul(self, o)
-    def __rmatmul__(self, o: Any) -> Any: return np.matmul(o, self)
-    def __floordiv__(self, o: Any) -> Any: return np.floor_divide(self, o)
-    def __rfloordiv__(self, o: Any) -> Any: return np.floor_divide(o, self)
-    def __mod__(self, o: Any) -> Any: return np.remainder(self, o)
-    def __rmod__(self, o: Any) -> Any: return np.remainder(o, self)
-    def __neg__(self) -> Any: return np.negative(self)
-    def __pos__(self) -> Any: return np.positive(self)
-    def __abs__(self) -> Any: return np.absolute(self)
-    def __lt__(self, o: Any) -> Any: return np.less(self, o)
-    def __le__(self, o: Any) -> Any: return np.less_equal(self, o)
-    def __gt__(self, o: Any) -> Any: return np.greater(self, o)
-    def __ge__(self, o: Any) -> Any: return np.greater_equal(self, o)
-    def __eq__(self, o: Any) -> Any: return np.equal(self, o)  # type: ignore[override]
-    def __ne__(self, o: Any) -> Any: return np.not_equal(self, o)  # type: ignore[override]
+    def __add__(self, o: Operand) -> DualArray: return np.add(self, o)
+    def __radd__(self, o: Operand) -> DualArray: return np.add(o, self)
+    def __sub__(self, o: Operand) -> DualArray: return np.subtract(self, o)
+    def __rsub__(self, o: Operand) -> DualArray: return np.subtract(o, self)
+    def __mul__(self, o: Operand) -> DualArray: return np.multiply(self, o)
+    def __rmul__(self, o: Operand) -> DualArray: return np.multiply(o, self)
+    def __truediv__(self, o: Operand) -> DualArray: return np.divide(self, o)
+    def __rtruediv__(self, o: Operand) -> DualArray: return np.divide(o, self)
+    def __pow__(self, o: Operand) -> DualArray: return np.power(self, o)
+    def __rpow__(self, o: Operand) -> DualArray: return np.power(o, self)
+    def __matmul__(self, o: Operand) -> DualArray: return np.matmul(self, o)
+    def __rmatmul__(self, o: Operand) -> DualArray: return np.matmul(o, self)
+    def __floordiv__(self, o: Operand) -> DualArray: return np.floor_divide(self, o)
+    def __rfloordiv__(self, o: Operand) -> DualArray: return np.floor_divide(o, self)
+    def __mod__(self, o: Operand) -> DualArray: return np.remainder(self, o)
+    def __rmod__(self, o: Operand) -> DualArray: return np.remainder(o, self)
+    def __neg__(self) -> DualArray: return np.negative(self)
+    def __pos__(self) -> DualArray: return np.positive(self)
+    def __abs__(self) -> DualArray: return np.absolute(self)
+    def __lt__(self, o: Operand) -> np.ndarray: return np.less(self, o)
+    def __le__(self, o: Operand) -> np.ndarray: return np.less_equal(self, o)
+    def __gt__(self, o: Operand) -> np.ndarray: return np.greater(self, o)
+    def __ge__(self, o: Operand) -> np.ndarray: return np.greater_equal(self, o)
+    def __eq__(self, o: Operand) -> np.ndarray: return np.equal(self, o)  # type: ignore[override]
+    def __ne__(self, o: Operand) -> np.ndarray: return np.not_equal(self, o)  # type: ignore[override]
 
     # In-place operators write through, so views into a DualArray behave as numpy views do.
-    def __iadd__(self, o: Any) -> DualArray: return np.add(self, o, out=(self,))
-    def __isub__(self, o: Any) -> DualArray: return np.subtract(self, o, out=(self,))
-    def __imul__(self, o: Any) -> DualArray: return np.multiply(self, o, out=(self,))
-    def __itruediv__(self, o: Any) -> DualArray: return np.divide(self, o, out=(self,))
-    def __ipow__(self, o: Any) -> DualArray: return np.power(self, o, out=(self,))
+    def __iadd__(self, o: Operand) -> DualArray: return np.add(self, o, out=(self,))
+    def __isub__(self, o: Operand) -> DualArray: return np.subtract(self, o, out=(self,))
+    def __imul__(self, o: Operand) -> DualArray: return np.multiply(self, o, out=(self,))
+    def __itruediv__(self, o: Operand) -> DualArray: return np.divide(self, o, out=(self,))
+    def __ipow__(self, o: Operand) -> DualArray: return np.power(self, o, out=(self,))
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-def _is_known(a: Any) -> bool:
+def _is_known(a: object) -> bool:
     return isinstance(a, (DualArray, np.ndarray, numbers.Number, np.generic, list, tuple))
 
 
@@ -312,7 +318,7 @@ def _same_k(*duals: DualArray) -> int:
     return ks.pop()
 
 
-def _k_of(args: Iterable[Any]) -> int:
+def _k_of(args: Iterable[object]) -> int:
     return _same_k(*[a for a in args if isinstance(a, DualArray)])
 
 
@@ -413,7 +419,7 @@ def _matmul(a: Any, b: Any) -> DualArray:
 
 
 # ---- reductions ------------------------------------------------------------------------------
-def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+def _sum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
          initial: Any = None, where: Any = None) -> DualArray:
     _reject("numpy.sum", dtype=dtype, out=out, initial=initial, where=where)
     ax = _axes(axis, a.ndim)
@@ -421,7 +427,7 @@ def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims:
                      np.sum(a.tangent, axis=ax, keepdims=keepdims))
 
 
-def _mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+def _mean(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
           *, where: Any = None) -> DualArray:
     _reject("numpy.mean", dtype=dtype, out=out, where=where)
     ax = _axes(axis, a.ndim)
@@ -440,19 +446,19 @@ def _extreme(a: Any, axis: Any, keepdims: bool, pick: Callable) -> DualArray:
     return DualArray(m if keepdims else np.squeeze(m, axis=ax), t)
 
 
-def _max(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+def _max(a: Any, axis: Axis = None, out: Any = None, keepdims: bool = False,
          initial: Any = None, where: Any = None) -> DualArray:
     _reject("numpy.max", out=out, initial=initial, where=where)
     return _extreme(a, axis, keepdims, np.max)
 
 
-def _min(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+def _min(a: Any, axis: Axis = None, out: Any = None, keepdims: bool = False,
          initial: Any = None, where: Any = None) -> DualArray:
     _reject("numpy.min", out=out, initial=initial, where=where)
     return _extreme(a, axis, keepdims, np.min)
 
 
-def _var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+def _var(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: float = 0,
          keepdims: bool = False, *, where: Any = None, mean: Any = None,
          correction: Any = None) -> DualArray:
     _reject("numpy.var", dtype=dtype, out=out, where=where, mean=mean)
@@ -463,14 +469,14 @@ def _var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: flo
     return _sum(d * d, ax, keepdims=keepdims) / (count - ddof)
 
 
-def _std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: float = 0,
+def _std(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: float = 0,
          keepdims: bool = False, *, where: Any = None, mean: Any = None,
          correction: Any = None) -> DualArray:
     _reject("numpy.std", dtype=dtype, out=out, where=where, mean=mean)
     return np.sqrt(_var(a, axis, ddof=ddof, keepdims=keepdims, correction=correction))
 
 
-def _prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
+def _prod(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
           initial: Any = None, where: Any = None) -> DualArray:
     _reject("numpy.prod", dtype=dtype, out=out, initial=initial, where=where)
     ax = _axes(axis, a.ndim)
@@ -487,7 +493,7 @@ def _prod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims
     return DualArray(value, tangent.reshape(np.shape(value) + (a.n_tangents,)))
 
 
-def _cumsum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> DualArray:
+def _cumsum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None) -> DualArray:
     _reject("numpy.cumsum", dtype=dtype, out=out)
     if axis is None:
         a, axis = _reshape(a, -1), 0
@@ -532,7 +538,7 @@ def _moveaxis(a: Any, source: Any, destination: Any) -> DualArray:
     return DualArray(np.moveaxis(a.value, s, d), np.moveaxis(a.tangent, s, d))
 
 
-def _squeeze(a: Any, axis: Any = None) -> DualArray:
+def _squeeze(a: Any, axis: Axis = None) -> DualArray:
     # Explicit axes: a bare squeeze would also remove the tangent axis when K == 1.
     ax = tuple(i for i, n in enumerate(a.shape) if n == 1) if axis is None else \
         normalize_axis_tuple(axis, a.ndim)
@@ -545,7 +551,7 @@ def _expand_dims(a: Any, axis: Any) -> DualArray:
     return DualArray(np.expand_dims(a.value, ax), np.expand_dims(a.tangent, ax))
 
 
-def _flip(a: Any, axis: Any = None) -> DualArray:
+def _flip(a: Any, axis: Axis = None) -> DualArray:
     ax = _axes(axis, a.ndim)
     return DualArray(np.flip(a.value, ax), np.flip(a.tangent, ax))
 
@@ -602,7 +608,7 @@ def _hstack(tup: Any, *, dtype: Any = None, casting: Any = None) -> DualArray:
     return _concatenate(arrs, axis=0 if np.ndim(_value(arrs[0])) == 1 else 1)
 
 
-def _take(a: Any, indices: Any, axis: Any = None, out: Any = None,
+def _take(a: Any, indices: Any, axis: Axis = None, out: Any = None,
           mode: str = "raise") -> DualArray:
     _reject("numpy.take", out=out)
     idx = _plain(indices, "numpy.take indices")
@@ -756,7 +762,7 @@ def _einsum(subscripts: Any, *operands: Any, out: Any = None, optimize: Any = Fa
     return _finish(y, np.asarray(tangent), k)
 
 
-def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> DualArray:
+def _norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> DualArray:
     ax = _axes(axis, x.ndim)
     if not (ord is None or (ord == "fro" and len(ax) == 2) or (ord == 2 and len(ax) == 1)):
         raise TypeError(f"DualArray supports numpy.linalg.norm only for the 2-norm and "
