@@ -5,12 +5,12 @@ cleared entries are ``SCREENED`` with a per-entry ``detection_limit``, whose loc
 entries carry ``check``'s entry-wise verdicts.
 
 Modules, in the order a screen uses them: ``_partition`` (sign draws, blocks),
-``_directional`` (central differences along a block, Richardson with bounds, the step
-search), ``_complex`` (the complex-step probe and its verification), ``_probe`` and
+``_directional`` (central differences along a block, the step search; the estimate and its
+bound are THE Richardson estimator's, the round-off THE model's, from ``gradcheck._differences``), ``_complex`` (the complex-step probe and its verification), ``_probe`` and
 ``_engines`` (the jobs along many directions as points on the evaluation layer's runners:
 serial, processes, executor, compiled; screen's adaptive ``auto``), ``_measure`` (blocks to
 estimates, the budget), ``_bisect`` (the bisection driver), ``_prepare`` (f at x, the
-claim, the private copy), ``_entrywise`` (check's judgement of localized entries),
+claim, the private copy: the parts ``check`` has too are its prepare's, ``gradcheck._pipeline.prepare``), ``_entrywise`` (check's judgement of localized entries),
 ``_exact`` (exact directional derivatives of blocks at arbitrary precision, ``exact=``),
 ``_limit`` and ``_words`` (detection limit, miss probability, the report's words),
 ``_assemble`` (the report), ``_budget`` (evaluations or seconds), and ``_api`` (the public
