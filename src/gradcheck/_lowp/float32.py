@@ -27,10 +27,14 @@ A float32 input meets one of two functions:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["F32_BOUND_ULPS", "F32_RESOLUTION", "ROUNDING_FACTOR", "claim_rounding", "forces_float32"]
+if TYPE_CHECKING:
+    from ..backends import Backend
+
+__all__ = ["F32_BOUND_ULPS", "F32_RESOLUTION", "ROUNDING_FACTOR", "CountedCalls", "claim_rounding", "forces_float32"]
 
 #: Slack, in float32 ulps, beyond the measured rounding of a float32 claim.
 F32_BOUND_ULPS = 4.0
@@ -38,6 +42,18 @@ F32_BOUND_ULPS = 4.0
 F32_RESOLUTION = 2.0 ** -18
 #: The measured rounding |a32 - a64| is one draw of the claim's float32 error: counted twice.
 ROUNDING_FACTOR = 2.0
+
+class CountedCalls:
+    """``evaluate(g, v)``: ``backend.evaluate(g, v)``, counted in :attr:`calls` before the call
+    (a call that raises was made too): how the plans' probes call ``f``."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend, self.calls = backend, 0
+
+    def __call__(self, g: Callable[..., object], v: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        return self.backend.evaluate(g, v)
+
 
 #: Relative nudge of the float32 input, a sixteenth of a float32 ulp at most: a function that
 #: rounds its input to float32 sees the same input; a float64 computation sees it move.

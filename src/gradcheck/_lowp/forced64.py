@@ -28,7 +28,7 @@ import numpy as np
 from .._core.config import Config
 from .._differences import Differencer
 from . import f32steps
-from .float32 import forces_float32
+from .float32 import CountedCalls, forces_float32
 from .plan import OrdinaryPlan
 
 if TYPE_CHECKING:
@@ -109,18 +109,13 @@ def route_float64(f: Callable[..., object], x64: np.ndarray, y0: object, backend
     """The plan for a float64 ``x64`` at which ``f`` returned ``y0``, or None (the ordinary
     float64 check) unless ``f`` computes in float32; and the evaluations of ``f`` the
     detection spent (0 to 2: the report counts them whichever way it went)."""
-    calls = 0
-
-    def evaluate(g: Callable[..., object], v: np.ndarray) -> np.ndarray:
-        nonlocal calls
-        calls += 1  # counted before the call: a call that raises was made too
-        return backend.evaluate(g, v)
+    evaluate = CountedCalls(backend)
     if not computes_in_float32(f, x64, y0, evaluate):
-        return None, calls
+        return None, evaluate.calls
     return Float32InsidePlan(notes=(
         "float64 input, but f computes in float32 (every value it returns is a float32 number, "
         "and it returns the same bits at x, at x rounded to float32 and there nudged by less than a "
         "float32 ulp): the numeric side is a float32-step difference, Richardson-extrapolated across "
         "steps h, 2h, 4h (h = 2**-5 max(1, |x|); the step f sees, round32(x+h) - round32(x-h)), its noise "
         "the measured spread and f's measured round-off (gradcheck._lowp.f32steps), judged with the "
-        "forced-float32 rule (rtol 2e-4, PASS share 5e-4)",)), calls
+        "forced-float32 rule (rtol 2e-4, PASS share 5e-4)",)), evaluate.calls

@@ -66,6 +66,7 @@ from .float32 import (
     F32_BOUND_ULPS,
     F32_RESOLUTION,
     ROUNDING_FACTOR,
+    CountedCalls,
     claim_rounding,
     forces_float32,
 )
@@ -352,19 +353,13 @@ def plan(f: Callable[..., object], x_np: np.ndarray, backend: Backend, bound_ulp
         raise ValueError(f"bound_ulps must be a positive number, got {bound_ulps!r}")
     share(fmt, bound)  # refuses a bound too wide to prove anything
     p = LowPrecisionPlan(fmt=fmt, upcast=False, original=np.array(x_np, copy=True), bound_ulps=bound)
-    calls = 0
-
-    def evaluate(g: Callable[..., object], v: np.ndarray) -> np.ndarray:
-        nonlocal calls
-        calls += 1  # counted before the call: a call that raises was made too
-        return backend.evaluate(g, v)
-
+    evaluate = CountedCalls(backend)
     why, upcast = _generic(f, p.x64, fmt, evaluate), False
     if why is None:
         why, upcast = (f"{fmt.name} input, precision-generic f: the numeric side is a float64 central difference "
                        f"of the exactly-upcast input (report.config: the float64 preset's step and round-off model, "
                        f"rtol and resolution from the {fmt.name} claim's ulp rule)"), True
-    return replace(p, upcast=upcast, notes=(why,), probes=calls)
+    return replace(p, upcast=upcast, notes=(why,), probes=evaluate.calls)
 
 
 def _generic(f: Callable[..., object], x64: np.ndarray, fmt: FloatFormat,
