@@ -33,21 +33,23 @@ from typing import Any
 
 import numpy as np
 
+#: A real number as the validators take it (a bool is refused on its own).
+Real = int | float | np.integer | np.floating
 #: The referee works at this many significant digits at least: it must out-resolve the
 #: float64 computation it referees (17 significant digits), with a margin.
 MIN_DIGITS = 20
 
 
-def got(value: Any) -> str:
+def got(value: object) -> str:
     """How an error shows a value it refuses: ``'no' (a str)``."""
     return f"{value!r} (a {type(value).__name__})"
 
 
-def _is_bool(value: Any) -> bool:
+def _is_bool(value: object) -> bool:
     return isinstance(value, (bool, np.bool_))
 
 
-def flag(name: str, value: Any, *, none: bool = False) -> bool | None:
+def flag(name: str, value: object, *, none: bool = False) -> bool | None:
     """``value`` as a bool: True/False (numpy's too), or None where ``none`` allows it."""
     if value is None and none:
         return None
@@ -57,13 +59,13 @@ def flag(name: str, value: Any, *, none: bool = False) -> bool | None:
     raise TypeError(f"{name} must be {choices}, got {got(value)}")
 
 
-def _same(value: Any, c: Any) -> bool:
+def _same(value: object, c: object) -> bool:
     if _is_bool(c) or _is_bool(value):  # True is not 1 here, nor "no" truthy
         return _is_bool(c) and _is_bool(value) and bool(value) == c
     return isinstance(value, type(c)) and value == c
 
 
-def choice(name: str, value: Any, choices: Sequence[Any], owner: str = "") -> Any:
+def choice(name: str, value: object, choices: Sequence[Any], owner: str = "") -> Any:
     """``value`` if it is one of ``choices`` (bools match bools only); ``owner`` names the
     function whose choices these are, where another takes other ones (``"screen"``)."""
     for c in choices:
@@ -73,12 +75,12 @@ def choice(name: str, value: Any, choices: Sequence[Any], owner: str = "") -> An
     raise ValueError(f"{name}={value!r} is not one of ({shown}){' for ' + owner if owner else ''}")
 
 
-def as_adjudicate(value: Any) -> bool | str:
+def as_adjudicate(value: object) -> bool | str:
     """``adjudicate``: ``"auto"``, True or False."""
     return choice("adjudicate", value, ("auto", True, False))
 
 
-def integer(name: str, value: Any, *, minimum: int, meaning: str = "", none: bool = False) -> Any:
+def integer(name: str, value: object, *, minimum: int, meaning: str = "", none: bool = False) -> Any:
     """``value`` as an int ``>= minimum`` (a bool, a float or a string is refused; None
     where ``none`` allows it)."""
     if value is None and none:
@@ -91,19 +93,19 @@ def integer(name: str, value: Any, *, minimum: int, meaning: str = "", none: boo
     return int(value)
 
 
-def as_seed(value: Any, name: str = "seed", *, none: bool = False) -> Any:
+def as_seed(value: object, name: str = "seed", *, none: bool = False) -> Any:
     """A random seed: an int >= 0 (numpy's generators take no negative seeds), or None where
     ``none`` allows it (then a default applies)."""
     return integer(name, value, minimum=0, none=none)
 
 
-def as_digits(value: Any) -> int:
+def as_digits(value: object) -> int:
     """``digits``: significant digits of the referee's exact derivatives."""
     return integer("digits", value, minimum=MIN_DIGITS,
                    meaning=" (significant digits of the referee's exact derivatives; 30 is the default)")
 
 
-def _number(name: str, value: Any, accepts: str, ok: Any) -> float:
+def _number(name: str, value: object, accepts: str, ok: Callable[[Real], object]) -> float:
     if _is_bool(value) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be {accepts}, got {got(value)}")
     if not (np.isfinite(value) and ok(value)):
@@ -111,7 +113,7 @@ def _number(name: str, value: Any, accepts: str, ok: Any) -> float:
     return float(value)
 
 
-def positive(name: str, value: Any, *, none: bool = False, meaning: str = "") -> Any:
+def positive(name: str, value: object, *, none: bool = False, meaning: str = "") -> Any:
     """``value`` as a finite float > 0 (or None where ``none`` allows it): a step, a bound,
     a noise factor."""
     if value is None and none:
@@ -120,7 +122,7 @@ def positive(name: str, value: Any, *, none: bool = False, meaning: str = "") ->
                    lambda v: v > 0)
 
 
-def nonnegative(name: str, value: Any, *, none: bool = False, meaning: str = "") -> Any:
+def nonnegative(name: str, value: object, *, none: bool = False, meaning: str = "") -> Any:
     """``value`` as a finite float >= 0 (or None where ``none`` allows it): a tolerance
     (``rtol``, ``atol``) that may be zero."""
     if value is None and none:
@@ -129,7 +131,7 @@ def nonnegative(name: str, value: Any, *, none: bool = False, meaning: str = "")
                    lambda v: v >= 0)
 
 
-def share(name: str, value: Any, meaning: str = "") -> Any:
+def share(name: str, value: object, meaning: str = "") -> Any:
     """``value`` as a float strictly between 0 and 1: a share (of a value, of the entries)."""
     return _number(name, value, f"a number in (0, 1){meaning}", lambda v: 0 < v < 1)
 
@@ -138,7 +140,7 @@ def share(name: str, value: Any, meaning: str = "") -> Any:
 BUDGET_UNITS = {"s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0}
 
 
-def as_budget(value: Any, name: str = "budget") -> int | float | None:
+def as_budget(value: object, name: str = "budget") -> int | float | None:
     """A budget: None (the default applies), evaluations of ``f`` (an int >= 1, returned as
     an int), or wall time (``"90s"``, ``"5min"``, ``"1h"``, a ``datetime.timedelta``; returned
     as seconds, a float > 0)."""
@@ -164,7 +166,7 @@ def as_budget(value: Any, name: str = "budget") -> int | float | None:
     return float(seconds)
 
 
-def as_shape(name: str, value: Any) -> tuple[int, ...]:
+def as_shape(name: str, value: object) -> tuple[int, ...]:
     """A shape: a tuple (or list) of ints >= 0, or one int."""
     items = (value,) if isinstance(value, (int, np.integer)) and not _is_bool(value) else value
     if not isinstance(items, (tuple, list)) or any(_is_bool(n) or not isinstance(n, (int, np.integer))
@@ -175,7 +177,7 @@ def as_shape(name: str, value: Any) -> tuple[int, ...]:
     return tuple(int(n) for n in items)
 
 
-def label_of(f: Any, name: str | None = None) -> str:
+def label_of(f: object, name: str | None = None) -> str:
     """What reports call ``f``: ``name`` when given, else ``f.__name__``, else ``f.name`` (a
     native function, a subject), else the name of ``f``'s type. The one label rule.
 
@@ -185,14 +187,14 @@ def label_of(f: Any, name: str | None = None) -> str:
     return name or getattr(f, "__name__", None) or getattr(f, "name", None) or type(f).__name__
 
 
-def text(name: str, value: Any) -> str | None:
+def text(name: str, value: object) -> str | None:
     """``value`` if it is a str or None (a label)."""
     if value is None or isinstance(value, str):
         return value
     raise TypeError(f"{name} must be a str or None, got {got(value)}")
 
 
-def as_executor(value: Any) -> Any:
+def as_executor(value: object) -> Any:
     """``executor``: None, something with ``.submit`` or an ``ExecutorOptions``."""
     if value is None or callable(getattr(value, "submit", None)) or type(value).__name__ == "ExecutorOptions":
         return value
