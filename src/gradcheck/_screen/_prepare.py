@@ -75,11 +75,15 @@ class Prepared:
     def floor(self) -> np.ndarray:
         """Per entry (flat): the smallest error check's rule calls MISMATCH."""
         if self._floor is None:
-            cfg = self.config
-            steps = steps_for(self.x_flat.astype(np.float64), cfg.step)
-            self._floor = entrywise_floor(self.analytic, rtol=cfg.rtol, atol=cfg.atol, k=cfg.noise_factor,
-                                          unit=self.unit, f0=self.f0, steps=steps, rho=self.rho)
+            self._floor = self.floor_at(slice(None), self.rho)
         return self._floor
+
+    def floor_at(self, key: Any, rho: float) -> np.ndarray:
+        """:attr:`floor` at the entries ``key``, with f's measured round-off ``rho``."""
+        cfg = self.config
+        steps = steps_for(self.x_flat[key].astype(np.float64), cfg.step)
+        return entrywise_floor(self.analytic[key], rtol=cfg.rtol, atol=cfg.atol, k=cfg.noise_factor,
+                               unit=self.unit, f0=self.f0, steps=steps, rho=rho)
 
 
 def prepare(f, x, grad, config, name, backend, tuning: Tuning) -> Prepared:
@@ -180,10 +184,7 @@ class FloorOf(_WhereRead):
         self.prep, self.rho = prep, prep.rho
 
     def _at(self, key: Any) -> np.ndarray:
-        prep, cfg = self.prep, self.prep.config
-        steps = steps_for(prep.x_flat[key].astype(np.float64), cfg.step)
-        return entrywise_floor(prep.analytic[key], rtol=cfg.rtol, atol=cfg.atol, k=cfg.noise_factor, unit=prep.unit,
-                               f0=prep.f0, steps=steps, rho=self.rho)
+        return self.prep.floor_at(key, self.rho)
 
 
 @dataclass
