@@ -193,7 +193,7 @@ class FlatPrepared(Prepared):
     where read, and whose bisection keeps its thresholds in float32 (rounded up):
     :func:`prepare_flat`."""
 
-    TAU_DTYPE: ClassVar[Any] = np.float32
+    TAU_DTYPE: ClassVar[type[np.floating]] = np.float32
 
     @property
     def floor(self) -> Any:
