@@ -47,10 +47,6 @@ MIN_TIMED = 6
 KEEP_SHARE = 0.8
 
 
-def _is_njit(f: Any) -> bool:
-    return type(f).__name__ == "CPUDispatcher"
-
-
 def applies(f: Any) -> bool:
     """Whether ``f`` runs in the compiled kernel: a numba ``@njit`` function or a C loss
     through cffi, without importing numba otherwise."""
@@ -228,7 +224,7 @@ class AutoEngine:
         fork_ok = cores >= 2 and fork_available() and self.fork_safe and fork_hazard() is None
         choice, why = auto_choice(per_call, batch, cores=cores, compiled=compiled, fork_ok=fork_ok)
         if choice == "compiled":
-            kind = "a numba @njit function" if _is_njit(self.probe.f) else "a C function (cffi)"
+            kind = "a numba @njit function" if kind_of(self.probe.f) == "njit" else "a C function (cffi)"
             self.chosen, why = CompiledEngine(self.probe), f"f is {kind} and {why}"
         elif choice == "processes":
             self.chosen, self.trial = ProcessesEngine(self.probe), True
