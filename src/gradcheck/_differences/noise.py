@@ -12,8 +12,9 @@ Measured: where truncation is negligible (the small steps), two central differen
 entry disagree by f's own round-off over the step, ``m = |D(s) - D(s')| * s``
 (:func:`measured`), which the model ``u |f|`` underestimates when f cancels large intermediate
 values. A difference at step ``t`` then carries ``max(k * noise(t), 3 m / t)``
-(:func:`with_measured`; ``k`` the noise factor). The step study, the quick look, the kink test
-and the Taylor test use these; the screen's blocks join as screen moves onto the layer.
+(:func:`with_measured`; ``k`` the noise factor). The step study, the quick look, the kink test,
+the Taylor test and the screen's blocks (``modelled(k u, (f+, f-), 2t, at_least=3 rho)``) use
+these, and so do the screen's detection limits and check's cost plan.
 
 Measured at a few entries, where truncation is far below round-off: the fourth difference
 

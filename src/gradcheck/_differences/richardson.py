@@ -11,7 +11,8 @@ two kinds of estimate of ``f'``, each with a bound on its error:
 :func:`estimates` yields them in that order (every ``D`` but the largest step's, then every
 ``R`` but the two largest), :func:`best_estimate` keeps, per entry, the one with the smallest
 bound. The step study (``gradcheck._refine.study``), the quick look, the adjoint test's
-differences along ``t`` and, as it moves onto this module, the screen's blocks all use it.
+differences along ``t`` and the screen's blocks (``gradcheck._screen._directional.estimate``)
+all use it.
 
 Where one step must serve every entry (an ``f`` that computes in float32: no step makes both
 truncation and round-off small, ``gradcheck._lowp.f32steps``), :func:`spread_estimate` keeps
