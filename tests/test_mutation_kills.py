@@ -353,13 +353,22 @@ extended_only = pytest.mark.skipif(not EXTENDED, reason="longdouble is float64 o
 def test_the_rule_rounds_every_input_to_float64_as_the_kernel_does():
     """classify judges float64 values (the compiled kernel reads float64): a claim 2**-60
     above 1 in extended precision is 1.0, so it equals a numeric 1.0 (PASS), and a
-    noise 2**-60 below 1 is 1.0 (UNCHECKED at scale 1)."""
+    noise 2**-60 below 1 is 1.0 (UNCHECKED at scale 1). A noise a hair (2**-112) below
+    2**-52 is 2**-52: with a numeric 1 + 2**-52 the error equals the tolerance, a PASS
+    (err == tol is no MISMATCH); kept in extended precision it would be a MISMATCH."""
     one_plus = LONG(1) + LONG(2) ** -60
     one_minus = LONG(1) - LONG(2) ** -60
     kw = dict(rtol=0.0, atol=0.0, noise_factor=1.0)
     assert classify(np.array([one_plus]), np.array([1.0]), np.array([0.0]), **kw)[0] == P
     assert classify(np.array([1.0]), np.array([one_plus]), np.array([0.0]), **kw)[0] == P
     assert classify(np.array([1.0]), np.array([1.0]), np.array([one_minus]), **kw)[0] == U
+    ulp = 2.0**-52
+    hair_below = LONG(ulp) * (1 - LONG(2) ** -60)
+    assert float(hair_below) == ulp and hair_below < ulp  # extended precision tells them apart
+    assert classify(np.array([1.0]), np.array([1.0 + ulp]), np.array([ulp]), **kw)[0] == P
+    assert classify(np.array([1.0]), np.array([1.0 + ulp]), np.array([hair_below]), **kw)[0] == P
+    # negative control: the next float64 below 2**-52 is a MISMATCH
+    assert classify(np.array([1.0]), np.array([1.0 + ulp]), np.array([np.nextafter(ulp, 0)]), **kw)[0] == M
     rel = relative_error(np.array([one_plus]), np.array([1.0]))
     assert rel.dtype == np.float64 and rel[0] == 0.0
     rel = relative_error(np.array([1.0]), np.array([one_plus]))
@@ -660,3 +669,129 @@ def test_config_accepts_what_its_fields_allow():
     assert Config(rtol=0.009, resolution=0.01).rtol == 0.009  # just below: accepted
     assert Config(refine=False, refine_noisy=True).refine is False
     assert Config(dtype="bfloat16", rtol=0.1, resolution=0.2).dtype == "bfloat16"
+
+
+# --- 2026-12-03: the survivors of the run on 953 mutants (tests/mutation/README.md) --------------
+
+@extended_only
+def test_resolved_share_is_that_of_the_float64_values_the_rule_judges():
+    """The share reported for an entry is its tolerance over max(|a|, |n|) of the float64
+    values the rule judged (``classify`` rounds every input to float64): extended-precision
+    inputs a hair off the float64 ones give the float64 answer, as a float64."""
+    from gradcheck._classify.rule import resolved_share
+
+    one_plus = LONG(1) + LONG(2) ** -60          # float64: 1.0
+    half_plus = LONG(0.5) + LONG(2) ** -61       # float64: 0.5
+    for analytic, numeric, tol in ((one_plus, 1.0, 0.5), (1.0, one_plus, 0.5), (1.0, 1.0, half_plus),
+                                   (-one_plus, one_plus, half_plus)):
+        got = resolved_share(np.array([analytic]), np.array([numeric]), np.array([tol]))
+        assert got.dtype == np.float64 and got[0] == 0.5, (analytic, numeric, tol, got)
+
+
+@extended_only
+def test_the_kink_test_takes_f_at_x_as_float64():
+    """f(x) is taken as float64, like f(x +- s): for f(t) = 1 + t (exact at the dyadic steps
+    1/2, 1, 2) with f(x) given as 1 + 2**-60 in extended precision (1.0 in float64), both
+    one-sided slopes are exactly 1 and there is no kink."""
+    base = LONG(1) + LONG(2) ** -60
+
+    def differencer(idx, steps):
+        return 1.0 + steps, 1.0 - steps, 2 * steps
+
+    study = step_study(differencer, np.arange(1), np.ones(1), np.array([1.0]), differencer(np.arange(1), np.ones(1)),
+                       base_value=base, unit_roundoff=0.0, rtol=0.0, atol=0.0, noise_factor=8.0)
+    assert study.left.dtype == study.right.dtype == np.float64
+    assert (study.left[0], study.right[0]) == (1.0, 1.0)
+    assert not study.kink[0] and study.codes[0] == P
+
+
+@extended_only
+def test_the_kink_edge_judges_the_float64_claim():
+    """At a kink with one-sided slopes 2 and 8 (rtol 2**-6, no round-off: slack rtol * 8 =
+    0.125, bound 0), the claim's edge is 8.125 exactly (KINK, edge included). A claim 2**-60
+    above it in extended precision is 8.125 in float64: KINK too; the next float64 above
+    is outside (MISMATCH)."""
+    rtol = 2.0**-6
+    at_edge = _kink_case((6.0, 6.0, 6.0), rtol=rtol, right=8.0, claim=8.125)
+    assert at_edge.kink[0] and at_edge.bound[0] == 0.0 and (at_edge.left[0], at_edge.right[0]) == (2.0, 8.0)
+    assert at_edge.codes[0] == K
+    hair_above = LONG(8.125) + LONG(2) ** -60
+    assert hair_above > 8.125 and float(hair_above) == 8.125
+    assert _kink_case((6.0, 6.0, 6.0), rtol=rtol, right=8.0, claim=hair_above).codes[0] == K
+    assert _kink_case((6.0, 6.0, 6.0), rtol=rtol, right=8.0, claim=np.nextafter(8.125, 9.0)).codes[0] == M
+
+
+# f(z) = F + z with F = 2**50 (float64 spacing 0.25 there): f's round-off at a step s is
+# ~ u F / s, so the ladder's differences (steps 0.5 .. 16) are resolved only to ~0.1 and the
+# descent's smaller steps only to ~1 or worse (the checker's arithmetic, f evaluated in float64).
+_BIG_F = 2.0**50
+
+
+def _counting_big_f(calls):
+    def differencer(idx, steps):
+        calls.append(2 * len(idx))  # one f(x+s) and one f(x-s) per entry
+        s = np.asarray(steps, dtype=np.float64)
+        return _BIG_F + s, _BIG_F - s, 2 * s
+    return differencer
+
+
+def test_the_descent_is_counted_and_its_unconfirmed_mismatch_is_unsettled():
+    """Slope 1 at steps of 1 (above LARGE_STEP): the claim 2 is a MISMATCH of the ladder
+    (bound ~0.13 at 8h), the claim 1 is UNCHECKED (its tolerance ~0.13 exceeds 1% of it).
+    Both descend; no smaller step resolves f's round-off, so both end UNCHECKED, and the
+    MISMATCH the descent did not confirm is ``unsettled`` (bool, as documented); the
+    UNCHECKED one is not (it was never a MISMATCH). ``evaluations`` is every f call the
+    study made, the descent's included: what the differencer received, after the first step."""
+    calls: list[int] = []
+    differencer = _counting_big_f(calls)
+    idx, h = np.arange(2), np.ones(2)
+    first = differencer(idx, h)
+    calls.clear()
+    study = step_study(differencer, idx, h, np.array([2.0, 1.0]), first, unit_roundoff=2.0**-53,
+                       rtol=1e-6, atol=0.0, noise_factor=8.0)
+    assert study.codes.tolist() == [U, U]
+    assert study.unsettled.dtype == bool and study.unsettled.tolist() == [True, False]
+    assert sum(calls) > 2 * 5 * 2  # the descent ran: more than the ladder's five factors
+    assert study.evaluations == sum(calls)
+
+
+@pytest.mark.parametrize("step, descends", [
+    (1e-2, False),                        # LARGE_STEP itself is not above LARGE_STEP
+    (np.nextafter(1e-2, 1.0), True),
+])
+def test_an_unchecked_descends_only_above_the_large_step(step, descends):
+    """An UNCHECKED entry (claim 1, f's round-off at these steps ~6, far above 1% of the
+    value) descends to smaller steps only when its step is above LARGE_STEP = 1e-2
+    (``gradcheck._refine.descent``: "a step above LARGE_STEP"); at 1e-2 the ladder's five
+    factors are all it costs."""
+    from gradcheck._refine.descent import LARGE_STEP
+
+    assert LARGE_STEP == 1e-2
+    calls: list[int] = []
+    differencer = _counting_big_f(calls)
+    idx, h = np.arange(1), np.full(1, step)
+    first = differencer(idx, h)
+    calls.clear()
+    study = step_study(differencer, idx, h, np.array([1.0]), first, unit_roundoff=2.0**-53,
+                       rtol=1e-6, atol=0.0, noise_factor=8.0)
+    assert study.codes[0] == U
+    assert study.evaluations == sum(calls)
+    assert (sum(calls) > 2 * 5) is descends
+
+
+def test_the_study_table_holds_each_factors_central_difference():
+    """``slopes`` (for the report) is D(factor * h) for each of STUDY_FACTORS, one column per
+    entry: for f(t) = (1 + t)^3 at x = 0 the central difference at step s is exactly
+    3 + s^2 (dyadic steps, every value exact in float64)."""
+    h = np.full(2, 2.0**-7)
+
+    def differencer(idx, steps):
+        s = np.asarray(steps, dtype=np.float64)
+        return (1.0 + s) ** 3, (1.0 - s) ** 3, 2 * s
+
+    study = step_study(differencer, np.arange(2), h, np.array([3.0, 3.0]), differencer(np.arange(2), h),
+                       unit_roundoff=2.0**-53, rtol=1e-6, atol=0.0, noise_factor=8.0)
+    want = np.array([[3.0 + (f * 2.0**-7) ** 2] * 2 for f in STUDY_FACTORS])
+    assert study.slopes is not None and study.slopes.shape == (len(STUDY_FACTORS), 2)
+    np.testing.assert_array_equal(study.slopes, want)
+    assert study.codes.tolist() == [P, P]

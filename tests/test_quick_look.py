@@ -315,6 +315,40 @@ def test_the_quick_look_judges_float64_claims():
     assert look.certified[0]
 
 
+@pytest.mark.skipif(np.finfo(np.longdouble).eps >= np.finfo(np.float64).eps,
+                    reason="longdouble is float64 on this platform")
+def test_the_quick_looks_kink_test_takes_f_at_x_as_float64():
+    """f(x) is taken as float64, like f(x +- s): for f(t) = 1 + t (exact at 8h and 16h) with
+    f(x) given as 1 + 2**-60 in extended precision (1.0 in float64), the one-sided slopes
+    agree exactly (no jump), so a correct claim is certified even with no room at all
+    (rtol 0, no round-off: any jump would be a kink)."""
+    base = np.longdouble(1) + np.longdouble(2) ** -60
+    diff, first = _table(_slope_rows(1.0, 1.0, f0=1.0), _slope_rows(1.0, 8.0, f0=1.0),
+                         _slope_rows(1.0, 16.0, f0=1.0))
+    kw = dict(unit_roundoff=0.0, rtol=0.0, atol=0.0, noise_factor=8.0)
+    look = quick_certify(diff, np.arange(1), np.array([H]), np.array([1.0]), first, base_value=base, **kw)
+    assert look.numeric[0] == 1.0 and look.bound[0] == 0.0
+    assert look.certified[0]
+    # negative control: a float64 f(x) one ulp above 1 is a jump, and with no room it is not smooth
+    look = quick_certify(diff, np.arange(1), np.array([H]), np.array([1.0]), first,
+                         base_value=np.nextafter(1.0, 2.0), **kw)
+    assert not look.certified[0]
+
+
+@pytest.mark.parametrize("resolution, certified", [(2e-6, True), (1.6e-6, True), (1.4e-6, False), (1.2e-6, False)])
+def test_a_certified_entry_passes_the_rule_at_the_resolution_given(resolution, certified):
+    """D(8h) = 1 with bound rtol/2 (D(16h) moved by 1.5 rtol, as above) and the claim 1: within
+    rtol with the bound added, so the quick look's own test certifies it; but the rule's whole
+    tolerance is bound + rtol = 1.5 rtol, so at a resolution below 1.5 rtol (still above rtol,
+    as Config allows) the rule does not pass it and it is not certified (the docstring: "the
+    quick look is never looser than the rule")."""
+    diff, first = _table(_slope_rows(1.0, 1.0), _slope_rows(1.0, 8.0), _slope_rows(1.0 + 1.5e-6, 16.0))
+    look = quick_certify(diff, np.arange(1), np.array([H]), np.array([1.0]), first, base_value=0.0,
+                         unit_roundoff=U, rtol=1e-6, atol=0.0, noise_factor=8.0, resolution=resolution)
+    assert look.bound[0] == pytest.approx(0.5e-6, rel=1e-6)
+    assert look.certified[0] == certified
+
+
 def test_no_floating_point_warning_escapes():
     """NaN, inf, huge and zero-width differences are expected inputs: the quick look answers
     (not certified) under numpy's strictest setting for invalid operations and overflow,

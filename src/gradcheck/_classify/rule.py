@@ -42,7 +42,9 @@ def verdicts(err, scale, floor, tol, finite, *, resolution: float) -> np.ndarray
     """The rule's decision from its parts (float64 arrays): MISMATCH where ``err > tol``,
     else UNCHECKED where ``scale <= floor`` or ``tol > resolution * scale``, else PASS;
     NONFINITE where not ``finite``. Every judge of a verdict calls this."""
-    with np.errstate(invalid="ignore", over="ignore"):
+    # Its one product, resolution * scale, cannot overflow (0 < resolution < 1, as Config
+    # requires); comparisons with NaN raise "invalid" on some numpy builds.
+    with np.errstate(invalid="ignore"):
         codes = np.full(np.shape(err), Verdict.PASS, dtype=np.uint8)
         codes[(scale <= floor) | coarse(tol, scale, resolution)] = Verdict.UNCHECKED
         codes[err > tol] = Verdict.MISMATCH
@@ -56,7 +58,7 @@ def classify(analytic, numeric, noise, *, rtol: float, atol: float, noise_factor
     a = np.asarray(analytic, dtype=np.float64)
     n = np.asarray(numeric, dtype=np.float64)
     z = np.asarray(noise, dtype=np.float64)
-    rule = Tolerance(rtol, atol, noise_factor, resolution)
+    rule = Tolerance(rtol, atol, noise_factor)  # its floor and value term; the share rule is verdicts'
     with np.errstate(invalid="ignore", over="ignore"):
         finite = np.isfinite(a) & np.isfinite(n) & np.isfinite(z)
         err = np.abs(a - n)

@@ -79,8 +79,9 @@ def quick_certify(
         scale = np.maximum(np.abs(a), np.abs(d8))
         rule = Tolerance(rtol, atol, 1.0, resolution)  # D(8h)'s whole bound as the noise (k = 1)
         certified = np.abs(a - d8) + rule.floor(bound) <= rule.value_term(scale)
-        certified &= np.isfinite(d8) & np.isfinite(d16) & np.isfinite(bound) & np.isfinite(a)
     certified &= _smooth(raw, base_value, unit_roundoff, rtol, k, scale)
+    # The rule's PASS also excludes what is not finite: a, D(8h) and the bound are its inputs
+    # (NONFINITE), and a D(16h) that is not finite makes the bound inf or NaN.
     certified &= classify(a, d8, bound, **rule.rule()) == Verdict.PASS
     return QuickLook(certified, d8, bound, raw, evaluations)
 
