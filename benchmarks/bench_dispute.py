@@ -11,7 +11,7 @@ bound, measuring the candidates), timed inside that same call (``exact_values`` 
 ``float32_run`` wrapped with a timer while it runs), not by running them again.
 
     python benchmarks/bench_dispute.py            # ~1e5 entries per dispute
-    python benchmarks/bench_dispute.py --quick    # ~2e4 entries
+    python benchmarks/bench_dispute.py --quick    # ~1e4 entries
 """
 from __future__ import annotations
 
@@ -36,12 +36,12 @@ def _problems(quick: bool):
         rope_reference,
     )
 
-    rows = 320 if quick else 1600
+    rows = 160 if quick else 1600
     x, pos = rope_inputs(rows=rows, dim=64, start=1000, stop=8000)
     rope = ("rope (C pair)", rope_math, (x, pos),
             {"fast": rope_fast(x, pos), "reference": rope_reference(x, pos)})
     rng = np.random.default_rng(0)
-    n = 20480 if quick else 102400
+    n = 10240 if quick else 102400
     e = round_to_format(rng.uniform(-10, 10, n), "bfloat16", as_dtype=True)
     bf16 = lambda y: round_to_format(y, "bfloat16", as_dtype=True)  # noqa: E731  candidates are bfloat16 outputs
     exp = ("exp", np.exp, (e,), {"ml_dtypes": np.exp(e), "float32": bf16(np.exp(e.astype(np.float32)))})
@@ -88,7 +88,7 @@ def main(quick: bool = False) -> dict:
     from gradcheck.mp import backend
 
     header(f"dispute: exact values at 40 digits (mpmath backend: {backend()})", quick,
-           "~1e5 entries per dispute (~2e4 here), 256 matvec rows (64 here), best of 2 (1 here)")
+           "~1e5 entries per dispute (~1e4 here), 256 matvec rows (64 here), best of 2 (1 here)")
     repeat = 1 if quick else 2
     rows, out = [], {}
     for name, math_fn, inputs, cands in _problems(quick):
