@@ -39,13 +39,13 @@ def case(seed, off, bug=0.0):
     return (lambda z: float(np.add.reduce(v * layer_norm(z)))), x, grad, at
 
 
-def run(measure: bool) -> dict:
+def run(measure: bool, seeds=SEEDS) -> dict:
     shipped = judge._claim_rounding
     if not measure:
         judge._claim_rounding = lambda subject, cfg: None
     out = {"false": 0, "at3": {}, "caught": 0, "bugs": 0, "seconds": 0.0}
     try:
-        for seed in SEEDS:
+        for seed in seeds:
             for off in (1e-6, 1e-8):
                 f, x, grad, _ = case(seed, off)
                 began = time.perf_counter()
@@ -65,10 +65,12 @@ def run(measure: bool) -> dict:
 
 def main(quick: bool = False) -> dict:
     header(f"referee against a cancelling backward (layer norm VJP, N = {N}): before / after the claim's "
-           "measured round-off", quick, "nothing: the full run is this small one")
-    before, after = run(False), run(True)
+           "measured round-off", quick, f"seeds 4 to 7 of the {len(SEEDS)} (4 here: 8 correct checks and 4 "
+           "planted bugs per referee instead of 16 and 8)")
+    seeds = SEEDS[:4] if quick else SEEDS
+    before, after = run(False, seeds), run(True, seeds)
     print(table(["referee", "false MISMATCH", "entry 3", "planted 1e-4 caught", "time"], [
-        [name, f"{r['false']} / {2 * len(SEEDS)} correct checks", str(dict(sorted(r["at3"].items()))),
+        [name, f"{r['false']} / {2 * len(seeds)} correct checks", str(dict(sorted(r["at3"].items()))),
          f"{r['caught']}/{r['bugs']}", f"{r['seconds']:.2f} s"] for name, r in (("before", before), ("after", after))]))
     note(f"time after/before: {after['seconds'] / before['seconds']:.2f}x")
     return {"benchmark": "claimround", "before": before, "after": after,

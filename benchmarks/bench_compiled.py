@@ -23,22 +23,13 @@ import time
 import numba
 import numpy as np
 from _common import header, note, table
+from _compiled_kernels import bare_njit_parallel, rosenbrock
 
 import gradcheck
 from gradcheck._differences import steps_for
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem, select_engine
 from gradcheck.native import native_function
-
-
-@numba.njit
-def rosenbrock(x):
-    s = 0.0
-    for i in range(x.size - 1):
-        a = x[i + 1] - x[i] * x[i]
-        b = 1.0 - x[i]
-        s += 100.0 * a * a + b * b
-    return s
 
 
 def rosenbrock_grad(x):
@@ -86,26 +77,6 @@ def bare_c(loss, x, iparams, h):
         s += loss(x.ctypes, n, iparams.ctypes)
         x[i] = old
     return s
-
-
-@numba.njit(nogil=True, parallel=True)
-def bare_njit_parallel(f, x, h, parts):
-    """The bare loop split in ``parts`` contiguous slices over numba's threads, each on its
-    own copy of x: what the machine gives to that many threads right now (no engine)."""
-    total = np.zeros(parts)
-    n = x.size
-    for p in numba.prange(parts):
-        xc = x.copy()
-        s = 0.0
-        for i in range(p * n // parts, (p + 1) * n // parts):
-            old = xc[i]
-            xc[i] = old + h[i]
-            s += f(xc)
-            xc[i] = old - h[i]
-            s += f(xc)
-            xc[i] = old
-        total[p] = s
-    return total.sum()
 
 
 def best(fn, repeats: int) -> float:
@@ -174,7 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
     rows = [
         measure("njit", rosenbrock, x, lambda s=None: bare_njit(rosenbrock, x.copy() if s is None else s, h),
                 args.repeats, cores,
-                bare_parallel=lambda: bare_njit_parallel(rosenbrock, x, h, numba.get_num_threads())),
+                bare_parallel=lambda: bare_njit_parallel(x, h, numba.get_num_threads())),
         measure("cffi", c_rosen, x, lambda s=None: bare_c(loss, x.copy() if s is None else s, iparams, h),
                 args.repeats, cores),
     ]

@@ -58,7 +58,7 @@ def cases(quick: bool = False) -> dict:
         rope_reference,
     )
 
-    x, pos = rope_inputs(rows=64, dim=64, heads=2 if quick else 8, start=65536, stop=131072)
+    x, pos = rope_inputs(rows=64, dim=64, heads=1 if quick else 8, start=65536, stop=131072)
     a, v = matvec_inputs(rows=64 if quick else 256, n=1024)
     return {
         "rope bf16, positions 65536..131072": (rope_math, (x, pos), {
@@ -80,7 +80,7 @@ def disputed(name: str, quick: bool = False):
 
 def main(quick: bool = False) -> dict:
     header("dispute with callable candidates: speed and accuracy in one table", quick,
-           "8 rotary heads (2 here), 256 matvec rows (64 here), 9 timing rounds (5 here)")
+           "8 rotary heads (1 here), 256 matvec rows (64 here), 9 timing rounds (5 here)")
     out = {}
     for name in cases(quick):
         r = disputed(name, quick)

@@ -332,3 +332,26 @@ def test_several_complex_inputs_the_door_holds_claims_to_shapes_only():
         gc.check(f, (z, b), lambda z, b: (grads(z, b)[0][:2], grads(z, b)[1]))
     with pytest.raises(gc.UnsupportedInputError, match=r"for x2, is None.*is a `return` missing"):
         gc.check(f, (z, b), lambda z, b: (grads(z, b)[0], None))
+
+
+@pytest.mark.parametrize("f, claim, door", [
+    (scalar_two, scalar_two_grads, 1),
+    (scalar_two, (lambda a, b: scalar_two_grads(a, b)[0], lambda a, b: scalar_two_grads(a, b)[1]), 1),
+    (scalar_two, (lambda a, b: scalar_two_grads(a, b)[0], scalar_two_grads(A, B)[1]), 1),
+    (vector_two, vector_two_vjp, 1),
+    (scalar_two, scalar_two_grads(A, B), 0),  # arrays: held to their shapes, f not called at the door
+])
+def test_several_inputs_every_call_of_f_is_counted(f, claim, door):
+    """The door's evaluation of f(*xs) (to know the output's shape) is counted in input 0's
+    report: the reports' evaluations add up to the calls f received, and input 0 counts the
+    door's call beyond what the same check of input 0 alone (no door) counts."""
+    counted = CountedTwo(f)
+    r = gc.check(counted, (A, B), claim)
+    assert r.passed
+    assert sum(rep.evaluations for rep in r) == counted.calls
+    alone = CountedTwo(f)
+    claim0 = claim[0] if isinstance(claim, tuple) else claim
+    grad0 = (lambda a, *v: claim0(a, B, *v)[0]) if claim0 is claim and callable(claim) else (
+        (lambda a, *v: claim0(a, B, *v)) if callable(claim0) else claim0)
+    single = gc.check(lambda a: alone(a, B), A, grad0)
+    assert r[0].evaluations == single.evaluations + door == alone.calls + door

@@ -91,3 +91,66 @@ def test_json_handles_nonfinite():
     r = check(lambda x: (x**2).sum(), np.ones(2), np.array([np.nan, 2.0]))
     d = json.loads(r.to_json())
     assert d["entries"][0]["claimed"] == "nan" and d["counts"]["NONFINITE"] == 1
+
+
+def _ranked_report(seed: int, shape=(64, 48), stray: bool = True):
+    """A report built as check() would, with the rank's hard cases: many entries of exactly the
+    same err/tol (ties at any cut), infinite and NaN excess, SCREENED, UNCHECKED and NONFINITE
+    entries, and
+    a failing column plus one stray MISMATCH (the layout names the stray: it moves up)."""
+    from gradcheck import Config, Report
+
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    n = a + np.round(rng.standard_normal(shape), 1) * 1e-9  # rounded: many equal excesses
+    n.reshape(-1)[rng.choice(a.size, 20, replace=False)] = np.nan
+    tol = np.full(shape, 1e-9)
+    tol.reshape(-1)[rng.choice(a.size, 10, replace=False)] = 0.0  # err/0: inf
+    codes = np.full(shape, int(Verdict.PASS), np.uint8)
+    codes.reshape(-1)[rng.choice(a.size, 300, replace=False)] = Verdict.UNCHECKED
+    codes.reshape(-1)[rng.choice(a.size, 300, replace=False)] = Verdict.SCREENED
+    codes.reshape(-1)[rng.choice(a.size, 40, replace=False)] = Verdict.NONFINITE
+    codes[:, 5] = Verdict.MISMATCH
+    n[:, 5] = a[:, 5] * 1.01
+    if stray:
+        codes[10, 20] = Verdict.MISMATCH
+        n[10, 20] = a[10, 20] * (1 + 1e-6)  # beyond tolerance, far less than the column
+    return Report("ranked", a, n, np.full(shape, 1e-14), tol, codes, np.zeros(shape, bool), "float64",
+                  "serial", Config.for_dtype("float64"))
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("stray", [True, False])
+def test_rank_first_k_is_the_whole_rank_cut_at_k(seed, stray):
+    """rank(flat, first=k) (the HTML tables' and worst()'s call: no sort of the whole report) is
+    exactly rank(flat)[:k], ties, infinities, SCREENED entries, the stray the layout names and
+    subsets of entries included; worst(k) follows it."""
+    r = _ranked_report(seed, stray=stray)
+    if stray:
+        assert r.layout.kind == "plus"  # the stray path is exercised
+    whole = r.rank()
+    ex = np.nan_to_num(r.excess().reshape(-1), nan=np.inf, posinf=np.inf)
+    failing = int(np.isin(r.codes, [int(Verdict.MISMATCH), int(Verdict.NONFINITE)]).sum())
+    cuts = [0, 1, 2, 3, 10, failing - 1, failing, failing + 1, failing + 37, 500, whole.size - 1, whole.size,
+            whole.size + 5]
+    tied = [k for k in cuts if 0 < k < whole.size and ex[whole[k - 1]] == ex[whole[k]]]
+    assert tied, "no cut falls inside a run of equal excesses: the ties are not tested"
+    for k in cuts:
+        np.testing.assert_array_equal(r.rank(first=k), whole[:k], err_msg=f"first={k}")
+    flat = np.flatnonzero(r.codes.reshape(-1) != int(Verdict.PASS))
+    for k in (1, 7, 64, 65, flat.size):
+        np.testing.assert_array_equal(r.rank(flat, first=k), r.rank(flat)[:k], err_msg=f"flat, first={k}")
+    assert r.worst(12) == [tuple(int(i) for i in np.unravel_index(j, r.shape)) for j in whole[:12]]
+
+
+def test_rank_first_k_negative_control():
+    """The rule the test above holds rank(first=k) to, on a cut that breaks ties differently
+    (largest excess first, but ties by the highest index): it is caught."""
+    r = _ranked_report(0)
+    whole = r.rank()
+    ex = np.nan_to_num(r.excess().reshape(-1), nan=np.inf, posinf=np.inf)
+    ex[r.codes.reshape(-1) == Verdict.SCREENED] = -np.inf
+    failing = np.isin(r.codes.reshape(-1), [int(Verdict.MISMATCH), int(Verdict.NONFINITE)])
+    idx = np.arange(ex.size)[::-1]
+    wrong = idx[np.lexsort((-ex[idx], ~failing[idx]))]
+    assert not np.array_equal(wrong[:500], whole[:500])

@@ -8,9 +8,9 @@ editable install finds the directory beside ``src/``; elsewhere run it from the
 repository root or pass ``--dir``). Each script ``bench_NAME.py`` exposes
 ``main(quick=False) -> dict``, prints its tables in the one format of :func:`text_table`
 (through ``benchmarks/_common.py``), and runs alone as
-``python benchmarks/bench_NAME.py [--quick]``. ``--quick`` runs small sizes (about 75 s for all
-of them on two quiet cores, benchmarks/README.md); each benchmark's header says what its quick
-run leaves out.
+``python benchmarks/bench_NAME.py [--quick]``. ``--quick`` runs small sizes (about 48 s for all
+of them on two nearly quiet cores, warm: benchmarks/README.md); each benchmark's header says what its
+quick run leaves out.
 """
 from __future__ import annotations
 

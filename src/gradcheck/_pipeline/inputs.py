@@ -157,7 +157,7 @@ def split_grad(grad: Any, held: tuple) -> list[Any]:
 
 
 def claims_at_the_door(f: Any, held: tuple, grad: Any, be: Any, x_np: list[np.ndarray],
-                       config: Config | None) -> None:
+                       config: Config | None) -> int:
     """The claim of ``check(f, (x1, ..., xn), grad)`` checked once, before any input is
     differenced, as one input's is (:mod:`gradcheck._core.claims`): array claims by shape; a
     callable claim by its call (``grad(x1, ..., xn)`` for a scalar ``f``, the VJP
@@ -167,7 +167,8 @@ def claims_at_the_door(f: Any, held: tuple, grad: Any, be: Any, x_np: list[np.nd
     k-th of a tuple of claims. Errors name the call, and both shapes or counts.
 
     ``held`` are the inputs ``f`` is given (private copies), ``x_np`` their values as numpy
-    arrays (the snapshots).
+    arrays (the snapshots). Returns the evaluations of ``f`` it made (1 with a callable claim,
+    else 0), for the reports to count.
     """
     shapes = [a.shape for a in x_np]
     names = _claims.input_names(len(held))
@@ -176,7 +177,7 @@ def claims_at_the_door(f: Any, held: tuple, grad: Any, be: Any, x_np: list[np.nd
         if g is not None and not callable(g):
             _require_shape(g, shapes[k], f"grad[{k}] (the claim for {names[k]})")
     if not (callable(grad) or (several and any(callable(g) for g in grad))):
-        return
+        return 0
     y_shape = _output_shape(f, held, be, x_np[0])
     cotangent = None if not y_shape else make_cotangent(y_shape, config or Config())
     if callable(grad):
@@ -185,7 +186,7 @@ def claims_at_the_door(f: Any, held: tuple, grad: Any, be: Any, x_np: list[np.nd
         value = _probe(be, f, grad, held, x_np, cotangent, params, label)
         if value is not _UNCALLED:
             _tuple_of_gradients(value, shapes, names, label)
-        return
+        return 1
     for k, g in enumerate(grad):
         if callable(g):
             params = _claims.of_inputs(g, f"grad[{k}]", x_shapes=shapes, y_shape=y_shape, one=k)
@@ -193,6 +194,7 @@ def claims_at_the_door(f: Any, held: tuple, grad: Any, be: Any, x_np: list[np.nd
             value = _probe(be, f, g, held, x_np, cotangent, params, label)
             if value is not _UNCALLED:
                 _require_shape(value, shapes[k], f"{label}, the gradient for {names[k]},")
+    return 1
 
 
 def _output_shape(f: Any, held: tuple, be: Any, x0: np.ndarray) -> tuple[int, ...]:

@@ -180,29 +180,37 @@ class Report(ReportText, ReportSerialize, HtmlViews, _status.PassedAsTruth):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.abs(self.analytic - self.numeric) / self.tolerance
 
-    def rank(self, flat: Any = None) -> np.ndarray:
+    def rank(self, flat: Any = None, first: int | None = None) -> np.ndarray:
         """Flat indices (of every entry, or of ``flat``) from the most to the least severe:
         failing verdicts first, then by how far each entry is beyond its tolerance (err/tol),
         SCREENED entries last. An entry the layout names on its own beside a pattern ("column 5
         and one entry (10, 20)") comes right after the worst entry: a stray bug is not buried
-        under the pattern's many entries."""
+        under the pattern's many entries. ``first``: only the first ``first`` of that order (the
+        same indices as ``rank(flat)[:first]``, without sorting the whole report)."""
         codes = self.codes.reshape(-1)
         idx = np.arange(codes.size) if flat is None else np.asarray(flat, dtype=np.int64).reshape(-1)
         ex = np.nan_to_num(self.excess().reshape(-1)[idx], nan=np.inf, posinf=np.inf)
         ex[codes[idx] == Verdict.SCREENED] = -np.inf  # screening: never looked at alone, listed last
         failing = np.isin(codes[idx], [int(v) for v in FAILING])
-        order = idx[np.lexsort((-ex, ~failing))]
         layout = self.layout if self.counts[Verdict.MISMATCH] else None
-        if layout is not None and layout.kind == "plus" and order.size > 1:
+        strays = None
+        if layout is not None and layout.kind == "plus" and idx.size > 1:
             strays = np.array([np.ravel_multi_index(ix, self.shape) for ix in layout.details["entries"]], np.int64)
+        keep = None if first is None or first < 0 else _leading(ex, failing, first + 1 + (0 if strays is None else strays.size))
+        if keep is not None:  # a subset in idx's order: the sort's ties fall as in the whole order
+            if strays is not None:
+                keep |= np.isin(idx, strays)
+            idx, ex, failing = idx[keep], ex[keep], failing[keep]
+        order = idx[np.lexsort((-ex, ~failing))]
+        if strays is not None and order.size > 1:
             named = np.isin(order, strays)
             named[0] = False  # the worst entry stays first
             order = np.concatenate([order[:1], order[named], order[1:][~named[1:]]])
-        return order
+        return order if first is None else order[:first]
 
     def worst(self, count: int = 10) -> list[tuple[int, ...]]:
         """Multi-indices of the ``count`` most severe entries, in the order of :meth:`rank`."""
-        return [tuple(int(i) for i in np.unravel_index(j, self.shape)) for j in self.rank()[:count]]
+        return [tuple(int(i) for i in np.unravel_index(j, self.shape)) for j in self.rank(first=count)]
 
     # -- judging -------------------------------------------------------------------
     def assert_pass(self, *, allow_unchecked: bool | None = None) -> Report:
@@ -230,6 +238,20 @@ class Report(ReportText, ReportSerialize, HtmlViews, _status.PassedAsTruth):
         a ``Path``); ``parts=`` and ``title=`` as in :func:`gradcheck._report.plot.plot_report`.
         Needs matplotlib: ``pip install "gradcheck[plot]"``."""
         return plot_report(self, path, **options)
+
+
+def _leading(ex: np.ndarray, failing: np.ndarray, count: int) -> np.ndarray | None:
+    """A mask holding the ``count`` entries first in the order failing, then largest ``ex``
+    (ties at the boundary included), or None when that is about everything (sort it all)."""
+    if count >= ex.size // 4:
+        return None
+    n_failing = int(failing.sum())
+    if count <= n_failing:
+        among = ex[failing]
+        return failing & (ex >= np.partition(among, among.size - count)[among.size - count])
+    others = ex[~failing]
+    rest = count - n_failing
+    return failing | (ex >= np.partition(others, others.size - rest)[others.size - rest])
 
 
 def _materialised(name: str) -> property:

@@ -126,7 +126,7 @@ def _non_pass(report: Any) -> str:
     flat = np.flatnonzero(report.codes.reshape(-1) != int(Verdict.PASS))
     if flat.size == 0:
         return "<p>Every entry is PASS.</p>"
-    shown = report.rank(flat)[:PAGE_ROWS]
+    shown = report.rank(flat, first=PAGE_ROWS)
     caption = (f"the {shown.size} most severe of {flat.size} entries that are not PASS; the rest are "
                f"counted above, not listed (report.to_json() lists up to 1000, "
                f"report.entries(verdict) all)" if shown.size < flat.size else
@@ -142,7 +142,7 @@ def _refereed(report: Any) -> str:
     flat = col.finite_positions()
     if flat.size == 0:
         return ""
-    shown = report.rank(flat)[:REFEREED_ROWS]
+    shown = report.rank(flat, first=REFEREED_ROWS)
     more = f" (the {shown.size} most severe shown)" if shown.size < flat.size else ""
     body = entry_table(report, shown, caption=esc(
         "exact: the derivative at arbitrary precision; certified digits: those on which two working "
