@@ -4,8 +4,9 @@ Two kinds of name need it:
 
 * **Unresolved** names hold entries the joint screen neither cleared nor localized: their
   blocks disagreed and bisection could not explain it entry by entry (an error spread over
-  whole names, as a wrong value passed along the backward makes: most blocks disagree in
-  every draw, the screen calls it dense and follows only a few blocks down). They are
+  whole names, as a wrong value passed along the backward makes: every block of the first
+  draw, or most blocks of every draw, disagree; the joint screen calls it dense and follows no
+  block down, since this look finds the names and its examples the entries). They are
   tested name by name: each name's own direction (its entries, their signs of the draw) is
   measured like a block, names grouped in backward order and halved until single names
   (a group that agrees clears all its names at once; the second half of a group is derived
@@ -21,7 +22,7 @@ Two kinds of name need it:
   draw), and each entry keeps the lower of its two limits; the notes say what it gained.
 
 Big names are cut into pieces of at most :data:`PIECE` entries (a direction's points are
-arrays of its size).
+arrays of its size: six of them, and its indices, while it is measured).
 """
 from __future__ import annotations
 
@@ -44,8 +45,10 @@ SUB_BLOCKS = 8
 #: Failing names (in backward order) whose largest claims get an entry-wise look, and how many.
 EXAMPLE_NAMES = 4
 EXAMPLE_ENTRIES = 2
-#: Entries per piece of a name, and per top group, of the name-by-name test.
-PIECE = 1 << 23
+#: Entries per piece of a name, and per top group, of the name-by-name test (each top group
+#: costs a measurement per draw: GPT-2 small's 124M entries make 9 groups, 17 at 2**23; a
+#: group's points take ~1.1 GB while it is measured).
+PIECE = 1 << 24
 
 
 @dataclass(frozen=True)
