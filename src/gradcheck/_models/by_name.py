@@ -42,7 +42,10 @@ OVER_FLOOR = 2.0
 #: Blocks per draw of the screen of the limited names (their entries are already screened at
 #: the joint limit; this one lowers it).
 SUB_BLOCKS = 8
-#: Failing names (in backward order) whose largest claims get an entry-wise look, and how many.
+#: Failing names (in backward order: the first is where a wrong value enters the backward)
+#: whose largest claims get an entry-wise look, and how many: name after name until one shows
+#: a MISMATCH (an entry that fails costs ~14 evaluations, its step study and kink test; one
+#: that passes, 2).
 EXAMPLE_NAMES = 4
 EXAMPLE_ENTRIES = 2
 #: Entries per piece of a name, and per top group, of the name-by-name test (each top group
@@ -184,12 +187,25 @@ def _threshold(bis: Bisection, node: Node) -> float:
 
 
 def _examples(bis: Bisection, seg: Segments, names: list[str]) -> None:
-    """An entry-wise look at the largest claims of each failing name (an example MISMATCH)."""
+    """An entry-wise look at the largest claims of failing names, name after name until one
+    shows a MISMATCH (an example of what is wrong)."""
     for name in names:
         lo, hi = seg.span(name)
         claims = np.abs(bis.m.analytic[lo:hi])
         top = np.argsort(-claims, kind="stable")[:EXAMPLE_ENTRIES] + lo
+        before = bis.loc_idx.size
         bis.localize([Node(0, -1, np.sort(top))])
+        if _found_mismatch(bis, before):
+            return
+
+
+def _found_mismatch(bis: Bisection, since: int) -> bool:
+    """Whether an entry localized after the first ``since`` was judged MISMATCH."""
+    new = bis.loc_idx[since:]
+    for idx, judged in bis.judge.parts:
+        if np.isin(idx, new).any() and (judged.codes[np.isin(idx, new)] == Verdict.MISMATCH).any():
+            return True
+    return False
 
 
 # -- limited names: a screen of their own ----------------------------------------------------
