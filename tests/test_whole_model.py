@@ -146,7 +146,8 @@ def test_a_spread_error_is_found_name_by_name_and_its_unresolved_entries_stay_un
     a verdict of their own; every other entry is UNCHECKED, never SCREENED or PASS, and the
     name's evidence says why. The names the bug does not touch are cleared in every draw
     (SCREENED throughout). The negative control: the joint screen with blocks followed down
-    (as screen() does for one array) spends more evaluations to fail the same names."""
+    (as screen() does for one array) spends more evaluations to fail the same names, and so
+    does measuring every name at three steps (no name settled at two)."""
     from gradcheck._models import joint
 
     params, ids, targets, loss = tiny
@@ -173,6 +174,15 @@ def test_a_spread_error_is_found_name_by_name_and_its_unresolved_entries_stay_un
         m.setattr(joint, "run_screen", follow)
         before = _screen(loss, params, grads)
     assert sorted(before.failing) == sorted(expected) and before.evaluations > r.evaluations
+    # Names failing by far are settled at two steps: with every name measured at three, the
+    # same names fail and clear, at more evaluations.
+    from gradcheck._models import by_name
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(by_name, "STAGED_MARGIN", np.inf)
+        full = _screen(loss, params, grads)
+    assert sorted(full.failing) == sorted(expected) and full.evaluations > r.evaluations
+    assert {n: full[n].counts[Verdict.SCREENED] for n in params} == {n: r[n].counts[Verdict.SCREENED] for n in params}
 
 
 def test_a_loss_error_names_where_it_was_raised():

@@ -117,11 +117,19 @@ def _groups(pieces: list[Piece]) -> list[list[Piece]]:
     return [g for g in groups if g]
 
 
+#: A name (or group of names) measured at two steps only (``Measurer.staged``: 4 evaluations
+#: instead of 6) fails when its disagreement exceeds this many times its bound and gate;
+#: below that it gets the third step and the full estimate. So do halves derived from one.
+STAGED_MARGIN = 4.0
+
+
 @dataclass(eq=False)
 class NameNode(Node):
-    """A block made of whole names (pieces): their entries, with the draw's signs."""
+    """A block made of whole names (pieces): their entries, with the draw's signs;
+    ``coarse``: its values rest on a two-step measurement (its own or its parent's/sibling's)."""
 
     pieces: list[Piece] = field(default_factory=list)
+    coarse: bool = False
 
 
 def _node(pieces: list[Piece], draw: int) -> NameNode:
@@ -157,7 +165,7 @@ def _by_direction(group: Any, names: list[str], out: ByName) -> None:
 def _search(bis: Bisection, tops: list[NameNode]) -> tuple[list[tuple[NameNode, float]], list[NameNode]]:
     """Halve disagreeing groups of names down to single names: ``(cleared nodes with their
     threshold, nodes of one piece that disagree)``."""
-    bis.measure(tops)
+    _measure(bis, tops)
     cleared: list[tuple[NameNode, float]] = []
     failing: list[NameNode] = []
     frontier = tops
@@ -171,13 +179,47 @@ def _search(bis: Bisection, tops: list[NameNode]) -> tuple[list[tuple[NameNode, 
             else:
                 cut = len(node.pieces) // 2
                 pairs.append((node, _node(node.pieces[:cut], node.draw), _node(node.pieces[cut:], node.draw)))
-        bis.measure([a for _, a, _ in pairs])
+        _measure(bis, [a for _, a, _ in pairs])
         for node, a, b in pairs:
             b.delta, b.bound, b.claim = node.delta - a.delta, node.bound + a.bound, node.claim + a.claim
             b.derived = b.measured = True
-        bis.measure([b for _, a, b in pairs if bis.decide(b, a)[0] == "unsure"])
+            b.coarse = node.coarse or a.coarse
+        _measure(bis, [b for _, a, b in pairs if _unsure(bis, b, a)])
         frontier = [c for _, a, b in pairs for c in (a, b)]
     return cleared, failing
+
+
+def _far(bis: Bisection, node: Node) -> bool:
+    """Disagrees by more than :data:`STAGED_MARGIN` times its bound and gate."""
+    r, b = bis.residual(node)
+    return bool(np.isfinite(r) and np.isfinite(b) and abs(r) > STAGED_MARGIN * (b + bis.gate(node)))
+
+
+def _unsure(bis: Bisection, derived: NameNode, sibling: NameNode) -> bool:
+    """A derived half the bisection's rule cannot decide, or one resting on a two-step
+    measurement that it would flag but not by :data:`STAGED_MARGIN`: measured itself."""
+    verdict = bis.decide(derived, sibling)[0]
+    return verdict == "unsure" or (verdict == "flag" and derived.coarse and not _far(bis, derived))
+
+
+def _measure(bis: Bisection, nodes: list[NameNode]) -> None:
+    """Measure ``nodes`` along their directions, in two stages (``Measurer.staged``): a node
+    that disagrees by far at two steps keeps that (``coarse``), the others get the full estimate."""
+    if not nodes:
+        return
+    blocks = [(n.idx, bis.draws[n.draw].signs[n.idx]) for n in nodes]
+    coarse = np.zeros(len(nodes), dtype=bool)  # stays so where the complex step or exact path measured
+
+    def settled(got) -> np.ndarray:
+        for j, n in enumerate(nodes):
+            n.delta, n.bound, n.claim = float(got.delta[j]), float(got.bound[j]), float(got.claim[j])
+        coarse[:] = [_far(bis, n) for n in nodes]
+        return coarse
+
+    got = bis.m.staged(blocks, settled)
+    for j, n in enumerate(nodes):
+        n.delta, n.bound, n.claim = float(got.delta[j]), float(got.bound[j]), float(got.claim[j])
+        n.derived, n.measured, n.coarse = False, True, bool(coarse[j])
 
 
 def _threshold(bis: Bisection, node: Node) -> float:
@@ -202,8 +244,9 @@ def _examples(bis: Bisection, seg: Segments, names: list[str]) -> None:
 def _found_mismatch(bis: Bisection, since: int) -> bool:
     """Whether an entry localized after the first ``since`` was judged MISMATCH."""
     new = bis.loc_idx[since:]
-    for idx, judged in bis.judge.parts:
-        if np.isin(idx, new).any() and (judged.codes[np.isin(idx, new)] == Verdict.MISMATCH).any():
+    for idx, judged in getattr(bis.judge, "parts", ()):  # the screen's EntryJudge keeps what it judged
+        inside = np.isin(idx, new)
+        if inside.any() and (judged.codes[inside] == Verdict.MISMATCH).any():
             return True
     return False
 
