@@ -91,3 +91,46 @@ def test_relu_layer_planted_error_found_and_neighbours_clean():
         claim[p] += 1.5 * limit[p]
         bad = screen(f, W, claim.reshape(W.shape), cfg)
         assert set(np.flatnonzero(bad.codes.reshape(-1) == Verdict.MISMATCH).tolist()) == {int(p)}
+
+
+def test_staged_measurement_settles_far_disagreements_at_two_steps_and_measures_the_rest_fully():
+    """Measurer.staged (the name-by-name look's measurement): a direction whose claim is far
+    off is settled at t and 2t (4 evaluations) with the step study's bound, which covers the
+    true Delta; a direction that agrees gets the third step and exactly measure()'s estimate
+    (6 evaluations). The negative control: nothing settled costs what measure() costs."""
+    from gradcheck._core.config import with_keywords
+    from gradcheck._screen._engines import SerialEngine
+    from gradcheck._screen._measure import Measurer
+    from gradcheck._screen._prepare import prepare
+
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((20, 30))
+    x = rng.standard_normal(30)
+
+    def f(v):
+        return float(np.sum(np.tanh(A @ v)))
+
+    right = A.T @ (1 - np.tanh(A @ x) ** 2)
+    wrong = right.copy()
+    wrong[:10] *= 1.5  # the first block's claim far off
+    blocks = [(np.arange(0, 10), np.ones(10)), (np.arange(10, 30), rng.choice([-1.0, 1.0], 20))]
+
+    def measurer(claim):
+        config, tuning = with_keywords(None)
+        prep = prepare(f, x, claim, config, "x", None, tuning)
+        m = Measurer(engine=SerialEngine(prep.probe), x_flat=prep.x_flat, analytic=prep.analytic,
+                     weights=prep.weights, unit=prep.unit, k=prep.config.noise_factor, budget=10_000)
+        m.t, m.rho = 2.0**-14, 1e-16
+        return m
+
+    m = measurer(wrong)
+    got = m.staged(blocks, lambda est: np.abs(est.delta) > 4 * est.bound)
+    assert m.evaluations == 4 + 6 and m.staged_settled == 1
+    true_delta = float(np.dot(wrong[:10] - right[:10], np.ones(10) * np.maximum(1, np.abs(x[:10]))))
+    assert abs(got.delta[0] - true_delta) <= got.bound[0]
+    full = measurer(wrong)
+    again = full.measure(blocks[1:])
+    assert (got.delta[1], got.bound[1], got.claim[1]) == (again.delta[0], again.bound[0], again.claim[0])
+    none = measurer(right)
+    none.staged(blocks, lambda est: np.zeros(len(blocks), dtype=bool))
+    assert none.evaluations == 12 and none.staged_settled == 0

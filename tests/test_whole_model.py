@@ -138,6 +138,53 @@ def test_each_planted_bug_fails_exactly_its_names(tiny, bug):
         assert r.diagnosis.kind == "run" and r.diagnosis.runs[0][0] == r.failing[0]
 
 
+@pytest.mark.parametrize("bug", ["tied", "ln_mean"])
+def test_a_spread_error_is_found_name_by_name_and_its_unresolved_entries_stay_unchecked(tiny, bug):
+    """An error spread over whole names: the joint screen stops at its first draw (every block
+    disagrees) without following blocks down, and the name-by-name look fails exactly the
+    bug's names. In a failing name only the entries judged entry by entry (the examples) have
+    a verdict of their own; every other entry is UNCHECKED, never SCREENED or PASS, and the
+    name's evidence says why. The names the bug does not touch are cleared in every draw
+    (SCREENED throughout). The negative control: the joint screen with blocks followed down
+    (as screen() does for one array) spends more evaluations to fail the same names, and so
+    does measuring every name at three steps (no name settled at two)."""
+    from gradcheck._models import joint
+
+    params, ids, targets, loss = tiny
+    grads = gpt.loss_and_grads(params, ids, targets, TINY, bug=bug)[1]
+    r = _screen(loss, params, grads)
+    expected = gpt.bug_site(TINY, bug)
+    assert sorted(r.failing) == sorted(expected)
+    assert any("no block was followed down" in n and "(1 draw)" in n for n in r.notes), r.notes
+    for name in expected:
+        rep = r[name]
+        judged = np.isfinite(rep.numeric)  # the entries looked at entry by entry
+        assert (rep.codes[~judged] == Verdict.UNCHECKED).all(), name
+        assert rep.counts[Verdict.SCREENED] == 0 and "disagrees along its own direction" in r.evidence[name]
+        assert rep.counts[Verdict.PASS] + rep.counts[Verdict.MISMATCH] == judged.sum() <= 2
+    assert sum(r[name].counts[Verdict.MISMATCH] for name in expected) >= 1  # an example of what is wrong
+    for name in set(params) - set(expected):
+        assert r[name].counts[Verdict.SCREENED] == r[name].size, name
+    followed = joint.run_screen
+
+    def follow(*args, **kw):
+        return followed(*args, **{**kw, "follow_dense": True})
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(joint, "run_screen", follow)
+        before = _screen(loss, params, grads)
+    assert sorted(before.failing) == sorted(expected) and before.evaluations > r.evaluations
+    # Names failing by far are settled at two steps: with every name measured at three, the
+    # same names fail and clear, at more evaluations.
+    from gradcheck._models import by_name
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(by_name, "STAGED_MARGIN", np.inf)
+        full = _screen(loss, params, grads)
+    assert sorted(full.failing) == sorted(expected) and full.evaluations > r.evaluations
+    assert {n: full[n].counts[Verdict.SCREENED] for n in params} == {n: r[n].counts[Verdict.SCREENED] for n in params}
+
+
 def test_a_loss_error_names_where_it_was_raised():
     """The loss raising whenever one entry moves: FunctionError names a parameter and an
     index of it (the first entry of the block being measured: a block cannot say which of

@@ -4,8 +4,9 @@ Two kinds of name need it:
 
 * **Unresolved** names hold entries the joint screen neither cleared nor localized: their
   blocks disagreed and bisection could not explain it entry by entry (an error spread over
-  whole names, as a wrong value passed along the backward makes: most blocks disagree in
-  every draw, the screen calls it dense and follows only a few blocks down). They are
+  whole names, as a wrong value passed along the backward makes: every block of the first
+  draw, or most blocks of every draw, disagree; the joint screen calls it dense and follows no
+  block down, since this look finds the names and its examples the entries). They are
   tested name by name: each name's own direction (its entries, their signs of the draw) is
   measured like a block, names grouped in backward order and halved until single names
   (a group that agrees clears all its names at once; the second half of a group is derived
@@ -21,7 +22,7 @@ Two kinds of name need it:
   draw), and each entry keeps the lower of its two limits; the notes say what it gained.
 
 Big names are cut into pieces of at most :data:`PIECE` entries (a direction's points are
-arrays of its size).
+arrays of its size: six of them, and its indices, while it is measured).
 """
 from __future__ import annotations
 
@@ -41,11 +42,16 @@ OVER_FLOOR = 2.0
 #: Blocks per draw of the screen of the limited names (their entries are already screened at
 #: the joint limit; this one lowers it).
 SUB_BLOCKS = 8
-#: Failing names (in backward order) whose largest claims get an entry-wise look, and how many.
+#: Failing names (in backward order: the first is where a wrong value enters the backward)
+#: whose largest claims get an entry-wise look, and how many: name after name until one shows
+#: a MISMATCH (an entry that fails costs ~14 evaluations, its step study and kink test; one
+#: that passes, 2).
 EXAMPLE_NAMES = 4
 EXAMPLE_ENTRIES = 2
-#: Entries per piece of a name, and per top group, of the name-by-name test.
-PIECE = 1 << 23
+#: Entries per piece of a name, and per top group, of the name-by-name test (each top group
+#: costs a measurement per draw: GPT-2 small's 124M entries make 9 groups, 17 at 2**23; a
+#: group's points take ~1.1 GB while it is measured).
+PIECE = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -111,11 +117,19 @@ def _groups(pieces: list[Piece]) -> list[list[Piece]]:
     return [g for g in groups if g]
 
 
+#: A name (or group of names) measured at two steps only (``Measurer.staged``: 4 evaluations
+#: instead of 6) fails when its disagreement exceeds this many times its bound and gate;
+#: below that it gets the third step and the full estimate. So do halves derived from one.
+STAGED_MARGIN = 4.0
+
+
 @dataclass(eq=False)
 class NameNode(Node):
-    """A block made of whole names (pieces): their entries, with the draw's signs."""
+    """A block made of whole names (pieces): their entries, with the draw's signs;
+    ``coarse``: its values rest on a two-step measurement (its own or its parent's/sibling's)."""
 
     pieces: list[Piece] = field(default_factory=list)
+    coarse: bool = False
 
 
 def _node(pieces: list[Piece], draw: int) -> NameNode:
@@ -151,7 +165,7 @@ def _by_direction(group: Any, names: list[str], out: ByName) -> None:
 def _search(bis: Bisection, tops: list[NameNode]) -> tuple[list[tuple[NameNode, float]], list[NameNode]]:
     """Halve disagreeing groups of names down to single names: ``(cleared nodes with their
     threshold, nodes of one piece that disagree)``."""
-    bis.measure(tops)
+    _measure(bis, tops)
     cleared: list[tuple[NameNode, float]] = []
     failing: list[NameNode] = []
     frontier = tops
@@ -165,13 +179,47 @@ def _search(bis: Bisection, tops: list[NameNode]) -> tuple[list[tuple[NameNode, 
             else:
                 cut = len(node.pieces) // 2
                 pairs.append((node, _node(node.pieces[:cut], node.draw), _node(node.pieces[cut:], node.draw)))
-        bis.measure([a for _, a, _ in pairs])
+        _measure(bis, [a for _, a, _ in pairs])
         for node, a, b in pairs:
             b.delta, b.bound, b.claim = node.delta - a.delta, node.bound + a.bound, node.claim + a.claim
             b.derived = b.measured = True
-        bis.measure([b for _, a, b in pairs if bis.decide(b, a)[0] == "unsure"])
+            b.coarse = node.coarse or a.coarse
+        _measure(bis, [b for _, a, b in pairs if _unsure(bis, b, a)])
         frontier = [c for _, a, b in pairs for c in (a, b)]
     return cleared, failing
+
+
+def _far(bis: Bisection, node: Node) -> bool:
+    """Disagrees by more than :data:`STAGED_MARGIN` times its bound and gate."""
+    r, b = bis.residual(node)
+    return bool(np.isfinite(r) and np.isfinite(b) and abs(r) > STAGED_MARGIN * (b + bis.gate(node)))
+
+
+def _unsure(bis: Bisection, derived: NameNode, sibling: NameNode) -> bool:
+    """A derived half the bisection's rule cannot decide, or one resting on a two-step
+    measurement that it would flag but not by :data:`STAGED_MARGIN`: measured itself."""
+    verdict = bis.decide(derived, sibling)[0]
+    return verdict == "unsure" or (verdict == "flag" and derived.coarse and not _far(bis, derived))
+
+
+def _measure(bis: Bisection, nodes: list[NameNode]) -> None:
+    """Measure ``nodes`` along their directions, in two stages (``Measurer.staged``): a node
+    that disagrees by far at two steps keeps that (``coarse``), the others get the full estimate."""
+    if not nodes:
+        return
+    blocks = [(n.idx, bis.draws[n.draw].signs[n.idx]) for n in nodes]
+    coarse = np.zeros(len(nodes), dtype=bool)  # stays so where the complex step or exact path measured
+
+    def settled(got) -> np.ndarray:
+        for j, n in enumerate(nodes):
+            n.delta, n.bound, n.claim = float(got.delta[j]), float(got.bound[j]), float(got.claim[j])
+        coarse[:] = [_far(bis, n) for n in nodes]
+        return coarse
+
+    got = bis.m.staged(blocks, settled)
+    for j, n in enumerate(nodes):
+        n.delta, n.bound, n.claim = float(got.delta[j]), float(got.bound[j]), float(got.claim[j])
+        n.derived, n.measured, n.coarse = False, True, bool(coarse[j])
 
 
 def _threshold(bis: Bisection, node: Node) -> float:
@@ -181,12 +229,26 @@ def _threshold(bis: Bisection, node: Node) -> float:
 
 
 def _examples(bis: Bisection, seg: Segments, names: list[str]) -> None:
-    """An entry-wise look at the largest claims of each failing name (an example MISMATCH)."""
+    """An entry-wise look at the largest claims of failing names, name after name until one
+    shows a MISMATCH (an example of what is wrong)."""
     for name in names:
         lo, hi = seg.span(name)
         claims = np.abs(bis.m.analytic[lo:hi])
         top = np.argsort(-claims, kind="stable")[:EXAMPLE_ENTRIES] + lo
+        before = bis.loc_idx.size
         bis.localize([Node(0, -1, np.sort(top))])
+        if _found_mismatch(bis, before):
+            return
+
+
+def _found_mismatch(bis: Bisection, since: int) -> bool:
+    """Whether an entry localized after the first ``since`` was judged MISMATCH."""
+    new = bis.loc_idx[since:]
+    for idx, judged in getattr(bis.judge, "parts", ()):  # the screen's EntryJudge keeps what it judged
+        inside = np.isin(idx, new)
+        if inside.any() and (judged.codes[inside] == Verdict.MISMATCH).any():
+            return True
+    return False
 
 
 # -- limited names: a screen of their own ----------------------------------------------------

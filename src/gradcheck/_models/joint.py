@@ -157,7 +157,7 @@ def _screen_group(loss, params, claimed, names: Sequence[str], config: Config, *
     try:
         done = run_screen(prep, budget=budget, draws=DEFAULT_DRAWS, blocks=None,
                           complex_step="auto" if mp_capable else False, exact="auto" if mp_capable else False,
-                          seed=seed, recut=False, **options)
+                          seed=seed, recut=False, follow_dense=False, **options)
     except FunctionError as err:
         raise _named(err, seg) from err.__cause__
     except InputMutationError:

@@ -221,11 +221,14 @@ class Screened:
 
 def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws: int, blocks: int | None,
                complex_step: bool | str, exact: bool | str, adjudicate: bool | str, digits: int,
-               seed: int | None, recut: bool = True) -> Screened:
+               seed: int | None, recut: bool = True, follow_dense: bool = True) -> Screened:
     """The screen of ``prep`` (f at x, prepared), from timing f to the bisection's end:
     :func:`screen` without the validation and the report (``gradcheck._models`` screens a
     whole model's concatenated parameters through it and reports each name). ``recut=False``
-    keeps the fitted blocks (a whole model re-screens the names its blocks limit instead)."""
+    keeps the fitted blocks (a whole model re-screens the names its blocks limit instead);
+    ``follow_dense=False`` stops at a dense error without following blocks down to example
+    entries, and calls it dense when every block of the first draw disagrees (a whole model
+    tests its names one by one instead: see ``_bisect``)."""
     per_call, deterministic, f1 = time_and_repeat(prep)
     prep.evaluations += 1
     allowed = parse_budget(budget, per_call)
@@ -238,7 +241,7 @@ def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws
     try:
         run = functools.partial(_run, prep, eng, allowed, draws=int(draws), wanted=(complex_step, exact),
                                 adjudicate=adjudicate, digits=digits, per_call=per_call,
-                                seed=prep.config.seed if seed is None else seed)
+                                seed=prep.config.seed if seed is None else seed, follow_dense=follow_dense)
         state = run(count=count)
         if blocks is None and recut:
             state, again = _smaller_blocks(prep, state, run, allowed)
@@ -345,7 +348,7 @@ def _median_limit(prep: Prepared, state: State) -> float:
 
 
 def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adjudicate, digits,
-         seed: int, per_call: float) -> State:
+         seed: int, per_call: float, follow_dense: bool = True) -> State:
     complex_step, exact = wanted
     m = Measurer(engine=eng, x_flat=prep.x_flat, analytic=prep.analytic, weights=prep.weights,
                  unit=prep.unit, k=prep.config.noise_factor, budget=allowed)
@@ -354,7 +357,7 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adju
     all_draws = [draw(n, count, seed=seed, number=r) for r in range(draws)]
     judge = EntryJudge(prep, m, adjudicate, digits, per_call, exact)
     bis = Bisection(m, all_draws, judge, relevance=Product(prep.floor, prep.weights, RELEVANCE_SHARE),
-                    tau_dtype=getattr(prep, "TAU_DTYPE", np.float64))
+                    tau_dtype=getattr(prep, "TAU_DTYPE", np.float64), follow_dense=follow_dense)
     first = (all_draws[0].blocks[0], all_draws[0].signs[all_draws[0].blocks[0]])
     step_note, known = _calibrate(prep, m, first)
     if m.rho != prep.rho:  # check's floor with f's measured round-off (see _limit.entrywise_floor)
@@ -367,7 +370,10 @@ def _run(prep: Prepared, eng, allowed: int, count: int, draws: int, wanted, adju
         bis.measure_tops([0], known={0: known})
         complex_note = _try_complex(prep, m, bis, complex_step)
         exact_note = _try_exact(prep, m, bis, judge, exact, digits)
-        bis.measure_tops(list(range(1, draws)))
+        # Not following a dense error down: a first draw whose every block disagrees says so
+        # already (the other draws' top levels would clear nothing the caller relies on).
+        bis.dense = not follow_dense and bis.spread_in(0)
+        bis.measure_tops([] if bis.dense else list(range(1, draws)))
     except BudgetExhausted:
         bis.budget_hit = True  # unmeasured blocks clear nothing: their entries stay UNCHECKED
     phases["top level"] = m.evaluations - phases["step search"]

@@ -17,7 +17,11 @@ judged), or the budget runs out.
 
 When at least :data:`DENSE_SHARE` of the blocks disagree in every draw, the error is not
 isolated: :data:`DENSE_EXAMPLES` blocks are followed down one path each to show entries
-that fail, and the screen stops there and says so.
+that fail, and the screen stops there and says so. With ``follow_dense=False`` (a whole
+model, whose names are then tested one by one: ``gradcheck._models.by_name``) no block is
+followed down, and every block of the first draw disagreeing (:meth:`Bisection.spread_in`)
+is enough to call the error dense: the other draws' top levels are not measured (their
+entries are not cleared by them; the name-by-name look measures every name in every draw).
 
 Relevance: a block disagrees only when ``|Delta|`` exceeds ``beta + gamma`` by more than
 ``slack = RELEVANCE_SHARE x min_i w_i floor_i`` over its entries, where ``floor_i`` is the
@@ -99,8 +103,9 @@ class Bisection:
     """State of one screen: the draws' trees, the localized entries, clearances, limits."""
 
     def __init__(self, measurer: Measurer, draws: list[Draw], judge: Judge,
-                 relevance: Any = None, tau_dtype: Any = np.float64) -> None:
+                 relevance: Any = None, tau_dtype: Any = np.float64, follow_dense: bool = True) -> None:
         self.m = measurer
+        self.follow_dense = follow_dense  # False: a dense error is said, not followed down (a whole model)
         self.relevance = relevance      # per entry: RELEVANCE w_i floor_i (None: no such cut)
         self.draws = draws
         self.judge = judge
@@ -258,6 +263,12 @@ class Bisection:
         self.loc_bound = np.concatenate([self.loc_bound, np.where(np.isfinite(err) & np.isfinite(bound), bound, np.inf)])
         return int(new.size)
 
+    def spread_in(self, draw: int) -> bool:
+        """Every block of ``draw`` (at least :data:`DENSE_MIN_BLOCKS`) disagrees: an error
+        spread over the entries, not a few isolated ones."""
+        tops = [n for n in self.tops if n.draw == draw]
+        return len(tops) >= DENSE_MIN_BLOCKS and all(self.disagrees(n) for n in tops)
+
     def dense_in_every_draw(self) -> bool:
         for d in self.draws:
             tops = [n for n in self.tops if n.draw == d.number]
@@ -270,8 +281,10 @@ class Bisection:
         """Rounds of descend / localize / peel until nothing disagrees that could be
         explained, the error is dense, or the budget is spent."""
         try:
-            if self.dense_in_every_draw():
+            if self.dense or self.dense_in_every_draw():
                 self.dense = True
+                if not self.follow_dense:
+                    return
                 flagged = sorted((n for n in self.tops if n.draw == self.draws[0].number and self.disagrees(n)),
                                  key=self.significance, reverse=True)
                 self.localize(self.descend(flagged[:DENSE_EXAMPLES], single_path=True))

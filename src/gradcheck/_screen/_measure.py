@@ -71,6 +71,7 @@ class Measurer:
     calibrated: float = np.inf  # the bound the step search reached at t on its block
     worth: Any = None  # per entry (an array or a _limit.Product): w_i x check's floor (a bound below matters not)
     refined: int = 0            # blocks measured again at shorter steps
+    staged_settled: int = 0     # blocks :meth:`staged` settled at two steps
 
     def afford(self, count: int) -> bool:
         return self.evaluations + count <= self.budget
@@ -123,17 +124,7 @@ class Measurer:
         """:meth:`_differences` over the blocks, in batches whose points stay within
         :data:`BATCH_ENTRIES` values and one copy of ``x`` (a whole model's 16 blocks at once
         would hold six copies of it); one batch, as before, for anything smaller."""
-        parts: list[Measured] = []
-        group: list[tuple[np.ndarray, np.ndarray]] = []
-        size = 0
-        cap = min(BATCH_ENTRIES, max(BATCH_FLOOR, self.x_flat.size)) // (2 * len(FACTORS))
-        for block in blocks:
-            if group and size + block[0].size > cap:
-                parts.append(self._differences(group))
-                group, size = [], 0
-            group.append(block)
-            size += block[0].size
-        parts.append(self._differences(group))
+        parts = [self._differences(group) for group in self._batches(blocks)]
         if len(parts) == 1:
             return parts[0]
         joined = [np.concatenate([getattr(p, k) for p in parts]) for k in ("delta", "bound", "claim")]
@@ -155,11 +146,21 @@ class Measurer:
             jobs += [(idx, pts.plus), (idx, pts.minus)]
 
     def _differences(self, blocks: list[tuple[np.ndarray, np.ndarray]]) -> Measured:
+        return self._finish(blocks, *self._at_steps(blocks, FACTORS))
+
+    def _at_steps(self, blocks: list[tuple[np.ndarray, np.ndarray]],
+                  factors: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``Delta``, its round-off and the claimed slope of each block at the steps
+        ``t * factors``: arrays of shape ``(len(factors), blocks)``."""
         jobs: list[tuple[np.ndarray, np.ndarray]] = []
-        claims = np.empty((len(FACTORS), len(blocks)))
+        claims = np.empty((len(factors), len(blocks)))
         for b, (idx, signs) in enumerate(blocks):
-            self._along(idx, signs, FACTORS, claims[:, b], jobs)
-        deltas, noises = self._slopes(claims, self.run(jobs, "fd"), FACTORS)
+            self._along(idx, signs, factors, claims[:, b], jobs)
+        deltas, noises = self._slopes(claims, self.run(jobs, "fd"), factors)
+        return deltas, noises, claims
+
+    def _finish(self, blocks, deltas: np.ndarray, noises: np.ndarray, claims: np.ndarray) -> Measured:
+        """The estimate over the three steps of :data:`FACTORS` (rows of the arrays)."""
         claim_error = self.unit * np.max(np.abs(claims), axis=0)
         est = estimate(deltas, noises)
         delta, bound = est.delta.copy(), est.bound.copy()
@@ -176,6 +177,47 @@ class Measurer:
         with np.errstate(invalid="ignore", over="ignore"):
             deltas = claims - (fp - fm) / (2.0 * steps)
         return deltas, roundoff_per_step(fp, fm, steps, unit=self.unit, k=self.k, rho=self.rho)
+
+    def staged(self, blocks: list[tuple[np.ndarray, np.ndarray]], settled) -> Measured:
+        """Finite differences in two stages, for directions expected to disagree by far: at
+        ``t`` and ``2t`` first (4 evaluations each), ``Delta(t)`` with the step study's bound
+        (its round-off plus ``|Delta(2t) - Delta(t)| / 3``, the measured O(t^2) truncation:
+        one of :func:`._directional.estimate`'s candidates); the blocks for which
+        ``settled(measured) -> bool array`` says that is enough keep it, the others are
+        measured at ``4t`` too and get the full estimate (6 evaluations, as :meth:`measure`).
+        The complex step or the exact path, when accepted, measures as :meth:`measure` does."""
+        if not blocks or self.complex_probe is not None or self.exact_probe is not None:
+            return self.measure(blocks)
+        first = [self._at_steps(part, FACTORS[:2]) for part in self._batches(blocks)]
+        deltas, noises, claims = (np.concatenate([f[k] for f in first], axis=1) for k in range(3))
+        with np.errstate(invalid="ignore", over="ignore"):
+            bound = noises[0] + np.abs(deltas[1] - deltas[0]) / 3.0
+        claim_error = self.unit * np.max(np.abs(claims), axis=0)
+        bound = np.where(np.isfinite(bound) & np.isfinite(deltas[0]), bound + claim_error, np.inf)
+        out = Measured(deltas[0].copy(), bound, claim_error, "fd")
+        rest = np.flatnonzero(~np.asarray(settled(out), dtype=bool))
+        if rest.size:
+            picked = [blocks[j] for j in rest]
+            third = [self._at_steps(part, FACTORS[2:]) for part in self._batches(picked)]
+            d4, n4, c4 = (np.concatenate([f[k] for f in third], axis=1) for k in range(3))
+            full = self._finish(picked, np.vstack([deltas[:, rest], d4]), np.vstack([noises[:, rest], n4]),
+                                np.vstack([claims[:, rest], c4]))
+            out.delta[rest], out.bound[rest], out.claim[rest] = full.delta, full.bound, full.claim
+        self.staged_settled += len(blocks) - int(rest.size)
+        return out
+
+    def _batches(self, blocks: list[tuple[np.ndarray, np.ndarray]]) -> list[list[tuple[np.ndarray, np.ndarray]]]:
+        """The blocks in batches as :meth:`finite_differences` cuts them."""
+        cap = min(BATCH_ENTRIES, max(BATCH_FLOOR, self.x_flat.size)) // (2 * len(FACTORS))
+        out: list[list[tuple[np.ndarray, np.ndarray]]] = [[]]
+        size = 0
+        for block in blocks:
+            if out[-1] and size + block[0].size > cap:
+                out.append([])
+                size = 0
+            out[-1].append(block)
+            size += block[0].size
+        return out
 
     def _refine(self, blocks, delta, bound, claim_error, at_t) -> None:
         """Blocks truncation-dominated at ``t`` (see :data:`REFINE_OVER`), where it matters:

@@ -49,6 +49,13 @@ def _stops(state: Any, failing: int) -> list[str]:
     bis = state.bisection
     left = bis.disagreeing_tops()
     total = len(bis.tops)
+    if bis.dense and not getattr(bis, "follow_dense", True):
+        measured = [n for n in bis.tops if np.isfinite(n.bound)]
+        spread = sum(bis.disagrees(n) for n in measured)
+        draws = len({n.draw for n in measured})
+        return [f"the error is spread over {spread} of the {len(measured)} blocks measured ({draws} "
+                f"draw{'s' if draws > 1 else ''}): a dense error, not isolated entries; no block was followed "
+                "down to entries (the entries of disagreeing blocks are UNCHECKED unless a later look settles them)"]
     if bis.dense and failing:
         return [f"the error is spread over at least {len(left)} of {total} blocks ({state.draws} draws): "
                 "a dense error, not isolated entries; the screen stopped splitting after following "
