@@ -14,8 +14,8 @@ checks three rules:
 
 4. **Faces.** A unit is entered through its package's ``__init__``: no module imports another
    unit's private module (``gradcheck._screen._api`` from ``_models``) or a private name of it
-   (``_forget`` from ``gradcheck._evaluate.executor``), except the edges in ``PRIVATE_REACH``,
-   each with the reason it is still there (issue 26: they go as their stacks move).
+   (``_forget`` from ``gradcheck._evaluate.executor``). No exception is left (issue 26: the
+   last ones, the orders', the backends' and the exact arithmetic's, now go through the faces).
 
 The checker is run on the package and, to show it is not vacuous, on small trees in
 ``tmp_path`` with one violation planted in each.
@@ -61,29 +61,6 @@ RANKS: dict[str, int] = {
 ALLOWED_EDGES: dict[tuple[str, str], str] = {
     ("_models", "_screen"): "check_params(screen=True) screens each named tensor",
 }
-#: Imports of another unit's private module or private name (rule 4) still in the code, with the
-#: reason; (importer, imported module). The list only shrinks: a new one is a violation.
-PRIVATE_REACH: dict[tuple[str, str], str] = {
-    **{("gradcheck", f"gradcheck._orders.{m}"): "the root re-exports the orders' public names from their modules"
-       for m in ("_adjoint", "_hvp", "_jvp", "_taylor")},
-    ("gradcheck.cli", "gradcheck._orders._cli"): "the orders' command line (issue 27 owns the CLI)",
-    ("gradcheck.pytest_plugin", "gradcheck._orders._plugin"): "the orders' fixture methods",
-    ("gradcheck._demo.showcases", "gradcheck._orders._showcases"): "the orders' showcases",
-    **{("gradcheck._controls.kinds", f"gradcheck._orders.{m}"): "the controls of the orders' kinds of claim"
-       for m in ("_adjoint", "_hvp", "_jvp", "_taylor")},
-    ("gradcheck._controls.kinds", "gradcheck.backends._numpy"): "the control problem (and its private weights)",
-    ("gradcheck._controls.kinds", "gradcheck.backends._jax"): "jax's x64 switch for the jax control",
-    ("gradcheck._orders._links", "gradcheck.backends._numpy"): "the control problem (and its private weights)",
-    **{(m, "gradcheck.backends._claimed"): "as_gradient (backends/__init__ cannot re-export it: _claimed "
-       "imports resolve from it)" for m in ("gradcheck._pipeline.prepare", "gradcheck._pipeline.inputs",
-                                            "gradcheck._models.params")},
-    **{(f"gradcheck._lowp.{m}", f"gradcheck.mp.{n}"): "dispute's exact values and sensitivities: a private "
-       "context, exact conversion, the checked run, the exact kernels' probe (issue 29)"
-       for m, n in (("dispute_exact", "_context"), ("dispute_exact", "_convert"), ("dispute_exact", "_evaluate"),
-                    ("dispute_exact", "_exact"), ("dispute_condition", "_context"),
-                    ("dispute_condition", "_convert"), ("dispute_condition", "_evaluate"),
-                    ("dispute_gradient", "_reverse"))},
-}
 #: Modules a function may import (they are heavy at import time), with the reason.
 HEAVY: dict[str, str] = {
     "numba": "compiles kernels; imported on first use (gradcheck._core.jit)",
@@ -109,7 +86,8 @@ HEAVY: dict[str, str] = {
 }
 #: Modules that import other modules by name at run time, with the reason.
 DYNAMIC: dict[str, str] = {
-    "gradcheck.backends": "the torch, jax and dual adapters load when their backend is asked for",
+    "gradcheck.backends": "the torch and jax model adapters, and jax's x64 switch, load when asked for",
+    "gradcheck.backends._registry": "the torch, jax and dual adapters load when their backend is asked for",
     "gradcheck._report.html": "a result's renderer is found by the result's type name (html imports no feature)",
     "gradcheck._cli.common": "MODULE:FUNC given on the command line (cli.py's loader)",
     "gradcheck._demo.bench": "the benchmark scripts of a checkout",
@@ -201,11 +179,9 @@ def _stdlib(target: str) -> bool:
     return target.split(".")[0] in sys.stdlib_module_names
 
 
-def _private_reach(e: Edge, allowed: dict[tuple[str, str], str]) -> list[str]:
+def _private_reach(e: Edge) -> list[str]:
     """Rule 4 for one import between two units: a private module of the other unit, or a
     private name from one of its modules (dunder names are not private)."""
-    if (e.source, e.target) in allowed:
-        return []
     inner = e.target.split(".")[2:]  # below the unit: gradcheck.UNIT.<inner>
     if any(part.startswith("_") for part in inner):
         return [f"{e.source}:{e.lineno}: imports {e.target}, a private module of "
@@ -216,8 +192,7 @@ def _private_reach(e: Edge, allowed: dict[tuple[str, str], str]) -> list[str]:
     return []
 
 
-def violations(root: Path, ranks: dict[str, int] = RANKS,
-               private_reach: dict[tuple[str, str], str] = PRIVATE_REACH) -> list[str]:
+def violations(root: Path, ranks: dict[str, int] = RANKS) -> list[str]:
     """Every breach of the four rules in the package at ``root`` (empty: the layout holds)."""
     pkg = root.name
     modules, edges, dynamic = walk(root)
@@ -241,7 +216,7 @@ def violations(root: Path, ranks: dict[str, int] = RANKS,
         elif ranks[dst] == ranks[src] and (src, dst) not in ALLOWED_EDGES:
             found.append(f"{e.source}:{e.lineno}: imports {e.target}: {src} and {dst} are peers "
                          "(same rank) that must not know each other")
-        found += _private_reach(e, private_reach)
+        found += _private_reach(e)
     found += [f"{m}:{line}: importlib.import_module outside DYNAMIC" for m, line in dynamic if m not in DYNAMIC]
     found += [f"import cycle: {' -> '.join(c)}" for c in cycles(modules, edges)]
     return found
@@ -297,14 +272,6 @@ def test_every_unit_has_a_rank():
     must be given a rank, not slip past the check)."""
     modules, _, _ = walk(PACKAGE)
     assert {unit_of(m) for m in modules} - set(RANKS) == set()
-
-
-def test_private_reach_allow_list_is_used():
-    """Every PRIVATE_REACH entry is an import the code still makes (a stale one would hide a
-    new reach of the same kind)."""
-    _, edges, _ = walk(PACKAGE)
-    made = {(e.source, e.target) for e in edges}
-    assert [k for k in PRIVATE_REACH if k not in made] == []
 
 
 def test_heavy_allow_list_is_used():

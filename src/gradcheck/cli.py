@@ -48,7 +48,7 @@ from ._core.errors import FunctionError, InputMutationError, WorkerDiedError
 from ._core.formats import resolve_format, round_to_format
 from ._demo.bench import discover, find_directory, run_benchmarks
 from ._demo.showcases import DEFAULT_OUT, run_demo
-from ._orders._cli import add_check_options, add_taylor_parser, check_orders  # --jvp/--hvp, taylor
+from ._orders import add_check_options, add_taylor_parser, check_orders  # --jvp/--hvp, taylor
 from ._pipeline.check import check
 from ._screen import screen
 from ._version import __version__

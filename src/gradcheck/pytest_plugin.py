@@ -36,7 +36,7 @@ import gradcheck as _gradcheck  # the public functions, looked up when called (a
 
 from . import backends as _backends
 from ._core.errors import GradientAssertionError
-from ._orders._plugin import OrdersFixtureMixin
+from ._orders import OrdersFixtureMixin
 from ._pipeline.inputs import is_multiple_inputs
 
 #: Name of the marker and of the fixture.

@@ -19,14 +19,10 @@ import numpy as np
 from .. import backends
 from .._core.errors import GradientAssertionError
 from .._core.verdict import Verdict
-from .._orders._adjoint import check_adjoint
-from .._orders._hvp import _claim as _hvp_claim
-from .._orders._hvp import check_hvp, symmetric_hessian
-from .._orders._jvp import check_jvp
-from .._orders._taylor import taylor_test
+from .._orders import check_adjoint, check_hvp, check_jvp, symmetric_hessian, taylor_test
+from .._orders import hvp_claim as _hvp_claim
 from .._pipeline.check import check
-from ..backends._numpy import _W as CONTROL_WEIGHTS  # the control function's weights
-from ..backends._numpy import control_gradient, control_input
+from ..backends import CONTROL_WEIGHTS, control_gradient, control_input
 from .corrupt import CORRUPTIONS
 
 KINDS = ("grad", "jvp", "hvp", "adjoint", "taylor", "complex")
@@ -231,9 +227,7 @@ def complex_control_problem(be: Any) -> tuple[Callable[..., Any], Any, Any]:
     if be.name == "jax":
         import jax.numpy as jnp
 
-        from ..backends._jax import _enable_x64
-
-        with _enable_x64():
+        with backends.jax_x64():
             zj = jnp.asarray(z)
         return (lambda t: (w * jnp.abs(t) ** 2).sum() + (t[0] * t[2]).real.sum()), zj, None
 

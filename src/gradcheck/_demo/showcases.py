@@ -28,7 +28,6 @@ from .._lowp.subjects import (
     rope_reference,
 )
 from .._models.params import check_params
-from .._orders._showcases import adjoint_transposed, taylor_correct, taylor_pictures, taylor_wrong
 from .._pipeline.check import check
 from .._report.report import Report
 from .._sweeps.sweep import grid, shape_sweep
@@ -36,6 +35,7 @@ from ..examples.transformer import TransformerConfig, loss, loss_and_grads, make
 from ..native import native_function
 from .dispute_showcases import gradient_dispute, timed_dispute
 from .layernorm import layer_norm, layer_norm_vjp
+from .orders_showcases import adjoint_transposed, taylor_correct, taylor_pictures, taylor_wrong
 
 
 @dataclass

@@ -149,10 +149,7 @@ def differences(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], dps: 
     relative step of a quarter of them: truncation ~ the step, and a definition that cancels
     away most of the dispute's digits (``1 + tanh(z)`` far in tanh-gelu's tail) still leaves
     the difference accurate."""
-    from ..mp import MPFloat, NotAdjudicable
-    from ..mp._context import owned
-    from ..mp._convert import to_mp_in
-    from ..mp._evaluate import run_checked
+    from ..mp import MPFloat, NotAdjudicable, owned, run_checked, to_mp_in
 
     by_input: list[np.ndarray | None] = [None] * len(args)
     with owned(2 * dps) as ctx:

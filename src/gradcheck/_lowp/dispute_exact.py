@@ -41,11 +41,7 @@ def exact_values(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], dps:
     >>> e.hi.tolist(), e.how
     ([1.0], 'exact kernels (a contraction of the inputs)')
     """
-    from ..mp import NotAdjudicable
-    from ..mp._context import owned
-    from ..mp._convert import to_mp_in
-    from ..mp._evaluate import run_checked
-    from ..mp._exact import Expansions, probe
+    from ..mp import Expansions, NotAdjudicable, owned, probe, run_checked, to_mp_in
 
     if dps < 1:
         raise ValueError(f"dps must be a positive number of digits; got {dps}")

@@ -41,7 +41,7 @@ def gradient_definition(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...
     cot = None if cotangent is None else _cotangent(cotangent)
 
     def gradient(*xs: Any) -> Any:
-        from ..mp._reverse import mp_vjp
+        from ..mp import mp_vjp
 
         if not all(isinstance(x, np.ndarray) and x.dtype == object for x in xs):
             raise TypeError("the gradient is computed at arbitrary precision only (no numpy "
@@ -66,7 +66,7 @@ def gradient_of_cotangent(math_fn: Callable[..., Any], wrt: int,
     cot = np.ones(()) if cotangent is None else _cotangent(cotangent)
 
     def gradient(*xs: Any) -> Any:
-        from ..mp._reverse import mp_vjp
+        from ..mp import mp_vjp
 
         *inputs, c = xs
         return mp_vjp(math_fn, tuple(inputs), int(wrt), None if cotangent is None else c)

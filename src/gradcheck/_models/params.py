@@ -22,8 +22,7 @@ from .._pipeline.assemble import assemble_report
 from .._pipeline.difference import first_differences
 from .._pipeline.judge import judge_entries
 from .._report.report import Report
-from ..backends import NumpyBackend
-from ..backends._claimed import as_gradient
+from ..backends import NumpyBackend, as_gradient
 from .diagnosis import diagnose
 from .frameworks import framework_problem
 from .joint import screen_whole

@@ -21,16 +21,32 @@ internals is ``_links``; the modules:
 * ``_complex``  complex inputs and outputs in all four: check's convention, the real inner
   product ``Re sum(conj(a) b)``, complex directions and cotangents (never a cast)
 * ``_result``   what the small results share (``passed``, ``assert_pass``, JSON)
-* ``_cli``, ``_plugin``, ``_showcases``: the command line, the pytest fixture's methods
-  and the ``gradcheck demo`` showcases of this feature
+* ``_cli``, ``_plugin``: the command line and the pytest fixture's methods of this feature
+  (its ``gradcheck demo`` showcases are ``gradcheck._demo.orders_showcases``)
 
 Elsewhere: complex inputs and outputs are part of ``check`` itself
 (``gradcheck._pipeline.complex``, with ``ClaimBackend`` in ``gradcheck._pipeline.claims``);
 the negative controls of these kinds are ``gradcheck._controls.kinds``
 (``assert_detects_wrong_gradient(kind=...)``); the torch and jax adapters have ``jvp`` and ``hvp``;
-``cli.py``, ``pytest_plugin.py`` and ``showcases`` call into ``_cli``, ``_plugin`` and
-``_showcases``; the public names are re-exported by ``gradcheck/__init__.py``.
+``cli.py`` and ``pytest_plugin.py`` call into ``_cli`` and ``_plugin``; the public names are re-exported by ``gradcheck/__init__.py``. Everything
+outside this package enters through the names below (tests/test_layers.py, rule 4).
 
 Must not import: the other features, the negative controls, the demo, the command line
 (matplotlib only inside ``_taylor_plot``'s functions).
 """
+from ._adjoint import AdjointResult as AdjointResult
+from ._adjoint import check_adjoint as check_adjoint
+from ._cli import add_check_options as add_check_options
+from ._cli import add_taylor_parser as add_taylor_parser
+from ._cli import check_orders as check_orders
+from ._hvp import _claim as hvp_claim
+from ._hvp import check_hvp as check_hvp
+from ._hvp import symmetric_hessian as symmetric_hessian
+from ._jvp import check_jvp as check_jvp
+from ._plugin import OrdersFixtureMixin as OrdersFixtureMixin
+from ._taylor import TaylorResult as TaylorResult
+from ._taylor import taylor_test as taylor_test
+
+__all__ = ["AdjointResult", "OrdersFixtureMixin", "TaylorResult", "add_check_options", "add_taylor_parser",
+           "check_adjoint", "check_hvp", "check_jvp", "check_orders", "hvp_claim",
+           "symmetric_hessian", "taylor_test"]

@@ -57,10 +57,9 @@ from .._pipeline.prepare import make_cotangent as make_cotangent
 from .._report.html import HtmlViews as HtmlViews
 from .._report.next_step import next_steps as next_steps
 from .._report.report import Report as Report
+from ..backends import CONTROL_WEIGHTS as CONTROL_WEIGHTS
 from ..backends import Backend as Backend
-from ..backends._numpy import _W
-from ..backends._numpy import control_function as control_function
-from ..backends._numpy import control_gradient as control_gradient
-from ..backends._numpy import control_input as control_input
+from ..backends import control_function as control_function
+from ..backends import control_gradient as control_gradient
+from ..backends import control_input as control_input
 
-CONTROL_WEIGHTS = _W  # the control function's weights

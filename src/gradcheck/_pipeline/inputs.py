@@ -20,7 +20,7 @@ from .._core.verdict import Verdict
 from .._evaluate import at_x
 from .._report.html import HtmlViews
 from .._report.report import Report
-from ..backends._claimed import as_gradient
+from ..backends import as_gradient
 from .prepare import make_cotangent
 
 

@@ -27,8 +27,7 @@ from .._differences import require_moving_steps, steps_for
 from .._evaluate import at_x
 from .._lowp.forced64 import route_float64
 from .._lowp.plan import Adjudicate, LowPrecisionPlan, OrdinaryPlan, plan_for
-from ..backends import Backend
-from ..backends._claimed import as_gradient
+from ..backends import Backend, as_gradient
 from .options import CheckOptions
 
 

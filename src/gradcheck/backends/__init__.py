@@ -5,7 +5,8 @@ array) and the claim, or none. Out: a :class:`Backend` that evaluates ``f`` on f
 numpy arrays and gives the claimed gradient as one (``_claimed``), with the framework's
 autodiff contract audited (``_contract``). Modules: ``_protocol`` (the Backend protocol),
 ``_numpy`` (a hand-written claim), ``_dual`` (the dual-number adapter over
-``gradcheck.dual``), ``_torch`` and ``_jax`` (loaded when their backend is asked for).
+``gradcheck.dual``), ``_torch`` and ``_jax`` (loaded when their backend is asked for),
+``_registry`` (``backend=`` names: :func:`register`, :func:`resolve`).
 Must not import: the engines and every stage after them, nor any feature; torch and jax
 only in their own modules.
 """
@@ -13,59 +14,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._claimed import as_gradient as as_gradient
+from ._numpy import CONTROL_WEIGHTS as CONTROL_WEIGHTS
 from ._numpy import NumpyBackend as NumpyBackend
+from ._numpy import control_function as control_function
+from ._numpy import control_gradient as control_gradient
+from ._numpy import control_input as control_input
 from ._protocol import Backend as Backend
 from ._protocol import Wrapping as Wrapping
+from ._registry import known_backends as known_backends
+from ._registry import register as register
+from ._registry import resolve as resolve
 
-_NAMED = {"numpy": NumpyBackend}
-#: Built-in backends imported on first use (they pull in heavy modules): name -> module.
-_BUILTIN = {"dual": "._dual", "torch": "._torch", "jax": "._jax"}
 #: check_params' model adapters (a torch module or dict of tensors, a jax pytree), likewise.
 _MODEL_ADAPTERS = {"torch": "._torch_model", "jax": "._jax_model"}
-
-
-def register(name: str, factory: Any) -> None:
-    """Make ``backend=name`` resolve to ``factory()``."""
-    _NAMED[name] = factory
-
-
-def resolve(backend: Any, x: Any) -> Backend:
-    """A backend instance from a name, an instance, or (None) the type of ``x``."""
-    if backend is None:
-        mod = type(x).__module__.split(".")[0]
-        if mod == "torch":
-            backend = "torch"
-        elif mod in ("jax", "jaxlib"):
-            backend = "jax"
-        else:
-            backend = "numpy"
-    if isinstance(backend, str):
-        if backend not in _NAMED:
-            _load_builtin(backend)
-        if backend not in _NAMED:
-            raise ValueError(f"unknown backend {backend!r}; known: {', '.join(known_backends())}")
-        return _NAMED[backend]()
-    if isinstance(backend, Backend):
-        return backend
-    raise TypeError(f"backend must be a name or a Backend instance, got {type(backend).__name__}")
-
-
-def known_backends() -> list[str]:
-    """Every name ``backend=`` accepts: the built-in ones (loaded or not) and registered ones."""
-    return sorted(set(_NAMED) | set(_BUILTIN))
-
-
-def _load_builtin(name: str) -> None:
-    """Import optional backends only when asked for (they pull in heavy modules)."""
-    import importlib
-
-    module = _BUILTIN.get(name)
-    if module is None:
-        return
-    try:
-        importlib.import_module(module, __name__)
-    except ModuleNotFoundError as exc:
-        raise ValueError(f"backend {name!r} needs {exc.name!r}, which is not installed") from exc
 
 
 def model_problem(framework: str, adapter: str, *args: Any) -> Any:
@@ -75,3 +37,12 @@ def model_problem(framework: str, adapter: str, *args: Any) -> Any:
     import importlib
 
     return getattr(importlib.import_module(_MODEL_ADAPTERS[framework], __name__), adapter)(*args)
+
+
+def jax_x64() -> Any:
+    """jax's scoped x64 context (``jax.enable_x64(True)``, or ``jax.experimental``'s in older
+    jax), imported on first use: the jax negative control builds its float64 input in it."""
+    import importlib
+
+    return importlib.import_module("._jax", __name__)._enable_x64()
+

@@ -8,7 +8,7 @@ import numpy as np
 from .._core.config import dtype_name
 from .._core.errors import ShapeMismatchError, UnsupportedInputError
 from .._core.inputs import FLOAT_NAMES
-from . import resolve
+from ._registry import resolve
 
 
 def as_gradient(value: Any, shape: tuple[int, ...], what: str = "claimed gradient", *, copy: bool = True) -> np.ndarray:

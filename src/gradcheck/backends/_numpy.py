@@ -62,6 +62,8 @@ def control_input() -> np.ndarray:
 
 
 _W = np.linspace(-1.5, 1.3, 12).reshape(3, 4)
+#: The control function's weights (its public name: the controls and the orders read them).
+CONTROL_WEIGHTS = _W
 
 
 def control_function(x):

@@ -21,7 +21,10 @@ computed exactly by numba kernels and rounded once (``_exactsum``: a long accumu
 ``_vocabulary``: which numpy calls, reduced to the kernels; ``_exact``: the hooks, and the
 probe that runs a definition made only of such contractions without leaving float arrays).
 
-This package imports mpmath; ``import gradcheck`` does not import it.
+This package imports mpmath; ``import gradcheck`` does not import it. Besides the public names
+(``__all__``), gradcheck's own low-precision dispute reaches the exact arithmetic through here:
+``owned`` (a private context), ``to_mp_in``, ``run_checked``, the exact kernels' ``probe`` and
+its stand-in ``Expansions``, and the reverse sweep ``mp_vjp``.
 Modules: ``_scalar`` (:class:`MPFloat`), ``_complex`` (``MPComplex``), ``_array`` (the ufuncs
 numpy has no object loop for), ``_convert`` (exact conversion in, one rounding out),
 ``_context`` (private precision per operation; :func:`context`), ``_evaluate`` (run ``f``, refuse a result
@@ -42,8 +45,10 @@ from ._array import complex_from_parts as complex_from_parts
 from ._array import complex_parts as complex_parts
 from ._complex import MPComplex as MPComplex
 from ._context import context as context
+from ._context import owned as owned
 from ._convert import from_mp as from_mp
 from ._convert import to_mp as to_mp
+from ._convert import to_mp_in as to_mp_in
 from ._derivative import MPDerivative as MPDerivative
 from ._derivative import certified_digits as certified_digits
 from ._derivative import mp_derivative as mp_derivative
@@ -53,6 +58,10 @@ from ._errors import PrecisionLossError as PrecisionLossError
 from ._errors import Reason as Reason
 from ._evaluate import backend as backend
 from ._evaluate import evaluate as evaluate
+from ._evaluate import run_checked as run_checked
+from ._exact import Expansions as Expansions
+from ._exact import probe as probe
+from ._reverse import mp_vjp as mp_vjp
 from ._scalar import MPFloat as MPFloat
 from ._scalar import exact_mpf as exact_mpf
 

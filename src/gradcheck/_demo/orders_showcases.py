@@ -1,4 +1,4 @@
-"""Showcases of this feature for ``gradcheck demo``: a Taylor test and an adjoint test.
+"""Showcases of the orders (``gradcheck._orders``) for ``gradcheck demo``: a Taylor test and an adjoint test.
 
 Each returns ``(result, behaved, what was expected)`` like the other showcases
 (``gradcheck._demo.showcases``), which lists them.
@@ -10,8 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ._adjoint import check_adjoint
-from ._taylor import taylor_test
+from .._orders import check_adjoint, taylor_test
 
 _X = np.random.default_rng(4).standard_normal(8)
 _M = np.random.default_rng(5).standard_normal((8, 8)) / 3
