@@ -72,10 +72,12 @@ from . import loops as loops
 from .answers import answer as answer
 from .answers import picklable as picklable
 from .auto import RUNNER_NAMES as RUNNER_NAMES
+from .auto import Adaptive as Adaptive
 from .auto import Choice as Choice
 from .auto import Declined as Declined
 from .auto import auto_decision as auto_decision
 from .auto import auto_reason as auto_reason
+from .auto import batch_choice as batch_choice
 from .auto import choose as choose
 from .auto import make_runner as make_runner
 from .auto import time_call as time_call
@@ -96,6 +98,7 @@ from .fork import fork_hazard as fork_hazard
 from .fork import fork_map as fork_map
 from .fork import usable_cores as usable_cores
 from .points import ALONG as ALONG
+from .points import Blocks as Blocks
 from .points import Points as Points
 from .points import Shift as Shift
 from .points import steps_for as steps_for
@@ -109,9 +112,9 @@ from .target import Target as Target
 from .target import at_x as at_x
 from .target import flat_handle as flat_handle
 
-__all__ = ["ALONG", "RUNNER_NAMES", "BatchedRunner", "Choice", "ChunkFailedError", "CompiledRunner", "DTYPES", "Declined",
+__all__ = ["ALONG", "RUNNER_NAMES", "Adaptive", "BatchedRunner", "Blocks", "Choice", "ChunkFailedError", "CompiledRunner", "DTYPES", "Declined",
            "ExecutorOptions", "ExecutorRunner", "ExecutorStats", "ForkPool", "PerPoint", "Points", "ProcessesRunner",
            "Runner", "SerialRunner", "Shift", "Slices", "Target", "WorkerDied", "answer", "at_x", "auto_decision",
-           "auto_reason", "choose", "compiled_refusal", "flat_handle", "fork_available", "fork_hazard", "fork_map",
+           "auto_reason", "batch_choice", "choose", "compiled_refusal", "flat_handle", "fork_available", "fork_hazard", "fork_map",
            "kind_of", "loops", "make_runner", "numpy_backend", "picklable", "run_here", "steps_for", "time_call",
            "usable_cores"]
