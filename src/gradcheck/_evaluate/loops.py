@@ -15,6 +15,10 @@ summation order (:func:`reduce_like_numpy`), so the sums are numpy's to the bit;
 per-slice reduction the whole output is stored, one row per point (:func:`eval_into`).
 One kernel, :func:`points`, runs the points with any of the three (:func:`native_points`: a
 C function's).
+
+The serial runner's large blocks (a screen's, ``serial.Run.in_passes``) are written, checked
+and put back by three small kernels on the values' bits, one pass over the block per
+evaluation: :func:`save_and_write`, :func:`check_and_write` and :func:`write_back`.
 """
 from __future__ import annotations
 
