@@ -619,17 +619,17 @@ def test_function_that_writes_into_its_input_is_refused():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_block_kernels_give_numpys_report_and_catch_writes(monkeypatch, dtype):
     """A large block's points are written, checked and restored by kernels in one pass per
-    evaluation (``_probe.KERNEL_MIN``); forced onto a small screen they give numpy's report
+    evaluation (the evaluation layer's ``serial.KERNEL_MIN``); forced onto a small screen they give numpy's report
     bit for bit (a planted error found at its index), leave x as it was, and catch f writing
     into a perturbed entry as numpy's path does (the write found after f returned)."""
-    from gradcheck._screen import _probe
+    from gradcheck._evaluate import serial
 
     f, g, W = mlp(32)
     W = W.astype(dtype)
     bad = planted(g(W), [(3, 5)], 1e-3 if dtype == np.float64 else 0.05)  # float32: check's rtol is wider
     kept = W.copy()
     by_numpy = gradcheck.screen(f, W, bad, engine="serial", adjudicate=False)
-    monkeypatch.setattr(_probe, "KERNEL_MIN", 1)
+    monkeypatch.setattr(serial, "KERNEL_MIN", 1)
     by_kernel = gradcheck.screen(f, W, bad, engine="serial", adjudicate=False)
     assert mismatches(by_kernel) == {(3, 5)} == mismatches(by_numpy)
     assert by_kernel.evaluations == by_numpy.evaluations

@@ -3,9 +3,11 @@
 Before, auto timed one call of f before the screen and forked a pool when one batch of the
 16-block top level (96 evaluations) times that call passed 1 s: a single descheduled call
 of a 30-microsecond f (30 ms on a loaded machine) forked a pool for the whole screen, re-cut
-included, and the screen ran 10x slower than serial. Now :class:`AutoEngine` runs f in
+included, and the screen ran 10x slower than serial. Now screen's auto runs f in
 process while it times it, decides at each large batch from the median over the runs so far,
-counts what a pool costs, and closes a pool whose first batch was no faster.
+counts what a pool costs, and closes a pool whose first batch was no faster. That chooser is
+the evaluation layer's :class:`~gradcheck._evaluate.Adaptive` (``auto_choice`` is its
+:func:`~gradcheck._evaluate.batch_choice`), under the screen's engine.
 """
 from __future__ import annotations
 
@@ -15,9 +17,12 @@ import numpy as np
 import pytest
 
 import gradcheck
-from gradcheck._screen import _engines
-from gradcheck._screen._engines import AutoEngine, auto_choice
-from gradcheck._screen._probe import Probe
+from gradcheck._core.config import Config
+from gradcheck._evaluate import Adaptive, Points, SerialRunner
+from gradcheck._evaluate import auto as _auto
+from gradcheck._evaluate import batch_choice as auto_choice
+from gradcheck._screen import prepare_flat
+from gradcheck._screen._engines import Engine
 
 TOP_BATCH = 16 * 2 * 3  # one draw of the default top level: 16 blocks x 3 steps x 2 sides
 
@@ -32,19 +37,34 @@ class FakeTime:
         return self.now
 
 
+class Probe:
+    """What the tests read of the screen's set-up: its prepared f, the work array, the clock."""
+
+    def __init__(self, clock: FakeTime) -> None:
+        work = np.linspace(-1.0, 1.0, 64)
+
+        def f(w):
+            clock.now += clock.cost
+            return float(np.sum(w ** 2))
+
+        self.prep = prepare_flat(f, work, 2 * work, Config.for_dtype("float64"), "f", f(work), 2.0**-53)
+        self.target = self.prep.target
+        self.flat = work
+        self.clock = clock
+
+
 def fake_probe(clock: FakeTime) -> Probe:
-    work = np.linspace(-1.0, 1.0, 64)
-
-    def f(w):
-        clock.now += clock.cost
-        return float(np.sum(w ** 2))
-
-    return Probe(f, work, lambda: f(work), None, "f")
+    return Probe(clock)
 
 
 def jobs(count: int, probe: Probe) -> list[tuple[np.ndarray, np.ndarray]]:
     idx = np.arange(4)
     return [(idx, probe.flat[idx] + 1e-3 * (k + 1)) for k in range(count)]
+
+
+def run_jobs(probe: Probe, work) -> np.ndarray:
+    """The jobs run serially on the layer (what the screen's serial engine runs)."""
+    return SerialRunner(probe.target).run(work if isinstance(work, Points) else Points.of_blocks(work))
 
 
 class FakePool:
@@ -58,34 +78,33 @@ class FakePool:
         self.probe, self.closed, self.name = probe, False, "processes"
         FakePool.made.append(self)
 
-    def run(self, work):
+    def run(self, work, progress=None):
         clock = self.probe.clock
         before, cost = clock.now, clock.cost
         clock.cost = 0.0
         try:
-            values = _engines.run_jobs(self.probe, work)
+            values = run_jobs(self.probe, work)
         finally:
             clock.cost, clock.now = cost, before + self.per_eval * len(work)
         return values
 
-    def close(self) -> None:
+    def close(self, terminate: bool = False) -> None:
         self.closed = True
 
 
 @pytest.fixture
 def engine(monkeypatch):
     FakePool.made, FakePool.per_eval = [], 0.0
-    monkeypatch.setattr(_engines, "ProcessesEngine", FakePool)
-    monkeypatch.setattr(_engines, "usable_cores", lambda: 2)
-    monkeypatch.setattr(_engines, "fork_available", lambda: True)
-    monkeypatch.setattr(_engines, "fork_hazard", lambda: None)
+    monkeypatch.setattr(_auto, "usable_cores", lambda: 2)
+    monkeypatch.setattr(_auto, "fork_available", lambda: True)
+    monkeypatch.setattr(_auto, "fork_hazard", lambda: None)
     clock = FakeTime()
-    probe = fake_probe(clock)
-    probe.clock = clock  # for FakePool
-    return AutoEngine(probe, fork_safe=True, clock=clock), clock, probe
+    probe = fake_probe(clock)  # its clock: for FakePool
+    auto = Adaptive(probe.target, fork_safe=True, clock=clock, make=lambda name: FakePool(probe))
+    return Engine(auto, probe.prep), clock, probe
 
 
-def calibrate(eng: AutoEngine, clock: FakeTime, probe: Probe, spike: float = 0.0) -> None:
+def calibrate(eng: Engine, clock: FakeTime, probe: Probe, spike: float = 0.0) -> None:
     """The step search's 14 runs of two evaluations; the first one descheduled for ``spike`` s."""
     for k in range(14):
         clock.now += spike if k == 0 else 0.0
@@ -154,7 +173,7 @@ def test_a_pool_no_faster_is_closed_and_never_forked_again(engine):
     FakePool.per_eval = 0.025
     batch = jobs(TOP_BATCH, probe)
     values = eng.run(batch)
-    assert np.array_equal(values, _engines.run_jobs(probe, batch))
+    assert np.array_equal(values, run_jobs(probe, batch))
     assert eng.name == "serial" and FakePool.made[0].closed and "no faster" in eng.why
     eng.run(jobs(4 * TOP_BATCH, probe))
     assert len(FakePool.made) == 1 and eng.name == "serial"
@@ -176,8 +195,9 @@ def test_the_budget_re_cut_of_a_cheap_f_runs_in_process():
 
 
 def test_auto_choice_examples_run():
-    """The docstring examples of _engines (not in test_doctests' list, which other work edits)."""
+    """The docstring examples of auto_choice, now the layer's batch_choice in _evaluate.auto
+    (not in test_doctests' list, which other work edits)."""
     import doctest
 
-    result = doctest.testmod(_engines)
+    result = doctest.testmod(_auto)
     assert result.attempted >= 2 and result.failed == 0

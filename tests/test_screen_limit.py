@@ -99,7 +99,7 @@ def test_staged_measurement_settles_far_disagreements_at_two_steps_and_measures_
     true Delta; a direction that agrees gets the third step and exactly measure()'s estimate
     (6 evaluations). The negative control: nothing settled costs what measure() costs."""
     from gradcheck._core.config import with_keywords
-    from gradcheck._screen._engines import SerialEngine
+    from gradcheck._screen._engines import select
     from gradcheck._screen._measure import Measurer
     from gradcheck._screen._prepare import prepare
 
@@ -118,7 +118,7 @@ def test_staged_measurement_settles_far_disagreements_at_two_steps_and_measures_
     def measurer(claim):
         config, tuning = with_keywords(None)
         prep = prepare(f, x, claim, config, "x", None, tuning)
-        m = Measurer(engine=SerialEngine(prep.probe), x_flat=prep.x_flat, analytic=prep.analytic,
+        m = Measurer(engine=select("serial", prep, executor=None)[0], x_flat=prep.x_flat, analytic=prep.analytic,
                      weights=prep.weights, unit=prep.unit, k=prep.config.noise_factor, budget=10_000)
         m.t, m.rho = 2.0**-14, 1e-16
         return m

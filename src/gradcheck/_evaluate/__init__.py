@@ -4,8 +4,8 @@ Every feature needs the same thing from ``f``: its reduced value at ``x`` with s
 replaced. Point generators (the entry-wise pass and second look of ``check`` and
 ``check_params``: :mod:`gradcheck._differences`; the colouring rounds of ``independent_axes``:
 :mod:`gradcheck._axes`; the points along a direction of the adjoint, Hessian and Taylor tests:
-``gradcheck._differences.along``; and, as they move onto this layer, the screen's blocks and
-low-precision differencing) say WHICH points; this layer owns everything about RUNNING them,
+``gradcheck._differences.along``; the screen's blocks along signed directions:
+``gradcheck._screen``; and, as it moves onto this layer, low-precision differencing) say WHICH points; this layer owns everything about RUNNING them,
 the way scipy's ``optimize._numdiff`` hands its points to one injected ``workers`` map.
 
 The API
@@ -16,7 +16,10 @@ The API
         ``-h``); chunks, progress and counts are in groups. ``labels`` name a point's
         perturbation in errors (``"+h"``, ``"along a block of {count} entries"``; with ``kind``
         ``"coloured"``: ``"+h, coloured: 8 entries perturbed together"``).
-        ``Points.pairs(idx, plus, minus)`` is the entry-wise pass's; ``kind=ALONG``: points that
+        ``Points.pairs(idx, plus, minus)`` is the entry-wise pass's; ``Points.of_blocks(jobs, who)``
+        the screen's: one point per ``(idx, values)`` job, each keeping its own arrays
+        (:class:`Blocks`; consecutive jobs over the same index array are saved and restored
+        once by the serial loop, the other runners take them joined); ``kind=ALONG``: points that
         move the whole input along a direction (the orders' tests), an error named by the label
         alone (``"at x + h d (h = 0.01)"``), at no entry.
     ``Points.shifted(Shift(step, size))``
@@ -34,6 +37,11 @@ The API
         The runner by name, or ``"auto"``: THE automatic choice (one timer, :func:`time_call`),
         its reason for the report and the calls of ``f`` it spent timing (``timing=False``: none;
         ``auto`` then picks executor, batched or serial).
+    ``Adaptive(target, fork_safe, make=None, clock=None)``
+        The same chooser as a runner, for a generator that asks for many batches (the screen):
+        serial while it times the batches, then compiled or processes for a batch that pays
+        (:func:`batch_choice`, from the median seconds per evaluation), a pool kept only if its
+        first batch was faster; ``why``: the choice in words. Every timing reads one clock.
     ``at_x(evaluate, where="base", work=None)``
         ``f`` at the working copy itself (``f(x)``, no entry perturbed): its exception a
         FunctionError named ``where``, a write into ``work`` an InputMutationError.
@@ -55,7 +63,8 @@ What every runner guarantees
 
 Runners (one module each)
     ``serial``     any Python callable: in-place perturb / restore on ``work`` (:func:`run_here`,
-                   the one loop, also what every worker runs on its copy);
+                   the one loop, also what every worker runs on its copy; a screen's large
+                   blocks in one pass of the kernels of :mod:`.loops` per evaluation);
     ``batched``    ``f`` takes a leading batch axis: many points per call, memory bounded;
     ``compiled``   ``f`` is a numba ``@njit`` or a cffi C function: a ``prange`` loop over
                    points in a numba kernel (:mod:`.loops`), each thread perturbing its own copy
@@ -72,10 +81,12 @@ from . import loops as loops
 from .answers import answer as answer
 from .answers import picklable as picklable
 from .auto import RUNNER_NAMES as RUNNER_NAMES
+from .auto import Adaptive as Adaptive
 from .auto import Choice as Choice
 from .auto import Declined as Declined
 from .auto import auto_decision as auto_decision
 from .auto import auto_reason as auto_reason
+from .auto import batch_choice as batch_choice
 from .auto import choose as choose
 from .auto import make_runner as make_runner
 from .auto import time_call as time_call
@@ -96,6 +107,7 @@ from .fork import fork_hazard as fork_hazard
 from .fork import fork_map as fork_map
 from .fork import usable_cores as usable_cores
 from .points import ALONG as ALONG
+from .points import Blocks as Blocks
 from .points import Points as Points
 from .points import Shift as Shift
 from .points import steps_for as steps_for
@@ -109,9 +121,9 @@ from .target import Target as Target
 from .target import at_x as at_x
 from .target import flat_handle as flat_handle
 
-__all__ = ["ALONG", "RUNNER_NAMES", "BatchedRunner", "Choice", "ChunkFailedError", "CompiledRunner", "DTYPES", "Declined",
+__all__ = ["ALONG", "RUNNER_NAMES", "Adaptive", "BatchedRunner", "Blocks", "Choice", "ChunkFailedError", "CompiledRunner", "DTYPES", "Declined",
            "ExecutorOptions", "ExecutorRunner", "ExecutorStats", "ForkPool", "PerPoint", "Points", "ProcessesRunner",
            "Runner", "SerialRunner", "Shift", "Slices", "Target", "WorkerDied", "answer", "at_x", "auto_decision",
-           "auto_reason", "choose", "compiled_refusal", "flat_handle", "fork_available", "fork_hazard", "fork_map",
+           "auto_reason", "batch_choice", "choose", "compiled_refusal", "flat_handle", "fork_available", "fork_hazard", "fork_map",
            "kind_of", "loops", "make_runner", "numpy_backend", "picklable", "run_here", "steps_for", "time_call",
            "usable_cores"]

@@ -8,20 +8,32 @@ reason is said in the report; the calls of ``f`` the choice made (timing) are co
 generator whose evaluations are few by construction (the colouring's ``2 D``) asks for a choice
 without timing (``timing=False``): then ``auto`` is ``executor``, ``batched`` or ``serial``,
 and no call of ``f`` is spent.
+
+A generator that asks for many batches as it goes (the screen) gets the same chooser as a
+runner, :class:`Adaptive`: it runs the batches serially while it times them, decides at each
+large batch from the median seconds per evaluation so far (:func:`batch_choice`), and keeps a
+pool only if its first batch was faster. Every timing here reads one clock, :func:`now`.
 """
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from .batched import BatchedRunner
 from .compiled import CompiledRunner, is_warm, kind_of, unsupported
 from .executor import ExecutorOptions, ExecutorRunner
 from .fork import fork_available, fork_hazard, usable_cores
+from .points import Points
 from .processes import ProcessesRunner
 from .serial import SerialRunner
 from .target import Runner, Target
+
+#: The one clock of every automatic choice (seconds, monotonic).
+now = time.perf_counter
 
 RUNNER_NAMES = ("auto", "serial", "batched", "compiled", "processes", "executor")
 
@@ -62,12 +74,12 @@ class Declined(str):
 def time_call(evaluate: Callable[[], object]) -> float:
     """Seconds one call of ``evaluate`` takes (0 if it raises: the check's own pass reports
     that, at the entry where it happens). The one timer behind every automatic choice."""
-    start = time.perf_counter()
+    start = now()
     try:
         evaluate()
     except Exception:
         return 0.0
-    return time.perf_counter() - start
+    return now() - start
 
 
 def make_runner(name: str, target: Target) -> Runner:
@@ -103,11 +115,11 @@ def choose(name: str, target: Target, evaluations: int | None = None, *, timing:
     def timed() -> object:
         nonlocal calls
         calls += 1  # counted before the call: a call that raises was made too
-        start = time.perf_counter()
+        start = now()
         try:
             return target.evaluate()
         finally:
-            took.append(time.perf_counter() - start)
+            took.append(now() - start)
 
     picked, reason = _auto(target, count, timed, UNTIMED if not timing else CANDIDATES)
     return Choice(make_runner(picked, target), reason, calls, min(took) if took else None)
@@ -219,3 +231,130 @@ def _format_seconds(seconds: float) -> str:
     if seconds < 1.0:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds:.3g} s"
+
+
+# -- auto for many batches: the screen's ----------------------------------------------------------
+
+#: :class:`Adaptive` forks a pool when one batch would take longer than this on one core (what
+#: forking costs is measured: see :data:`KEEP_SHARE`).
+BATCH_PROCESSES_MIN_SECONDS = 1.0
+#: :class:`Adaptive` runs an njit (or C) f in the compiled kernel from this batch time
+#: (compiling it takes ~1 s).
+BATCH_COMPILED_MIN_SECONDS = 0.5
+#: :class:`Adaptive` decides from the median time of at least this many serial runs (the
+#: screen's step search makes ~14, of two evaluations each), never from one call.
+MIN_TIMED = 6
+#: :class:`Adaptive` keeps a pool only if its first batch took at most this share of the serial
+#: time per evaluation (fork included): where it did not (no idle core, f's own threads
+#: fighting the workers'), the pool is closed and the batches go on in process.
+KEEP_SHARE = 0.8
+
+
+def batch_choice(seconds_per_call: float, batch: int, *, cores: int, compiled: bool,
+                 fork_ok: bool) -> tuple[str, str]:
+    """``("compiled" | "processes" | "serial", why)`` for one batch of ``batch`` evaluations
+    at ``seconds_per_call`` each (serial, measured), from these numbers alone.
+
+    ``compiled``: f runs in the compiled kernel (an @njit or C f, numpy backend);
+    ``fork_ok``: a pool may be forked now (cores to share, fork available, no framework's
+    threads running).
+
+    >>> batch_choice(3e-5, 96, cores=2, compiled=False, fork_ok=True)[0]   # a cheap f
+    'serial'
+    >>> batch_choice(0.1, 96, cores=2, compiled=False, fork_ok=True)[0]    # ~10 s a batch
+    'processes'
+    """
+    serial = batch * seconds_per_call
+    if compiled and serial > BATCH_COMPILED_MIN_SECONDS:
+        return "compiled", f"a batch of {batch} evaluations takes ~{serial:.2g} s from Python"
+    if not serial > BATCH_PROCESSES_MIN_SECONDS:
+        return "serial", (f"a batch of {batch} evaluations at {seconds_per_call:.2g} s each takes ~{serial:.2g} s "
+                          "on one core: too little to pay for a process pool")
+    if not fork_ok:
+        return "serial", (f"a batch of {batch} evaluations takes ~{serial:.2g} s on one core, but no process "
+                          "pool applies (one core, no fork, or a framework's threads are running)")
+    return "processes", (f"a batch of {batch} evaluations at {seconds_per_call:.3g} s each "
+                         f"(~{serial:.2g} s on one core), spread over {cores} processes")
+
+
+class Adaptive:
+    """``auto`` as a runner, for a generator that asks for many batches (the screen): the
+    points run serially, each run timed, until a batch large enough to share arrives; then
+    :func:`batch_choice` decides for that batch from the median seconds per evaluation over
+    the runs so far (at least :data:`MIN_TIMED`: one call timed can be descheduled, 100x off
+    on a loaded machine). While serial, each larger batch is decided again; a kernel, once
+    chosen, serves the rest, and so does a pool whose first batch (its fork included) took at
+    most :data:`KEEP_SHARE` of the serial time per evaluation; one that did not is closed, and
+    the rest runs in process. The values are the same bits whichever runner ran them, so
+    switching mid-way changes no result. ``make(name)``: the runner called ``name``
+    (``"compiled"``, ``"processes"``) for the target; ``fork_safe``: the backend may fork (and
+    run f in the compiled kernel); :attr:`why`: the choice, in words, for the report."""
+
+    notes: tuple[str, ...] = ()
+
+    def __init__(self, target: Target, *, fork_safe: bool, make: Callable[[str], Any] | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
+        self.target, self.fork_safe = target, fork_safe
+        self.make = make if make is not None else (lambda name: make_runner(name, target))
+        self.clock = clock if clock is not None else now
+        self.serial = SerialRunner(target)
+        self.timed: list[float] = []     # seconds per evaluation, one per serial run
+        self.chosen: Any = None
+        self.trial = False               # the pool's first batch is still to be timed
+        self.closed_pool = False         # a pool was tried and was no faster: never again
+        self.evaluations = 0
+        self.why = "serial: evaluations are quick or no process pool applies"
+
+    @property
+    def name(self) -> str:
+        return "serial" if self.chosen is None else str(self.chosen.name)
+
+    def run(self, points: Points, progress: Callable[[int], None] | None = None) -> np.ndarray:
+        count = len(points)
+        if self.chosen is None and not self.closed_pool and count > 2 and len(self.timed) >= MIN_TIMED:
+            self._decide(count)
+        if self.trial and count > 2:
+            values = self._trial_batch(points, progress)
+        elif self.chosen is not None:
+            values = self.chosen.run(points, progress)
+        else:
+            start = self.clock()
+            values = self.serial.run(points, progress)
+            if count:
+                self.timed.append((self.clock() - start) / count)
+        self.evaluations += count
+        return values
+
+    def _decide(self, batch: int) -> None:
+        per_call = float(np.median(self.timed))
+        compiled = kind_of(self.target.f) is not None and self.fork_safe
+        # numpy code only: a child forked after torch (or jax) has started its thread pools
+        # can deadlock on its first parallel operation.
+        cores = usable_cores()
+        fork_ok = cores >= 2 and fork_available() and self.fork_safe and fork_hazard() is None
+        choice, why = batch_choice(per_call, batch, cores=cores, compiled=compiled, fork_ok=fork_ok)
+        if choice == "compiled":
+            kind = "a numba @njit function" if kind_of(self.target.f) == "njit" else "a C function (cffi)"
+            self.chosen, why = self.make("compiled"), f"f is {kind} and {why}"
+        elif choice == "processes":
+            self.chosen, self.trial = self.make("processes"), True
+        self.why = f"{choice}: {why} (median of {len(self.timed)} timed runs of f in this screen)"
+
+    def _trial_batch(self, points: Points, progress: Callable[[int], None] | None) -> np.ndarray:
+        """The pool's first batch, timed against the serial median; a pool no faster is closed."""
+        serial = float(np.median(self.timed))
+        start = self.clock()
+        values = self.chosen.run(points, progress)
+        pooled = (self.clock() - start) / len(points)
+        self.trial = False
+        if not pooled <= KEEP_SHARE * serial:
+            self.chosen.close()
+            self.chosen, self.closed_pool = None, True
+            self.why = (f"serial: a process pool was tried on a batch of {len(points)} evaluations and took "
+                        f"{pooled:.2g} s per evaluation (its fork included) against {serial:.2g} s in process: "
+                        "no faster, so it was closed (no idle core, or f's own threads compete with the workers)")
+        return values
+
+    def close(self, terminate: bool = False) -> None:
+        if self.chosen is not None:
+            self.chosen.close(terminate)

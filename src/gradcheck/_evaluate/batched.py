@@ -73,6 +73,7 @@ class BatchedRunner:
         call; ``progress(groups done)`` after each batch."""
         if points.shift is not None:
             return self._run_shift(points, progress)
+        points = points.joined(self.target.work.dtype)
         work = self.target.work
         count = len(points)
         out = np.full(points.answer_count(self.target.slices), np.nan)

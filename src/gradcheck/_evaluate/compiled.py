@@ -128,6 +128,7 @@ class CompiledRunner:
         take about :data:`PROGRESS_SECONDS` each, after the kernel is compiled."""
         import numba
 
+        points = points.joined(self.target.work.dtype)  # blocks: one index and one value array
         if points.shift is not None:  # made here: nothing travels from this process
             points = points.materialized(np.ascontiguousarray(self.target.work).reshape(-1))
         if self.target.slices is not None:

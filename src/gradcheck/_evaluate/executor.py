@@ -204,6 +204,7 @@ class ExecutorRunner:
         """The reduced ``f`` at each point, in chunks on the executor. ``progress(groups done)``
         as chunks finish; ``on_chunk(lo, hi, values)`` receives each chunk's values (points
         ``lo:hi`` of this call) the moment they arrive (the checkpoint saves them)."""
+        points = points.joined(self.target.work.dtype)  # blocks travel as arrays
         values = _Pass(self, points, progress, on_chunk).run()
         self.evaluations += len(points)
         return values

@@ -15,6 +15,10 @@ summation order (:func:`reduce_like_numpy`), so the sums are numpy's to the bit;
 per-slice reduction the whole output is stored, one row per point (:func:`eval_into`).
 One kernel, :func:`points`, runs the points with any of the three (:func:`native_points`: a
 C function's).
+
+The serial runner's large blocks (a screen's, ``serial.Run.in_passes``) are written, checked
+and put back by three small kernels on the values' bits, one pass over the block per
+evaluation: :func:`save_and_write`, :func:`check_and_write` and :func:`write_back`.
 """
 from __future__ import annotations
 
@@ -216,6 +220,51 @@ def points(evaluate, f, work, aux, idx, vals, starts, chunks, out, status):
                 status[j] = MUTATED
         if hi > lo and status[hi - 1] == 0 and first_changed(flat, ref) >= 0:
             status[hi - 1] = MUTATED
+
+
+#: The integer type holding a float dtype's bits (the block kernels below compare and move bits).
+BITS = {np.dtype(np.float64): np.int64, np.dtype(np.float32): np.int32}
+
+
+@kernel()
+def _in_range(memory, idx):
+    n = memory.size
+    for k in range(idx.size):
+        if idx[k] < 0 or idx[k] >= n:
+            raise IndexError("a block's index is outside x")
+
+
+@kernel()
+def save_and_write(memory, idx, old, new):
+    """``old = memory[idx]``, then ``memory[idx] = new`` (one pass; the indices checked first):
+    the serial runner's large blocks (``serial.Run.in_passes``), on the values' bits."""
+    _in_range(memory, idx)
+    for k in range(idx.size):
+        i = idx[k]
+        old[k] = memory[i]
+        memory[i] = new[k]
+
+
+@kernel()
+def check_and_write(memory, idx, expected, new):
+    """``memory[idx] = new`` in one pass, checking on the way that ``memory[idx]`` held
+    ``expected``: the first position where it did not, or -1 (every position is written)."""
+    _in_range(memory, idx)
+    moved = -1
+    for k in range(idx.size):
+        i = idx[k]
+        if moved < 0 and memory[i] != expected[k]:
+            moved = k
+        memory[i] = new[k]
+    return moved
+
+
+@kernel()
+def write_back(memory, idx, new):
+    """``memory[idx] = new`` (the indices checked first)."""
+    _in_range(memory, idx)
+    for k in range(idx.size):
+        memory[idx[k]] = new[k]
 
 
 def _build_data_or_null(numba: Any) -> Any:

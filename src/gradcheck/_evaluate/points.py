@@ -13,6 +13,12 @@ A **shift** (:class:`Shift`) is a batch of points that move EVERY entry by its s
 sign * h_i`` in ``x``'s dtype (the elementwise colouring's one round): it holds no index or value
 array, only the step rule, and is rebuilt where it runs (a worker's own copy included).
 
+**Blocks** (:class:`Blocks`, ``Points.of_blocks``) are points given as ``(idx, values)`` pairs,
+each keeping its own arrays (a screen's blocks: a whole model's are millions of entries, and
+nothing is concatenated for the serial loop); consecutive points with the same index array
+(the same object) set the same entries, which the serial loop saves and puts back once. The
+other runners take them joined (:meth:`Points.joined`).
+
 >>> p = Points.pairs(np.array([4, 7]), np.array([1.5, 2.5]), np.array([0.5, 1.5]))
 >>> len(p), p.groups, p.entries(1).tolist(), p.values_of(1).tolist(), p.label(1)
 (4, 2, [4], [0.5], '-h')
@@ -102,6 +108,15 @@ class Shift:
 
 
 @dataclass(frozen=True)
+class Blocks:
+    """Points as ``(idx, values)`` pairs, one per point, each with its own arrays (see the
+    module docstring); ``who`` names ``f`` when it writes into its input (``"f"``)."""
+
+    jobs: tuple[tuple[np.ndarray, np.ndarray], ...]
+    who: str = "the function"
+
+
+@dataclass(frozen=True)
 class Points:
     """``k`` points (see the module docstring). ``idx`` are flat indices into ``x``, ``values``
     the values set there (in ``x``'s dtype), ``starts`` the ``k + 1`` offsets of the points in
@@ -115,6 +130,25 @@ class Points:
     labels: tuple[str, ...] = field(default=("perturbed",))
     kind: str | None = None
     shift: Shift | None = None
+    blocks: Blocks | None = None
+
+    @classmethod
+    def of_blocks(cls, jobs: list[tuple[np.ndarray, np.ndarray]], who: str = "the function",
+                  labels: tuple[str, ...] = ("along a block of {count} entries",)) -> Points:
+        """One point per job ``(idx, values)``: ``x[idx] = values`` (:class:`Blocks`)."""
+        return cls(np.zeros(0, dtype=np.int64), np.zeros(0), None, 1, labels, blocks=Blocks(tuple(jobs), who))
+
+    def joined(self, dtype: np.dtype | None = None) -> Points:
+        """Blocks as ordinary points (their indices and values concatenated, the values in
+        ``dtype`` when given: ``x``'s); other points as they are."""
+        if self.blocks is None:
+            return self
+        jobs = self.blocks.jobs
+        starts = np.zeros(len(jobs) + 1, dtype=np.int64)
+        np.cumsum([i.size for i, _ in jobs], out=starts[1:])
+        idx = np.concatenate([i for i, _ in jobs]).astype(np.int64) if jobs else np.zeros(0, np.int64)
+        values = np.concatenate([np.asarray(v, dtype=dtype) for _, v in jobs]) if jobs else np.zeros(0, dtype)
+        return Points(idx, values, starts, self.width, self.labels, self.kind)
 
     @classmethod
     def pairs(cls, idx: np.ndarray, plus: np.ndarray, minus: np.ndarray) -> Points:
@@ -131,6 +165,8 @@ class Points:
     def __len__(self) -> int:
         if self.shift is not None:
             return len(self.shift.signs)
+        if self.blocks is not None:
+            return len(self.blocks.jobs)
         return self.idx.size if self.starts is None else self.starts.size - 1
 
     @property
@@ -140,11 +176,13 @@ class Points:
     @property
     def single(self) -> bool:
         """Every point sets one entry."""
-        return self.starts is None and self.shift is None
+        return self.starts is None and self.shift is None and self.blocks is None
 
     @property
     def entry_count(self) -> int:
         """The entries the points set, all told (the length of a per-entry answer)."""
+        if self.blocks is not None:
+            return sum(int(i.size) for i, _ in self.blocks.jobs)
         return self.shift.size * len(self) if self.shift is not None else self.idx.size
 
     def span(self, j: int) -> slice:
@@ -173,15 +211,21 @@ class Points:
     def entries(self, j: int) -> np.ndarray:
         if self.shift is not None:
             return np.arange(self.shift.size, dtype=np.int64)
+        if self.blocks is not None:
+            return self.blocks.jobs[j][0]
         return self.idx[self.span(j)]
 
     def values_of(self, j: int) -> np.ndarray:
+        if self.blocks is not None:
+            return self.blocks.jobs[j][1]
         return self.values[self.span(j)]
 
     def count(self, j: int) -> int:
         """How many entries point ``j`` sets."""
         if self.shift is not None:
             return self.shift.size
+        if self.blocks is not None:
+            return int(self.blocks.jobs[j][0].size)
         return 1 if self.starts is None else int(self.starts[j + 1] - self.starts[j])
 
     def first(self, j: int) -> int | None:
@@ -190,6 +234,9 @@ class Points:
             return 0 if self.shift.size else None
         if self.kind == ALONG:
             return None
+        if self.blocks is not None:
+            entries = self.blocks.jobs[j][0]
+            return int(entries[0]) if entries.size else None
         span = self.span(j)
         return int(self.idx[span.start]) if span.stop > span.start else None
 
@@ -209,11 +256,14 @@ class Points:
         """The distinct flat indices points ``lo:hi`` set, sorted."""
         if self.shift is not None:
             return np.arange(self.shift.size if hi > lo else 0, dtype=np.int64)
-        return np.unique(self.part(lo, hi).idx)
+        return np.unique(self.part(lo, hi).joined().idx)
 
     def part(self, lo: int, hi: int) -> Points:
         """Points ``lo:hi`` (whole groups when both are multiples of :attr:`width`)."""
         labels = _shifted(self.labels, lo)
+        if self.blocks is not None:
+            blocks = Blocks(self.blocks.jobs[lo:hi], self.blocks.who)
+            return Points(self.idx, self.values, None, self.width, labels, self.kind, blocks=blocks)
         if self.shift is not None:
             shift = Shift(self.shift.step, self.shift.size, self.shift.signs[lo:hi])
             return Points(self.idx, self.values, None, self.width, labels, self.kind, shift)

@@ -72,6 +72,7 @@ class ProcessesRunner:
         """The reduced ``f`` at each point, in chunks on the pool; ``progress(groups done)`` as
         chunks finish."""
         t = self.target
+        points = points.joined(t.work.dtype)  # blocks travel as arrays
         count = len(points)
         if points.groups < 2:
             # Nothing to share: evaluate here (perturbs and restores the working array).

@@ -13,6 +13,14 @@ their copies. For each point, in order:
 3. an exception is raised again as :class:`~gradcheck.FunctionError` at the point's first
    entry, named by the point's label (``+h``, ``-h``, ``along a block of 8 entries``).
 
+Blocks (:class:`~.points.Blocks`: a screen's points, each its own ``(idx, values)``) are run
+a run at a time: consecutive points with the same index array save ``work[idx]`` once and put
+it back once, after the last (a whole model's block is millions of entries: each pass over them
+costs); after each call the entries must still hold what was written, and from
+:data:`KERNEL_MIN` entries on, that check and the next write (or the restore) are one pass of a
+numba kernel (:mod:`.loops`) on the values' bits. An entry written outside the run is left to the
+caller's comparison of the whole copy with ``x`` at the end (the screen's).
+
 A shift (every entry moved by its step) is made in place a block at a time from a copy of
 ``work``, compared a block at a time after ``f`` returned, and put back from the copy. With a
 per-slice reduction (``slices``) each entry's answer is taken from ``f``'s output before
@@ -26,8 +34,16 @@ from collections.abc import Callable
 import numpy as np
 
 from .._core.arrays import same_bits
+from .._core.errors import InputMutationError, mutation_error
+from .loops import BITS, check_and_write, save_and_write, write_back
 from .points import Points
 from .target import Slices, Target, entry_of, flat_handle, located, reader, written
+
+#: Blocks of at least this many entries are written and checked by the kernels of
+#: :mod:`.loops`, in one pass per evaluation (numpy's fancy indexing takes three: the write,
+#: the read-back for the check, the restore); smaller ones by numpy (no compilation for a
+#: small screen).
+KERNEL_MIN = 1 << 15
 
 Progress = Callable[[int], None]
 Evaluate = Callable[[], object]
@@ -63,6 +79,10 @@ def evaluate_points(evaluate: Evaluate, work: np.ndarray, points: Points, progre
         if work.flags.c_contiguous:
             return _shift(evaluate, work, points, slices, progress)
         points = points.materialized(np.ascontiguousarray(work).reshape(-1))
+    if points.blocks is not None:
+        if slices is None and work.flags.c_contiguous:
+            return _runs(evaluate, work, points, progress)
+        points = points.joined(work.dtype)
     flat = flat_handle(work)
     old = np.asarray(flat[points.idx], dtype=work.dtype).reshape(-1)  # each entry's value now
     with np.errstate(all="ignore"):  # f is evaluated at points the user did not choose
@@ -169,6 +189,94 @@ def _blocks(evaluate, work, flat, points: Points, old: np.ndarray, out: np.ndarr
                           f"while it was perturbed, {points.label(j)}")
         if progress is not None and (j + 1) % width == 0:
             progress((j + 1) // width)
+
+
+def _runs(evaluate, work: np.ndarray, points: Points, progress) -> np.ndarray:
+    """Blocks, a run of points over the same index array at a time (see the module docstring)."""
+    assert points.blocks is not None
+    jobs, who = points.blocks.jobs, points.blocks.who
+    flat = work.reshape(-1)
+    out = np.empty(len(jobs))
+    start = 0
+    with np.errstate(all="ignore"):  # f is evaluated at points the user did not choose
+        for k in range(1, len(jobs) + 1):
+            if k == len(jobs) or jobs[k][0] is not jobs[start][0]:
+                run = Run(evaluate, work, flat, jobs[start][0], start, who)
+                each = [v for _, v in jobs[start:k]]
+                if run.idx.size >= KERNEL_MIN and flat.dtype in BITS:
+                    out[start:k] = run.in_passes(each)
+                else:
+                    out[start:k] = run.by_numpy(each)
+                start = k
+                if progress is not None:
+                    progress(k)
+    return out
+
+
+class Run:
+    """Points ``first, first + 1, ...`` of blocks, all over the entries ``idx`` of ``work``."""
+
+    def __init__(self, evaluate: Evaluate, work: np.ndarray, flat: np.ndarray, idx: np.ndarray, first: int,
+                 who: str) -> None:
+        self.evaluate, self.work, self.flat, self.idx, self.first, self.who = evaluate, work, flat, idx, first, who
+
+    def by_numpy(self, each: list[np.ndarray]) -> list[float]:
+        flat, idx = self.flat, self.idx
+        old = flat[idx]  # integer indices: already a copy (a slice would be a view: copied)
+        if np.may_share_memory(old, flat):
+            old = old.copy()
+        out: list[float] = []
+        try:
+            for values in each:
+                flat[idx] = values
+                # What was written, in x's dtype: the values themselves when they are in it.
+                wanted = values if isinstance(values, np.ndarray) and values.dtype == flat.dtype else flat[idx]
+                out.append(self.call(len(out)))
+                if not same_bits(flat[idx], wanted):
+                    raise self.mutation()
+        finally:
+            flat[idx] = old
+        return out
+
+    def in_passes(self, each: list[np.ndarray]) -> list[float]:
+        """:meth:`by_numpy` for a large block, in one pass over its entries per evaluation: the
+        check that ``f`` left the written values in place fused with writing the next point
+        (or ``x`` back), on the values' bits (so the check is bit for bit, as ``same_bits``)."""
+        flat, idx = self.flat, self.idx
+        bits = BITS[flat.dtype]
+        memory = flat.view(bits)
+        points = [np.ascontiguousarray(v, dtype=flat.dtype).view(bits) for v in each]  # as x's dtype holds them
+        old = np.empty(idx.size, dtype=bits)
+        save_and_write(memory, idx, old, points[0])
+        out: list[float] = []
+        done = False
+        try:
+            for j, wanted in enumerate(points):
+                out.append(self.call(j))
+                following = points[j + 1] if j + 1 < len(points) else old
+                moved = check_and_write(memory, idx, wanted, following)
+                done = following is old
+                if moved >= 0:
+                    raise self.mutation()
+        finally:
+            if not done:
+                write_back(memory, idx, old)
+        return out
+
+    def call(self, j: int) -> float:
+        """``f`` at the run's ``j``-th point, as it stands in ``work``; its exception is
+        :class:`PointFailed` at that point (a write into the input seen by ``f``'s own
+        evaluation passes as it is)."""
+        try:
+            return self.evaluate()  # type: ignore[return-value]
+        except InputMutationError:
+            raise
+        except Exception as exc:
+            raise PointFailed(self.first + j, exc) from exc
+
+    def mutation(self) -> InputMutationError:
+        where = entry_of(self.idx[0], self.work.shape) if self.idx.size else entry_of(0, self.work.shape)
+        return mutation_error(self.who, f" (seen while the block holding entry {where} was perturbed)")
 
 
 def _shift(evaluate, work: np.ndarray, points: Points, slices: Slices | None, progress) -> np.ndarray:

@@ -260,7 +260,7 @@ def _screen_limited(group: Any, limited: list[str], stats: Mapping[str, tuple[bo
     seg = Segments.of(params, limited)
     work = seg.concatenate(params, prep0.x_flat.dtype)
     claim = np.concatenate([prep0.analytic[slice(*group.seg.span(n))] for n in limited])
-    f = flat_loss(loss, params, seg, getattr(prep0.probe.f, "gradcheck_mp_capable", True))
+    f = flat_loss(loss, params, seg, getattr(prep0.target.f, "gradcheck_mp_capable", True))
     prep = prepare_flat(f, work, claim, group.config, f"{len(limited)} limited names", prep0.f0, prep0.unit,
                         prep0.backend.name)
     prep.evaluations = 0  # f0 is the joint screen's (the same point)

@@ -6,9 +6,9 @@ entries carry ``check``'s entry-wise verdicts.
 
 Modules, in the order a screen uses them: ``_partition`` (sign draws, blocks),
 ``_directional`` (central differences along a block, the step search; the estimate and its
-bound are THE Richardson estimator's, the round-off THE model's, from ``gradcheck._differences``), ``_complex`` (the complex-step probe and its verification), ``_probe`` and
-``_engines`` (the jobs along many directions as points on the evaluation layer's runners:
-serial, processes, executor, compiled; screen's adaptive ``auto``), ``_measure`` (blocks to
+bound are THE Richardson estimator's, the round-off THE model's, from ``gradcheck._differences``), ``_complex`` (the complex-step probe, its complex copy of ``x`` and its verification),
+``_engines`` (the jobs along many directions as blocks of points on the evaluation layer's
+runners: serial, processes, executor, compiled, and the layer's adaptive ``auto``), ``_measure`` (blocks to
 estimates, the budget), ``_bisect`` (the bisection driver), ``_prepare`` (f at x, the
 claim, the private copy: the parts ``check`` has too are its prepare's, ``gradcheck._pipeline.prepare``), ``_entrywise`` (check's judgement of localized entries),
 ``_exact`` (exact directional derivatives of blocks at arbitrary precision, ``exact=``),

@@ -23,6 +23,7 @@ import numpy as np
 
 # gradcheck internals this module builds on (one place, for the package layout to come):
 from .._core import arguments as _arguments
+from .._core.arrays import same_bits
 from .._core.config import Config, with_keywords
 from .._core.errors import mutation_error
 from .._core.verdict import Verdict
@@ -122,7 +123,7 @@ def screen(
         ``"auto"``: in process while it times f (the step search's runs), then, for a batch
         that would take over 1 s on one core (0.5 s for an @njit or C f), a fork pool (the
         compiled kernel), decided from the median time per evaluation; a pool whose first
-        batch was not faster is closed (see ``_engines.AutoEngine``).
+        batch was not faster is closed (the evaluation layer's ``Adaptive``).
     executor : concurrent.futures.Executor, optional
         Any executor (e.g. dask's), with ``engine="executor"`` or ``"auto"``.
     draws : int, default 2
@@ -236,8 +237,7 @@ def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws
     count, fitted = int(blocks or 0), ""
     if blocks is None:  # asked-for blocks are kept even when the budget cannot pay for them
         count, fitted = _fit_blocks(min(DEFAULT_BLOCKS, max(1, n // (2 * LEAF_SIZE))), int(draws), allowed)
-    eng, why = select(engine, prep.probe, executor=executor, fork_safe=prep.backend.name == "numpy",
-                      backend=prep.backend)
+    eng, why = select(engine, prep, executor=executor)
     try:
         run = functools.partial(_run, prep, eng, allowed, draws=int(draws), wanted=(complex_step, exact),
                                 adjudicate=adjudicate, digits=digits, per_call=per_call,
@@ -248,8 +248,8 @@ def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws
             fitted = "; ".join(x for x in (fitted, again) if x)
     finally:
         eng.close()
-    why = getattr(eng, "why", why)  # auto decides as the screen runs
-    if not prep.probe.unchanged():
+    why = eng.why or why  # auto decides as the screen runs
+    if not same_bits(prep.target.work, prep.pristine):
         raise mutation_error(prep.label)
     extra = list(prep.notes) + ([] if why.endswith("asked for") else [why]) + ([fitted] if fitted else [])
     if not deterministic:
@@ -414,7 +414,7 @@ def _try_complex(prep: Prepared, m: Measurer, bis: Bisection, wanted) -> str:
     check's own tolerance (a deterministic rule: the same screen gives the same report)."""
     if wanted is False:
         return ""
-    why_not = _complex.unavailable(prep.probe.f, prep.backend.name)
+    why_not = _complex.unavailable(prep.target.f, prep.backend.name)
     if why_not:
         return f"complex step not used: {why_not}" if wanted is True else ""
     tops = [n for n in bis.tops if n.draw == 0]
@@ -422,7 +422,7 @@ def _try_complex(prep: Prepared, m: Measurer, bis: Bisection, wanted) -> str:
         ratio = _fd_to_floor(prep, bis)
         if ratio <= FD_GOOD_ENOUGH:
             return ""
-    cp, reason = _complex.probe_first(m, prep.probe, (tops[0].idx, bis.draws[0].signs[tops[0].idx]))
+    cp, reason = _complex.probe_first(m, m.engine.complex, (tops[0].idx, bis.draws[0].signs[tops[0].idx]))
     if cp is None:
         return f"complex step not used: {reason}"
     blocks = [(n.idx, bis.draws[0].signs[n.idx]) for n in tops]

@@ -17,12 +17,20 @@ the result is lost), ``x.real``, ``.conj()``, casts to float (with a ComplexWarn
 Its bound is ``k kappa u S``, where ``S = sum |a_i d_i| + |C|`` is the scale of the
 directional derivative's terms and ``kappa >= 1`` is measured on the first direction from
 two steps whose ratio is not a power of two (so their rounding differs).
+
+Its evaluations (:class:`ComplexCopy`) are not the evaluation layer's: they run on a complex
+copy of ``x`` (made on first use), give complex values, and a failure is the caller's to
+read (an exception or a numpy warning while the step is tried means "not applicable", said
+with the exception's own type and words), where the layer turns every exception into a
+FunctionError at an entry and silences numpy's floating-point warnings.
 """
 from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +54,40 @@ def unavailable(f, backend_name: str) -> str | None:
     return None
 
 
+class ComplexCopy:
+    """``f`` on a complex copy of ``x`` (made on first use) with a block's entries replaced,
+    reduced with the cotangent ``v`` (``v . f``) when ``f`` returns an array."""
+
+    def __init__(self, f: Callable[..., Any], work: np.ndarray, cotangent: np.ndarray | None) -> None:
+        self.f, self.work = f, work
+        self.cotangent = None if cotangent is None else cotangent.reshape(-1)
+        self._complex: np.ndarray | None = None
+
+    def value(self, idx: np.ndarray, values: np.ndarray) -> complex:
+        """The reduced ``f`` (complex) with ``x[idx] = values``. Exceptions propagate as they
+        are: the caller decides what a failure means."""
+        if self._complex is None:
+            self._complex = self.work.astype(np.complex128)
+        flat = self._complex.reshape(-1)
+        old = flat[idx].copy()
+        flat[idx] = values
+        try:
+            y = np.asarray(self.f(self._complex))
+        finally:
+            flat[idx] = old
+        if y.dtype.kind != "c":
+            raise TypeError(f"f returned {y.dtype} for complex input (the imaginary part was dropped)")
+        if self.cotangent is None:
+            if y.ndim != 0:
+                raise TypeError(f"f returned shape {y.shape} for complex input, a scalar for real input")
+            return complex(y)
+        return complex(np.add.reduce(self.cotangent * y.reshape(-1)))
+
+    def values(self, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """:meth:`value` of each job ``(idx, values)``, in order."""
+        return np.array([self.value(i, v) for i, v in jobs], dtype=np.complex128)
+
+
 @dataclass
 class ComplexProbe:
     kappa: float
@@ -67,7 +109,8 @@ class ComplexProbe:
         return Measured(delta, bound, m.unit * np.abs(claims), "complex")
 
 
-def probe_first(m: Measurer, probe, block: tuple[np.ndarray, np.ndarray]) -> tuple[ComplexProbe | None, str]:
+def probe_first(m: Measurer, probe: ComplexCopy,
+                block: tuple[np.ndarray, np.ndarray]) -> tuple[ComplexProbe | None, str]:
     """Try the complex step on one block: (a probe with its measured kappa, "") or
     (None, why it does not apply). Two complex evaluations, counted."""
     idx, signs = block
@@ -80,7 +123,7 @@ def probe_first(m: Measurer, probe, block: tuple[np.ndarray, np.ndarray]) -> tup
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
-                y = probe.complex_value(idx, m.x_flat[idx] + 1j * h * d)
+                y = probe.value(idx, m.x_flat[idx] + 1j * h * d)
         except Exception as exc:
             m.evaluations += 1
             return None, f"f fails on complex input ({type(exc).__name__}: {exc})"

@@ -46,9 +46,9 @@ class EntryJudge:
     def __init__(self, prep: Prepared, m: Measurer, adjudicate, digits: int, per_call: float,
                  exact: bool | str = "auto") -> None:
         self.prep, self.m, self.adjudicate = prep, m, adjudicate
-        target = Target(f=prep.probe.f, work=prep.probe.work, evaluate=prep.probe.evaluate,
+        target = Target(f=prep.target.f, work=prep.target.work, evaluate=prep.target.evaluate,
                         backend=prep.backend, cotangent=prep.cotangent)
-        self.differences = CentralDifferences(SerialRunner(target), prep.probe.work).differences
+        self.differences = CentralDifferences(SerialRunner(target), prep.target.work).differences
         self.mp_seconds: float | None = None  # one evaluation at arbitrary precision, once timed
         self.referee, self.referee_note = self._referee(True if exact is True else adjudicate, digits, per_call)
         self.exact_look = False
@@ -63,14 +63,14 @@ class EntryJudge:
         with "auto" only where f is cheap at arbitrary precision (object arrays are
         1e3-3e4x slower than float64; the referee needs ~20 evaluations per entry)."""
         prep = self.prep
-        f = prep.probe.f
-        referee = referee_for(prep.backend, f, prep.probe.pristine, prep.cotangent, adjudicate=adjudicate, digits=digits)
+        f = prep.target.f
+        referee = referee_for(prep.backend, f, prep.pristine, prep.cotangent, adjudicate=adjudicate, digits=digits)
         if referee is None or adjudicate is True:
             return referee, ""
         why = "no referee (adjudicate=True asks for it): f at arbitrary precision is too slow here"
         if prep.analytic.size > MP_MAX_ENTRIES or per_call > MP_MAX_CALL_SECONDS:
             return None, f"{why} ({prep.analytic.size} entries, {per_call:.2g} s per float evaluation)"
-        seconds, calls = _time_mp_call(f, prep.probe.pristine)
+        seconds, calls = _time_mp_call(f, prep.pristine)
         self.mp_seconds = seconds
         self.m.evaluations += calls  # counted with the phase under way (the step search)
         if seconds is None or seconds > MP_MAX_SECONDS:

@@ -6,14 +6,15 @@ claimed gradient, the unit round-off, the step scales ``w_i = max(1, |x_i|)``, a
 smallest error ``check``'s rule would call MISMATCH at each entry (:attr:`Prepared.floor`).
 Each part ``check`` has too is ``check``'s prepare's (``gradcheck._pipeline.prepare``: the
 copy, cotangent, reduction, claim, evaluation and unit round-off); what is the screen's own
-is its refusal of other dtypes, its block probe, the weights and the floor.
+is its refusal of other dtypes, its target on the evaluation layer (``f`` reduced, on the working
+copy, beside the pristine ``x`` it is compared with at the end), the weights and the floor.
 """
 from __future__ import annotations
 
 import abc
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from .._core.config import Config, Tuning
 from .._core.errors import UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output
 from .._differences import steps_for
-from .._evaluate import at_x
+from .._evaluate import Target, at_x
 from .._lowp.forced64 import Float32InsidePlan, route_float64
 from .._pipeline.prepare import (
     as_claimed,
@@ -38,7 +39,6 @@ from .._pipeline.prepare import (
 )
 from ..backends import Backend
 from ._limit import entrywise_floor
-from ._probe import Probe
 
 
 @dataclass
@@ -49,7 +49,8 @@ class Prepared:
     backend: Backend
     dtype: str
     config: Config
-    probe: Probe
+    target: Target               # f reduced at the working copy (target.work): what the layer runs
+    pristine: np.ndarray         # x, never written (a whole model: the working copy itself)
     analytic: np.ndarray         # the claim, float64, flat
     f0: float
     unit: float
@@ -65,11 +66,11 @@ class Prepared:
 
     @property
     def x_flat(self) -> np.ndarray:
-        return self.probe.pristine.reshape(-1)
+        return self.pristine.reshape(-1)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.probe.work.shape
+        return self.target.work.shape
 
     @property
     def floor(self) -> np.ndarray:
@@ -110,18 +111,18 @@ def prepare(f, x, grad, config, name, backend, tuning: Tuning) -> Prepared:
     claimed = take_claim(be, f, work, cotangent, grad, y0.shape)  # its call and writes checked at the door
     analytic = as_claimed(claimed, work.shape, grad, cotangent).reshape(-1)
     unit = unit_in_use(cfg, work, y0)
-    probe = Probe(f, work, evaluator(f, be, work, cotangent, reduce), cotangent, label)
+    target = Target(f=f, work=work, evaluate=evaluator(f, be, work, cotangent, reduce), backend=be, cotangent=cotangent)
     weights = WeightsOf.from_x(work.reshape(-1))
     notes = () if lowp is None else (*lowp.notes, "screen: blocks judged with f's float32 round-off and the "
                                      "forced-float32 preset; localized entries with check's Richardson estimates")
-    return Prepared(label, be, dtype, cfg, probe, analytic, reduce(y0), unit, cotangent, weights, 1 + probes,
+    return Prepared(label, be, dtype, cfg, target, work.copy(), analytic, reduce(y0), unit, cotangent, weights, 1 + probes,
                     lowp=lowp, notes=notes)
 
 
 def time_and_repeat(prep: Prepared) -> tuple[float, bool, float]:
     """Seconds per evaluation, and whether f gives the same value at x twice."""
     start = time.perf_counter()
-    f1 = at_x(prep.probe.evaluate)
+    f1 = cast(float, at_x(prep.target.evaluate))  # the reduced f: a float
     seconds = time.perf_counter() - start
     same = f1 == prep.f0 or (np.isnan(f1) and np.isnan(prep.f0))
     return seconds, bool(same), float(f1)
@@ -205,11 +206,12 @@ class FlatPrepared(Prepared):
 def prepare_flat(f: Any, work: np.ndarray, analytic: np.ndarray, config: Config, label: str, f0: float,
                  unit: float, backend: str = "numpy") -> FlatPrepared:
     """``f`` of the flat ``work`` (1-D, private to the caller, which keeps the originals:
-    no second copy is made, and :meth:`Probe.unchanged` is vacuous), prepared for
+    no second copy is made: ``pristine`` is ``work``, and the caller compares it with the originals), prepared for
     :func:`._api.run_screen`. ``f`` returns a float; ``f0`` is its value at ``work``
     (one evaluation, made by the caller); ``analytic`` the claim (float64, flat);
     ``backend`` the framework ``f`` calls into (``"torch"``, ``"jax"``: no fork pool, no
     complex step), ``f`` itself taking numpy arrays."""
-    probe = Probe(f, work, lambda: float(f(work)), None, label, pristine=work)
-    return FlatPrepared(label, _backends.resolve(backend, work), float_dtype_name(work), config, probe, analytic,
+    be = _backends.resolve(backend, work)
+    target = Target(f=f, work=work, evaluate=lambda: float(f(work)), backend=be)
+    return FlatPrepared(label, be, float_dtype_name(work), config, target, work, analytic,
                         float(f0), unit, None, WeightsOf(work), 1)
