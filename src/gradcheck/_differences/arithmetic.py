@@ -111,18 +111,18 @@ def perturbed_points(old: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np
     return xp, xm, denom, finite
 
 
-def require_moving_steps(values: np.ndarray, steps: np.ndarray, rel_step: float, what: str = "x") -> None:
-    """Refuse a step that does not move some finite entry at all (``x + h == x - h`` in the
-    array's dtype: a realized step of 0, so every difference there is 0/0), naming the
-    first such entry and the relative step from which every entry moves."""
+def require_moving_steps(values: np.ndarray, rel_step: float, what: str = "x") -> None:
+    """Refuse a relative step whose steps (:func:`steps_for`) do not move some finite entry
+    at all (``x + h == x - h`` in the array's dtype: a realized step of 0, so every difference
+    there is 0/0), naming the first such entry and the relative step from which every entry
+    moves."""
     flat = np.asarray(values).reshape(-1)
-    h = np.asarray(steps).reshape(-1)
     still = None
     for start in range(0, flat.size, _BLOCK):  # block by block: no temporaries of N
         part = slice(start, start + _BLOCK)
-        _, _, denom, finite = perturbed_points(flat[part], h[part])
-        if (finite & (denom == 0)).any():
-            _, _, denom, finite = perturbed_points(flat, h)  # found: count them all (the message)
+        _, _, denom, finite = perturbed_points(flat[part], steps_for(flat[part], rel_step))
+        if (finite & (denom == 0)).any():  # found: count them all (the message)
+            _, _, denom, finite = perturbed_points(flat, steps_for(flat, rel_step))
             still = finite & (denom == 0)
             break
     if still is None:

@@ -95,7 +95,7 @@ def prepare(f, x, grad, config, name, backend, tuning: Tuning) -> Prepared:
             f"screen works on float32 and float64 inputs; x is {dtype}, where a difference in its "
             "own precision is mostly noise: use gradcheck.check, which differences the float64 upcast"
         )
-    cfg = tuning.apply(config if config is not None else Config.for_dtype(dtype))  # rtol=, eps=, ... on the preset
+    cfg = tuning.on(config, dtype)  # rtol=, eps=, ... on the preset
     label = _arguments.label_of(f, name)
     work = private_copy(x_np)
     y0 = at_x(lambda: be.evaluate(f, work))
