@@ -33,7 +33,7 @@ from functools import partial
 
 import numpy as np
 
-from .._core.arrays import same_bits
+from .._core.arrays import bits_differ, same_bits
 from .._core.errors import (
     DependentSlicesError,
     OutputError,
@@ -131,19 +131,19 @@ class _Probe:
                                slices=PerPoint(partial(self._answer, entries, mine), 2, self.y0.shape))
         if wrote >= 0:
             at = tuple(int(k) for k in np.unravel_index(int(wrote), self.work.shape))
-            others = int(np.count_nonzero(_bits_differ(values, self.before[entries])))
+            others = int(np.count_nonzero(bits_differ(values, self.before[entries])))
             raise mutation_error(seen=f" (entry {at} changed while {others} others were perturbed, {KIND})")
         return None if leak < 0 else tuple(int(k) for k in np.unravel_index(int(leak), self.y0.shape))
 
     def _answer(self, entries: np.ndarray, mine: np.ndarray, y: object) -> tuple[float, float]:
         """(the flat index of the first output entry outside ``mine`` that changed, the flat
         index of an entry other than ``entries`` that ``f`` wrote into), -1 for none."""
-        written = _bits_differ(self.work.reshape(-1), self.before)
+        written = bits_differ(self.work.reshape(-1), self.before)
         written[entries] = False
         if written.any():
             return -1.0, float(np.argmax(written))
         y = _same_form(y, self.y0)
-        changed = _bits_differ(y, self.y0)
+        changed = bits_differ(y, self.y0)
         inside = mine if self.out is None else np.broadcast_to(mine.reshape(self.out), changed.shape)
         outside = np.flatnonzero(changed & ~inside.reshape(changed.shape))
         return (float(outside[0]) if outside.size else -1.0), -1.0
@@ -232,7 +232,7 @@ def _require_deterministic(probe: _Probe) -> None:
     are its noise, not a leak between slices (refused, said as such)."""
     with np.errstate(all="ignore"):
         again = _same_form(at_x(probe.evaluate, f"at x again, {KIND}", work=probe.work), probe.y0)
-    if _bits_differ(again, probe.y0).any():
+    if bits_differ(again, probe.y0).any():
         raise UnsupportedInputError(
             "f is nondeterministic (f(x) changed between two calls at the same x): independent_axes is "
             "verified by comparing f's outputs bit for bit, which needs a deterministic f; check it "
@@ -247,18 +247,6 @@ def _slice_view(axes: Axes, ndim: int) -> tuple[int, ...]:
     for a, n in zip(axes.axes, axes.sizes):
         view[a] = n
     return tuple(view)
-
-
-def _bits_differ(y: np.ndarray, y0: np.ndarray) -> np.ndarray:
-    """Per output entry: not the same bits (a changed shape or dtype is a change everywhere)."""
-    if y.shape != y0.shape or y.dtype != y0.dtype:
-        return np.ones(y0.shape, dtype=bool)
-    a, b = np.ascontiguousarray(y), np.ascontiguousarray(y0)
-    if a.dtype.kind in "fc" or a.dtype.itemsize in (1, 2, 4, 8):
-        as_bits = np.dtype(f"u{a.dtype.itemsize}") if a.dtype.itemsize in (1, 2, 4, 8) else None
-        if as_bits is not None:
-            return a.view(as_bits) != b.view(as_bits)
-    return a != b
 
 
 def _axis_of(axes: Axes, entry: tuple[int, ...], leak: tuple[int, ...]) -> int:
