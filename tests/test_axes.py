@@ -639,6 +639,50 @@ def test_f_raising_while_the_declaration_is_verified_is_located():
         gradcheck.check(fragile, x, lambda z, g: g * (1 - np.tanh(z) ** 2), independent_axes="all")
 
 
+def test_the_probes_failures_are_located_at_the_first_entry_perturbed():
+    """The declaration's probes run on the evaluation layer: f raising there is FunctionError at
+    the probe's first entry, named ``"+h, verifying independent_axes: N entries perturbed
+    together"``; another shape there, an OutputError at the same place; a write into an entry
+    the probe did not perturb, InputMutationError saying how many were; the user's x keeps its
+    bits every time. Control: the same f without the fault passes."""
+    x = data((4, 3), seed=3)
+    before = x.copy()
+    rows = lambda z: np.tanh(z) * z.sum(axis=1, keepdims=True)  # noqa: E731
+    vjp = lambda z, g: _rows_vjp(z, g)  # noqa: E731
+
+    def raises(z):
+        if z[2, 1] != before[2, 1]:
+            raise RuntimeError("out of the domain")
+        return rows(z)
+
+    def shrinks(z):
+        return rows(z) if z[2, 1] == before[2, 1] else rows(z)[:, :2]
+
+    def writes_elsewhere(z):
+        if z[2, 1] != before[2, 1]:
+            z[1, 0] = 5.0  # not in a probe with x[2, 1]: rows {0, 2}, {2, 3}
+        return rows(z)
+
+    located = []
+    for f, error in ((raises, gradcheck.FunctionError), (shrinks, gradcheck.OutputError)):
+        with pytest.raises(error) as caught:
+            gradcheck.check(f, x, vjp, independent_axes=(0,))
+        located.append((caught.value.index, caught.value.side))
+        assert x.tobytes() == before.tobytes()
+    assert located[0] == located[1]  # the first entry of the first probe that moves x[2, 1]
+    assert re.fullmatch(r"\+h, verifying independent_axes: \d+ entries perturbed together", located[0][1])
+    with pytest.raises(gradcheck.InputMutationError,
+                       match=r"entry \(1, 0\) changed while \d+ others were perturbed, verifying independent_axes"):
+        gradcheck.check(writes_elsewhere, x, vjp, independent_axes=(0,))
+    assert x.tobytes() == before.tobytes()
+    assert gradcheck.check(rows, x, vjp, independent_axes=(0,)).passed
+
+
+def _rows_vjp(z, g):
+    t = np.tanh(z)
+    return (1 - t**2) * z.sum(axis=1, keepdims=True) * g + (t * g).sum(axis=1, keepdims=True)
+
+
 def test_kinks_are_found_on_each_entrys_own_base_value():
     """|x| at exact zeros: the kink test needs each entry's own slice's f(x); the verdicts
     agree with a plain check's, KINK at exactly the zeros. The claim takes the right-hand

@@ -8,7 +8,8 @@ import pytest
 
 from gradcheck import check
 from gradcheck._differences import steps_for
-from gradcheck._runtime.progress import MIN_SECONDS, Progress, differences_with_progress
+from gradcheck._runtime import progress as progress_module
+from gradcheck._runtime.progress import MIN_SECONDS, Progress, differences_with_progress, timed_chunks
 from gradcheck.backends import NumpyBackend
 from gradcheck.engines import CheckProblem, select_engine
 
@@ -160,3 +161,24 @@ def test_a_long_check_gets_a_note_about_screen(monkeypatch):
     monkeypatch.setattr(progress, "SCREEN_HINT_SECONDS", 0.0)
     slow = check(lambda v: float(np.sum(np.sin(v))), x, np.cos, progress=False, engine="serial")
     assert any("gradcheck.screen" in n for n in slow.notes)
+
+
+@pytest.mark.parametrize("seconds_per_entry, sizes", [
+    (0.0, [8, 64, 512, 416]),     # instant: each chunk 8x the one before (the cap), the rest last
+    (1.0, [8] + [1] * 992),       # 1 s an entry against 0.2 s a chunk: one entry at a time
+    (0.01, [8, 20, 20]),          # 0.2 s / 0.01 s: 20 entries a chunk
+])
+def test_timed_chunks_cover_every_entry_once_sized_by_the_pace(monkeypatch, seconds_per_entry, sizes):
+    """The chunks of an engine that answers whole calls (progress and checkpoint alike): every
+    entry once, in order; 8 first; then about CHUNK_SECONDS at the last chunk's pace, growing at
+    most 8x (a fake clock: the consumer's time is ``seconds_per_entry`` per entry)."""
+    clock = [0.0]
+    monkeypatch.setattr(progress_module.time, "perf_counter", lambda: clock[0])
+    count = sum(sizes)
+    got = []
+    for part in timed_chunks(count, 0.2):
+        got.append(part)
+        clock[0] += seconds_per_entry * (part.stop - part.start)
+    assert [p.stop - p.start for p in got] == sizes
+    assert [p.start for p in got] == [0] + [p.stop for p in got[:-1]] and got[-1].stop == count
+    assert list(timed_chunks(0, 0.2)) == []

@@ -23,6 +23,8 @@ probe checks what would otherwise be misread as a leak: an ``f`` that wrote into
 :class:`~gradcheck.InputMutationError`, an output of another shape or dtype than ``f(x)``'s
 :class:`~gradcheck.OutputError` (either changes the output everywhere, slices or not). Verification is a test, not a proof
 (past ``2**MAX_BITS`` slices, or a leak at other points only): the report says how it was tested.
+The probes are points of the evaluation layer (:mod:`gradcheck._evaluate`), which perturbs
+``work`` and puts it back; this module owns no restore.
 """
 from __future__ import annotations
 
@@ -31,42 +33,42 @@ from functools import partial
 
 import numpy as np
 
-from .._core.arrays import same_bits
+from .._core.arrays import bits_differ, same_bits
 from .._core.errors import (
     DependentSlicesError,
-    FunctionError,
-    InputMutationError,
     OutputError,
     UnsupportedInputError,
     mutation_error,
 )
 from .._differences import StepsOf
+from .._evaluate import PerPoint, Points, at_x, run_here
 from .declare import Axes
 
 #: Single-entry probes; bit partitions (each with its complement); random ones beyond them.
 SINGLES = 3
 MAX_BITS = 12
 RANDOM_PAIRS = 2
+#: How an error names a probe's point: ``"+h, verifying independent_axes: 8 entries perturbed together"``.
+KIND = "verifying independent_axes"
 
 
 def verify(axes: Axes, evaluate: Callable[[], object], work: np.ndarray, y0: np.ndarray,
            steps: StepsOf | np.ndarray, seed: int, pristine: np.ndarray | None = None) -> tuple[int, str]:
-    """Test the declaration on ``work`` (perturbed in place, restored bit for bit); ``evaluate()``
-    returns ``f``'s output at the current ``work``; ``pristine`` holds ``x``'s bits (a write of
-    ``f`` into ``work`` is caught against it; default: a copy of ``work`` made here). Returns the
-    evaluations spent and a note."""
+    """Test the declaration on ``work`` (perturbed in place by the evaluation layer, restored
+    bit for bit); ``evaluate()`` returns ``f``'s output at the current ``work``; ``pristine``
+    holds ``x``'s bits (a write of ``f`` into ``work`` is caught against it; default: a copy of
+    ``work`` made here). Returns the evaluations spent and a note."""
     rng = np.random.default_rng([seed, 0x5A1CE])
     pristine = work.copy() if pristine is None else pristine
     if not same_bits(work, pristine):  # f(x) itself wrote into x
         raise mutation_error(seen=" (seen before verifying independent_axes)")
-    evaluate = _checked(evaluate, work, pristine, y0)
+    probe = _Probe(axes, evaluate, work, pristine, y0)
     flat = work.reshape(-1)
     count = 0
-    out = None if axes.elementwise else _slice_view(axes, len(y0.shape))  # how slices lie along f(x)'s axes
     singles = rng.choice(axes.slices, size=min(SINGLES, axes.slices), replace=False)
     for s in singles:
         entries = _one_entry_per_slice(axes, np.array([s]), rng)
-        _leak_of(axes, evaluate, flat, entries, steps, y0, work.shape, out, bisect=False)
+        _leak_of(probe, entries, steps, bisect=False)
         count += 1
     if axes.slices < 2:
         return count, "independent_axes: one slice only, nothing to verify"
@@ -79,15 +81,14 @@ def verify(axes: Axes, evaluate: Callable[[], object], work: np.ndarray, y0: np.
         np.multiply(steps[part], scaled[part], out=scaled[part])
     np.multiply(scaled, rng.choice([-1.0, 1.0], size=flat.size), out=scaled)
     along_x = None if axes.elementwise else _slice_view(axes, work.ndim)
-    moves = scaled.astype(work.dtype, copy=False)  # each entry's x + h rounds in x's dtype
     for make in halves:
         half = make()
         # The entries of the half's slices, as a mask in flat order (no array of each entry's slice).
         mask = half if along_x is None else np.broadcast_to(half.reshape(along_x), work.shape).reshape(-1)
-        leak = _half_leak(evaluate, flat, mask, half, moves, y0, work.shape, out)
-        # A leak: its entries bisected (the failing path: index arrays are fine there).
-        count += 1 if leak is None else _leak_of(axes, evaluate, flat, np.flatnonzero(mask), scaled, y0,
-                                                 work.shape, out, bisect=True, leak=leak)
+        entries = np.flatnonzero(mask)
+        leak = probe.changed_outside(entries, scaled, half)
+        # A leak: its entries bisected.
+        count += 1 if leak is None else _leak_of(probe, entries, scaled, bisect=True, leak=leak)
     every = "every pair of slices separated" if axes.slices <= 2**MAX_BITS else "the low-bit pairs and random halves"
     note = (f"independent_axes verified: {count} evaluations ({SINGLES} single entries, then every entry of the "
             f"slices of {len(halves)} halves of the {axes.slices} slices, {every}) left every output outside the "
@@ -95,34 +96,68 @@ def verify(axes: Axes, evaluate: Callable[[], object], work: np.ndarray, y0: np.
     return count, note
 
 
-def _checked(evaluate: Callable[[], object], work: np.ndarray, pristine: np.ndarray,
-             y0: np.ndarray) -> Callable[[], np.ndarray]:
-    """``evaluate`` for the probes, with what could pass for a leak checked first: ``f`` must
-    leave ``work`` as the probe set it (the perturbed entries as written, every other entry
-    with ``pristine``'s bits; else :class:`InputMutationError`), and return ``f(x)``'s shape
-    and dtype (else :class:`OutputError`, which the caller locates at its first entry)."""
-    flat, before = work.reshape(-1), pristine.reshape(-1)
+class _Probe:
+    """The probes' evaluations, on the evaluation layer (:func:`~gradcheck._evaluate.run_here`:
+    it perturbs ``work`` and restores it in ``finally``, sees a write into a perturbed entry,
+    and names ``f``'s exception or refused output at the first entry perturbed, ``"+h,
+    verifying independent_axes: 8 entries perturbed together"``). Each point is answered,
+    while ``work`` is perturbed, with what could pass for a leak checked first: ``f`` must
+    leave every other entry with ``pristine``'s bits (else :class:`InputMutationError`), and
+    return ``f(x)``'s shape and dtype (else :class:`OutputError`); then the first output entry
+    outside the perturbed slices whose bits changed."""
 
-    def run() -> np.ndarray:
-        moved = _bits_differ(flat, before)  # the probe's perturbation, before f runs
-        written = flat[moved]
-        y = np.asarray(evaluate())
-        now = _bits_differ(flat, before)
-        kept = np.array_equal(now, moved) and same_bits(flat[moved], written)
-        if not kept:
-            changed = np.flatnonzero(now != moved)
-            if not changed.size:  # a perturbed entry that f overwrote
-                changed = np.flatnonzero(moved)[_bits_differ(flat[moved], written)]
-            at = tuple(int(k) for k in np.unravel_index(int(changed[0]), work.shape))
-            when = "while it was perturbed" if moved[changed[0]] else f"while {int(moved.sum())} others were perturbed"
-            raise mutation_error(seen=f" (entry {at} changed {when}, verifying independent_axes)")
-        if y.shape != y0.shape or y.dtype != y0.dtype:
-            raise OutputError(f"{y.dtype} of shape {y.shape}", tail=(
-                f", after returning {y0.dtype} of shape {y0.shape} at the unperturbed input; f must return "
-                "the same shape and dtype at every point"))
-        return y
+    def __init__(self, axes: Axes, evaluate: Callable[[], object], work: np.ndarray, pristine: np.ndarray,
+                 y0: np.ndarray) -> None:
+        self.axes, self.evaluate, self.work, self.y0 = axes, evaluate, work, y0
+        self.before = pristine.reshape(-1)
+        self.out = None if axes.elementwise else _slice_view(axes, len(y0.shape))  # slices along f(x)'s axes
 
-    return run
+    def changed_outside(self, entries: np.ndarray, steps: StepsOf | np.ndarray,
+                        mine: np.ndarray | None = None) -> tuple[int, ...] | None:
+        """The first output entry outside the slices ``mine`` (a mask over the slices; default:
+        those of ``entries``) that changed when ``entries`` were moved by their ``steps`` (``x +
+        h`` in x's dtype, as the differences round it; NaN and inf stay), or None."""
+        values = steps[entries].astype(self.work.dtype, copy=False)
+        old = self.work.reshape(-1)[entries]
+        with np.errstate(all="ignore"):
+            np.add(old, values, out=values)
+            np.copyto(values, old, where=~np.isfinite(old))
+        del old  # the layer keeps its own (the probes' peak: the halves hold every other entry)
+        if mine is None:
+            mine = np.zeros(self.axes.slices, dtype=bool)
+            mine[self.axes.slice_of(entries)] = True
+        points = Points(entries, values, np.array([0, entries.size]), labels=("+h",), kind=KIND)
+        leak, wrote = run_here(self.evaluate, self.work, points,
+                               slices=PerPoint(partial(self._answer, entries, mine), 2, self.y0.shape))
+        if wrote >= 0:
+            at = tuple(int(k) for k in np.unravel_index(int(wrote), self.work.shape))
+            others = int(np.count_nonzero(bits_differ(values, self.before[entries])))
+            raise mutation_error(seen=f" (entry {at} changed while {others} others were perturbed, {KIND})")
+        return None if leak < 0 else tuple(int(k) for k in np.unravel_index(int(leak), self.y0.shape))
+
+    def _answer(self, entries: np.ndarray, mine: np.ndarray, y: object) -> tuple[float, float]:
+        """(the flat index of the first output entry outside ``mine`` that changed, the flat
+        index of an entry other than ``entries`` that ``f`` wrote into), -1 for none."""
+        written = bits_differ(self.work.reshape(-1), self.before)
+        written[entries] = False
+        if written.any():
+            return -1.0, float(np.argmax(written))
+        y = _same_form(y, self.y0)
+        changed = bits_differ(y, self.y0)
+        inside = mine if self.out is None else np.broadcast_to(mine.reshape(self.out), changed.shape)
+        outside = np.flatnonzero(changed & ~inside.reshape(changed.shape))
+        return (float(outside[0]) if outside.size else -1.0), -1.0
+
+
+def _same_form(y: object, y0: np.ndarray) -> np.ndarray:
+    """``y`` as an array of ``f(x)``'s shape and dtype, else :class:`OutputError` (another
+    shape or dtype changes the output everywhere, slices or not: not a leak)."""
+    y = np.asarray(y)
+    if y.shape != y0.shape or y.dtype != y0.dtype:
+        raise OutputError(f"{y.dtype} of shape {y.shape}", tail=(
+            f", after returning {y0.dtype} of shape {y0.shape} at the unperturbed input; f must return "
+            "the same shape and dtype at every point"))
+    return y
 
 
 def _halves(slices: int, rng: np.random.Generator) -> list[Callable[[], np.ndarray]]:
@@ -164,107 +199,44 @@ def _one_entry_per_slice(axes: Axes, slices: np.ndarray, rng: np.random.Generato
     return np.ravel_multi_index(tuple(full), axes.x_shape).astype(np.int64)
 
 
-def _leak_of(axes, evaluate, flat, entries, steps, y0, shape, out, *, bisect: bool, leak=None) -> int:
+def _leak_of(probe: _Probe, entries: np.ndarray, steps: StepsOf | np.ndarray, *, bisect: bool,
+             leak: tuple[int, ...] | None = None) -> int:
     """Evaluate with ``entries`` perturbed; raise on a change outside their slices (bisected
     to one entry when ``bisect``). Returns the evaluations spent. ``leak``: that evaluation
     was made already, and found this output entry changed."""
-    spent, leak = 1, leak if leak is not None else _changed_outside(axes, evaluate, flat, entries, steps, y0,
-                                                                     shape, out)
+    spent, leak = 1, leak if leak is not None else probe.changed_outside(entries, steps)
     if leak is None:
         return spent
     while bisect and entries.size > 1:
         first = entries[: entries.size // 2]
-        found = _changed_outside(axes, evaluate, flat, first, steps, y0, shape, out)
+        found = probe.changed_outside(first, steps)
         spent += 1
         if found is None:
             entries = entries[entries.size // 2:]
-            found = _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out)
+            found = probe.changed_outside(entries, steps)
             spent += 1
             if found is None:
                 break  # only the two halves together leak: name the group's first entry
         else:
             entries = first
         leak = found
-    _require_deterministic(evaluate, y0)  # a leak is only a leak if f repeats itself at x
+    _require_deterministic(probe)  # a leak is only a leak if f repeats itself at x
+    axes, shape = probe.axes, probe.work.shape
     entry = tuple(int(k) for k in np.unravel_index(int(entries[0]), shape))
     how = "one entry perturbed alone" if entries.size == 1 else f"{entries.size} entries perturbed together"
     raise DependentSlicesError(_axis_of(axes, entry, leak), entry, leak, how)
 
 
-def _require_deterministic(evaluate, y0) -> None:
+def _require_deterministic(probe: _Probe) -> None:
     """``f`` at the unperturbed input must give ``y0``'s bits again: else the outputs that moved
     are its noise, not a leak between slices (refused, said as such)."""
     with np.errstate(all="ignore"):
-        again = np.asarray(evaluate())
-    if _bits_differ(again, y0).any():
+        again = _same_form(at_x(probe.evaluate, f"at x again, {KIND}", work=probe.work), probe.y0)
+    if bits_differ(again, probe.y0).any():
         raise UnsupportedInputError(
             "f is nondeterministic (f(x) changed between two calls at the same x): independent_axes is "
             "verified by comparing f's outputs bit for bit, which needs a deterministic f; check it "
             "without independent_axes (its report says how much f drifts)")
-
-
-def _changed_outside(axes, evaluate, flat, entries, steps, y0, shape, out) -> tuple[int, ...] | None:
-    """The first output entry outside the slices of ``entries`` that changed, or None."""
-    old = flat[entries]
-    moved = steps[entries].astype(old.dtype, copy=False)
-    with np.errstate(all="ignore"):  # x + h in x's dtype, as the differences round it; NaN/inf stay
-        np.add(old, moved, out=moved)
-        stay = ~np.isfinite(old)
-    moved[stay] = old[stay]
-    try:
-        flat[entries] = moved
-        with np.errstate(all="ignore"):
-            y = np.asarray(evaluate())
-    except InputMutationError:
-        raise
-    except Exception as exc:  # noqa: BLE001  located at the first entry perturbed
-        at = tuple(int(k) for k in np.unravel_index(int(entries[0]), shape))
-        side = f"+h, verifying independent_axes: {entries.size} entries perturbed together"
-        if isinstance(exc, OutputError):
-            raise exc.at(at, side) from None
-        raise FunctionError(at, side, None, exc) from exc
-    finally:
-        flat[entries] = old
-    mine = np.zeros(axes.slices, dtype=bool)
-    mine[axes.slice_of(entries)] = True
-    return _outside(y, y0, mine, out)
-
-
-def _half_leak(evaluate, flat, mask, half, moves, y0, shape, out) -> tuple[int, ...] | None:
-    """:func:`_changed_outside` for the entries of the slices ``half`` (``mask`` over the flat
-    entries), perturbed in place: ``x + h`` in x's dtype where ``mask`` and x is finite (the
-    values :func:`_changed_outside` sets), without index or value arrays of the entries."""
-    old = flat[mask]
-    with np.errstate(all="ignore"):
-        move = mask & np.isfinite(flat)
-    try:
-        with np.errstate(all="ignore"):
-            np.add(flat, moves, out=flat, where=move)
-            y = np.asarray(evaluate())
-    except InputMutationError:
-        raise
-    except Exception as exc:  # noqa: BLE001  located at the first entry perturbed
-        at = tuple(int(k) for k in np.unravel_index(int(np.argmax(mask)), shape))
-        side = f"+h, verifying independent_axes: {int(np.count_nonzero(mask))} entries perturbed together"
-        if isinstance(exc, OutputError):
-            raise exc.at(at, side) from None
-        raise FunctionError(at, side, None, exc) from exc
-    finally:
-        flat[mask] = old
-    return _outside(y, y0, half, out)
-
-
-def _outside(y, y0, mine: np.ndarray, out) -> tuple[int, ...] | None:
-    """The first output entry outside the slices ``mine`` (a mask over the slices) whose bits
-    changed from ``y0`` to ``y``, or None."""
-    changed = _bits_differ(y, y0)
-    if not changed.any():
-        return None
-    inside = mine if out is None else np.broadcast_to(mine.reshape(out), changed.shape)
-    outside = np.flatnonzero(changed & ~inside.reshape(changed.shape))
-    if not outside.size:
-        return None
-    return tuple(int(k) for k in np.unravel_index(int(outside[0]), y0.shape))
 
 
 def _slice_view(axes: Axes, ndim: int) -> tuple[int, ...]:
@@ -275,18 +247,6 @@ def _slice_view(axes: Axes, ndim: int) -> tuple[int, ...]:
     for a, n in zip(axes.axes, axes.sizes):
         view[a] = n
     return tuple(view)
-
-
-def _bits_differ(y: np.ndarray, y0: np.ndarray) -> np.ndarray:
-    """Per output entry: not the same bits (a changed shape or dtype is a change everywhere)."""
-    if y.shape != y0.shape or y.dtype != y0.dtype:
-        return np.ones(y0.shape, dtype=bool)
-    a, b = np.ascontiguousarray(y), np.ascontiguousarray(y0)
-    if a.dtype.kind in "fc" or a.dtype.itemsize in (1, 2, 4, 8):
-        as_bits = np.dtype(f"u{a.dtype.itemsize}") if a.dtype.itemsize in (1, 2, 4, 8) else None
-        if as_bits is not None:
-            return a.view(as_bits) != b.view(as_bits)
-    return a != b
 
 
 def _axis_of(axes: Axes, entry: tuple[int, ...], leak: tuple[int, ...]) -> int:

@@ -202,6 +202,13 @@ def as_executor(value: object) -> Any:
                     f"ExecutorOptions or None, got {got(value)}; for dask use Client(...).get_executor()")
 
 
+def engine_with_executor(engine: str, executor: object) -> None:
+    """Refuse an executor beside an engine other than ``"auto"`` or ``"executor"``: it runs
+    engine ``"executor"``, so one of the two is not meant."""
+    if executor is not None and engine not in ("auto", "executor"):
+        raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
+
+
 def takes(fn: Callable[..., object], name: str) -> bool:
     """Whether ``fn``'s signature has a parameter ``name`` (False when it has none to read):
     an optional keyword (``progress=``, ``on_chunk=``) is passed only to what accepts it."""

@@ -32,5 +32,22 @@ def same_bits(a: Any, b: Any) -> bool:
     return all(np.array_equal(bytes_a[i:i + _BLOCK], bytes_b[i:i + _BLOCK]) for i in range(0, bytes_a.size, _BLOCK))
 
 
+def bits_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per entry of two arrays of one dtype and shape: True where their bits differ (the
+    entry-wise :func:`same_bits`: ``-0.0`` is not ``0.0``, another NaN payload differs).
+
+    >>> bits_differ(np.array([0.0, np.nan, 1.0]), np.array([-0.0, np.nan, 1.0])).tolist()
+    [True, False, False]
+    >>> bits_differ(np.array([1j, 2j]), np.array([complex(-0.0, 1.0), 2j])).tolist()  # 16-byte items
+    [True, False]
+    """
+    a, b = np.asarray(a, order="C"), np.asarray(b, order="C")
+    size = a.dtype.itemsize
+    if size in (1, 2, 4, 8):
+        return a.view(f"u{size}") != b.view(f"u{size}")
+    rows = (x.reshape(-1).view(np.uint8).reshape(-1, size) for x in (a, b))  # any item size (complex128)
+    return np.not_equal(*rows).any(axis=1).reshape(a.shape)
+
+
 #: Bytes compared per block by :func:`same_bits`.
 _BLOCK = 1 << 19

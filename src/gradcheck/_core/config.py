@@ -200,6 +200,10 @@ class Tuning:
         changes = {k: v for k, v in self.fields if only is None or k in only}
         return cfg.replace(**changes) if changes else cfg
 
+    def on(self, config: Config | None, dtype: str) -> Config:
+        """``config``, or the preset of ``dtype`` when it is None, with these fields set."""
+        return self.apply(config if config is not None else Config.for_dtype(dtype))
+
     def keywords(self) -> dict[str, float]:
         """The fields as the keywords they were given as (``step`` -> ``eps``)."""
         by_field = {f: k for k, f in KEYWORD_FIELDS.items()}

@@ -5,12 +5,20 @@ Only suspects get those values, a few entries or tens of thousands out of millio
 :class:`SparseColumn` keeps the set entries alone (sorted flat positions and their values)
 and one fill value for the rest; :meth:`SparseColumn.full` (and ``np.asarray``) makes the
 dense array when one is wanted.
+
+Per-entry values that are never held at all, but computed where they are read
+(:class:`WhereRead`: a check's steps and denominators, a screened model's weights, floors and
+slacks), keep in a :class:`SparseColumn` only the few values set over them.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
+
+#: Entries per chunk when a quantity computed where read is made whole (``np.asarray``).
+CHUNK = 1 << 20
 
 
 class SparseColumn:
@@ -209,3 +217,42 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     view = a.view()
     view.flags.writeable = False
     return view
+
+
+class WhereRead(ABC):
+    """A per-entry float64 quantity of ``size`` entries computed where it is read (``q[key]``:
+    the same bits as the whole array's ``[key]``, every operation being entrywise, as long as
+    what it is computed from holds still between reads), never held: a model of 10^8
+    parameters holds no array of its steps, weights or floors, nor their temporaries all at
+    once. ``np.asarray(q)`` makes it whole, :data:`CHUNK` entries at a time. Values set at
+    positions (``q[key] = new``: a retry's smaller steps, finite) are kept in a
+    :class:`SparseColumn` and read back."""
+
+    def __init__(self, size: int) -> None:
+        self.size = int(size)
+        self._set = SparseColumn(self.size)
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (self.size,)
+
+    @abstractmethod
+    def _at(self, key: Any) -> np.ndarray:
+        """The quantity at ``key``, computed (each subclass's formula): a fresh array."""
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        out = self._at(key)
+        if self._set.count:
+            kept = np.asarray(self._set[key])
+            hit = ~np.isnan(kept)
+            out[hit] = kept[hit]
+        return out
+
+    def __setitem__(self, key: Any, new: Any) -> None:
+        self._set[key] = new
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.empty(self.size)
+        for lo in range(0, self.size, CHUNK):
+            out[lo:lo + CHUNK] = self[lo:lo + CHUNK]
+        return out if dtype is None else out.astype(dtype)

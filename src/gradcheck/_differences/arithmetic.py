@@ -9,44 +9,17 @@ model of a difference); and the refusal of a step that moves no entry
 """
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from typing import Any
 
 import numpy as np
 
 from .._core.config import UNIT_ROUNDOFF, Config, dtype_name
-from .._core.sparse import SparseColumn
+from .._core.sparse import SparseColumn, WhereRead
 from .._evaluate import steps_for  # the step rule lives with the shift that rebuilds it on a worker
 from .noise import modelled
 
 
-class _ComputedWhereRead(ABC):
-    """An array of N computed from ``values`` where it is read (``a[positions]``), without
-    holding it: the same bits, entry by entry, as long as ``values`` hold still between reads (a
-    check's ``work``, put back after every evaluation). Values set at positions (a retry's,
-    always finite) are kept in a :class:`~gradcheck._core.sparse.SparseColumn` and read back."""
-
-    def __init__(self, values: np.ndarray) -> None:
-        self.values, self.size = values, int(values.size)
-        self._set = SparseColumn(self.size)
-
-    @abstractmethod
-    def _computed(self, key: Any) -> np.ndarray:
-        """The values at ``key``, computed from :attr:`values`."""
-
-    def __getitem__(self, key: Any) -> np.ndarray:
-        out = self._computed(key)
-        if self._set.count:
-            kept = np.asarray(self._set[key])
-            hit = ~np.isnan(kept)
-            out[hit] = kept[hit]
-        return out
-
-    def __setitem__(self, key: Any, new: Any) -> None:
-        self._set[key] = new
-
-
-class StepsOf(_ComputedWhereRead):
+class StepsOf(WhereRead):
     """``steps_for(values, rel_step)`` computed where it is read (``steps[positions]``), without
     an array of N: the same bits, entry by entry, as long as ``values`` hold still between reads
     (a check's ``work``, put back after every evaluation). Steps set at positions (a retry's
@@ -62,10 +35,10 @@ class StepsOf(_ComputedWhereRead):
     """
 
     def __init__(self, values: np.ndarray, rel_step: float) -> None:
-        super().__init__(values)
-        self.rel_step = rel_step
+        super().__init__(values.size)
+        self.values, self.rel_step = values, rel_step
 
-    def _computed(self, key: Any) -> np.ndarray:
+    def _at(self, key: Any) -> np.ndarray:
         return steps_for(self.values[key], self.rel_step)
 
     def reading(self, values: np.ndarray) -> StepsOf:
@@ -75,7 +48,7 @@ class StepsOf(_ComputedWhereRead):
         return twin
 
 
-class DenominatorsOf(_ComputedWhereRead):
+class DenominatorsOf(WhereRead):
     """The realized denominators ``(x + h) - (x - h)`` of :func:`perturbed_points` (NaN where x
     is not finite) at ``values`` with ``steps`` (an array or a :class:`StepsOf`), computed where
     read: the first pass's, bit for bit, without an array of N.
@@ -89,10 +62,10 @@ class DenominatorsOf(_ComputedWhereRead):
     dtype, ndim = np.dtype(np.float64), 1
 
     def __init__(self, values: np.ndarray, steps: Any) -> None:
-        super().__init__(values)
-        self.steps = steps
+        super().__init__(values.size)
+        self.values, self.steps = values, steps
 
-    def _computed(self, key: Any) -> np.ndarray:
+    def _at(self, key: Any) -> np.ndarray:
         return perturbed_points(np.atleast_1d(self.values[key]), np.atleast_1d(self.steps[key]))[2]
 
 
@@ -111,18 +84,18 @@ def perturbed_points(old: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np
     return xp, xm, denom, finite
 
 
-def require_moving_steps(values: np.ndarray, steps: np.ndarray, rel_step: float, what: str = "x") -> None:
-    """Refuse a step that does not move some finite entry at all (``x + h == x - h`` in the
-    array's dtype: a realized step of 0, so every difference there is 0/0), naming the
-    first such entry and the relative step from which every entry moves."""
+def require_moving_steps(values: np.ndarray, rel_step: float, what: str = "x") -> None:
+    """Refuse a relative step whose steps (:func:`steps_for`) do not move some finite entry
+    at all (``x + h == x - h`` in the array's dtype: a realized step of 0, so every difference
+    there is 0/0), naming the first such entry and the relative step from which every entry
+    moves."""
     flat = np.asarray(values).reshape(-1)
-    h = np.asarray(steps).reshape(-1)
     still = None
     for start in range(0, flat.size, _BLOCK):  # block by block: no temporaries of N
         part = slice(start, start + _BLOCK)
-        _, _, denom, finite = perturbed_points(flat[part], h[part])
-        if (finite & (denom == 0)).any():
-            _, _, denom, finite = perturbed_points(flat, h)  # found: count them all (the message)
+        _, _, denom, finite = perturbed_points(flat[part], steps_for(flat[part], rel_step))
+        if (finite & (denom == 0)).any():  # found: count them all (the message)
+            _, _, denom, finite = perturbed_points(flat, steps_for(flat, rel_step))
             still = finite & (denom == 0)
             break
     if still is None:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .._core.arrays import same_bits
+from .._core.arrays import bits_differ, same_bits
 from .._core.config import dtype_name
 from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
 from .._core.inputs import require_real_output
@@ -239,8 +239,7 @@ def _written(now: np.ndarray, want: np.ndarray, at: np.ndarray, shape: tuple[int
     """The vectorized ``f`` wrote into its batch: the first of the buffer positions ``at``
     whose bits changed (``now`` against ``want``), named as the entry of its row (and, given
     ``points``, the perturbation of that row's point: batches start at row 0)."""
-    bits = f"u{now.dtype.itemsize}"
-    k = int(np.flatnonzero(np.ascontiguousarray(now).view(bits) != np.ascontiguousarray(want).view(bits))[0])
+    k = int(np.flatnonzero(bits_differ(now, want))[0])
     size = int(np.prod(shape, dtype=np.int64))
     row, entry = divmod(int(at[k]), size)
     return _batch_written(entry_of(entry, shape), None if points is None else points.label(start + row))

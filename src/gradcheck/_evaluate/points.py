@@ -37,6 +37,8 @@ from typing import Protocol
 
 import numpy as np
 
+from .._core.arrays import bits_differ
+
 #: How the entry-wise pass names its two points per entry.
 SIDES = ("+h", "-h")
 #: The kind of points that move the whole input along a direction (``x + s d``): an error is
@@ -96,12 +98,11 @@ class Shift:
         """The first position where ``now`` no longer holds the shifted value (``f`` wrote
         there), recomputed a block at a time (the same operation: the same bits), or -1."""
         move = np.add if sign > 0 else np.subtract
-        bits = f"u{now.dtype.itemsize}"
         with np.errstate(all="ignore"):
             for start in range(0, now.size, BLOCK):
                 part = slice(start, start + BLOCK)
                 want = move(old[part], self.steps(old[part], part)).astype(now.dtype, copy=False)
-                bad = np.flatnonzero(now[part].view(bits) != want.view(bits))
+                bad = np.flatnonzero(bits_differ(now[part], want))
                 if bad.size:
                     return start + int(bad[0])
         return -1

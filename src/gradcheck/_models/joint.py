@@ -29,9 +29,10 @@ import numpy as np
 from .._core.arrays import same_bits
 from .._core.config import Config, dtype_name
 from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
-from .._core.inputs import real_scalar, unit_roundoff_of
+from .._core.inputs import real_scalar
 from .._core.verdict import Verdict
 from .._evaluate import at_x
+from .._pipeline.prepare import unit_in_use
 from .._report.report import Report
 from .._screen import (
     DEFAULT_DRAWS,
@@ -151,7 +152,7 @@ def _screen_group(loss, params, claimed, names: Sequence[str], config: Config, *
         claimed.pop(n)
     f = flat_loss(loss, params, seg, mp_capable)
     y0 = real_scalar(at_x(lambda: loss(dict(params))), "loss(params)")
-    unit = max(config.unit_roundoff, unit_roundoff_of(work), unit_roundoff_of(y0))
+    unit = unit_in_use(config, work, y0)
     label = names[0] if len(names) == 1 else f"{len(names)} names"
     prep = prepare_flat(f, work, claim, config, label, float(y0), unit, getattr(loss, "gradcheck_backend", "numpy"))
     try:

@@ -14,13 +14,14 @@ from .._core import status as _status
 from .._core.arrays import same_bits
 from .._core.config import Config, Tuning, dtype_name, with_keywords
 from .._core.errors import AliasedParametersError, UnsupportedInputError
-from .._core.inputs import float_dtype_name, real_scalar, unit_roundoff_of
+from .._core.inputs import float_dtype_name, real_scalar
 from .._core.verdict import Cause, Verdict
 from .._differences import CentralDifferences, require_moving_steps, steps_for
 from .._evaluate import SerialRunner, Target, at_x, auto_decision, make_runner
 from .._pipeline.assemble import assemble_report
 from .._pipeline.difference import first_differences
 from .._pipeline.judge import judge_entries
+from .._pipeline.prepare import unit_in_use
 from .._report.report import Report
 from ..backends import NumpyBackend, as_gradient
 from .diagnosis import diagnose
@@ -171,6 +172,9 @@ def check_params(
     adjudicate, digits = _arguments.as_adjudicate(adjudicate), _arguments.as_digits(digits)
     seed, executor = _arguments.as_seed(seed), _arguments.as_executor(executor)
     engine = _arguments.choice("engine", engine, PARAMS_ENGINES + ("executor",))
+    _arguments.engine_with_executor(engine, executor)
+    if engine == "executor" and executor is None:
+        raise ValueError("check_params: engine='executor' needs executor= (a concurrent.futures.Executor)")
     screen, _ = bool(_arguments.flag("screen", screen)), _arguments.as_budget(budget)
     problem = framework_problem(loss, params, grads)
     if problem is not None:
@@ -215,8 +219,6 @@ class _Outcome:
 def _screened(loss, params, claimed, configs, *, order, budget, adjudicate, digits, engine, executor) -> _Outcome:
     """``screen=True``: one screen over every entry of every name (:mod:`.joint`); the dict
     is never written (the screen evaluates the loss on its own copy)."""
-    if engine == "executor" and executor is None:
-        raise ValueError("check_params: engine='executor' needs executor= (a concurrent.futures.Executor)")
     f0 = _scalar_loss(loss, params)
     mp_capable = getattr(loss, "gradcheck_mp_capable", True)
     whole = screen_whole(loss, params, claimed, configs, order, budget=budget, engine=engine, executor=executor,
@@ -248,7 +250,7 @@ def _entrywise(loss, params, claimed, configs, *, order, sample, seed, adjudicat
         f0 = _scalar_loss(loss, params)
         total = sum(int(np.size(params[n])) if sample is None else min(sample, int(np.size(params[n])))
                     for n in names)
-        chosen, why, timed = _params_engine(engine, executor, False, sample, loss, params, total)
+        chosen, why, timed = _choose_engine(engine, executor, loss, params, total)
         for n in names:
             reports[n] = _check_one(loss, params, n, claimed[n], configs[n], sample, rng, adjudicate, digits,
                                     claim_scale, chosen, why, executor)
@@ -256,7 +258,7 @@ def _entrywise(loss, params, claimed, configs, *, order, sample, seed, adjudicat
     finally:
         for n in names:
             params[n] = originals[n]
-            if params[n].flags.writeable and _bits_differ(params[n], snapshots[n]):
+            if params[n].flags.writeable and not same_bits(params[n], snapshots[n]):
                 params[n][...] = snapshots[n]
     notes = [f"read-only parameters checked through a temporary copy in the dict: {swapped}"] if swapped else []
     return _Outcome(reports, f0, f1, 2 + timed + sum(r.evaluations for r in reports.values()), notes)
@@ -288,8 +290,8 @@ def _name_configs(params: Mapping[str, Any], dtypes: Mapping[str, str], config: 
     (``rtol=``, ``eps=``, ...) set; its steps must move its entries."""
     configs = {}
     for n, dtype in dtypes.items():
-        cfg = configs[n] = tuning.apply(config if config is not None else Config.for_dtype(dtype))
-        require_moving_steps(params[n], steps_for(params[n].reshape(-1), cfg.step), cfg.step, f"params[{n!r}]")
+        cfg = configs[n] = tuning.on(config, dtype)
+        require_moving_steps(params[n], cfg.step, f"params[{n!r}]")
     return configs
 
 
@@ -311,21 +313,6 @@ def _require_names(params: Mapping[str, Any], grads: Mapping[str, Any], order: S
     if sorted(order_t) != sorted(names):
         raise ValueError(f"order must list each parameter name once: got {list(order_t)}, names are {names}")
     return names, order_t
-
-
-def _params_engine(engine: str, executor: Any, screen: bool, sample: int | None, loss, params,
-                   total: int) -> tuple[str, str, int]:
-    """``(engine, why, calls)`` for every name: the screen's, the executor, or
-    :func:`_choose_engine`; ``calls`` of the loss were made to choose."""
-    if screen and sample is not None:
-        raise ValueError("check_params: screen=True covers every entry; it cannot be combined with sample=")
-    if screen:
-        return engine, "", 0
-    if executor is not None:
-        if engine not in ("auto", "executor"):
-            raise ValueError(f"an executor runs engine='executor'; got engine={engine!r} as well (drop one)")
-        return "executor", "executor: asked for", 0
-    return _choose_engine(engine, loss, params, total)
 
 
 def _require_arrays(params: Mapping[str, Any]) -> None:
@@ -362,7 +349,7 @@ def shared_memory_groups(arrays: Mapping[str, np.ndarray]) -> list[list[str]]:
     """The sets of names (two or more) whose arrays share memory: the same array, views of
     it, or overlapping parts of one buffer (``np.shares_memory``, exact). Arrays whose byte
     ranges do not overlap are never compared, so a model with many tensors costs a sort."""
-    bounds = _byte_bounds()
+    bounds = _np_byte_bounds
     names = [n for n, a in arrays.items() if a.size > 0]
     spans = sorted(bounds(arrays[n]) + (n,) for n in names)
     parent = {n: n for n in names}
@@ -387,10 +374,6 @@ def shared_memory_groups(arrays: Mapping[str, np.ndarray]) -> list[list[str]]:
     return [g for g in groups.values() if len(g) > 1]
 
 
-def _byte_bounds():
-    return _np_byte_bounds
-
-
 def _informative(report: Report) -> bool:
     """Whether a name says anything about the gradient flowing through it: some entry
     PASSed against a nonzero value. A key bias whose gradient is exactly 0 passes whatever
@@ -399,10 +382,6 @@ def _informative(report: Report) -> bool:
     if report.causes is not None:
         passed &= report.causes != Cause.EXACT_ZERO
     return bool(passed.any())
-
-
-def _bits_differ(a: np.ndarray, b: np.ndarray) -> bool:
-    return not same_bits(a, b)
 
 
 def _scalar_loss(loss, params, name: str | None = None) -> float:
@@ -419,13 +398,12 @@ def _loss_output(loss, params, name: str | None = None) -> np.ndarray:
 PARAMS_ENGINES = ("auto", "serial", "processes")  # and "executor", with executor=
 
 
-def _choose_engine(engine: str, loss, params, total: int) -> tuple[str, str, int]:
-    """``(engine, why, calls)`` for check_params; auto times one loss evaluation (two when
-    the first says the check is long): ``calls``."""
-    if engine == "executor":
-        raise ValueError("check_params: engine='executor' needs executor= (a concurrent.futures.Executor)")
-    if engine not in PARAMS_ENGINES:
-        raise ValueError(f"check_params: engine={engine!r} is not one of {PARAMS_ENGINES}")
+def _choose_engine(engine: str, executor: Any, loss, params, total: int) -> tuple[str, str, int]:
+    """``(engine, why, calls)`` for the entry-wise check of every name (``engine`` and
+    ``executor`` as check_params validated them): the executor, the engine asked for, or
+    auto, which times one loss evaluation (two when the first says the check is long): ``calls``."""
+    if executor is not None:
+        return "executor", "executor: asked for", 0
     if engine == "processes" and getattr(loss, "gradcheck_backend", "numpy") != "numpy":
         raise ValueError("engine='processes' forks worker processes, and a child forked after a framework (torch, "
                          "jax) has started its thread pools can deadlock: use engine='serial'")
@@ -458,7 +436,7 @@ def _check_one(loss, params, name, analytic_full, cfg: Config, sample, rng, adju
     steps = steps_for(values, cfg.step)
     differencer, pool = _param_differencer(loss, params, name, engine if flat_idx.size >= 2 else "serial", executor)
     probe = _loss_output(loss, params, name)
-    unit = max(cfg.unit_roundoff, unit_roundoff_of(arr), unit_roundoff_of(probe))
+    unit = unit_in_use(cfg, arr, probe)
     # The referee evaluates the loss with this one tensor replaced by an arbitrary-precision copy.
     snapshot = np.array(arr, dtype=np.float64, copy=True)
     referee = referee_for(NumpyBackend(), loss, snapshot, None, adjudicate=adjudicate, digits=digits,

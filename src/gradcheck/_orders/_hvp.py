@@ -223,7 +223,7 @@ def _second_differences(f, x_np, inner, claim_fn, label, config, tuning, options
     dtype = dtype_name(np.finfo(x_np.dtype).dtype if complex_in else x_np.dtype)  # a complex x: its parts'
     unit = unit_roundoff_of(x_np)
     # eps= (or a config's own step) sets h = k; else (2u)^(1/4), both truncation errors O(h^2)
-    cfg = tuning.apply(config or Config.for_dtype(dtype))
+    cfg = tuning.on(config, dtype)
     step = cfg.step if "eps" in tuning.keywords() else (2 * unit) ** 0.25
     cfg = cfg.replace(step=step)
     # Its own stream (not default_rng(seed)'s, which would make v = x for x drawn with the seed).

@@ -65,8 +65,7 @@ def validate(**keywords: Any) -> CheckOptions:
     opts = CheckOptions(**_check_keywords(engines=ENGINE_NAMES, **keywords), config=config, tuning=tuning,
                         checkpoint=checkpoint, complex_convention=convention, independent_axes=axes)
     _axes.refuse_unsupported(axes, engine=opts.engine, executor=opts.executor, checkpoint=checkpoint)
-    if opts.executor is not None and opts.engine not in ("auto", "executor"):
-        raise ValueError(f"an executor runs engine='executor'; got engine={opts.engine!r} as well (drop one)")
+    _arguments.engine_with_executor(opts.engine, opts.executor)
     if convention is not None:
         _complex.validate_convention(convention)
     if checkpoint is not None:

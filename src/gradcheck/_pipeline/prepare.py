@@ -23,7 +23,7 @@ from .._core import claims as _claims
 from .._core.config import Config, dtype_name
 from .._core.errors import OutputError
 from .._core.inputs import float_dtype_name, output_array, require_real_output, unit_roundoff_of
-from .._differences import require_moving_steps, steps_for
+from .._differences import require_moving_steps
 from .._evaluate import at_x
 from .._lowp.forced64 import route_float64
 from .._lowp.plan import Adjudicate, LowPrecisionPlan, OrdinaryPlan, plan_for
@@ -95,7 +95,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
     # Native byte order: the same values, and the differencing code reads them natively.
     work = private_copy(x_np)
     pristine = _pristine(x_np, work)
-    require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
+    require_moving_steps(work, cfg.step)
     began = time.perf_counter()
     y0 = at_x(lambda: be.evaluate(f, work))  # a write is sanity's to see, against pristine, after the first pass
     call_seconds = time.perf_counter() - began  # the cost plan's measured call (gradcheck._pipeline.cost)
@@ -110,7 +110,7 @@ def prepare(f: Callable[..., Any], x: Any, grad: Any, backend: Any, opts: CheckO
         probes += spent
         if routed is not None:
             lowp, cfg = routed, _refined(opts.tuning.apply(routed.config), opts.refine)
-            require_moving_steps(work, steps_for(work.reshape(-1), cfg.step), cfg.step)
+            require_moving_steps(work, cfg.step)
     cotangent = None if y0.ndim == 0 else lowp.cotangent(make_cotangent(y0.shape, cfg))
     reduce = reducer(cotangent)
     f0 = reduce(y0)

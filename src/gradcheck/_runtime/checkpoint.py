@@ -63,6 +63,7 @@ import numpy as np
 
 from .._core.arguments import flag, nonnegative, takes
 from .._core.errors import GradcheckError
+from .progress import timed_chunks
 
 FORMAT = "gradcheck-checkpoint"
 VERSION = 1
@@ -510,20 +511,12 @@ class Checkpointed:
             self.engine.differences(idx[pending], steps[pending], **kwargs)
             return
         # An engine that answers whole calls: drive it in chunks sized by time.
-        start, size = 0, min(pending.size, 8)
-        while start < pending.size:
-            stop = min(pending.size, start + size)
-            part = pending[start:stop]
-            began = time.perf_counter()
+        for chunk in timed_chunks(pending.size, CHUNK_SECONDS):
+            part = pending[chunk]
             fp, fm, den = self.engine.differences(idx[part], steps[part])
-            took = time.perf_counter() - began
             self._record(rec, part, fp, fm, den)
             if progress is not None:
-                progress(before + stop)
-            per_entry = took / (stop - start)
-            wanted = int(CHUNK_SECONDS / per_entry) if per_entry > 0 else size * 8
-            size = max(1, min(size * 8, wanted))
-            start = stop
+                progress(before + chunk.stop)
 
     def save(self) -> None:
         began = time.perf_counter()

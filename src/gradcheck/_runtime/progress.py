@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 import numpy as np
@@ -154,21 +154,26 @@ def differences_with_progress(
 
 
 
-def _chunked(differences, flat_indices: np.ndarray, steps: np.ndarray, bar: Progress):
-    count = flat_indices.size
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+def timed_chunks(count: int, seconds: float) -> Iterator[slice]:
+    """``range(count)`` as consecutive slices for an engine that answers whole calls: 8
+    entries first, then each chunk sized to take about ``seconds`` at the pace of the one
+    before (the time until the caller asks for the next), growing at most 8x at a time."""
     start, size = 0, min(count, 8)
     while start < count:
         stop = min(count, start + size)
         began = time.perf_counter()
-        parts.append(differences(flat_indices[start:stop], steps[start:stop]))
-        took = time.perf_counter() - began
-        bar.update(stop)
-        # Size the next chunk to take about CHUNK_SECONDS, growing at most 8x at a time.
-        per_entry = took / (stop - start)
-        wanted = int(CHUNK_SECONDS / per_entry) if per_entry > 0 else size * 8
+        yield slice(start, stop)
+        per_entry = (time.perf_counter() - began) / (stop - start)
+        wanted = int(seconds / per_entry) if per_entry > 0 else size * 8
         size = max(1, min(size * 8, wanted))
         start = stop
+
+
+def _chunked(differences, flat_indices: np.ndarray, steps: np.ndarray, bar: Progress):
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for part in timed_chunks(flat_indices.size, CHUNK_SECONDS):
+        parts.append(differences(flat_indices[part], steps[part]))
+        bar.update(part.stop)
     if not parts:
         return differences(flat_indices, steps)
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(3))  # type: ignore[return-value]

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core.sparse import WhereRead
 from .._core.tolerance import Tolerance
 from .._differences import MEASURED_SAFETY, modelled
 
@@ -52,15 +53,16 @@ from .._differences import MEASURED_SAFETY, modelled
 QUICK_LOOK_FACTOR = 8.0
 
 
-class Product:
+class Product(WhereRead):
     """``share * a * b`` per entry, computed where it is read (``p[idx]``, the same bits as
     ``(share * a * b)[idx]``) instead of held: the bisection's relevance slack and the
     measurer's worth, which a whole model would otherwise pay 16 bytes per entry for."""
 
     def __init__(self, a: Any, b: Any, share: float | None = None) -> None:
+        super().__init__(np.size(b))
         self.a, self.b, self.share = a, b, share
 
-    def __getitem__(self, key: Any) -> np.ndarray:
+    def _at(self, key: Any) -> np.ndarray:
         a = self.a[key]
         return (a if self.share is None else self.share * a) * self.b[key]
 

@@ -11,7 +11,6 @@ copy, beside the pristine ``x`` it is compared with at the end), the weights and
 """
 from __future__ import annotations
 
-import abc
 import time
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
@@ -24,6 +23,8 @@ from .._core import arguments as _arguments
 from .._core.config import Config, Tuning
 from .._core.errors import UnsupportedInputError
 from .._core.inputs import float_dtype_name, require_real_output
+from .._core.sparse import CHUNK as CHUNK
+from .._core.sparse import WhereRead
 from .._differences import steps_for
 from .._evaluate import Target, at_x
 from .._lowp.forced64 import Float32InsidePlan, route_float64
@@ -96,7 +97,7 @@ def prepare(f, x, grad, config, name, backend, tuning: Tuning) -> Prepared:
             f"screen works on float32 and float64 inputs; x is {dtype}, where a difference in its "
             "own precision is mostly noise: use gradcheck.check, which differences the float64 upcast"
         )
-    cfg = tuning.apply(config if config is not None else Config.for_dtype(dtype))  # rtol=, eps=, ... on the preset
+    cfg = tuning.on(config, dtype)  # rtol=, eps=, ... on the preset
     label = _arguments.label_of(f, name)
     work = private_copy(x_np)
     y0 = at_x(lambda: be.evaluate(f, work))
@@ -130,38 +131,7 @@ def time_and_repeat(prep: Prepared) -> tuple[float, bool, float]:
 
 # -- a whole model: the concatenation of its parameters -------------------------------------------
 
-#: Entries per chunk when a per-entry quantity of a flat problem is wanted whole.
-CHUNK = 1 << 20
-
-
-class _WhereRead(abc.ABC):
-    """A per-entry quantity of a flat problem computed where it is read (``q[key]``: the same
-    bits as the whole array's ``[key]``, every operation being entrywise), and in chunks when a
-    whole array is asked for (``np.asarray(q)``): a model of 10^8 parameters holds no array of
-    steps, weights or floors, and never their temporaries all at once."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-
-    @property
-    def shape(self) -> tuple[int]:
-        return (self.size,)
-
-    @abc.abstractmethod
-    def _at(self, key: Any) -> np.ndarray:
-        """The quantity at ``key`` of the flat problem (each subclass's formula)."""
-
-    def __getitem__(self, key: Any) -> np.ndarray:
-        return self._at(key)
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        out = np.empty(self.size)
-        for lo in range(0, self.size, CHUNK):
-            out[lo:lo + CHUNK] = self._at(slice(lo, lo + CHUNK))
-        return out if dtype is None else out.astype(dtype)
-
-
-class WeightsOf(_WhereRead):
+class WeightsOf(WhereRead):
     """``max(1, |x_i|)`` (:attr:`Prepared.weights`) where read."""
 
     def __init__(self, x_flat: np.ndarray) -> None:
@@ -177,7 +147,7 @@ class WeightsOf(_WhereRead):
         return np.maximum(1.0, np.abs(x.astype(np.float64, copy=False)))
 
 
-class FloorOf(_WhereRead):
+class FloorOf(WhereRead):
     """:attr:`Prepared.floor` where read, at the round-off ``rho`` measured when made."""
 
     def __init__(self, prep: Prepared) -> None:
