@@ -7,10 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._classify.rule import classify
+from .._core.config import DEFAULT_RESOLUTION
+from .._core.tolerance import Tolerance
 from .._core.verdict import Verdict
 from .._differences import measured, slope_and_noise, truncation, with_measured
 from .kink import kink_threshold, one_sided
-from .study import Suspects, given
+from .study import Differencer
 
 #: The quick look at a noisy PASS: these steps only (part of STUDY_FACTORS, reused by it).
 QUICK_FACTORS = (8.0, 16.0)
@@ -35,10 +37,21 @@ class QuickLook:
     evaluations: int
 
 
-@given(Suspects)
-def quick_certify(suspects: Suspects) -> QuickLook:
-    """The quick look at noisy PASS entries (its arguments: :class:`~.study.Suspects`'s
-    fields): difference them at 8h and 16h and certify
+def quick_certify(
+    differencer: Differencer,
+    flat_indices: np.ndarray,
+    steps: np.ndarray,
+    analytic: np.ndarray,
+    first: tuple[np.ndarray, np.ndarray, np.ndarray],
+    *,
+    base_value: float | None = None,
+    unit_roundoff: float,
+    rtol: float,
+    atol: float,
+    noise_factor: float,
+    resolution: float = DEFAULT_RESOLUTION,
+) -> QuickLook:
+    """The quick look at noisy PASS entries: difference them at 8h and 16h and certify
     those whose claim is within ``rtol`` of D(8h) with D(8h)'s whole error bound added:
 
         bound = max(k*noise(8h), 3*m/half(8h)) + |D(16h) - D(8h)|/3,
@@ -52,20 +65,21 @@ def quick_certify(suspects: Suspects) -> QuickLook:
     passes the verdict rule with D(8h)'s bound (implied when ``2 rtol <= resolution``,
     checked in any case), so the quick look is never looser than the rule.
     """
-    raw = {factor: suspects.at(factor) for factor in QUICK_FACTORS}
-    evaluations = 2 * len(suspects.flat_indices) * len(QUICK_FACTORS)
-    k, unit_roundoff = suspects.noise_factor, suspects.unit_roundoff
-    d1, _ = slope_and_noise(*suspects.first, unit_roundoff)
+    raw = {factor: differencer(flat_indices, steps * factor) for factor in QUICK_FACTORS}
+    evaluations = 2 * len(flat_indices) * len(QUICK_FACTORS)
+    k = noise_factor
+    d1, _ = slope_and_noise(*first, unit_roundoff)
     d8, n8 = slope_and_noise(*raw[8.0], unit_roundoff)
     d16, _ = slope_and_noise(*raw[16.0], unit_roundoff)
-    a, rule = suspects.claim, suspects.rule  # D(8h)'s whole bound as the noise (k = 1)
+    a = np.asarray(analytic, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):
-        half1, half8 = np.abs(suspects.first[2]) / 2.0, np.abs(raw[8.0][2]) / 2.0
+        half1, half8 = np.abs(first[2]) / 2.0, np.abs(raw[8.0][2]) / 2.0
         roundoff = measured(d1, d8, half1) * QUICK_MEASURED_SAFETY
         bound = with_measured(k * n8, roundoff, half8) + truncation(d8, d16)
         scale = np.maximum(np.abs(a), np.abs(d8))
+        rule = Tolerance(rtol, atol, 1.0, resolution)  # D(8h)'s whole bound as the noise (k = 1)
         certified = np.abs(a - d8) + rule.floor(bound) <= rule.value_term(scale)
-    certified &= _smooth(raw, suspects.base_value, unit_roundoff, suspects.rtol, k, scale)
+    certified &= _smooth(raw, base_value, unit_roundoff, rtol, k, scale)
     # The rule's PASS also excludes what is not finite: a, D(8h) and the bound are its inputs
     # (NONFINITE), and a D(16h) that is not finite makes the bound inf or NaN.
     certified &= classify(a, d8, bound, **rule.rule()) == Verdict.PASS

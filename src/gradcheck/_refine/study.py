@@ -26,11 +26,8 @@ those two differences.
 """
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
-from dataclasses import KW_ONLY, dataclass, field
-from typing import ParamSpec, TypeVar
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,70 +41,8 @@ from .descent import LARGE_STEP, descend, needs_descent
 from .kink import kink_test
 
 Differencer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
-Differences = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 STUDY_FACTORS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
-
-
-@dataclass(frozen=True)
-class Suspects:
-    """What a look at suspicious entries is given (the quick look's and the step study's
-    arguments, in this order): ``differencer(flat_indices, steps * factor)`` differences them
-    at a multiple of their steps; ``first`` is the ``(f_plus, f_minus, denominator)`` already
-    measured at factor 1; ``base_value`` (f at the unperturbed x: a scalar, or one per entry)
-    enables the one-sided slopes and the kink test; the rule's ``rtol``, ``atol``,
-    ``noise_factor`` and ``resolution`` judge them."""
-
-    differencer: Differencer
-    flat_indices: np.ndarray
-    steps: np.ndarray
-    analytic: np.ndarray
-    first: Differences
-    _: KW_ONLY
-    base_value: float | np.ndarray | None = None
-    unit_roundoff: float
-    rtol: float
-    atol: float
-    noise_factor: float
-    resolution: float = DEFAULT_RESOLUTION
-
-    def at(self, factor: float) -> Differences:
-        """The differences at ``factor`` times the steps (2 evaluations per entry)."""
-        return self.differencer(self.flat_indices, self.steps * factor)
-
-    @property
-    def claim(self) -> np.ndarray:
-        return np.asarray(self.analytic, dtype=np.float64)
-
-    @property
-    def rule(self) -> Tolerance:
-        """The one rule, with a decisive estimate's whole bound as its noise floor (k = 1)."""
-        return Tolerance(self.rtol, self.atol, 1.0, self.resolution)
-
-
-@dataclass(frozen=True)
-class Studied(Suspects):
-    """:class:`Suspects` for the step study: ``measured`` holds differences already taken at
-    other factors (the quick look's)."""
-
-    measured: dict[float, Differences] | None = field(default=None, kw_only=True)
-
-
-P = ParamSpec("P")
-R = TypeVar("R")
-G = TypeVar("G", bound=Suspects)
-
-
-def given(kind: Callable[P, G]) -> Callable[[Callable[[G], R]], Callable[P, R]]:
-    """A look written on one :class:`Suspects` (``kind``), called with its fields as arguments."""
-    def wrap(look: Callable[[G], R]) -> Callable[P, R]:
-        def called(*args: P.args, **kwargs: P.kwargs) -> R:
-            return look(kind(*args, **kwargs))
-        functools.update_wrapper(called, look)
-        # help() shows the arguments, not the one Suspects the look is written on
-        vars(called)["__signature__"] = inspect.signature(kind).replace(return_annotation=look.__annotations__["return"])
-        return called
-    return wrap
 
 
 @dataclass(frozen=True)
@@ -123,27 +58,43 @@ class StepStudy:
     unsettled: np.ndarray | None = None  # bool: a MISMATCH no smaller step confirmed (now UNCHECKED)
 
 
-@given(Studied)
-def step_study(suspects: Studied) -> StepStudy:
-    """Re-difference the suspects at several steps and re-judge them (its arguments:
-    :class:`Studied`'s fields)."""
-    measured = suspects.measured or {}
+def step_study(
+    differencer: Differencer,
+    flat_indices: np.ndarray,
+    steps: np.ndarray,
+    analytic: np.ndarray,
+    first: tuple[np.ndarray, np.ndarray, np.ndarray],
+    *,
+    base_value: float | None = None,
+    unit_roundoff: float,
+    rtol: float,
+    atol: float,
+    noise_factor: float,
+    resolution: float = DEFAULT_RESOLUTION,
+    measured: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
+) -> StepStudy:
+    """Re-difference ``flat_indices`` at several steps and re-judge them.
+
+    ``first`` is the ``(f_plus, f_minus, denominator)`` already measured at factor 1;
+    ``measured`` holds differences already taken at other factors (the quick look's).
+    ``base_value`` (f at the unperturbed x) enables the one-sided slopes and the kink test.
+    """
+    measured = measured or {}
     slopes: dict[float, np.ndarray] = {}
     noises: dict[float, np.ndarray] = {}
-    raw: dict[float, Differences] = {}
+    raw: dict[float, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     evaluations = 0
-    steps, unit_roundoff = suspects.steps, suspects.unit_roundoff
     for factor in STUDY_FACTORS:
         if factor == 1.0:
-            raw[factor] = suspects.first
+            raw[factor] = first
         elif factor in measured:
             raw[factor] = measured[factor]
         else:
-            raw[factor] = suspects.at(factor)
-            evaluations += 2 * len(suspects.flat_indices)
+            raw[factor] = differencer(flat_indices, steps * factor)
+            evaluations += 2 * len(flat_indices)
         slopes[factor], noises[factor] = slope_and_noise(*raw[factor], unit_roundoff)
 
-    k = suspects.noise_factor
+    k = noise_factor
     # Round-off measured, not only modelled: at the small steps truncation is negligible,
     # so how far D(s) and D(2s) disagree, times the step, is the size of f's own round-off
     # (which the model u*|f| underestimates when f cancels large intermediate values).
@@ -153,9 +104,11 @@ def step_study(suspects: Studied) -> StepStudy:
         bound_noise = {s: with_measured(k * noises[s], roundoff, half[s]) for s in STUDY_FACTORS}
     numeric, bound = best_estimate([slopes[s] for s in STUDY_FACTORS], [bound_noise[s] for s in STUDY_FACTORS])
 
-    a, rule = suspects.claim, suspects.rule
+    a = np.asarray(analytic, dtype=np.float64)
+    # The one rule, the decisive estimate's whole bound as its noise floor (k = 1).
+    rule = Tolerance(rtol, atol, 1.0, resolution)
     codes = classify(a, numeric, bound, **rule.rule())
-    left, right, kink = kink_test(raw, suspects.base_value, unit_roundoff, suspects.rtol, k)
+    left, right, kink = kink_test(raw, base_value, unit_roundoff, rtol, noise_factor)
     with np.errstate(invalid="ignore"):
         lo, hi = np.minimum(left, right), np.maximum(left, right)
         slack = rule.bound(np.maximum(np.abs(lo), np.abs(hi)), bound)
@@ -171,7 +124,7 @@ def step_study(suspects: Studied) -> StepStudy:
         [slopes[s] for s in STUDY_FACTORS], [bound_noise[s] for s in STUDY_FACTORS], numeric, bound, steps))
         | ((codes == Verdict.UNCHECKED) & (np.asarray(steps) > LARGE_STEP))))
     if down.size:
-        found = descend(suspects.differencer, suspects.flat_indices[down], steps[down], a[down],
+        found = descend(differencer, flat_indices[down], steps[down], a[down],
                         (numeric[down], bound[down], codes[down]), tuple(d[down] for d in raw[0.5]),
                         unit_roundoff=unit_roundoff, noise_factor=k, rule=rule)
         numeric[down], bound[down], codes[down], unsettled[down] = found[:4]
