@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._core.formats import round_to_format
 from .subjects import matvec_inputs, rope_inputs
@@ -30,7 +31,7 @@ class Case:
     of: str = "value"
 
 
-def rounded(y: Any, fmt: str = "bfloat16") -> np.ndarray:
+def rounded(y: ArrayLike, fmt: str = "bfloat16") -> np.ndarray:
     """``y`` (float32 or float64) rounded once to ``fmt``."""
     return round_to_format(np.asarray(y, dtype=np.float64) if np.asarray(y).dtype.kind == "f"
                            else np.asarray(y), fmt, as_dtype=True)
