@@ -184,8 +184,8 @@ def _adjoint(be: Backend, options: dict[str, Any]) -> None:
 def _taylor(be: Any, options: dict[str, Any]) -> None:
     _no_engine("taylor", options)
     f, x, _ = be.control_problem()
-    grad: Any
-    hvp: Any
+    grad: Callable[[np.ndarray], np.ndarray] | None
+    hvp: Callable[[np.ndarray, np.ndarray], np.ndarray] | str
     wrong: list[dict[str, Any]]
     if _framework(be):
         grad, hvp = None, "backend"

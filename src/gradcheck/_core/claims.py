@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
 from .arrays import same_bits
 from .errors import InputMutationError
+
+_T = TypeVar("_T")  # what the watched call returns
 
 
 def _ufunc_fix(fn: np.ufunc, params: Sequence[str]) -> str:
@@ -127,8 +129,8 @@ def claim_label(role: str, params: Sequence[str]) -> str:
     return f"the claimed gradient {role}({', '.join(params)})"
 
 
-def call_watched(call: Callable[..., Any], arrays: Sequence[np.ndarray | None], names: Sequence[str],
-                 who: str) -> Any:
+def call_watched(call: Callable[..., _T], arrays: Sequence[np.ndarray | None], names: Sequence[str],
+                 who: str) -> _T:
     """``call(*copies)`` on private copies of ``arrays`` (None stays None); a claim that wrote
     into one of them raises :class:`InputMutationError` naming ``who`` and the argument."""
     copies = [None if a is None else np.array(a, copy=True) for a in arrays]

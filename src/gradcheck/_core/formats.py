@@ -371,7 +371,7 @@ from numpy.typing import ArrayLike, DTypeLike
     return np.array(res, dtype=np.float64).reshape(c.shape)
 
 
-def _exact_ulp_error(cv: float, xv: Any, fmt: FloatFormat) -> float:
+def _exact_ulp_error(cv: float, xv: object, fmt: FloatFormat) -> float:
     kind, sx, p, q, e2 = _parse(xv)
     if kind == _NAN or not math.isfinite(cv):
         same = (kind == _NAN and cv != cv) or (kind == _INF and cv == (-1) ** sx * math.inf)

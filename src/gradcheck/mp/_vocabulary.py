@@ -85,7 +85,7 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> _Matmul | None:
     return _Matmul(big_a, big_b, lambda out: out.reshape(shape + out.shape[-1:]))
 
 
-def _tensordot(a: np.ndarray, b: np.ndarray, axes: Any = 2) -> _Matmul | None:
+def _tensordot(a: np.ndarray, b: np.ndarray, axes: int | Sequence[int | Sequence[int]] = 2) -> _Matmul | None:
     try:
         if isinstance(axes, (int, np.integer)):
             ax_a, ax_b = list(range(a.ndim - int(axes), a.ndim)), list(range(int(axes)))
