@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -24,8 +23,8 @@ class Case:
 
     name: str
     source: str
-    definition: Callable[..., Any]
-    kernel: Callable[..., Any]
+    definition: Callable[..., object]
+    kernel: Callable[..., np.ndarray]
     inputs: Callable[[str, int], tuple[np.ndarray, ...]]
     dtype: str = "bfloat16"
     of: str = "value"

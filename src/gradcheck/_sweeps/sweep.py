@@ -419,7 +419,7 @@ class SweepReport(HtmlViews, _status.PassedAsTruth):
             "shapes": [r.to_dict() for r in self.results],
         }
 
-    def plot(self, path: str | Path, **options: Any) -> Path:
+    def plot(self, path: str | Path, **options: str | int | None) -> Path:
         """Write a PNG grid of which shapes fail (see :func:`gradcheck._report.plot.plot_sweep`
         for ``rows=``, ``cols=``, ``panels=``); needs matplotlib (``gradcheck[plot]``)."""
         return plot_sweep(self, path, **options)
