@@ -30,7 +30,7 @@ from ..backends._numpy import control_gradient, control_input
 from .corrupt import CORRUPTIONS
 
 if TYPE_CHECKING:
-    from ..backends._protocol import Backend
+    from ..backends import Backend
 
 KINDS = ("grad", "jvp", "hvp", "adjoint", "taylor", "complex")
 EXPECTED = sorted(ix for ix, _ in CORRUPTIONS)

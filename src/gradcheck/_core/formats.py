@@ -347,7 +347,6 @@ def ulp_error(candidate: ArrayLike, exact: ExactLike, fmt: FormatLike) -> np.nda
     `is_correctly_rounded` for that question).
 
     >>> import numpy as np
-from numpy.typing import ArrayLike, DTypeLike
     >>> ulp_error(np.array([1.0078125], np.float32), [1.0], "bfloat16").tolist()
     [1.0]
     """

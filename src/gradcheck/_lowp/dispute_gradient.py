@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..mp._array import MPArray
+    from ..mp import MPArray
 
 #: What ``dispute`` can judge.
 KINDS = ("value", "gradient")

@@ -16,7 +16,6 @@ numpy so that :func:`gradcheck.mp.evaluate` runs them at arbitrary precision (an
 float dtype runs them in that dtype).
 
 >>> import numpy as np
-from numpy.typing import ArrayLike
 >>> x, pos = rope_inputs(rows=4, dim=8, start=4000)
 >>> rope_fast(x, pos).dtype.name, rope_fast(x, pos).shape
 ('bfloat16', (4, 8))

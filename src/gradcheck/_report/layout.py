@@ -32,7 +32,6 @@ Every product-shaped kind (``single`` to ``product`` in the table) also carries
 
 Example:
     >>> import numpy as np
-from numpy.typing import ArrayLike
     >>> m = np.zeros((4, 5), bool); m[:, -1] = True
     >>> describe_layout(m).text
     'the last column (column 4)'

@@ -16,22 +16,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .._core import status as _status
 from .._core.verdict import Cause, Verdict
 from .layout import describe_layout
-
-if TYPE_CHECKING:
-    from .._lowp.result import DisputeResult
-    from .._models.report import ParamsReport
-    from .._orders._adjoint import AdjointResult
-    from .._orders._taylor import TaylorResult
-    from .._pipeline.inputs import MultiReport
-    from .._sweeps.sweep import SweepReport
-    from .report import Report
 
 #: The note a screen writes when it traced a difference that check's tolerance forgives.
 _TRACED = re.compile(r"^disagreement traced to (?P<where>.*?): a difference beyond f's noise, within check's "
@@ -70,7 +61,7 @@ def next_steps(result: Any) -> list[str]:
     return _generic_steps(result)
 
 
-def _report_steps(r: Report) -> list[str]:
+def _report_steps(r: Any) -> list[str]:
     status = r.status
     screened = getattr(r, "detection_limit", None) is not None
     if status == _status.FAIL:
@@ -97,7 +88,7 @@ def _number(value: Any) -> str:
     return f"{complex(value):.10g}" if np.iscomplexobj(value) else f"{float(value):.10g}"
 
 
-def _fail_steps(r: Report, screened: bool) -> list[str]:
+def _fail_steps(r: Any, screened: bool) -> list[str]:
     steps = []
     if not r.deterministic:
         steps.append(f"make f deterministic (seed its random numbers, turn off dropout; f(x) changed by "
@@ -120,7 +111,7 @@ def _fail_steps(r: Report, screened: bool) -> list[str]:
     return steps
 
 
-def _screen_fail_step(r: Report) -> str:
+def _screen_fail_step(r: Any) -> str:
     evaluations = 2 * r.size
     if r.counts[Verdict.UNCHECKED]:
         return (f"the screen localized examples of a dense error and left {r.counts[Verdict.UNCHECKED]} entries "
@@ -130,7 +121,7 @@ def _screen_fail_step(r: Report) -> str:
             f"gradcheck.check(f, x, grad) for an entry-wise verdict everywhere ({evaluations} evaluations)")
 
 
-def _screen_pass_step(r: Report) -> str:
+def _screen_pass_step(r: Any) -> str:
     limit = np.asarray(r.detection_limit, dtype=np.float64).reshape(-1)
     scale = np.abs(np.asarray(r.analytic, dtype=np.float64)).reshape(-1)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -141,7 +132,7 @@ def _screen_pass_step(r: Report) -> str:
             f"passes; gradcheck.check(f, x, grad) judges each entry on its own ({2 * r.size} evaluations)")
 
 
-def _traced_within_tolerance(r: Report) -> str:
+def _traced_within_tolerance(r: Any) -> str:
     """The rerun with a lower rtol, when the notes say a difference was traced within it."""
     for note in r.notes:
         m = _TRACED.match(note)
@@ -157,14 +148,14 @@ def _traced_within_tolerance(r: Report) -> str:
     return ""
 
 
-def _multi_steps(multi: MultiReport) -> list[str]:
+def _multi_steps(multi: Any) -> list[str]:
     failing = [k for k, r in enumerate(multi.reports) if r.status != _status.PASS]
     if not failing:
         return ["nothing to fix: every input passes; keep the check in a test (report.assert_pass())"]
     return [f"input {k}: {step}" for k in failing for step in _report_steps(multi.reports[k])]
 
 
-def _dispute_steps(result: DisputeResult) -> list[str]:
+def _dispute_steps(result: Any) -> list[str]:
     broken = list(getattr(result, "broken", ()))
     best = getattr(result, "most_accurate", None)
     if broken:
@@ -174,7 +165,7 @@ def _dispute_steps(result: DisputeResult) -> list[str]:
             "test (result.broken == ())"]
 
 
-def _sweep_steps(sweep: SweepReport) -> list[str]:
+def _sweep_steps(sweep: Any) -> list[str]:
     failed = list(getattr(sweep, "failed", ()))
     if not failed:
         return ["nothing to fix: every shape passes; keep the sweep as a test"]
@@ -184,7 +175,7 @@ def _sweep_steps(sweep: SweepReport) -> list[str]:
             "shows where its entries fail"]
 
 
-def _params_steps(p: ParamsReport) -> list[str]:
+def _params_steps(p: Any) -> list[str]:
     """check_params: the first failing name in backward order with the diagnosis, or the way
     out for a name that verified nothing."""
     if p.failing:
@@ -200,7 +191,7 @@ def _params_steps(p: ParamsReport) -> list[str]:
     return ["nothing to fix: every name passes; keep the check in a test (report.assert_pass())"]
 
 
-def _adjoint_steps(a: AdjointResult) -> list[str]:
+def _adjoint_steps(a: Any) -> list[str]:
     """check_adjoint: which model to fix, or how to learn which one."""
     if a.status == _status.PASS:
         more = "" if a.blame else "; pass f= to also test both against finite differences of f"
@@ -217,7 +208,7 @@ def _adjoint_steps(a: AdjointResult) -> list[str]:
     return steps
 
 
-def _taylor_steps(t: TaylorResult) -> list[str]:
+def _taylor_steps(t: Any) -> list[str]:
     """taylor_test: the entry-wise check that says where, or the way out of round-off."""
     status = t.status
     if status == _status.PASS:

@@ -10,7 +10,7 @@ import math
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,9 +22,7 @@ if TYPE_CHECKING:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from .._sweeps.sweep import SweepReport
     from .layout import PartsSpec
-    from .report import Report
 
 #: One colour per verdict code (PASS green, MISMATCH red, UNCHECKED grey, ...).
 VERDICT_COLOURS = {
@@ -108,7 +106,7 @@ def _integer_ticks(ax: Axes, shape: tuple[int, int], xvalues=None, yvalues=None)
     ax.set_yticklabels([str(yvalues[i]) if yvalues is not None else str(i) for i in ys], fontsize=7)
 
 
-def plot_report(report: Report, path: str | Path, *, parts: PartsSpec | None = None, title: str | None = None) -> Path:
+def plot_report(report: Any, path: str | Path, *, parts: PartsSpec | None = None, title: str | None = None) -> Path:
     """Write a PNG heat map of one check: the verdict of every entry (top) and its relative
     error ``|a-n| / max(|a|, |n|)`` on a log scale (bottom).
 
@@ -174,7 +172,7 @@ def plot_report(report: Report, path: str | Path, *, parts: PartsSpec | None = N
     return _save(fig, Canvas, path)
 
 
-def _rule_dims(sweep: SweepReport) -> list[int]:
+def _rule_dims(sweep: Any) -> list[int]:
     rule = sweep.rule
     if rule is None or rule.predicate is None:
         return []
@@ -186,7 +184,7 @@ def _rule_dims(sweep: SweepReport) -> list[int]:
     return dims
 
 
-def _dim_index(sweep: SweepReport, which: str | int, ndim: int) -> int:
+def _dim_index(sweep: Any, which: str | int, ndim: int) -> int:
     if isinstance(which, str):
         if which not in sweep.dim_names:
             raise ValueError(f"unknown dimension {which!r}; the sweep's dimensions are {sweep.dim_names}")
@@ -197,7 +195,7 @@ def _dim_index(sweep: SweepReport, which: str | int, ndim: int) -> int:
     return index
 
 
-def _layout_dims(sweep: SweepReport, ndim: int, rows: str | int | None, cols: str | int | None,
+def _layout_dims(sweep: Any, ndim: int, rows: str | int | None, cols: str | int | None,
                  panels: str | int | None
                  ) -> tuple[int | None, int | None, int | None]:
     """(rows, cols, panels) dimension indices (None: not used). Explicit choices first;
@@ -219,7 +217,7 @@ def _layout_dims(sweep: SweepReport, ndim: int, rows: str | int | None, cols: st
     return chosen.get("rows"), chosen.get("cols"), chosen.get("panels")
 
 
-def _sweep_grid(sweep: SweepReport, shapes: np.ndarray, failed: np.ndarray, unverified: np.ndarray,
+def _sweep_grid(sweep: Any, shapes: np.ndarray, failed: np.ndarray, unverified: np.ndarray,
                 dims: tuple[int | None, int | None, int | None]
                 ) -> tuple[list[int], list[int], list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The values along rows, columns and panels, and per (panel, row, column) cell the
@@ -251,7 +249,7 @@ def _sweep_grid(sweep: SweepReport, shapes: np.ndarray, failed: np.ndarray, unve
     return rv, cv, pv, fails, seen, wrong, unsure
 
 
-def plot_sweep(sweep: SweepReport, path: str | Path, *, rows: str | int | None = None,
+def plot_sweep(sweep: Any, path: str | Path, *, rows: str | int | None = None,
                cols: str | int | None = None, panels: str | int | None = None) -> Path:
     """Write a PNG grid of the swept shapes: one panel per value of the ``panels``
     dimension, rows × columns inside each, failing shapes red, passing green, shapes not

@@ -2,16 +2,13 @@
 verdict in sentences, and a histogram of each candidate's errors in ulps."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from ..text import figure, percent
 from .page import badge, esc, next_section, notes_list, status_of
 from .tables import table
-
-if TYPE_CHECKING:
-    from ..._lowp.result import DisputeResult
 
 #: Upper edges of the ulp-error bins (the first bin is "exactly 0").
 ULP_EDGES = (0.5, 1.0, 2.0, 4.0, 16.0, 256.0)
@@ -39,7 +36,7 @@ def _bin_names() -> list[str]:
     return names + [f"> {lower:g}", "non-finite"]
 
 
-def histogram_table(result: DisputeResult) -> str:
+def histogram_table(result: Any) -> str:
     """Rows are ulp bins, columns the candidates (and the float32 evaluation): count and bar."""
     columns = list(result.names) + [k for k in result.errors if k not in result.names]
     hists = {k: ulp_histogram(result.errors[k]) for k in columns}
@@ -55,7 +52,7 @@ def histogram_table(result: DisputeResult) -> str:
                  caption="entries per error bin, in ulps of the target format against the exact value")
 
 
-def _stats_table(result: DisputeResult) -> str:
+def _stats_table(result: Any) -> str:
     rows = [(k, result.stats[k]) for k in result.names]
     if result.float32 is not None:
         rows.append((f"({result.float32.name})", result.float32))
@@ -66,7 +63,7 @@ def _stats_table(result: DisputeResult) -> str:
                   "closer", ""], body)
 
 
-def render_dispute(result: DisputeResult, full: bool) -> tuple[str, str]:
+def render_dispute(result: Any, full: bool) -> tuple[str, str]:
     status = status_of(result)
     h = "h1" if full else "h3"
     verdict = "".join(f"<li>{esc(line)}</li>" for line in result.verdict.splitlines())

@@ -9,7 +9,7 @@ their leading axes into rows (as in :func:`gradcheck.Report.plot`).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
@@ -17,9 +17,6 @@ from ..._core.verdict import Verdict
 from ..plot import EMPTY_COLOUR, VERDICT_COLOURS, _as_2d
 from .page import esc
 from .png import png_data_uri
-
-if TYPE_CHECKING:
-    from ..report import Report
 
 #: Largest picture side in pixels (blocks of entries beyond that).
 MAX_CELLS = 256
@@ -149,7 +146,7 @@ def _error_legend() -> str:
             f'</span> 1</span>')
 
 
-def heat_maps(report: Report, label: str) -> str:
+def heat_maps(report: Any, label: str) -> str:
     """Both maps of one report side by side (HTML), or "" for a scalar."""
     codes = np.asarray(report.codes)
     if codes.ndim == 0 or codes.size < 2:

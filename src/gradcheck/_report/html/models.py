@@ -2,21 +2,18 @@
 the diagnosis, and each name's own section."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .heatmap import severity_order
 from .page import badge, details, esc, next_section, notes_list, num, status_of
 from .report import report_body
 from .tables import table
 
-if TYPE_CHECKING:
-    from ..._models.report import ParamsReport
-
 #: Passing names whose own section (counts, maps, worst entries) the page shows, in backward order.
 MAX_PASSING_SECTIONS = 20
 
 
-def names_table(params: ParamsReport) -> str:
+def names_table(params: Any) -> str:
     """One row per name in backward order: status, counts of every verdict that occurs, worst
     relative error among the judged entries."""
     present = [v for v in reversed(severity_order())
@@ -31,7 +28,7 @@ def names_table(params: ParamsReport) -> str:
     return table(head, rows, caption="names in backward order (from the loss to the inputs)")
 
 
-def render_params(params: ParamsReport, full: bool) -> tuple[str, str]:
+def render_params(params: Any, full: bool) -> tuple[str, str]:
     status = status_of(params)
     total = sum(r.size for r in params.reports.values())
     h = "h1" if full else "h3"

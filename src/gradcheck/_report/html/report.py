@@ -1,7 +1,7 @@
 """One check (:class:`~gradcheck.Report`) and several inputs (:class:`~gradcheck.MultiReport`)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -11,10 +11,6 @@ from ..._core.verdict import Cause, Verdict
 from .heatmap import heat_maps
 from .page import badge, details, esc, next_section, notes_list, num, status_of
 from .tables import counts_table, table, verdict_cell
-
-if TYPE_CHECKING:
-    from ..._pipeline.inputs import MultiReport
-    from ..report import Report
 
 #: Rows of the page's table of non-PASS entries; the rest are counted, not listed.
 PAGE_ROWS = 500
@@ -26,7 +22,7 @@ NOTEBOOK_ROWS = 10
 _KINKS = (int(Cause.KINK_STEPS), int(Cause.KINK_EXACT))
 
 
-def _columns(report: Report, flat: np.ndarray) -> tuple[bool, bool]:
+def _columns(report: Any, flat: np.ndarray) -> tuple[bool, bool]:
     """Whether the rows at ``flat`` need the exact-value and the one-sided-slope columns (the
     slopes only where a row's verdict rests on them: a kink)."""
     exact = bool(np.isfinite(_values(report, "exact", flat)).any())
@@ -36,18 +32,18 @@ def _columns(report: Report, flat: np.ndarray) -> tuple[bool, bool]:
     return exact, slopes
 
 
-def _values(report: Report, name: str, flat: np.ndarray) -> np.ndarray:
+def _values(report: Any, name: str, flat: np.ndarray) -> np.ndarray:
     """The second-look values ``name`` at the flat indices ``flat`` (NaN where not measured),
     from the report's sparse store (``report.exact`` would make an array of the report's size)."""
     col = getattr(report, "measured", {}).get(name)
     return np.full(np.shape(flat), np.nan) if col is None else col.take(flat)
 
 
-def _index(report: Report, j: int) -> tuple[int, ...]:
+def _index(report: Any, j: int) -> tuple[int, ...]:
     return tuple(int(i) for i in np.unravel_index(int(j), report.shape))
 
 
-def study_table(report: Report, flat: np.ndarray) -> str:
+def study_table(report: Any, flat: np.ndarray) -> str:
     """The step studies of the entries at ``flat`` (those that had one), one row per step: a
     table of its own, so that the entry tables keep one line per entry and fit the page."""
     studies = getattr(report, "step_study", None) or {}
@@ -66,7 +62,7 @@ def study_table(report: Report, flat: np.ndarray) -> str:
                    table(["entry", "step h", "D(h)"], rows, caption=esc(caption)))
 
 
-def entry_table(report: Report, flat: np.ndarray, *, caption: str = "") -> str:
+def entry_table(report: Any, flat: np.ndarray, *, caption: str = "") -> str:
     """One row per entry (flat indices, in the order given), one line each: values, errors,
     how it was settled (step studies in :func:`study_table`)."""
     if flat.size == 0:
@@ -101,7 +97,7 @@ def _measured(v: float, spec: str) -> str:
     return "" if np.isnan(v) else num(v, spec)
 
 
-def _meta(report: Report) -> str:
+def _meta(report: Any) -> str:
     lines = [(f"shape {esc(report.shape)}, dtype {esc(report.dtype)}, engine {esc(report.engine)}, "
               f"{report.evaluations} evaluations in {report.seconds:.3g} s")]
     if not report.deterministic:
@@ -127,7 +123,7 @@ def _limit_words(limit: str | ArrayLike) -> str:
     return f"per entry, median {num(np.median(finite), '.3g')}, largest {num(finite.max(), '.3g')}"
 
 
-def _non_pass(report: Report) -> str:
+def _non_pass(report: Any) -> str:
     flat = np.flatnonzero(report.codes.reshape(-1) != int(Verdict.PASS))
     if flat.size == 0:
         return "<p>Every entry is PASS.</p>"
@@ -140,7 +136,7 @@ def _non_pass(report: Report) -> str:
                    + study_table(report, shown), open_=True)
 
 
-def _refereed(report: Report) -> str:
+def _refereed(report: Any) -> str:
     col = getattr(report, "measured", {}).get("exact")
     if col is None:
         return ""
@@ -155,14 +151,14 @@ def _refereed(report: Report) -> str:
     return details(f"Entries judged against the exact derivative ({flat.size}){esc(more)}", body)
 
 
-def _settings(report: Report) -> str:
+def _settings(report: Any) -> str:
     cfg = report.config
     fields = getattr(cfg, "__dataclass_fields__", {})
     rows = [[(esc(k), "gc-l"), (esc(getattr(cfg, k)), "gc-l")] for k in fields]
     return details("Settings", table(["setting", "value"], rows)) if rows else ""
 
 
-def _why(report: Report) -> str:
+def _why(report: Any) -> str:
     """An INCONCLUSIVE report's why and way out, as the text report says them."""
     if report.status != _status.INCONCLUSIVE:
         return ""
@@ -171,7 +167,7 @@ def _why(report: Report) -> str:
             f'<p class="gc-why"><b>Way out:</b> {esc(way_out)}</p>')
 
 
-def report_body(report: Report, full: bool, heading: str = "h2") -> str:
+def report_body(report: Any, full: bool, heading: str = "h2") -> str:
     """The section for one report: heading, facts (an INCONCLUSIVE one's why and way out),
     counts, maps, worst entries (and on a page, every non-PASS entry, the refereed ones and
     the settings)."""
@@ -195,12 +191,12 @@ def report_body(report: Report, full: bool, heading: str = "h2") -> str:
     return "".join(parts)
 
 
-def render_report(report: Report, full: bool) -> tuple[str, str]:
+def render_report(report: Any, full: bool) -> tuple[str, str]:
     title = f"gradcheck: {report.name}: {status_of(report)}"
     return title, report_body(report, full, "h1" if full else "h3") + next_section(report)
 
 
-def render_multi(multi: MultiReport, full: bool) -> tuple[str, str]:
+def render_multi(multi: Any, full: bool) -> tuple[str, str]:
     rows = [[(esc(r.name), "gc-l"), badge(status_of(r)), esc(r.shape), str(r.size)] for r in multi.reports]
     parts = [f"<{'h1' if full else 'h3'}>{badge(status_of(multi))} {esc(multi.name)}</{'h1' if full else 'h3'}>",
              f'<p class="gc-summary"><code>{esc(multi.summary())}</code></p>',

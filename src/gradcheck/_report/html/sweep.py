@@ -2,25 +2,21 @@
 where they fail, and the kept reports of a few failing shapes."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..plot import EMPTY_COLOUR, FAIL_COLOUR, PASS_COLOUR
 from .page import badge, esc, next_section, status_of
 from .report import report_body
 from .tables import table
 
-if TYPE_CHECKING:
-    from ..._sweeps.pattern import ShapeRule
-    from ..._sweeps.sweep import ShapeResult, SweepReport
-
 MAX_PANELS = 24        # panels of the shape grid (one per value of the leading dimensions)
 MAX_SHAPES_LISTED = 200
 MAX_KEPT_REPORTS = 3   # failing shapes whose full report the page shows
 
 
-def _panels(sweep: SweepReport) -> dict[tuple[int, ...], dict[tuple[int, int], ShapeResult]]:
+def _panels(sweep: Any) -> dict[tuple[int, ...], dict[tuple[int, int], Any]]:
     """Results by panel (the leading dimensions) and by (row, column) = the last two."""
-    out: dict[tuple[int, ...], dict[tuple[int, int], ShapeResult]] = {}
+    out: dict[tuple[int, ...], dict[tuple[int, int], Any]] = {}
     for r in sweep.results:
         s = r.shape
         key, cell = (s[:-2], (s[-2], s[-1])) if len(s) >= 2 else ((), (0, s[0] if s else 0))
@@ -28,7 +24,7 @@ def _panels(sweep: SweepReport) -> dict[tuple[int, ...], dict[tuple[int, int], S
     return out
 
 
-def _cell(result: ShapeResult | None, rule: ShapeRule | None) -> str:
+def _cell(result: Any, rule: Any) -> str:
     if result is None:
         return f'<td style="background:{EMPTY_COLOUR}"></td>'
     colour = FAIL_COLOUR if not result.passed else PASS_COLOUR
@@ -40,7 +36,7 @@ def _cell(result: ShapeResult | None, rule: ShapeRule | None) -> str:
     return f'<td style="{style}" title="{esc(title)}">{word}</td>'
 
 
-def shape_grid(sweep: SweepReport) -> str:
+def shape_grid(sweep: Any) -> str:
     """One table per panel: rows and columns are the last two dimensions."""
     names = sweep.dim_names
     panels = _panels(sweep)
@@ -65,13 +61,13 @@ def shape_grid(sweep: SweepReport) -> str:
     return '<div class="gc-maps">' + "".join(html) + "</div>" + legend
 
 
-def _where_table(sweep: SweepReport) -> str:
+def _where_table(sweep: Any) -> str:
     rows = [[str(len(members)), (esc(text), "gc-l"), (esc(", ".join(str(s) for s in members[:3])), "gc-l")]
             for text, members in sweep.where_groups()]
     return table(["shapes", "where the mismatches sit", "e.g."], rows) if rows else ""
 
 
-def _failing_table(sweep: SweepReport) -> str:
+def _failing_table(sweep: Any) -> str:
     failing = [r for r in sweep.results if not r.passed]
     if not failing:
         return ""
@@ -83,7 +79,7 @@ def _failing_table(sweep: SweepReport) -> str:
     return table(["shape", "entries", "verdicts", "where"], rows, caption=esc(cap))
 
 
-def render_sweep(sweep: SweepReport, full: bool) -> tuple[str, str]:
+def render_sweep(sweep: Any, full: bool) -> tuple[str, str]:
     status = status_of(sweep)
     h = "h1" if full else "h3"
     rule = "none sought (the shapes do not all have the same number of dimensions)" if sweep.rule is None \
