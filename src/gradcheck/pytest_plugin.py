@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import pytest
 
@@ -38,6 +39,20 @@ from . import backends as _backends
 from ._core.errors import GradientAssertionError
 from ._orders import OrdersFixtureMixin
 from ._pipeline.inputs import is_multiple_inputs
+
+if TYPE_CHECKING:
+    from ._models.report import ParamsReport
+    from ._pipeline.inputs import MultiReport
+    from ._report.report import Report
+
+
+class _Passable(Protocol):
+    """A result the fixture judges: every gradcheck result has ``assert_pass``."""
+
+    def assert_pass(self, *, allow_unchecked: bool | None = None) -> object: ...
+
+
+_R = TypeVar("_R", bound=_Passable)
 
 #: Name of the marker and of the fixture.
 MARKER = "gradcheck"
@@ -76,7 +91,7 @@ class _SessionState:
     controls: dict[tuple[str, str], BaseException | None] = field(default_factory=dict)
     checks: dict[str, int] = field(default_factory=dict)
 
-    def require_control(self, backend: Any, engine: str = "auto", kind: str = "grad") -> None:
+    def require_control(self, backend: object, engine: str = "auto", kind: str = "grad") -> None:
         """Run the negative control (of this ``kind`` of claim) for ``backend`` once; raise
         if it failed (now or before)."""
         __tracebackhide__ = True
@@ -127,7 +142,7 @@ class GradcheckFixture(OrdersFixtureMixin):
         __tracebackhide__ = True
         self._state.require_control(backend, engine)
 
-    def check(self, f: Any, x: Any, grad: Any = None, **kwargs: Any) -> Any:
+    def check(self, f: Any, x: Any, grad: Any = None, **kwargs: Any) -> Report | MultiReport:
         """:func:`gradcheck.check` that fails the test unless the check passed; returns the
         report. ``allow_unchecked`` (here or on the marker): ``None`` (default) fails a
         check that verified nothing, ``True`` accepts it, ``False`` also fails on any
@@ -142,7 +157,7 @@ class GradcheckFixture(OrdersFixtureMixin):
         report = _gradcheck.check(f, x, grad, **options)
         return self._judge(report, allow)
 
-    def check_params(self, loss: Any, params: Any, grads: Any, **kwargs: Any) -> Any:
+    def check_params(self, loss: Any, params: Any, grads: Any, **kwargs: Any) -> ParamsReport:
         """:func:`gradcheck.check_params` (numpy parameters) that fails the test unless every
         name passed (``allow_unchecked`` as for :meth:`check`: by default a name that
         verified nothing fails the test); returns the :class:`~gradcheck.ParamsReport`."""
@@ -158,7 +173,7 @@ class GradcheckFixture(OrdersFixtureMixin):
         report = _gradcheck.check_params(loss, params, grads, **merged)
         return self._judge(report, allow)
 
-    def _judge(self, report: Any, allow_unchecked: bool | None) -> Any:
+    def _judge(self, report: _R, allow_unchecked: bool | None) -> _R:
         __tracebackhide__ = True
         self.reports.append(report)
         try:
@@ -258,7 +273,8 @@ def _reports_to_write(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseExcep
     return reports
 
 
-def _write_artifacts(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException] | None, rep: Any) -> None:
+def _write_artifacts(item: pytest.Item, excinfo: pytest.ExceptionInfo[BaseException] | None,
+                     rep: pytest.TestReport) -> None:
     """``--gradcheck-html`` / ``--gradcheck-json``: the failing check's report (with
     ``--gradcheck-passing``, every check's), as files named after the test (``-2``, ``-3``
     ... for a test's further checks), their paths added to the test's report. Writing never
@@ -303,7 +319,7 @@ def _cut_internal_tail(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
     raw chain when it trims the frames above the test function.
     """
     inside = _package_dir()
-    tb: Any = excinfo.tb
+    tb: TracebackType | None = excinfo.tb
     last_outside = None
     while tb is not None:
         if not tb.tb_frame.f_code.co_filename.startswith(inside):
@@ -314,7 +330,8 @@ def _cut_internal_tail(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         excinfo.traceback = type(excinfo.traceback)(excinfo.tb)
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
     """One line per backend: how many checks, and whether its negative control held."""
     state = config.stash.get(_STATE, None)
     if state is None or not (state.controls or state.checks):

@@ -11,7 +11,7 @@ from .referee import MAX_ADJUDICATED
 from .zeros import DRAWS
 
 
-def adjudication_notes(info: dict[str, Any], adjudicate: Any, shape: tuple[int, ...] | None = None) -> list[str]:
+def adjudication_notes(info: dict[str, Any], adjudicate: bool | str, shape: tuple[int, ...] | None = None) -> list[str]:
     """What the referee did, in words for the report (``shape`` names entries by multi-index)."""
     if not info or adjudicate is False:
         return []

@@ -30,7 +30,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -50,7 +49,7 @@ PARALLEL_MIN = 12
 COMPILED_F = "f is compiled code (numba or C), which cannot run at arbitrary precision"
 
 
-def referee_may_run(backend: Any, f: Any) -> tuple[bool, str | None]:
+def referee_may_run(backend: object, f: object) -> tuple[bool, str | None]:
     """Whether the referee may run ``f`` on arbitrary-precision arrays, asked of both.
 
     The backend says so with ``mp_capable`` (its evaluation is plain numpy code: numpy,
@@ -89,7 +88,7 @@ def referee_for(backend: object, f: Callable[..., object], x: np.ndarray, cotang
     return (variant or Referee)(fn, x, cotangent, digits=digits)
 
 
-def _numba_compiled(f: Any) -> bool:
+def _numba_compiled(f: object) -> bool:
     """A numba dispatcher (``@njit``, ``@jit``) or numba ufunc; numba is imported only when
     it already is (otherwise ``f`` cannot be one)."""
     if "numba" not in sys.modules:
@@ -128,7 +127,7 @@ class Referee:
     #: ``x`` (:mod:`.zeros`); a referee that differentiates pieces of ``x`` says False.
     batches_zeros = True
 
-    def __init__(self, f_mp: Callable[[Any], Any], x: np.ndarray, cotangent: np.ndarray | None,
+    def __init__(self, f_mp: Callable[[np.ndarray], object], x: np.ndarray, cotangent: np.ndarray | None,
                  *, digits: int = 30) -> None:
         self.f_mp, self.x, self.cotangent, self.digits = f_mp, x, cotangent, digits
         self._reason: str | None | bool = False  # False: not probed yet

@@ -19,11 +19,15 @@ its own exact derivative, as before.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._core.verdict import Cause, Verdict
+
+if TYPE_CHECKING:
+    from .._core.judged import Judged
+    from .referee import Referee
 
 #: Independent draws of the coefficients.
 DRAWS = 2
@@ -39,7 +43,7 @@ def zero_candidates(positions: np.ndarray, codes: np.ndarray, analytic: np.ndarr
     return unchecked[np.abs(analytic[unchecked]) <= round_off]
 
 
-def all_zero(referee: Any, flat_indices: np.ndarray, round_off: float, seed: int = 0) -> tuple[bool, int]:
+def all_zero(referee: Referee, flat_indices: np.ndarray, round_off: float, seed: int = 0) -> tuple[bool, int]:
     """Whether the exact gradient is zero (to ``round_off``) at every entry of ``flat_indices``,
     by :data:`DRAWS` exact directional derivatives; and the evaluations of f it made."""
     from ..mp import NotAdjudicable, mp_directional_derivative
@@ -62,7 +66,7 @@ def all_zero(referee: Any, flat_indices: np.ndarray, round_off: float, seed: int
     return True, used
 
 
-def prove_zeros(judged: Any, referee: Any, positions: np.ndarray, analytic: np.ndarray, idx_map: Any,
+def prove_zeros(judged: Judged, referee: Referee, positions: np.ndarray, analytic: np.ndarray, idx_map: Any,
                 round_off: float, info: dict[str, Any]) -> np.ndarray:
     """Settle the zero candidates among ``positions`` in one batch when they are all zero:
     PASS (cause EXACT_ZERO, exact value 0). Returns the positions left for the per-entry

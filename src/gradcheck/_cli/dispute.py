@@ -3,14 +3,17 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._core.formats import resolve_format
+from .._core.formats import FloatFormat, resolve_format
 from .._lowp.dispute import dispute
 from .common import UserCodeError, Watched, load, one_line
 from .help import EXIT_FAIL, EXIT_PASS
+
+if TYPE_CHECKING:
+    from .._lowp.result import DisputeResult
 
 DESCRIPTION = """\
 Evaluate --fn at arbitrary precision on --inputs and measure each --candidate in ulps of
@@ -29,7 +32,7 @@ def load_array(path: str, what: str) -> Any:
         raise ValueError(f"{what} {path!r} cannot be loaded without pickle: {exc}") from None
 
 
-def _refuse_unnamed_bits(key: str, arr: np.ndarray, fmt: Any, path: str) -> None:
+def _refuse_unnamed_bits(key: str, arr: np.ndarray, fmt: FloatFormat, path: str) -> None:
     """A 16-bit array that is not named by --bits: raw bytes or 16-bit integers, which would
     be read as numbers (65535 for a bfloat16 NaN pattern) and judged as nonsense."""
     if arr.dtype.name.startswith("void"):  # np.save writes an ml_dtypes array as raw bytes
@@ -45,7 +48,7 @@ def _refuse_unnamed_bits(key: str, arr: np.ndarray, fmt: Any, path: str) -> None
                          f"integers: {bits}; if it holds integers (positions, indices), save it as int32 or int64")
 
 
-def dispute_inputs(args: argparse.Namespace, fmt: Any) -> tuple[Any, ...]:
+def dispute_inputs(args: argparse.Namespace, fmt: FloatFormat) -> tuple[np.ndarray, ...]:
     """The --inputs arrays in the order they were saved, --bits arrays read as ``fmt``."""
     loaded = load_array(args.inputs, "--inputs")
     if isinstance(loaded, np.lib.npyio.NpzFile):
@@ -67,7 +70,7 @@ def dispute_inputs(args: argparse.Namespace, fmt: Any) -> tuple[Any, ...]:
     return tuple(arrays[k] for k in keys)
 
 
-def dispute_candidates(args: argparse.Namespace, fmt: Any) -> dict[str, Any]:
+def dispute_candidates(args: argparse.Namespace, fmt: FloatFormat) -> dict[str, np.ndarray]:
     candidates = {}
     for spec in args.candidate:
         name, sep, path = spec.partition("=")
@@ -82,7 +85,7 @@ def dispute_candidates(args: argparse.Namespace, fmt: Any) -> dict[str, Any]:
     return candidates
 
 
-def cmd_dispute(args: argparse.Namespace, write_html: Callable[[Any, str | None], None]) -> int:
+def cmd_dispute(args: argparse.Namespace, write_html: Callable[[DisputeResult, str | None], None]) -> int:
     from ..mp import NotAdjudicable
 
     fmt = resolve_format(args.dtype)
@@ -111,7 +114,7 @@ def cmd_dispute(args: argparse.Namespace, write_html: Callable[[Any, str | None]
     return EXIT_FAIL if result.broken else EXIT_PASS
 
 
-def add_dispute_parser(sub: Any, write_html: Callable[[Any, str | None], None]) -> None:
+def add_dispute_parser(sub: Any, write_html: Callable[[DisputeResult, str | None], None]) -> None:
     dsp = sub.add_parser(
         "dispute", help="judge low-precision candidate outputs against the exact value of MODULE:FUNC",
         description=DESCRIPTION)

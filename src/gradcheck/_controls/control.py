@@ -9,7 +9,7 @@ gradient must pass.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import backends as _backends
 from .._core.config import Config
@@ -19,6 +19,9 @@ from .._pipeline.check import check
 from .._report.report import Report
 from .corrupt import CORRUPTIONS, Corrupting
 from .kinds import run_control
+
+if TYPE_CHECKING:
+    from .._report.report import Report
 
 
 def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto", config: Config | None = None,
@@ -107,7 +110,7 @@ def assert_detects_wrong_gradient(backend: Any = "numpy", *, engine: str = "auto
         )
 
 
-def _require_engine(report: Any, engine: str, executor: Any) -> None:
+def _require_engine(report: Report, engine: str, executor: object) -> None:
     """A control that ran on another engine than asked for says nothing about that one."""
     wanted = "executor" if engine == "auto" and executor is not None else engine
     if wanted != "auto" and report.engine != wanted:

@@ -2,11 +2,9 @@
 at known entries (:data:`CORRUPTIONS`)."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from ..backends import Wrapping
+from ..backends import Backend, Wrapping
 
 # (multi-index, multiplicative corruption): a relative error of 1e-3 on one entry and a
 # sign flip on another, so both a subtle and a gross defect must be seen.
@@ -16,7 +14,7 @@ CORRUPTIONS: tuple[tuple[tuple[int, int], float], ...] = (((1, 2), 1.0 + 1e-3), 
 class Corrupting(Wrapping):
     """Wraps a backend and corrupts the gradient it claims at known entries."""
 
-    def __init__(self, inner: Any, corruptions=CORRUPTIONS) -> None:
+    def __init__(self, inner: Backend, corruptions=CORRUPTIONS) -> None:
         self.inner = inner
         self.name = f"corrupted-{inner.name}"
         self.mp_capable = getattr(inner, "mp_capable", False)

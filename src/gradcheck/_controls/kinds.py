@@ -12,7 +12,7 @@ planted errors are applied to what the framework returns. The corruptions are
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from .._orders import hvp_claim as _hvp_claim
 from .._pipeline.check import check
 from ..backends import CONTROL_WEIGHTS, control_gradient, control_input
 from .corrupt import CORRUPTIONS
+
+if TYPE_CHECKING:
+    from ..backends import Backend
 
 KINDS = ("grad", "jvp", "hvp", "adjoint", "taylor", "complex")
 EXPECTED = sorted(ix for ix, _ in CORRUPTIONS)
@@ -52,7 +55,7 @@ def corrupt_entries(a: np.ndarray) -> np.ndarray:
 class _Planted:
     """``inner`` with some methods replaced (a proxy: everything else is the inner's)."""
 
-    def __init__(self, inner: Any, **methods: Callable[..., Any]) -> None:
+    def __init__(self, inner: Backend, **methods: Callable[..., object]) -> None:
         self._inner = inner
         self.name = f"corrupted-{inner.name}"
         self.__dict__.update(methods)
@@ -61,7 +64,7 @@ class _Planted:
         return getattr(self._inner, attr)
 
 
-def _framework(be: Any) -> bool:
+def _framework(be: Backend) -> bool:
     return hasattr(be, "jvp")
 
 
@@ -80,7 +83,7 @@ def _numpy_hvp(x, v):
 # -- the controls --------------------------------------------------------------------------
 
 
-def _require(report: Any, what: str, be: Any, *, exact: bool = True) -> None:
+def _require(report: Any, what: str, be: Backend, *, exact: bool = True) -> None:
     if exact:
         ok = report.passed and report.counts[Verdict.PASS] == report.size
     else:
@@ -90,7 +93,7 @@ def _require(report: Any, what: str, be: Any, *, exact: bool = True) -> None:
                                      f"{be.name!r} was not passed, so the checker cries wolf\n{report}", report)
 
 
-def _require_flagged(report: Any, what: str, be: Any) -> None:
+def _require_flagged(report: Any, what: str, be: Backend) -> None:
     flagged = sorted(report.entries(Verdict.MISMATCH))
     if flagged != EXPECTED:
         raise GradientAssertionError(f"negative control failed: {what} corrupted at {EXPECTED} through backend "
@@ -151,7 +154,7 @@ def _hvp(be: Any, options: dict[str, Any]) -> None:
                                      f"through backend {be.name!r}", None)
 
 
-def _adjoint(be: Any, options: dict[str, Any]) -> None:
+def _adjoint(be: Backend, options: dict[str, Any]) -> None:
     _no_engine("adjoint", options)
     f, x, _ = be.control_problem()
     if _framework(be):
@@ -177,8 +180,8 @@ def _adjoint(be: Any, options: dict[str, Any]) -> None:
 def _taylor(be: Any, options: dict[str, Any]) -> None:
     _no_engine("taylor", options)
     f, x, _ = be.control_problem()
-    grad: Any
-    hvp: Any
+    grad: Callable[[np.ndarray], np.ndarray] | None
+    hvp: Callable[[np.ndarray, np.ndarray], np.ndarray] | str
     wrong: list[dict[str, Any]]
     if _framework(be):
         grad, hvp = None, "backend"
@@ -201,7 +204,7 @@ def _taylor(be: Any, options: dict[str, Any]) -> None:
                                          f"claim\n{bad}", bad)
 
 
-def _complex(be: Any, options: dict[str, Any]) -> None:
+def _complex(be: Backend, options: dict[str, Any]) -> None:
     f, x, grad = complex_control_problem(be)
     good = check(f, x, grad, backend=be, name=f"control[{be.name}, complex]", **options)
     _require(good, "complex gradient", be)
@@ -214,7 +217,7 @@ def _complex(be: Any, options: dict[str, Any]) -> None:
     _require_flagged(bad, "the complex gradient", be)
 
 
-def complex_control_problem(be: Any) -> tuple[Callable[..., Any], Any, Any]:
+def complex_control_problem(be: Backend) -> tuple[Callable[..., Any], Any, Any]:
     """A complex control: ``sum(w |z|^2) + Re sum(z0 z2)`` at a fixed 3x4 complex input,
     with its PyTorch-convention gradient for numpy (the frameworks use their own)."""
     z = control_input() + 1j * control_input()[::-1, ::-1]

@@ -29,7 +29,7 @@ import datetime
 import inspect
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -80,7 +80,12 @@ def as_adjudicate(value: object) -> bool | str:
     return choice("adjudicate", value, ("auto", True, False))
 
 
-def integer(name: str, value: object, *, minimum: int, meaning: str = "", none: bool = False) -> Any:
+@overload
+def integer(name: str, value: object, *, minimum: int, meaning: str = "",
+            none: Literal[False] = False) -> int: ...
+@overload
+def integer(name: str, value: object, *, minimum: int, meaning: str = "", none: bool) -> int | None: ...
+def integer(name: str, value: object, *, minimum: int, meaning: str = "", none: bool = False) -> int | None:
     """``value`` as an int ``>= minimum`` (a bool, a float or a string is refused; None
     where ``none`` allows it)."""
     if value is None and none:
@@ -93,7 +98,11 @@ def integer(name: str, value: object, *, minimum: int, meaning: str = "", none: 
     return int(value)
 
 
-def as_seed(value: object, name: str = "seed", *, none: bool = False) -> Any:
+@overload
+def as_seed(value: object, name: str = "seed", *, none: Literal[False] = False) -> int: ...
+@overload
+def as_seed(value: object, name: str = "seed", *, none: bool) -> int | None: ...
+def as_seed(value: object, name: str = "seed", *, none: bool = False) -> int | None:
     """A random seed: an int >= 0 (numpy's generators take no negative seeds), or None where
     ``none`` allows it (then a default applies)."""
     return integer(name, value, minimum=0, none=none)
@@ -113,7 +122,11 @@ def _number(name: str, value: object, accepts: str, ok: Callable[[Real], object]
     return float(value)
 
 
-def positive(name: str, value: object, *, none: bool = False, meaning: str = "") -> Any:
+@overload
+def positive(name: str, value: object, *, none: Literal[False] = False, meaning: str = "") -> float: ...
+@overload
+def positive(name: str, value: object, *, none: bool, meaning: str = "") -> float | None: ...
+def positive(name: str, value: object, *, none: bool = False, meaning: str = "") -> float | None:
     """``value`` as a finite float > 0 (or None where ``none`` allows it): a step, a bound,
     a noise factor."""
     if value is None and none:
@@ -122,7 +135,11 @@ def positive(name: str, value: object, *, none: bool = False, meaning: str = "")
                    lambda v: v > 0)
 
 
-def nonnegative(name: str, value: object, *, none: bool = False, meaning: str = "") -> Any:
+@overload
+def nonnegative(name: str, value: object, *, none: Literal[False] = False, meaning: str = "") -> float: ...
+@overload
+def nonnegative(name: str, value: object, *, none: bool, meaning: str = "") -> float | None: ...
+def nonnegative(name: str, value: object, *, none: bool = False, meaning: str = "") -> float | None:
     """``value`` as a finite float >= 0 (or None where ``none`` allows it): a tolerance
     (``rtol``, ``atol``) that may be zero."""
     if value is None and none:
@@ -131,7 +148,7 @@ def nonnegative(name: str, value: object, *, none: bool = False, meaning: str = 
                    lambda v: v >= 0)
 
 
-def share(name: str, value: object, meaning: str = "") -> Any:
+def share(name: str, value: object, meaning: str = "") -> float:
     """``value`` as a float strictly between 0 and 1: a share (of a value, of the entries)."""
     return _number(name, value, f"a number in (0, 1){meaning}", lambda v: 0 < v < 1)
 

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
 from .arrays import same_bits
 from .errors import InputMutationError
+
+_T = TypeVar("_T")  # what the watched call returns
 
 
 def _ufunc_fix(fn: np.ufunc, params: Sequence[str]) -> str:
@@ -34,11 +36,11 @@ def _ufunc_fix(fn: np.ufunc, params: Sequence[str]) -> str:
     return f"lambda {head}: np.{fn.__name__}({params[0]}) * {params[-1]}"
 
 
-def _name(fn: Any) -> str:
+def _name(fn: object) -> str:
     return getattr(fn, "__name__", None) or type(fn).__name__
 
 
-def require_call(fn: Any, role: str, params: Sequence[str], *, why: str, returns: str = "",
+def require_call(fn: Callable[..., object], role: str, params: Sequence[str], *, why: str, returns: str = "",
                  fix: str = "", ufunc_fix: str = "") -> None:
     """Refuse ``fn`` unless it can be called as ``role(*params)`` (positionally).
 
@@ -73,7 +75,7 @@ def require_call(fn: Any, role: str, params: Sequence[str], *, why: str, returns
                         f"{'; ' + fix if fix else ''}") from None
 
 
-def scalar_or_vjp(fn: Any, *, x_shape: tuple[int, ...], y_shape: tuple[int, ...] | None,
+def scalar_or_vjp(fn: Callable[..., object], *, x_shape: tuple[int, ...], y_shape: tuple[int, ...] | None,
                   role: str = "grad") -> None:
     """The claimed gradient's call for ``f``'s output: ``grad(x)`` for a scalar (``y_shape``
     None or ``()``), a VJP ``grad(x, v)`` for an array (:func:`require_call`)."""
@@ -98,7 +100,7 @@ def shapes_text(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def of_inputs(fn: Any, role: str, *, x_shapes: Sequence[tuple[int, ...]], y_shape: tuple[int, ...] | None,
+def of_inputs(fn: Callable[..., object], role: str, *, x_shapes: Sequence[tuple[int, ...]], y_shape: tuple[int, ...] | None,
               one: int | None = None) -> tuple[str, ...]:
     """The call of a claim of ``check(f, (x1, ..., xn))``, checked as :func:`scalar_or_vjp`
     checks one input's: ``grad(x1, ..., xn)`` for a scalar ``f``, the VJP
@@ -127,8 +129,8 @@ def claim_label(role: str, params: Sequence[str]) -> str:
     return f"the claimed gradient {role}({', '.join(params)})"
 
 
-def call_watched(call: Callable[..., Any], arrays: Sequence[np.ndarray | None], names: Sequence[str],
-                 who: str) -> Any:
+def call_watched(call: Callable[..., _T], arrays: Sequence[np.ndarray | None], names: Sequence[str],
+                 who: str) -> _T:
     """``call(*copies)`` on private copies of ``arrays`` (None stays None); a claim that wrote
     into one of them raises :class:`InputMutationError` naming ``who`` and the argument."""
     copies = [None if a is None else np.array(a, copy=True) for a in arrays]

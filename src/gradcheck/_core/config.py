@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from . import arguments as _arguments
 
@@ -24,7 +25,7 @@ UNIT_ROUNDOFF = {
 }
 
 
-def dtype_name(dtype: Any) -> str:
+def dtype_name(dtype: object) -> str:
     """Canonical name of a floating dtype ('float64', 'float32', 'float16', 'bfloat16')."""
     name = str(getattr(dtype, "name", dtype))
     name = name.replace("torch.", "")
@@ -125,7 +126,7 @@ class Config:
                 f"resolution (e.g. resolution={min(0.5, 2 * self.rtol):g}) or lower rtol")
 
     @classmethod
-    def for_dtype(cls, dtype: Any, **overrides: Any) -> Config:
+    def for_dtype(cls, dtype: DTypeLike, **overrides: Any) -> Config:
         """The preset for inputs of ``dtype`` ('float64', 'float32', np.float32, ...).
 
         The presets and why they are what they are: docs/guide/tolerances.md (the measurements
@@ -161,7 +162,7 @@ _PRESETS = {
 }
 
 
-def as_config(value: Any) -> Any:
+def as_config(value: object) -> Config | None:
     """``config``: a :class:`Config` or None (a dict says how to build one). The keyword's
     validator lives beside the type (``Config`` checks its own fields with
     :mod:`gradcheck._core.arguments`, which therefore cannot import it)."""
@@ -214,7 +215,7 @@ class Tuning:
         return [k for k, v in self.keywords().items() if KEYWORD_FIELDS[k] not in leaving]
 
 
-def _keyword_value(keyword: str, value: Any) -> float:
+def _keyword_value(keyword: str, value: object) -> float:
     if keyword == "eps":
         return float(_arguments.positive("eps", value, meaning=", the relative step: h_i = eps * max(1, |x_i|)"))
     if keyword == "resolution":
@@ -223,7 +224,7 @@ def _keyword_value(keyword: str, value: Any) -> float:
     return float(_arguments.nonnegative(keyword, value))
 
 
-def with_keywords(config: Any, **keywords: Any) -> tuple[Config | None, Tuning]:
+def with_keywords(config: object, **keywords: object) -> tuple[Config | None, Tuning]:
     """``config=`` and the tolerance keywords of a public call (:data:`KEYWORD_FIELDS`; None
     means not given), validated: each names itself when wrong. With a ``config``, the
     keywords are set on it (a field that ``config`` set, i.e. where it differs from its

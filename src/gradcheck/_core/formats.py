@@ -28,10 +28,12 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 __all__ = ["FloatFormat", "FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64", "FORMATS",
            "resolve_format", "round_to_format", "from_bits", "bits_to_float64", "ulp", "ulp_error",
@@ -96,11 +98,16 @@ BFLOAT16 = FloatFormat("bfloat16", 8, 7)
 FLOAT32 = FloatFormat("float32", 8, 23)
 FLOAT64 = FloatFormat("float64", 11, 52)
 FORMATS: dict[str, FloatFormat] = {f.name: f for f in (FLOAT16, BFLOAT16, FLOAT32, FLOAT64)}
+#: A format, or what names one: a name ("bfloat16", "torch.float16"), a dtype or a scalar type.
+FormatLike = FloatFormat | DTypeLike
+#: Exact values: float arrays, or exact numbers (int, Fraction, Decimal, mpmath.mpf) alone, in a
+#: list or in an object array (which may also hold MPFloat).
+ExactLike = ArrayLike | numbers.Number | Sequence[numbers.Number]
 _ALIASES = {"half": "float16", "fp16": "float16", "bf16": "bfloat16", "fp32": "float32",
             "single": "float32", "fp64": "float64", "double": "float64"}
 
 
-def resolve_format(dtype_like: Any) -> FloatFormat:
+def resolve_format(dtype_like: object) -> FloatFormat:
     """Map a name, numpy/ml_dtypes dtype or type, torch dtype, or array to a FloatFormat.
 
     Torch dtypes are matched by ``str(dtype)`` ("torch.bfloat16"), so torch is never imported.
@@ -210,7 +217,7 @@ def _nan_bits(sign: int, fmt: FloatFormat) -> int:
     return (sign << (fmt.bits - 1)) | fmt.inf_bits | (1 << (fmt.mantissa_bits - 1))
 
 
-def _as_float64(values: Any) -> np.ndarray | None:
+def _as_float64(values: object) -> np.ndarray | None:
     """A float64 array holding `values` exactly, or None when float64 cannot."""
     arr = values if isinstance(values, np.ndarray) else np.asarray(values)
     if arr.dtype == np.float64:
@@ -248,7 +255,7 @@ def _round_float64(x: np.ndarray, fmt: FloatFormat) -> np.ndarray:
     return (bits | (sign << np.uint64(fmt.bits - 1))).astype(fmt.uint_dtype)
 
 
-def round_to_format(values: Any, fmt: Any, *, as_dtype: bool = False) -> np.ndarray:
+def round_to_format(values: ExactLike, fmt: FormatLike, *, as_dtype: bool = False) -> np.ndarray:
     """Round exact `values` to `fmt`, nearest-even at the bit level; return the bit patterns.
 
     `values` may be mpmath.mpf / Fraction / int (object arrays, lists or scalars, rounded
@@ -274,7 +281,7 @@ def round_to_format(values: Any, fmt: Any, *, as_dtype: bool = False) -> np.ndar
     return from_bits(bits, fmt) if as_dtype else bits
 
 
-def from_bits(bits: Any, fmt: Any) -> np.ndarray:
+def from_bits(bits: ArrayLike, fmt: FormatLike) -> np.ndarray:
     """View unsigned bit patterns as an array of the target dtype.
 
     >>> float(from_bits(np.array(0x3F80, np.uint16), "bfloat16"))
@@ -284,7 +291,7 @@ def from_bits(bits: Any, fmt: Any) -> np.ndarray:
     return np.asarray(bits).astype(fmt.uint_dtype, copy=False).view(fmt.dtype)
 
 
-def bits_to_float64(bits: Any, fmt: Any) -> np.ndarray:
+def bits_to_float64(bits: ArrayLike, fmt: FormatLike) -> np.ndarray:
     """The values of unsigned bit patterns as float64 (exact: every format here widens
     exactly), without the target dtype: bfloat16 needs no ``ml_dtypes`` import (its
     patterns are the top half of float32's).
@@ -304,7 +311,7 @@ def _ulp_exponent(p: int, q: int, e2: int, fmt: FloatFormat) -> int:
     return min(max(e, fmt.emin), fmt.emax) - fmt.mantissa_bits
 
 
-def ulp(value: Any, fmt: Any) -> np.ndarray:
+def ulp(value: ExactLike, fmt: FormatLike) -> np.ndarray:
     """The ulp in `fmt` at the exact `value`, as float64 (powers of two, held exactly).
 
     >>> ulp([1.0, 0.999, 0.0], "bfloat16").tolist() == [2**-7, 2**-8, 2**-133]
@@ -324,7 +331,7 @@ def ulp(value: Any, fmt: Any) -> np.ndarray:
     return np.array(res, dtype=np.float64).reshape(objs.shape)
 
 
-def _candidate_float64(candidate: Any) -> np.ndarray:
+def _candidate_float64(candidate: ArrayLike) -> np.ndarray:
     c = _as_float64(candidate)
     if c is None:
         raise TypeError("candidate must be a float array (float16, bfloat16, float32, "
@@ -332,7 +339,7 @@ def _candidate_float64(candidate: Any) -> np.ndarray:
     return c
 
 
-def ulp_error(candidate: Any, exact: Any, fmt: Any) -> np.ndarray:
+def ulp_error(candidate: ArrayLike, exact: ExactLike, fmt: FormatLike) -> np.ndarray:
     """|candidate - exact| / ulp(exact) in `fmt`, computed exactly then rounded once to float64.
 
     Non-finite cases: 0 for the same infinity or for NaN against NaN, inf otherwise
@@ -363,7 +370,7 @@ def ulp_error(candidate: Any, exact: Any, fmt: Any) -> np.ndarray:
     return np.array(res, dtype=np.float64).reshape(c.shape)
 
 
-def _exact_ulp_error(cv: float, xv: Any, fmt: FloatFormat) -> float:
+def _exact_ulp_error(cv: float, xv: object, fmt: FloatFormat) -> float:
     kind, sx, p, q, e2 = _parse(xv)
     if kind == _NAN or not math.isfinite(cv):
         same = (kind == _NAN and cv != cv) or (kind == _INF and cv == (-1) ** sx * math.inf)
@@ -383,7 +390,7 @@ def _exact_ulp_error(cv: float, xv: Any, fmt: FloatFormat) -> float:
         return math.inf
 
 
-def is_correctly_rounded(candidate: Any, exact: Any, fmt: Any, *,
+def is_correctly_rounded(candidate: ArrayLike, exact: ExactLike, fmt: FormatLike, *,
                          signed_zeros: bool = False) -> np.ndarray:
     """True where `candidate` is the nearest-even rounding of `exact` in `fmt`.
 

@@ -1,8 +1,6 @@
 """Validation of inputs and outputs at the checker's boundary."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from .config import UNIT_ROUNDOFF, dtype_name
@@ -42,7 +40,7 @@ def unit_roundoff_of(arr: np.ndarray) -> float:
     return UNIT_ROUNDOFF.get(dtype_name(dtype), UNIT_ROUNDOFF["float64"])
 
 
-def output_array(y: Any, what: str = "f") -> np.ndarray:
+def output_array(y: object, what: str = "f") -> np.ndarray:
     """``np.asarray(y)`` for a value ``what`` returned; a ragged list, which numpy cannot
     read, is an :class:`OutputError` (gradcheck's conversion failed; ``f`` raised nothing)."""
     try:

@@ -31,12 +31,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 #: Options every kernel compiles with (see the module docstring for why).
-OPTIONS: dict[str, Any] = {"error_model": "numpy", "fastmath": False, "nogil": True}
+OPTIONS: dict[str, str | bool] = {"error_model": "numpy", "fastmath": False, "nogil": True}
 
 _LOCK = threading.Lock()
 _COMPILE_SECONDS: dict[str, float] = {}
@@ -56,11 +57,11 @@ class Late:
     out of the module's import; the kernel that uses the name replaces it on compiling.
     """
 
-    def __init__(self, build: Callable[[Any], Any]) -> None:
+    def __init__(self, build: Callable[[ModuleType], object]) -> None:
         self.build = build
 
 
-def late(build: Callable[[Any], Any]) -> Late:
+def late(build: Callable[[ModuleType], object]) -> Late:
     """A placeholder for a module global built from the numba module when kernels compile."""
     return Late(build)
 
@@ -82,7 +83,7 @@ class Kernel:
         self.parallel = parallel
         self.cache = cache
         self._dispatcher: Any = None
-        self._seen: set[tuple[Any, ...]] = set()  # argument keys already compiled for
+        self._seen: set[tuple[tuple[object, ...] | type, ...]] = set()  # argument keys already compiled for
         self._lock = threading.Lock()
         self.__doc__ = py_func.__doc__
         self.__name__ = py_func.__name__
@@ -119,7 +120,7 @@ class Kernel:
                 pass  # no writable cache location: compile in memory instead
         return numba.njit(**options)(self.py_func)
 
-    def compile_for(self, *args: Any) -> float:
+    def compile_for(self, *args: object) -> float:
         """Compile for the types of ``args`` if not done yet; the seconds it took."""
         key = tuple(map(_arg_key, args))
         if key in self._seen:
@@ -135,12 +136,12 @@ class Kernel:
             _COMPILE_SECONDS[self.name] = _COMPILE_SECONDS.get(self.name, 0.0) + seconds
         return seconds
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: object) -> Any:
         self.compile_for(*args)
         return self._dispatcher(*args)
 
 
-def _arg_key(value: Any) -> Any:
+def _arg_key(value: object) -> tuple[object, ...] | type:
     """A cheap stand-in for an argument's numba type (numba's typeof is slow on arrays).
 
     Only the compile-time bookkeeping relies on it: were two different types ever given
@@ -170,7 +171,7 @@ def kernel(*, parallel: bool = False, cache: bool = True,
     return wrap
 
 
-def _load_numba() -> Any:
+def _load_numba() -> ModuleType:
     """Import numba and teach it that a :class:`Kernel` is its dispatcher."""
     global _numba_ready
     import numba

@@ -13,9 +13,14 @@ slacks), keep in a :class:`SparseColumn` only the few values set over them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, SupportsIndex
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
+
+#: What indexes a column: a multi-index, flat positions, a slice (1-D) or a boolean mask.
+Key = slice | ArrayLike
 
 #: Entries per chunk when a quantity computed where read is made whole (``np.asarray``).
 CHUNK = 1 << 20
@@ -42,7 +47,8 @@ class SparseColumn:
 
     __slots__ = ("shape", "fill", "_positions", "_values")
 
-    def __init__(self, shape: int | tuple[int, ...], fill: Any = np.nan, dtype: Any = np.float64) -> None:
+    def __init__(self, shape: int | tuple[int, ...], fill: ArrayLike = np.nan,
+                 dtype: DTypeLike = np.float64) -> None:
         self.shape: tuple[int, ...] = ((int(shape),) if isinstance(shape, (int, np.integer))
                                        else tuple(int(s) for s in shape))
         self.fill = np.array(fill, dtype=dtype)[()]
@@ -50,8 +56,8 @@ class SparseColumn:
         self._values = np.empty(0, dtype=self.fill.dtype)
 
     @classmethod
-    def from_entries(cls, shape: int | tuple[int, ...], positions: Any, values: Any,
-                     fill: Any = np.nan) -> SparseColumn:
+    def from_entries(cls, shape: int | tuple[int, ...], positions: ArrayLike, values: ArrayLike,
+                     fill: ArrayLike = np.nan) -> SparseColumn:
         """A column of ``shape`` with ``values`` at the flat ``positions`` (``fill`` elsewhere);
         the values' dtype is the column's."""
         values = np.asarray(values)
@@ -60,7 +66,7 @@ class SparseColumn:
         return col
 
     @classmethod
-    def from_dense(cls, array: Any, fill: Any = np.nan) -> SparseColumn:
+    def from_dense(cls, array: ArrayLike, fill: ArrayLike = np.nan) -> SparseColumn:
         """The entries of ``array`` whose bits differ from ``fill`` (other NaNs included), in
         its shape; the dtype is the array's and the fill's common one."""
         a = np.asarray(array)
@@ -113,13 +119,13 @@ class SparseColumn:
         return out
 
     # -- dense views -----------------------------------------------------------------
-    def full(self, shape: Any = None) -> np.ndarray:
+    def full(self, shape: SupportsIndex | Sequence[SupportsIndex] | None = None) -> np.ndarray:
         """The dense array (``shape``: the column's by default): ``fill`` where not set."""
         out = np.full(self.size, self.fill, dtype=self.dtype)
         out[self._positions] = self._values
         return out.reshape(self.shape if shape is None else shape)
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         out = self.full()
         return out if dtype is None else out.astype(dtype, copy=False)
 
@@ -130,7 +136,7 @@ class SparseColumn:
         return self._positions[np.isfinite(self._values)]
 
     # -- reading ---------------------------------------------------------------------
-    def take(self, positions: Any) -> Any:
+    def take(self, positions: ArrayLike) -> Any:
         """The values at the flat ``positions`` (any shape; ``fill`` where not set)."""
         p = self._checked(np.asarray(positions, dtype=np.int64))
         flat = p.reshape(-1)
@@ -142,11 +148,11 @@ class SparseColumn:
         out = out.reshape(p.shape)
         return out[()]
 
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, key: Key) -> Any:
         return self.take(self._flat(key))
 
     # -- writing ---------------------------------------------------------------------
-    def __setitem__(self, key: Any, values: Any) -> None:
+    def __setitem__(self, key: Key, values: ArrayLike) -> None:
         if isinstance(key, slice) and self.ndim == 1 and np.ndim(values) == 0 and _same_bits(
                 np.array([values], dtype=self.dtype), self.fill)[0]:
             start, stop, step = key.indices(self.size)  # resetting a range: no array of positions
@@ -176,7 +182,7 @@ class SparseColumn:
         self._positions, self._values = pos[real], val[real]
 
     # -- keys ------------------------------------------------------------------------
-    def _flat(self, key: Any) -> np.ndarray:
+    def _flat(self, key: Key) -> np.ndarray:
         """Flat positions (int64, the shape of the result) of a key."""
         if isinstance(key, tuple) and len(key) == self.ndim and all(np.ndim(k) == 0 for k in key):
             ix = tuple(int(k) + (self.shape[d] if int(k) < 0 else 0) for d, k in enumerate(key))
@@ -206,7 +212,7 @@ class SparseColumn:
         return np.where(p < 0, p + self.size, p) if p.size and p.min() < 0 else p
 
 
-def _same_bits(values: np.ndarray, fill: Any) -> np.ndarray:
+def _same_bits(values: np.ndarray, fill: ArrayLike) -> np.ndarray:
     """Per entry: True where the value has exactly ``fill``'s bits (NaN payloads included)."""
     width = values.dtype.itemsize
     raw = np.ascontiguousarray(values).view(np.uint8).reshape(values.size, width)

@@ -87,7 +87,7 @@ def combine(statuses: Iterable[str]) -> str:
     return INCONCLUSIVE if INCONCLUSIVE in seen else PASS
 
 
-def validate_allow_unchecked(allow_unchecked: Any) -> bool | None:
+def validate_allow_unchecked(allow_unchecked: object) -> bool | None:
     """``allow_unchecked`` as given, if it is None, True or False; else a clear error."""
     if allow_unchecked is None or isinstance(allow_unchecked, bool):
         return allow_unchecked

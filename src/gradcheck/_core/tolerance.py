@@ -18,11 +18,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
-from .config import DEFAULT_RESOLUTION
+from .config import DEFAULT_RESOLUTION, Config
+
+#: An entry's quantity or an array of them, elementwise (np.float64 is a float).
+Value = float | np.ndarray
+#: The same, kept: a float in gives a float, an array an array.
+V = TypeVar("V", float, np.ndarray)
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,7 @@ class Tolerance:
     resolution: float = DEFAULT_RESOLUTION
 
     @classmethod
-    def of(cls, config: Any) -> Tolerance:
+    def of(cls, config: Config) -> Tolerance:
         """The tolerance a :class:`~gradcheck.Config` sets."""
         return cls(rtol=config.rtol, atol=config.atol, noise_factor=config.noise_factor,
                    resolution=config.resolution)
@@ -51,15 +56,15 @@ class Tolerance:
         return dataclasses.replace(self, **changes)
 
     # -- the formula, term by term ------------------------------------------------------
-    def noise_term(self, noise: Any) -> Any:
+    def noise_term(self, noise: V) -> V:
         """``noise_factor * noise``: the round-off forgiven."""
         return self.noise_factor * noise
 
-    def value_term(self, scale: Any) -> Any:
+    def value_term(self, scale: V) -> V:
         """``rtol * scale``: the relative part."""
         return self.rtol * scale
 
-    def floor(self, noise: Any) -> Any:
+    def floor(self, noise: V) -> V:
         """``atol + noise_factor * noise``: what round-off alone can produce."""
         return self.atol + self.noise_term(noise)
 
@@ -67,7 +72,7 @@ class Tolerance:
         """``atol + noise_factor*noise + rtol*scale``, in that order of operations."""
         return self.floor(noise) + self.value_term(scale)
 
-    def per_entry(self, analytic: Any, numeric: Any, noise: Any) -> Any:
+    def per_entry(self, analytic: Value, numeric: Value, noise: Value) -> Any:
         """:meth:`bound` with ``scale = max(|analytic|, |numeric|)``."""
         return self.bound(np.maximum(np.abs(analytic), np.abs(numeric)), noise)
 
@@ -76,12 +81,12 @@ class Tolerance:
         claim's largest scale (what the referee forgives against an exact value)."""
         return self.noise_term(unit) * claim_scale
 
-    def against_exact(self, scale: Any, allowance: Any) -> Any:
+    def against_exact(self, scale: Value, allowance: Value) -> Any:
         """The tolerance against an exact value: :meth:`bound` with ``allowance`` (round-off
         and error bounds already scaled) as the whole noise term, ``noise_factor = 1``."""
         return self.replace(noise_factor=1.0).bound(scale, allowance)
 
-    def coarse(self, tol: Any, scale: Any) -> Any:
+    def coarse(self, tol: Value, scale: Value) -> bool | np.ndarray:
         """The PASS share rule: True where ``tol`` exceeds ``resolution * scale`` (the
         agreement proves too little for a PASS)."""
         return coarse(tol, scale, self.resolution)
@@ -100,6 +105,6 @@ class Tolerance:
         return float(self.rtol), float(self.atol), float(self.noise_factor), float(self.resolution)
 
 
-def coarse(tol: Any, scale: Any, resolution: float) -> Any:
+def coarse(tol: Value, scale: Value, resolution: float) -> bool | np.ndarray:
     """The PASS share rule on its own: ``tol > resolution * scale``."""
     return tol > resolution * scale

@@ -21,8 +21,9 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 #: Indent of every line a benchmark prints under its ``==`` title (tables included).
@@ -32,7 +33,7 @@ BENCH_DIR_ENV = "GRADCHECK_BENCH_DIR"
 PREFIX = "bench_"
 
 
-def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], indent: str = INDENT) -> str:
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[object]], indent: str = INDENT) -> str:
     """The one table format of ``gradcheck bench``: a header, a rule of dashes, one row per
     line, columns left-aligned to their widest cell, every line indented.
 
@@ -77,7 +78,7 @@ def discover(directory: Path) -> dict[str, Path]:
     return {p.stem[len(PREFIX):]: p for p in sorted(directory.glob(f"{PREFIX}*.py"))}
 
 
-def load(path: Path) -> Any:
+def load(path: Path) -> ModuleType:
     """Import one script as a module (its directory on sys.path, for ``_common``)."""
     folder = str(path.parent)
     if folder not in sys.path:
@@ -92,9 +93,9 @@ def load(path: Path) -> Any:
     return module
 
 
-def call_main(main: Any, quick: bool) -> Any:
+def call_main(main: Callable[..., object], quick: bool) -> object:
     """``main(quick=...)``, the convention; a ``main(argv)`` gets ``["--quick"]`` or ``[]``."""
-    params: Any
+    params: Mapping[str, inspect.Parameter]
     try:
         params = inspect.signature(main).parameters
     except (TypeError, ValueError):
@@ -121,7 +122,7 @@ def run_benchmarks(
     if unknown:
         raise ValueError(f"unknown benchmark(s) {unknown}; available: {sorted(scripts)}")
     chosen = list(names) or list(scripts)
-    results: dict[str, Any] = {}
+    results: dict[str, object] = {}
     summary = []
     status = 0
     for name in chosen:
@@ -157,7 +158,7 @@ def cpu_seconds() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def _target_word(result: Any) -> str:
+def _target_word(result: object) -> str:
     if not isinstance(result, dict):
         return ""
     if "skipped" in result:
@@ -170,7 +171,7 @@ def _target_word(result: Any) -> str:
     return ""
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any) -> float | str:
     try:
         return float(value)
     except (TypeError, ValueError):

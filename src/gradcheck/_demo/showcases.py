@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,23 +30,27 @@ from .._lowp.subjects import (
 from .._models.params import check_params
 from .._pipeline.check import check
 from .._report.report import Report
-from .._sweeps.sweep import grid, shape_sweep
-from ..examples.transformer import TransformerConfig, loss, loss_and_grads, make_problem
-from ..native import native_function
+from .._sweeps.sweep import SweepReport, grid, shape_sweep
+from ..examples.transformer import Params, TransformerConfig, loss, loss_and_grads, make_problem
+from ..native import NativeFunction, native_function
 from .dispute_showcases import gradient_dispute, timed_dispute
 from .layernorm import layer_norm, layer_norm_vjp
 from .orders_showcases import adjoint_transposed, taylor_correct, taylor_pictures, taylor_wrong
+
+if TYPE_CHECKING:
+    from .._lowp.result import DisputeResult
+    from .._models.report import ParamsReport
 
 
 @dataclass
 class Showcase:
     title: str
-    run: Callable[[], tuple[Any, bool, str]]   # -> (report, behaved, what was expected)
+    run: Callable[[], tuple[object, bool, str]]   # -> (report, behaved, what was expected)
     # (report, folder) -> the pictures written there; needs matplotlib
     pictures: Callable[[Any, Path], list[Path]] | None = None
 
 
-def _numpy_planted() -> tuple[Any, bool, str]:
+def _numpy_planted() -> tuple[Report, bool, str]:
     rng = np.random.default_rng(7)
     x = rng.standard_normal((6, 5))
 
@@ -63,7 +67,7 @@ def _numpy_planted() -> tuple[Any, bool, str]:
     return r, r.entries(Verdict.MISMATCH) == [(4, 1)], "exactly entry (4, 1) flagged"
 
 
-def _float32_layer_norm() -> tuple[Any, bool, str]:
+def _float32_layer_norm() -> tuple[Report, bool, str]:
     """A float32 layer-norm backward whose variance divides by D - 1 (torch.var's default):
     about 1e-3 off on every entry at D = 512. The float32 claim is judged against its own
     measured rounding (gradcheck._lowp.float32), so the bug is found at every entry, and the
@@ -84,7 +88,7 @@ def _float32_layer_norm() -> tuple[Any, bool, str]:
     return r, behaved, "every entry flagged, and the correct float32 backward passes"
 
 
-def _softmax_trap() -> tuple[Any, bool, str]:
+def _softmax_trap() -> tuple[Report, bool, str]:
     x = np.array([0.3, -1.2, 2.0, 0.7, 0.1])
 
     def softmax(x):
@@ -100,7 +104,7 @@ def _softmax_trap() -> tuple[Any, bool, str]:
     return r, r.passed and r.counts[Verdict.PASS] == x.size, "all entries PASS"
 
 
-def _native_rosenbrock() -> tuple[Any, bool, str]:
+def _native_rosenbrock() -> tuple[Report, bool, str]:
     x = np.random.default_rng(3).uniform(-1.5, 1.5, 64)
     buggy = native_function("rosenbrock", grad="grad_lastbug")
     r = check(buggy, x, buggy.gradient, name="C rosenbrock, gradient drops a term at the last entry")
@@ -108,7 +112,7 @@ def _native_rosenbrock() -> tuple[Any, bool, str]:
     return r, r.entries(Verdict.MISMATCH) == [(63,)], "exactly entry (63,) flagged"
 
 
-def _transformer_problem() -> tuple[Any, np.ndarray, np.ndarray, TransformerConfig]:
+def _transformer_problem() -> tuple[Params, np.ndarray, np.ndarray, TransformerConfig]:
     """The tiny transformer with every token and every position used once: no embedding row
     is left with a zero gradient for the referee to prove at 30 digits (the key biases' zero
     gradients, what the showcase is about, remain: 8 entries instead of 32, 4x faster)."""
@@ -118,8 +122,8 @@ def _transformer_problem() -> tuple[Any, np.ndarray, np.ndarray, TransformerConf
     return params, ids, targets, cfg
 
 
-def _transformer(mutation: str | None) -> Callable[[], tuple[Any, bool, str]]:
-    def run() -> tuple[Any, bool, str]:
+def _transformer(mutation: str | None) -> Callable[[], tuple[ParamsReport, bool, str]]:
+    def run() -> tuple[ParamsReport, bool, str]:
         params, ids, targets, cfg = _transformer_problem()
         _, grads = loss_and_grads(params, ids, targets, cfg, mutation=mutation)
         # The referee proves the key bias's zero gradient in the correct model; for the
@@ -138,7 +142,7 @@ def _transformer(mutation: str | None) -> Callable[[], tuple[Any, bool, str]]:
 
 
 # -- the C transposed matmul with a shape-parity defect (kernels/matmul_tn.c) ---------
-def _matmul_subject(grad: str) -> Callable[[tuple[int, ...]], Any]:
+def _matmul_subject(grad: str) -> Callable[[tuple[int, ...]], tuple[NativeFunction, Callable[..., np.ndarray]]]:
     def factory(shape):
         nf = native_function("matmul_tn", grad=grad, iparams=shape)
         return nf, nf.gradient
@@ -159,7 +163,7 @@ def _matmul_parts(shape: tuple[int, ...]) -> dict[str, tuple[int, int]]:
     return {"A": (k, m), "B": (k, n)}
 
 
-def _parity_sweep() -> tuple[Any, bool, str]:
+def _parity_sweep() -> tuple[SweepReport, bool, str]:
     shapes = grid(m=range(1, 9), k=range(1, 9), n=range(1, 9))
     sweep = shape_sweep(_matmul_subject("grad_parity"), shapes, _matmul_input, factory=True,
                         parts=_matmul_parts, name="C A^T B, backward with a parity defect")
@@ -168,14 +172,14 @@ def _parity_sweep() -> tuple[Any, bool, str]:
     return sweep, ok, "exactly the 128 shapes with m and n odd fail; rule 'm is odd and n is odd'"
 
 
-def _parity_pictures(sweep: Any, folder: Path) -> list[Path]:
+def _parity_pictures(sweep: SweepReport, folder: Path) -> list[Path]:
     shape = (5, 4, 7)
     return [sweep.plot(folder / "matmul_tn_parity_sweep.png"),
             sweep.report(shape).plot(folder / "matmul_tn_parity_5x4x7_heatmap.png",
                                      parts=_matmul_parts(shape))]
 
 
-def _rope_dispute() -> tuple[Any, bool, str]:
+def _rope_dispute() -> tuple[DisputeResult, bool, str]:
     x, pos = rope_inputs(rows=128, dim=64, start=4000, stop=8000, seed=1)
     r = dispute(rope_math, (x, pos), {"fast": rope_fast(x, pos), "reference": rope_reference(x, pos)},
                 "bfloat16", name="C rotary embedding at positions 4000..8000")
@@ -183,7 +187,7 @@ def _rope_dispute() -> tuple[Any, bool, str]:
     return r, ok, "the fast kernel is the accurate one; the reference (bfloat16 angles) is broken"
 
 
-def _matvec_dispute() -> tuple[Any, bool, str]:
+def _matvec_dispute() -> tuple[DisputeResult, bool, str]:
     a, v = matvec_inputs(rows=32, n=512, seed=1)
     r = dispute(matvec_math, (a, v), {"fast": matvec_fast(a, v), "reference": matvec_reference(a, v)},
                 "bfloat16", name="C matrix-vector product, n=512")
@@ -191,7 +195,7 @@ def _matvec_dispute() -> tuple[Any, bool, str]:
     return r, ok, "the fast kernel (bfloat16 accumulator) is broken"
 
 
-def _control() -> tuple[Any, bool, str]:
+def _control() -> tuple[str, bool, str]:
     assert_detects_wrong_gradient("numpy")
     return "negative control (numpy backend): corrupted gradient flagged, correct one passed", True, "both directions"
 
@@ -235,7 +239,7 @@ class _Pictures:
     plots: list[Path]
     missing: str = ""
 
-    def add(self, number: int, sc: Showcase, report: Any) -> None:
+    def add(self, number: int, sc: Showcase, report: object) -> None:
         if hasattr(report, "to_html"):
             path = self.folder / f"{number:02d}-{_slug(sc.title)}.html"
             report.to_html(path)

@@ -19,17 +19,20 @@ are written the way the frameworks document them. Normalizations act on the last
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from ..dual import DualArray
 
-def _one(x: Any) -> Any:
+
+def _one(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """1 in ``x``'s number type, shaped (1,)."""
     return x.reshape(-1)[:1] * 0 + 1
 
 
-def _special(x: Any, name: str) -> Any:
+def _special(x: np.ndarray | DualArray, name: str) -> np.ndarray | DualArray:
     """``erf`` / ``erfc`` of ``x``: mpmath at the running computation's precision on
     arbitrary-precision arrays, scipy (or the math module, elementwise) on float arrays."""
     if x.dtype == object:
@@ -43,56 +46,56 @@ def _special(x: Any, name: str) -> Any:
     return getattr(scipy.special, name)(x)
 
 
-def erf(x: Any) -> Any:
+def erf(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """The error function."""
     return _special(x, "erf")
 
 
-def erfc(x: Any) -> Any:
+def erfc(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """The complementary error function."""
     return _special(x, "erfc")
 
 
-def sigmoid(x: Any) -> Any:
+def sigmoid(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """``1 / (1 + exp(-x))``."""
     return 1 / (1 + np.exp(-x))
 
 
-def silu(x: Any) -> Any:
+def silu(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """``x * sigmoid(x)``."""
     return x / (1 + np.exp(-x))
 
 
-def gelu(x: Any) -> Any:
+def gelu(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """``x * (1 + erf(x / sqrt 2)) / 2`` (PyTorch's ``F.gelu``)."""
     return x * (1 + erf(x / np.sqrt(2 * _one(x)))) / 2
 
 
-def gelu_erfc(x: Any) -> Any:
+def gelu_erfc(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """The same function as :func:`gelu`, written with ``erfc``."""
     return x * erfc(-x / np.sqrt(2 * _one(x))) / 2
 
 
-def gelu_tanh(x: Any) -> Any:
+def gelu_tanh(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """``x * (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) / 2`` (``approximate='tanh'``)."""
     one = _one(x)
     inner = np.sqrt(2 / np.arccos(-one)) * (x + (one * 44715 / 1000000) * x ** 3)
     return x * (1 + np.tanh(inner)) / 2
 
 
-def softmax(x: Any) -> Any:
+def softmax(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """Softmax over the last axis."""
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def log_softmax(x: Any) -> Any:
+def log_softmax(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """Log-softmax over the last axis."""
     s = x - x.max(axis=-1, keepdims=True)
     return s - np.log(np.exp(s).sum(axis=-1, keepdims=True))
 
 
-def layer_norm(x: Any, eps: float = 1e-5) -> Any:
+def layer_norm(x: np.ndarray | DualArray, eps: float = 1e-5) -> np.ndarray | DualArray:
     """``(x - mean) / sqrt(var + eps)`` over the last axis (no affine part; ``eps`` as an
     exact fraction ``1 / round(1 / eps)``)."""
     mu = x.mean(axis=-1, keepdims=True)
@@ -100,23 +103,23 @@ def layer_norm(x: Any, eps: float = 1e-5) -> Any:
     return d / np.sqrt((d * d).mean(axis=-1, keepdims=True) + _one(x) / round(1 / eps))
 
 
-def rms_norm(x: Any, eps: float = 1e-6) -> Any:
+def rms_norm(x: np.ndarray | DualArray, eps: float = 1e-6) -> np.ndarray | DualArray:
     """``x / sqrt(mean(x^2) + eps)`` over the last axis (no weight; ``eps`` as
     :func:`layer_norm`)."""
     return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + _one(x) / round(1 / eps))
 
 
-def matmul(a: Any, b: Any) -> Any:
+def matmul(a: np.ndarray | DualArray, b: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """``a @ b`` (a contraction: exact kernels)."""
     return a @ b
 
 
-def total(x: Any) -> Any:
+def total(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """The sum over the last axis (a contraction)."""
     return x.sum(axis=-1)
 
 
-def cumulative(x: Any) -> Any:
+def cumulative(x: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """The cumulative sum over the last axis (a contraction)."""
     return np.cumsum(x, axis=-1)
 

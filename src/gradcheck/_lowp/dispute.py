@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .._core import arguments as _arguments
 from .._core.formats import FLOAT64, FloatFormat, from_bits, resolve_format, round_to_format
@@ -67,9 +68,9 @@ __all__ = ["dispute", "DisputeResult", "CandidateStats", "TIE_RATIO", "BASE_BOUN
 #: Mean errors within this factor of each other are a tie.
 TIE_RATIO = 1.25
 
-def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: Any,
-                      rounds: Any = ROUNDS, working: Any = WORKING_DEFAULT, *, dtype: Any = None,
-                      of: Any = "value", wrt: Any = 0, cotangent: Any = None) -> tuple[str, float]:
+def _dispute_keywords(dps: object, bound_ulps: object, name: object, float32_evaluation: object,
+                      rounds: object = ROUNDS, working: object = WORKING_DEFAULT, *, dtype: object = None,
+                      of: object = "value", wrt: object = 0, cotangent: object = None) -> tuple[str, float]:
     """The types of dispute's keywords, refused at the boundary with what they accept;
     returns the working precision's (name, unit roundoff)."""
     if dtype is not None:
@@ -92,11 +93,11 @@ def _dispute_keywords(dps: Any, bound_ulps: Any, name: Any, float32_evaluation: 
         raise type(exc)(f"working={working!r}: {exc}") from None
 
 
-def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: Any = None, *,
+def dispute(math_fn: Callable[..., Any], inputs: Any, candidates: Any, dtype: object = None, *,
             dps: int = 40, bound_ulps: float | None = None, name: str | None = None,
             float32_evaluation: bool = True, of: str = "value", wrt: int = 0,
             cotangent: Any = None, rounds: int = ROUNDS,
-            working: Any = WORKING_DEFAULT) -> DisputeResult:
+            working: DTypeLike = WORKING_DEFAULT) -> DisputeResult:
     """Judge each candidate output against the exact value of ``math_fn(*inputs)``.
 
     Parameters

@@ -35,13 +35,16 @@ positions included: they are real numbers the kernel rounds too):
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..dual import DualArray
+
+if TYPE_CHECKING:
+    from ..mp import Context
 
 #: Colour classes per argument in float64 forward mode.
 MAX_COLOURS = 256
@@ -65,7 +68,7 @@ class Sensitivity:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def argument_names(fn: Callable[..., Any], count: int) -> tuple[str, ...]:
+def argument_names(fn: Callable[..., object], count: int) -> tuple[str, ...]:
     """``fn``'s positional parameter names for ``count`` arguments ("input k" where unknown).
 
     >>> argument_names(lambda x, positions: x, 2)
@@ -116,7 +119,7 @@ def forward_mode(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], shap
     lost = ~np.isfinite(exact_hi)
     for start in range(0, len(blocks), CHUNK):
         chunk = blocks[start:start + CHUNK]
-        duals: list[Any] = list(values)
+        duals: list[np.ndarray | DualArray] = list(values)
         for k in which:
             index = np.arange(values[k].size) % ncols[k]
             seed = np.zeros((values[k].size, len(chunk)))
@@ -178,7 +181,8 @@ def differences(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], dps: 
     return by_input
 
 
-def _run(math_fn: Callable[..., Any], xs: list[Any], ctx: Any, run_checked: Callable[..., Any]) -> np.ndarray:
+def _run(math_fn: Callable[..., Any], xs: Sequence[np.ndarray], ctx: Context,
+         run_checked: Callable[..., Any]) -> np.ndarray:
     """``math_fn(*xs)`` evaluated in ``ctx``, flat."""
     return np.asarray(run_checked(lambda _: math_fn(*xs), None, ctx), dtype=object).reshape(-1)
 

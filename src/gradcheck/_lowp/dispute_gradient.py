@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from ..mp import MPArray
 
 #: What ``dispute`` can judge.
 KINDS = ("value", "gradient")
 
 
-def gradient_definition(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], wrt: Any,
-                        cotangent: Any, label: str) -> tuple[Callable[..., Any], str]:
+def gradient_definition(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], wrt: object,
+                        cotangent: Any, label: str) -> tuple[Callable[..., MPArray], str]:
     """The function of the inputs that ``dispute`` evaluates for ``of="gradient"``, and its
     name. It runs only on ``gradcheck.mp`` arrays (at their computation's precision).
 
@@ -40,7 +43,7 @@ def gradient_definition(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...
         raise TypeError(f"input {wrt} is {args[wrt].dtype}: a gradient needs a float input")
     cot = None if cotangent is None else _cotangent(cotangent)
 
-    def gradient(*xs: Any) -> Any:
+    def gradient(*xs: np.ndarray) -> MPArray:
         from ..mp import mp_vjp
 
         if not all(isinstance(x, np.ndarray) and x.dtype == object for x in xs):
@@ -54,7 +57,7 @@ def gradient_definition(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...
 
 
 def gradient_of_cotangent(math_fn: Callable[..., Any], wrt: int,
-                          cotangent: Any) -> tuple[Callable[..., Any], np.ndarray]:
+                          cotangent: Any) -> tuple[Callable[..., MPArray], np.ndarray]:
     """The gradient as a function of the inputs *and* the cotangent (its last argument),
     and the cotangent as an exact array (1 for a scalar ``math_fn``): what the gradient's
     sensitivities are taken of, a backward kernel rounding the cotangent too.
@@ -65,7 +68,7 @@ def gradient_of_cotangent(math_fn: Callable[..., Any], wrt: int,
     """
     cot = np.ones(()) if cotangent is None else _cotangent(cotangent)
 
-    def gradient(*xs: Any) -> Any:
+    def gradient(*xs: np.ndarray) -> MPArray:
         from ..mp import mp_vjp
 
         *inputs, c = xs
@@ -85,7 +88,7 @@ def _cotangent(cotangent: Any) -> np.ndarray:
     raise TypeError(f"cotangent must be a real array shaped like math_fn's result, got {arr.dtype}")
 
 
-def require_kind(of: Any) -> str:
+def require_kind(of: object) -> str:
     """``of`` checked: ``"value"`` or ``"gradient"``."""
     if of not in KINDS:
         raise ValueError(f"of must be 'value' (math_fn's outputs) or 'gradient' (its gradient "

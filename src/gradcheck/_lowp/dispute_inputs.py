@@ -61,7 +61,7 @@ def is_float(dt: np.dtype) -> bool:
     return dt.kind == "f" or dt.name == "bfloat16"
 
 
-def target_format(dtype: Any, named: dict[str, Any]) -> FloatFormat:
+def target_format(dtype: object, named: dict[str, Any]) -> FloatFormat:
     """The target format: ``dtype``, or the candidates' common float dtype."""
     if dtype is not None:
         return resolve_format(dtype)  # ValueError listing the valid names
@@ -74,7 +74,7 @@ def target_format(dtype: Any, named: dict[str, Any]) -> FloatFormat:
                      f"not share one float dtype ({listing})")
 
 
-def require_arity(math_fn: Callable[..., Any], args: tuple[np.ndarray, ...], label: str) -> None:
+def require_arity(math_fn: Callable[..., object], args: tuple[np.ndarray, ...], label: str) -> None:
     """``math_fn`` must take the inputs as its positional arguments: a wrong count is the
     caller's mistake, to be said as such (called anyway, it would raise a TypeError that
     reads like an operation with no arbitrary-precision form)."""
@@ -138,7 +138,7 @@ def shaped(values: np.ndarray, key: str, shape: tuple) -> np.ndarray:
     return values
 
 
-def float32_run(math_fn, args, shape, fmt) -> tuple[Any, Any, str]:
+def float32_run(math_fn, args, shape, fmt) -> tuple[np.ndarray | None, np.ndarray | None, str]:
     """math_fn on float32 inputs: its result (float64 values, flat), the same rounded once to
     fmt, and a note (both None if it could not run)."""
     xs = tuple(a.astype(np.float32) if is_float(a.dtype) else a for a in args)

@@ -37,12 +37,12 @@ class Timing:
     number: int
     warmup: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | float]:
         return {"name": self.name, "best_s": self.best, "median_s": self.median,
                 "rounds": self.rounds, "number": self.number, "warmup_s": self.warmup}
 
 
-def run_and_time(functions: Mapping[str, Callable[..., Any]], args: tuple[Any, ...], *,
+def run_and_time(functions: Mapping[str, Callable[..., Any]], args: tuple[object, ...], *,
                  rounds: int = ROUNDS) -> tuple[dict[str, Any], dict[str, Timing]]:
     """Each function's output (from its warm-up call on ``args``) and its :class:`Timing`.
 
@@ -72,7 +72,7 @@ def run_and_time(functions: Mapping[str, Callable[..., Any]], args: tuple[Any, .
     return outputs, timings
 
 
-def _one_call(fn: Callable[..., Any], args: tuple[Any, ...]) -> float:
+def _one_call(fn: Callable[..., object], args: tuple[object, ...]) -> float:
     """The time of one call after the warm-up (what sizes the rounds)."""
     t0 = time.perf_counter()
     fn(*args)

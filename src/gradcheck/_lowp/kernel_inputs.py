@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._core.formats import round_to_format
 from .subjects import matvec_inputs, rope_inputs
@@ -23,14 +23,14 @@ class Case:
 
     name: str
     source: str
-    definition: Callable[..., Any]
-    kernel: Callable[..., Any]
+    definition: Callable[..., object]
+    kernel: Callable[..., np.ndarray]
     inputs: Callable[[str, int], tuple[np.ndarray, ...]]
     dtype: str = "bfloat16"
     of: str = "value"
 
 
-def rounded(y: Any, fmt: str = "bfloat16") -> np.ndarray:
+def rounded(y: ArrayLike, fmt: str = "bfloat16") -> np.ndarray:
     """``y`` (float32 or float64) rounded once to ``fmt``."""
     return round_to_format(np.asarray(y, dtype=np.float64) if np.asarray(y).dtype.kind == "f"
                            else np.asarray(y), fmt, as_dtype=True)

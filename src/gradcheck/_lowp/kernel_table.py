@@ -18,9 +18,9 @@ nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import definitions as d
 from .kernel_inputs import (
@@ -129,7 +129,7 @@ def _naive_log_softmax(x: np.ndarray) -> np.ndarray:
 
 def numpy_cases() -> list[Case]:
     """Accurate float32 numpy kernels (each rounded once to bfloat16)."""
-    def once(fn: Callable[..., Any]) -> Callable[..., np.ndarray]:
+    def once(fn: Callable[..., ArrayLike]) -> Callable[..., np.ndarray]:
         return lambda *xs: rounded(fn(*_f32(*xs)))
 
     return [

@@ -22,11 +22,15 @@ float dtype runs them in that dtype).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._core.formats import BFLOAT16, from_bits, round_to_format
+
+if TYPE_CHECKING:
+    from ..dual import DualArray
 
 __all__ = ["rope_fast", "rope_reference", "rope_math", "rope_inputs",
            "matvec_fast", "matvec_reference", "matvec_math", "matvec_inputs", "bf16_round_c"]
@@ -41,7 +45,7 @@ def _lib():
     return ffi, lib
 
 
-def _bf16_bits(a: Any, what: str) -> np.ndarray:
+def _bf16_bits(a: ArrayLike, what: str) -> np.ndarray:
     """C-contiguous uint16 bit patterns of ``a`` in bfloat16 (rounded nearest-even if ``a``
     is a wider float; bfloat16 input is taken as is)."""
     arr = np.asarray(a)
@@ -56,7 +60,7 @@ def _ptr(ffi, ctype: str, arr: np.ndarray):
     return ffi.cast(ctype, ffi.from_buffer(arr))
 
 
-def _rope(kernel: str, x: Any, positions: Any, base: float) -> np.ndarray:
+def _rope(kernel: str, x: ArrayLike, positions: ArrayLike, base: float) -> np.ndarray:
     bits = _bf16_bits(x, "x")
     if bits.ndim < 1 or bits.shape[-1] % 2:
         raise ValueError(f"x must have an even last dimension (the rotated pairs), got shape {bits.shape}")
@@ -79,7 +83,7 @@ def _rope(kernel: str, x: Any, positions: Any, base: float) -> np.ndarray:
     return from_bits(out, BFLOAT16)
 
 
-def rope_fast(x: Any, positions: Any, base: float = ROPE_BASE) -> np.ndarray:
+def rope_fast(x: ArrayLike, positions: ArrayLike, base: float = ROPE_BASE) -> np.ndarray:
     """Rotary embedding in C, angle in float32, each output rounded once to bfloat16.
 
     ``x``: (..., dim) bfloat16 (``ml_dtypes.bfloat16``), ``positions``: integers broadcast
@@ -88,13 +92,14 @@ def rope_fast(x: Any, positions: Any, base: float = ROPE_BASE) -> np.ndarray:
     return _rope("gc_rope_bf16_fast", x, positions, base)
 
 
-def rope_reference(x: Any, positions: Any, base: float = ROPE_BASE) -> np.ndarray:
+def rope_reference(x: ArrayLike, positions: ArrayLike, base: float = ROPE_BASE) -> np.ndarray:
     """Rotary embedding in C with the angle rounded to bfloat16 before cos/sin (the
     inaccurate side at large positions). Same arguments as :func:`rope_fast`."""
     return _rope("gc_rope_bf16_reference", x, positions, base)
 
 
-def rope_math(x: Any, positions: Any, base: float = ROPE_BASE) -> Any:
+def rope_math(x: np.ndarray | DualArray, positions: ArrayLike | DualArray,
+              base: float = ROPE_BASE) -> np.ndarray | DualArray:
     """The definition: ``y[..., i] = x_i cos(t_i) - x_{i+d/2} sin(t_i)``,
     ``y[..., i+d/2] = x_{i+d/2} cos(t_i) + x_i sin(t_i)``, ``t_i = p base^(-2i/d)``.
 
@@ -131,7 +136,7 @@ def rope_inputs(rows: int = 64, dim: int = 64, *, start: int = 1000, stop: int |
     return x, positions
 
 
-def _matvec(kernel: str, a: Any, v: Any) -> np.ndarray:
+def _matvec(kernel: str, a: ArrayLike, v: ArrayLike) -> np.ndarray:
     ab, vb = _bf16_bits(a, "a"), _bf16_bits(v, "v")
     if ab.ndim != 2 or vb.ndim != 1 or ab.shape[1] != vb.shape[0]:
         raise ValueError(f"matvec needs a of shape (rows, n) and v of shape (n,); got {ab.shape} and {vb.shape}")
@@ -143,17 +148,17 @@ def _matvec(kernel: str, a: Any, v: Any) -> np.ndarray:
     return from_bits(out, BFLOAT16)
 
 
-def matvec_fast(a: Any, v: Any) -> np.ndarray:
+def matvec_fast(a: ArrayLike, v: ArrayLike) -> np.ndarray:
     """``a @ v`` in C, accumulated in bfloat16 (deliberately broken)."""
     return _matvec("gc_matvec_bf16_fast", a, v)
 
 
-def matvec_reference(a: Any, v: Any) -> np.ndarray:
+def matvec_reference(a: ArrayLike, v: ArrayLike) -> np.ndarray:
     """``a @ v`` in C, accumulated in float32 and rounded once to bfloat16."""
     return _matvec("gc_matvec_bf16_reference", a, v)
 
 
-def matvec_math(a: Any, v: Any) -> Any:
+def matvec_math(a: np.ndarray | DualArray, v: np.ndarray | DualArray) -> np.ndarray | DualArray:
     """The definition: ``a @ v``."""
     return a @ v
 
@@ -167,7 +172,7 @@ def matvec_inputs(rows: int = 64, n: int = 1024, *, seed: int = 0) -> tuple[np.n
     return a, v
 
 
-def bf16_round_c(x: Any) -> np.ndarray:
+def bf16_round_c(x: ArrayLike) -> np.ndarray:
     """float32 -> bfloat16 by the kernels' own C rounding (for testing it against
     :func:`gradcheck._core.formats.round_to_format`)."""
     arr = np.ascontiguousarray(x, dtype=np.float32)

@@ -38,11 +38,12 @@ Example:
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 _MAX_LISTED = 6  # longer index lists are summarised ("9 rows (0, 2, 3, 5, 7, …)")
 _N_EXAMPLES = 10
@@ -261,7 +262,7 @@ def _with_strays(arr: np.ndarray) -> LayoutDescription | None:
     return LayoutDescription(text, "plus", {"parts": parts_details, "entries": entries})
 
 
-def _as_mask(mask: Any) -> np.ndarray:
+def _as_mask(mask: ArrayLike) -> np.ndarray:
     arr = np.asarray(mask)
     if arr.dtype != bool:
         if not np.isin(arr, (0, 1)).all():
@@ -270,7 +271,7 @@ def _as_mask(mask: Any) -> np.ndarray:
     return arr
 
 
-def describe_layout(mask: Any) -> LayoutDescription:
+def describe_layout(mask: ArrayLike) -> LayoutDescription:
     """Describe in words where the True entries of ``mask`` (any ndim >= 0) sit.
 
     Tried in order: none, every entry, a single entry, a product of one index set per axis
@@ -321,7 +322,11 @@ def describe_layout(mask: Any) -> LayoutDescription:
 
 
 # -- parts of a flat input (a check of several tensors flattened into one) -------------------
-def normalise_parts(parts: Any, size: int) -> list[tuple[str, tuple[int, ...]]]:
+#: Named parts: ``{"A": (k, m), "B": (k, n)}`` or a sequence of ``(name, shape)`` pairs.
+PartsSpec = Mapping[str, Sequence[int]] | Sequence[tuple[str, Sequence[int]]]
+
+
+def normalise_parts(parts: PartsSpec, size: int) -> list[tuple[str, tuple[int, ...]]]:
     """``{"A": (k, m), "B": (k, n)}`` (or a list of pairs) as ``[(name, shape), ...]``,
     checked to cover exactly ``size`` entries."""
     pairs = list(parts.items()) if isinstance(parts, Mapping) else list(parts)
@@ -333,7 +338,7 @@ def normalise_parts(parts: Any, size: int) -> list[tuple[str, tuple[int, ...]]]:
     return out
 
 
-def split_parts(array: np.ndarray, parts: Any) -> list[tuple[str, np.ndarray]]:
+def split_parts(array: np.ndarray, parts: PartsSpec) -> list[tuple[str, np.ndarray]]:
     """Consecutive pieces of ``array.ravel()``, each reshaped to its part's shape."""
     flat = np.asarray(array).reshape(-1)
     out, start = [], 0

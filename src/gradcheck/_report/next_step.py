@@ -30,7 +30,7 @@ _TRACED = re.compile(r"^disagreement traced to (?P<where>.*?): a difference beyo
 _RELATIVE = re.compile(r"\(([0-9.e+-]+) relative\)")
 
 
-def rerun_with(call: str, **changes: Any) -> str:
+def rerun_with(call: str, **changes: object) -> str:
     """The call that reruns a check with some settings changed (one place spells it).
 
     >>> rerun_with("check", rtol=1e-8)
@@ -223,7 +223,7 @@ def _taylor_steps(t: Any) -> list[str]:
     return [f"fix {what}: its remainder does not shrink at the order it must; {call} says at which entries"]
 
 
-def _generic_steps(result: Any) -> list[str]:
+def _generic_steps(result: object) -> list[str]:
     status = str(getattr(result, "status", "PASS" if getattr(result, "passed", False) else "FAIL"))
     if status == _status.PASS:
         return ["nothing to fix: keep it as a test (the result's assert_pass(), or the pytest fixture)"]

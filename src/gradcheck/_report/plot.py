@@ -10,12 +10,19 @@ import math
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._core.verdict import Verdict
 from .layout import describe_layout, split_parts
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from .layout import PartsSpec
 
 #: One colour per verdict code (PASS green, MISMATCH red, UNCHECKED grey, ...).
 VERDICT_COLOURS = {
@@ -45,13 +52,13 @@ def _matplotlib():
     return Figure, FigureCanvasAgg
 
 
-def _title(fig: Any, lines: Sequence[str]) -> None:
+def _title(fig: Figure, lines: Sequence[str]) -> None:
     """A suptitle wrapped to the figure's width (about 13 characters per inch at 10 pt)."""
     width = max(40, int(fig.get_figwidth() * 13))
     fig.suptitle("\n".join(textwrap.fill(line, width) for line in lines), fontsize=10)
 
 
-def _save(fig: Any, canvas_cls: Any, path: str | Path) -> Path:
+def _save(fig: Figure, canvas_cls: type[FigureCanvasAgg], path: str | Path) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     canvas_cls(fig)
@@ -80,7 +87,7 @@ def _as_2d(array: np.ndarray, fill: float) -> tuple[np.ndarray, str, str]:
     return padded.reshape(rows, width), f"entry // {width}", f"entry % {width}"
 
 
-def _cell_borders(ax: Any, shape: tuple[int, int]) -> None:
+def _cell_borders(ax: Axes, shape: tuple[int, int]) -> None:
     # Line collections, not minor ticks: ticks cost a text layout each.
     rows, cols = shape
     if max(rows, cols) > _GRID_LINES_UP_TO:
@@ -89,7 +96,7 @@ def _cell_borders(ax: Any, shape: tuple[int, int]) -> None:
     ax.vlines(np.arange(0.5, cols - 1), -0.5, rows - 0.5, colors="white", linewidth=0.8)
 
 
-def _integer_ticks(ax: Any, shape: tuple[int, int], xvalues=None, yvalues=None) -> None:
+def _integer_ticks(ax: Axes, shape: tuple[int, int], xvalues=None, yvalues=None) -> None:
     rows, cols = shape
     xs = np.arange(cols) if cols <= 16 else np.linspace(0, cols - 1, 9).round().astype(int)
     ys = np.arange(rows) if rows <= 16 else np.linspace(0, rows - 1, 9).round().astype(int)
@@ -99,7 +106,7 @@ def _integer_ticks(ax: Any, shape: tuple[int, int], xvalues=None, yvalues=None) 
     ax.set_yticklabels([str(yvalues[i]) if yvalues is not None else str(i) for i in ys], fontsize=7)
 
 
-def plot_report(report: Any, path: str | Path, *, parts: Any = None, title: str | None = None) -> Path:
+def plot_report(report: Any, path: str | Path, *, parts: PartsSpec | None = None, title: str | None = None) -> Path:
     """Write a PNG heat map of one check: the verdict of every entry (top) and its relative
     error ``|a-n| / max(|a|, |n|)`` on a log scale (bottom).
 
@@ -177,7 +184,7 @@ def _rule_dims(sweep: Any) -> list[int]:
     return dims
 
 
-def _dim_index(sweep: Any, which: Any, ndim: int) -> int:
+def _dim_index(sweep: Any, which: str | int, ndim: int) -> int:
     if isinstance(which, str):
         if which not in sweep.dim_names:
             raise ValueError(f"unknown dimension {which!r}; the sweep's dimensions are {sweep.dim_names}")
@@ -188,7 +195,8 @@ def _dim_index(sweep: Any, which: Any, ndim: int) -> int:
     return index
 
 
-def _layout_dims(sweep: Any, ndim: int, rows: Any, cols: Any, panels: Any
+def _layout_dims(sweep: Any, ndim: int, rows: str | int | None, cols: str | int | None,
+                 panels: str | int | None
                  ) -> tuple[int | None, int | None, int | None]:
     """(rows, cols, panels) dimension indices (None: not used). Explicit choices first;
     then the dimensions the rule uses become the image axes, so the rule reads as the same
@@ -210,7 +218,8 @@ def _layout_dims(sweep: Any, ndim: int, rows: Any, cols: Any, panels: Any
 
 
 def _sweep_grid(sweep: Any, shapes: np.ndarray, failed: np.ndarray, unverified: np.ndarray,
-                dims: tuple[int | None, int | None, int | None]) -> tuple[Any, ...]:
+                dims: tuple[int | None, int | None, int | None]
+                ) -> tuple[list[int], list[int], list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The values along rows, columns and panels, and per (panel, row, column) cell the
     counts of failing, swept, wrongly predicted and unverified shapes."""
     r_dim, c_dim, p_dim = dims
@@ -240,8 +249,8 @@ def _sweep_grid(sweep: Any, shapes: np.ndarray, failed: np.ndarray, unverified: 
     return rv, cv, pv, fails, seen, wrong, unsure
 
 
-def plot_sweep(sweep: Any, path: str | Path, *, rows: Any = None, cols: Any = None,
-               panels: Any = None) -> Path:
+def plot_sweep(sweep: Any, path: str | Path, *, rows: str | int | None = None,
+               cols: str | int | None = None, panels: str | int | None = None) -> Path:
     """Write a PNG grid of the swept shapes: one panel per value of the ``panels``
     dimension, rows × columns inside each, failing shapes red, passing green, shapes not
     swept blank. Dimensions beyond three are pooled: a cell then shows the fraction of its

@@ -10,9 +10,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import InitVar, dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._classify.rule import relative_error
 from .._core import status as _status
@@ -21,10 +23,13 @@ from .._core.judged import MEASURED
 from .._core.sparse import SparseColumn
 from .._core.verdict import FAILING, Cause, Verdict
 from .html import HtmlViews
-from .layout import describe_layout
+from .layout import LayoutDescription, describe_layout
 from .plot import plot_report
 from .serialize import ReportSerialize
 from .text import ReportText
+
+if TYPE_CHECKING:
+    from .._core.config import Config
 
 _VERDICT_BY_CODE = np.array(list(Verdict), dtype=object)
 
@@ -68,7 +73,7 @@ class Report(ReportText, ReportSerialize, HtmlViews, _status.PassedAsTruth):
     refined: np.ndarray
     dtype: str
     engine: str
-    config: Any
+    config: Config
     deterministic: bool = True
     drift: float = 0.0
     evaluations: int = 0
@@ -100,14 +105,15 @@ class Report(ReportText, ReportSerialize, HtmlViews, _status.PassedAsTruth):
     # shaped like x, as sparse columns: only the suspects have values.
     measured: dict[str, SparseColumn] = field(default_factory=dict)
 
-    def __post_init__(self, exact: Any, left: Any, right: Any) -> None:
+    def __post_init__(self, exact: np.ndarray | SparseColumn | None, left: np.ndarray | SparseColumn | None,
+                      right: np.ndarray | SparseColumn | None) -> None:
         given = {k: v for k, v in zip(MEASURED, (exact, left, right)) if v is not None}
         if given:  # Report(exact=array, ...): kept sparse like the pipeline's
             store = dict(self.measured)
             store.update({k: v if isinstance(v, SparseColumn) else SparseColumn.from_dense(v) for k, v in given.items()})
             object.__setattr__(self, "measured", store)
 
-    def measured_at(self, name: str, index: Any) -> Any:
+    def measured_at(self, name: str, index: tuple[int, ...]) -> float:
         """The second-look value ``name`` (``"exact"``, ``"left"`` or ``"right"``) at ``index``
         (a multi-index), NaN where not measured or not recorded; read from the sparse store,
         without the array of the report's size that ``report.exact`` (etc.) makes."""
@@ -165,7 +171,7 @@ class Report(ReportText, ReportSerialize, HtmlViews, _status.PassedAsTruth):
         return [tuple(int(i) for i in ix) for ix in np.argwhere(mask)]
 
     @functools.cached_property
-    def layout(self) -> Any:
+    def layout(self) -> LayoutDescription:
         """Where the MISMATCH entries sit, in words: a
         :class:`~gradcheck._report.layout.LayoutDescription` such as "the last column (column 4)"
         or "column 5 and one entry (10, 20)" (its text is ``"none"`` when nothing mismatches)."""
@@ -180,7 +186,7 @@ class Report(ReportText, ReportSerialize, HtmlViews, _status.PassedAsTruth):
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.abs(self.analytic - self.numeric) / self.tolerance
 
-    def rank(self, flat: Any = None, first: int | None = None) -> np.ndarray:
+    def rank(self, flat: ArrayLike | None = None, first: int | None = None) -> np.ndarray:
         """Flat indices (of every entry, or of ``flat``) from the most to the least severe:
         failing verdicts first, then by how far each entry is beyond its tolerance (err/tol),
         SCREENED entries last. An entry the layout names on its own beside a pattern ("column 5
@@ -233,7 +239,7 @@ class Report(ReportText, ReportSerialize, HtmlViews, _status.PassedAsTruth):
         # (``bool(report)`` is ``report.passed``: gradcheck._core.status.PassedAsTruth).
         return f"<Report {self.summary()}>"
 
-    def plot(self, path: Any, **options: Any) -> Any:
+    def plot(self, path: str | Path, **options: Any) -> Path:
         """Write a PNG heat map of the verdicts and relative errors to ``path`` (returned as
         a ``Path``); ``parts=`` and ``title=`` as in :func:`gradcheck._report.plot.plot_report`.
         Needs matplotlib: ``pip install "gradcheck[plot]"``."""

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, SupportsFloat
 
 import numpy as np
 
@@ -93,6 +93,6 @@ def _study(report: Any, ix: tuple[int, ...]) -> dict[str, Any]:
     return {"step_study": {"steps": [_jsonable(h) for h in steps], "slopes": [_jsonable(d) for d in slopes]}}
 
 
-def _jsonable(v: Any) -> float | str:
+def _jsonable(v: SupportsFloat) -> float | str:
     v = float(v)
     return v if np.isfinite(v) else str(v)

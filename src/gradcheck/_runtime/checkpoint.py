@@ -57,13 +57,19 @@ import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from types import CodeType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._core.arguments import flag, nonnegative, takes
 from .._core.errors import GradcheckError
 from .progress import timed_chunks
+
+if TYPE_CHECKING:
+    from numpy.lib.npyio import NpzFile
+
+    from .._core.config import Config
 
 FORMAT = "gradcheck-checkpoint"
 VERSION = 1
@@ -180,7 +186,7 @@ class CheckpointMismatchError(GradcheckError, ValueError):
     >>> folder.cleanup()
     """
 
-    def __init__(self, path: str, differences: dict[str, tuple[Any, Any]]) -> None:
+    def __init__(self, path: str, differences: dict[str, tuple[object, object]]) -> None:
         self.path, self.differences = path, dict(differences)
         lines = "".join(f"\n  {k}: file has {a!r}, this check has {b!r}" for k, (a, b) in differences.items())
         super().__init__(
@@ -189,7 +195,7 @@ class CheckpointMismatchError(GradcheckError, ValueError):
         )
 
 
-def as_checkpoint(spec: Any) -> Checkpoint:
+def as_checkpoint(spec: object) -> Checkpoint:
     if isinstance(spec, Checkpoint):
         return spec
     if isinstance(spec, (str, os.PathLike)):
@@ -197,7 +203,7 @@ def as_checkpoint(spec: Any) -> Checkpoint:
     raise TypeError(f"checkpoint must be a path or a Checkpoint, got {type(spec).__name__}")
 
 
-def for_input(spec: Any, k: int) -> Checkpoint:
+def for_input(spec: object, k: int) -> Checkpoint:
     """The checkpoint of input ``k`` of ``check(f, (x1, x2, ...))``: ``run.npz`` ->
     ``run.input1.npz``."""
     ck = as_checkpoint(spec)
@@ -221,7 +227,7 @@ def _array_digest(a: np.ndarray | None) -> str:
     return _sha(str(a.dtype).encode(), repr(a.shape).encode(), a.tobytes())
 
 
-def _code_digest(code: Any) -> list[bytes]:
+def _code_digest(code: CodeType) -> list[bytes]:
     parts = [code.co_code, repr(code.co_names).encode()]
     for const in code.co_consts:
         if inspect.iscode(const):
@@ -233,13 +239,13 @@ def _code_digest(code: Any) -> list[bytes]:
     return parts
 
 
-def function_digest(fn: Any, depth: int = 3) -> str:
+def function_digest(fn: object, depth: int = 3) -> str:
     """Digest of a callable's code and of the functions its closure holds (best effort:
     no digest can see the data a function reads)."""
     parts: list[bytes] = []
     seen: set[int] = set()
 
-    def visit(obj: Any, level: int) -> None:
+    def visit(obj: object, level: int) -> None:
         if id(obj) in seen or level < 0:
             return
         seen.add(id(obj))
@@ -266,8 +272,8 @@ def function_digest(fn: Any, depth: int = 3) -> str:
     return _sha(*parts)
 
 
-def fingerprint(*, x: np.ndarray, config: Any, cotangent: np.ndarray | None, f: Any,
-                backend: Any, engine: str, vectorized: bool) -> dict[str, Any]:
+def fingerprint(*, x: np.ndarray, config: Config, cotangent: np.ndarray | None, f: object,
+                backend: object, engine: str, vectorized: bool) -> dict[str, object]:
     """What a checkpoint belongs to (JSON-ready)."""
     cfg = {k: getattr(config, k) for k in config.__dataclass_fields__}
     return {
@@ -322,7 +328,7 @@ def _load(path: str) -> tuple[dict[str, Any], dict[str, _Record]]:
     return header, records
 
 
-def _header(path: str, z: Any) -> dict[str, Any]:
+def _header(path: str, z: NpzFile) -> dict[str, Any]:
     if "header" not in z.files:
         raise CheckpointError(path, f"it has no header (arrays {sorted(z.files)[:6]}): not a gradcheck checkpoint")
     raw = z["header"]
@@ -343,7 +349,7 @@ def _header(path: str, z: Any) -> dict[str, Any]:
     return header
 
 
-def _record(path: str, z: Any, j: int) -> _Record:
+def _record(path: str, z: NpzFile, j: int) -> _Record:
     arrays = {}
     for part, kinds in (("done", "b"), ("fp", "f"), ("fm", "f"), ("den", "f")):
         a = z[f"p{j}_{part}"]
@@ -548,8 +554,8 @@ class Checkpointed:
 
 
 
-def open_checkpoint(spec: Any, engine: Any, *, x: np.ndarray, config: Any, cotangent: np.ndarray | None,
-                    f: Any, backend: Any, vectorized: bool) -> Checkpointed:
+def open_checkpoint(spec: object, engine: Any, *, x: np.ndarray, config: Config, cotangent: np.ndarray | None,
+                    f: object, backend: object, vectorized: bool) -> Checkpointed:
     """A checkpointed differencer for one check (resuming the file when it matches)."""
     ck = as_checkpoint(spec)
     check_id = fingerprint(x=x, config=config, cotangent=cotangent, f=f, backend=backend,

@@ -32,22 +32,25 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._core import arguments as _arguments
 from .._core import status as _status
-from .._core.config import as_config
+from .._core.config import Config, as_config
 from .._core.errors import GradientAssertionError
 from .._core.verdict import Verdict
 from .._evaluate import RUNNER_NAMES as ENGINE_NAMES
 from .._pipeline.check import check
 from .._report.html import HtmlViews
-from .._report.layout import LayoutDescription, describe_layout, split_parts
+from .._report.layout import LayoutDescription, PartsSpec, describe_layout, split_parts
 from .._report.next_step import next_steps
 from .._report.plot import plot_sweep
 from .pattern import ShapeRule, find_shape_rule
+
+if TYPE_CHECKING:
+    from .._report.report import Report
 
 Shape = tuple[int, ...]
 Parts = Callable[[Shape], "Mapping[str, Sequence[int]] | Sequence[tuple[str, Sequence[int]]]"]
@@ -308,7 +311,7 @@ class SweepReport(HtmlViews, _status.PassedAsTruth):
                 return r
         raise KeyError(f"shape {key} was not swept; swept e.g. {self.shapes[:5]}")
 
-    def report(self, shape: Sequence[int]) -> Any:
+    def report(self, shape: Sequence[int]) -> Report:
         """The full :class:`Report` at ``shape`` (kept for failing shapes by default)."""
         r = self.result(shape)
         if r.report is None:
@@ -416,14 +419,14 @@ class SweepReport(HtmlViews, _status.PassedAsTruth):
             "shapes": [r.to_dict() for r in self.results],
         }
 
-    def plot(self, path: str | Path, **options: Any) -> Path:
+    def plot(self, path: str | Path, **options: str | int | None) -> Path:
         """Write a PNG grid of which shapes fail (see :func:`gradcheck._report.plot.plot_sweep`
         for ``rows=``, ``cols=``, ``panels=``); needs matplotlib (``gradcheck[plot]``)."""
         return plot_sweep(self, path, **options)
 
 
 # -- parts of a flat input ---------------------------------------------------------
-def _part_layouts(mask: np.ndarray, parts: Any) -> tuple[tuple[str, LayoutDescription], ...]:
+def _part_layouts(mask: np.ndarray, parts: PartsSpec) -> tuple[tuple[str, LayoutDescription], ...]:
     return tuple((name, describe_layout(piece)) for name, piece in split_parts(mask, parts)
                  if piece.any())
 
@@ -460,7 +463,7 @@ def shape_sweep(
     grad: Any = None,
     *,
     factory: bool = False,
-    config: Any = None,
+    config: Config | None = None,
     engine: str = "auto",
     backend: Any = None,
     vectorized: bool = False,
@@ -584,7 +587,7 @@ def shape_sweep(
     return SweepReport(label, tuple(results), names, rule, seconds, axes, parts)
 
 
-def _dim_names(dim_names: Sequence[str] | None, shapes: Any, ndim: int | None) -> tuple[str, ...]:
+def _dim_names(dim_names: Sequence[str] | None, shapes: Iterable[Sequence[int] | int], ndim: int | None) -> tuple[str, ...]:
     if dim_names is None and isinstance(shapes, Grid):
         dim_names = shapes.dim_names
     if dim_names is None:

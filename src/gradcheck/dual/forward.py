@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .number import DualArray, _plain
 
 
-def _input(x: Any) -> np.ndarray:
+def _input(x: ArrayLike) -> np.ndarray:
     arr = np.asarray(x)
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise TypeError(f"dual numbers need a real input, got dtype {arr.dtype}")
@@ -18,7 +18,7 @@ def _input(x: Any) -> np.ndarray:
     return np.array(arr, dtype=np.float64, copy=True)
 
 
-def _output(out: Any, fname: str) -> tuple[np.ndarray, np.ndarray | None]:
+def _output(out: object, fname: str) -> tuple[np.ndarray, np.ndarray | None]:
     """(value, tangent or None for a constant output) of what f returned."""
     if isinstance(out, DualArray):
         return out.value, out.tangent
@@ -30,7 +30,8 @@ def _output(out: Any, fname: str) -> tuple[np.ndarray, np.ndarray | None]:
                     "(or a real constant, whose gradient is zero)")
 
 
-def dual_gradient(f: Callable[[DualArray], Any], x: Any, cotangent: Any = None, *,
+def dual_gradient(f: Callable[[DualArray], object], x: ArrayLike,
+                  cotangent: ArrayLike | None = None, *,
                   chunk: int = 256) -> np.ndarray:
     """Gradient of ``f`` at ``x`` by forward-mode dual numbers, shape of ``x``, float64.
 
@@ -66,7 +67,7 @@ def dual_gradient(f: Callable[[DualArray], Any], x: Any, cotangent: Any = None, 
     return grad.reshape(x0.shape)
 
 
-def dual_jvp(f: Callable[[DualArray], Any], x: Any, v: Any) -> np.ndarray:
+def dual_jvp(f: Callable[[DualArray], object], x: ArrayLike, v: ArrayLike) -> np.ndarray:
     """Directional derivative ``d/dt f(x + t v)`` at ``t = 0``, shape of ``f``'s output.
 
     >>> import numpy as np

@@ -10,11 +10,12 @@ the symmetric subgradient at kinks, is said in :mod:`gradcheck.dual`.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from types import EllipsisType
 from typing import Any, SupportsIndex, Union
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, DTypeLike
 
 try:
     from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -28,8 +29,17 @@ from .rules import BINARY, VALUE_ONLY, unary_rule
 Axis = SupportsIndex | tuple[SupportsIndex, ...] | None
 #: What an arithmetic operator or comparison of a DualArray takes: another one, or what numpy reads as an array.
 Operand = Union["DualArray", ArrayLike]
+#: A shape argument, as numpy's reshape and broadcast_to take it.
+ShapeLike = SupportsIndex | Sequence[SupportsIndex]
+#: An ``out=`` argument: refused by every reduction here, honoured (DualArray only) by ufuncs.
+OutArrays = Union["DualArray", np.ndarray, tuple[Union["DualArray", np.ndarray], ...]]
+Out = OutArrays | None
+#: One component of an index: what ndarray.__getitem__ takes.
+_KeyPart = ArrayLike | slice | EllipsisType | None
+#: An index (a component or a tuple of them).
+Key = _KeyPart | tuple[_KeyPart, ...]
 
-_NOVALUE = getattr(np, "_NoValue", object())  # numpy's "argument not given" marker
+_NOVALUE: Any = getattr(np, "_NoValue", object())  # numpy's private "argument not given" marker
 _LOST = "the tangent would be lost; use .value if you really mean to drop the derivative"
 
 
@@ -49,7 +59,7 @@ class DualArray:
     __slots__ = ("value", "tangent")
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for ndarray
 
-    def __init__(self, value: Any, tangent: Any) -> None:
+    def __init__(self, value: ArrayLike, tangent: ArrayLike) -> None:
         value = np.asarray(value)
         tangent = np.asarray(tangent)
         for name, arr in (("value", value), ("tangent", tangent)):
@@ -101,7 +111,7 @@ class DualArray:
         return f"DualArray(value={self.value!r}, n_tangents={self.n_tangents})"
 
     # ---- conversions that would drop the tangent: refuse ----------------------------------
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         raise TypeError(f"converting a DualArray to a numpy array: {_LOST}")
 
     def __float__(self) -> float:
@@ -116,7 +126,7 @@ class DualArray:
     def __index__(self) -> int:
         raise TypeError(f"using a DualArray as an index: {_LOST}")
 
-    def item(self, *args: Any) -> float:
+    def item(self, *args: SupportsIndex) -> float:
         raise TypeError(f"DualArray.item(): {_LOST}")
 
     def tolist(self) -> list:
@@ -126,7 +136,7 @@ class DualArray:
         # Branching on a value is legitimate: forward mode differentiates the branch taken.
         return bool(self.value)
 
-    def astype(self, dtype: Any, copy: bool = True) -> DualArray:
+    def astype(self, dtype: DTypeLike, copy: bool = True) -> DualArray:
         if np.dtype(dtype) != np.float64:
             raise TypeError(
                 f"DualArray.astype({np.dtype(dtype)}): the reference is computed in float64; "
@@ -135,7 +145,8 @@ class DualArray:
         return self.copy() if copy else self
 
     # ---- numpy protocols ------------------------------------------------------------------
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Operand,
+                        **kwargs: Any) -> DualArray | np.ndarray | np.generic:
         if not all(_is_known(a) for a in inputs):
             return NotImplemented
         out = kwargs.pop("out", None)
@@ -166,7 +177,7 @@ class DualArray:
         return result if out is None else _write_out(name, out, result)
 
     def __array_function__(self, func: Callable, types: Iterable[type], args: tuple,
-                           kwargs: dict) -> Any:
+                           kwargs: dict) -> object:
         if not all(issubclass(t, (DualArray, np.ndarray)) for t in types):
             return NotImplemented  # another duck array: let it (or numpy) decide
         impl = _FUNCTIONS.get(func)
@@ -179,12 +190,12 @@ class DualArray:
         return impl(*args, **kwargs)
 
     # ---- indexing ---------------------------------------------------------------------------
-    def __getitem__(self, key: Any) -> DualArray:
+    def __getitem__(self, key: Key) -> DualArray:
         key = _check_key(key)
         # The trailing full slice keeps the tangent axis out of the way of `...` and fancy keys.
         return DualArray(self.value[key], self.tangent[key + (slice(None),)])
 
-    def __setitem__(self, key: Any, new: Any) -> None:
+    def __setitem__(self, key: Key, new: Operand) -> None:
         key = _check_key(key)
         tkey = key + (slice(None),)
         if isinstance(new, DualArray):
@@ -220,13 +231,13 @@ class DualArray:
     def cumsum(self, axis: Axis = None) -> DualArray:
         return _cumsum(self, axis=axis)
 
-    def argmax(self, axis: Axis = None, **kw: Any) -> Any:
+    def argmax(self, axis: Axis = None, **kw: Any) -> np.intp | np.ndarray:
         return self.value.argmax(axis=axis, **kw)
 
-    def argmin(self, axis: Axis = None, **kw: Any) -> Any:
+    def argmin(self, axis: Axis = None, **kw: Any) -> np.intp | np.ndarray:
         return self.value.argmin(axis=axis, **kw)
 
-    def reshape(self, *shape: Any, order: str = "C") -> DualArray:
+    def reshape(self, *shape: ShapeLike, order: str = "C") -> DualArray:
         return _reshape(self, shape[0] if len(shape) == 1 else shape, order=order)
 
     def ravel(self, order: str = "C") -> DualArray:
@@ -235,7 +246,7 @@ class DualArray:
     def flatten(self, order: str = "C") -> DualArray:
         return _reshape(self, -1, order=order).copy()
 
-    def transpose(self, *axes: Any) -> DualArray:
+    def transpose(self, *axes: ShapeLike | None) -> DualArray:
         return _transpose(self, axes[0] if len(axes) == 1 else (axes or None))
 
     def swapaxes(self, axis1: int, axis2: int) -> DualArray:
@@ -244,7 +255,7 @@ class DualArray:
     def squeeze(self, axis: Axis = None) -> DualArray:
         return _squeeze(self, axis)
 
-    def clip(self, min: Any = None, max: Any = None) -> DualArray:
+    def clip(self, min: ArrayLike | None = None, max: ArrayLike | None = None) -> DualArray:
         return _clip(self, min, max)
 
     def dot(self, other: Operand) -> DualArray:
@@ -298,11 +309,11 @@ def _is_known(a: object) -> bool:
     return isinstance(a, (DualArray, np.ndarray, numbers.Number, np.generic, list, tuple))
 
 
-def _value(a: Any) -> Any:
+def _value(a: Operand) -> ArrayLike:
     return a.value if isinstance(a, DualArray) else a
 
 
-def _plain(a: Any, what: str) -> np.ndarray:
+def _plain(a: Operand, what: str) -> np.ndarray:
     if isinstance(a, DualArray):
         raise TypeError(f"{what}: a DualArray is not allowed here")
     arr = np.asarray(a)
@@ -322,7 +333,7 @@ def _k_of(args: Iterable[object]) -> int:
     return _same_k(*[a for a in args if isinstance(a, DualArray)])
 
 
-def _lift(a: Any, k: int) -> DualArray:
+def _lift(a: Operand, k: int) -> DualArray:
     """A constant as a DualArray with zero tangent (for concatenate, stack, where, ...)."""
     if isinstance(a, DualArray):
         return a
@@ -330,7 +341,7 @@ def _lift(a: Any, k: int) -> DualArray:
     return DualArray(v, np.zeros(v.shape + (k,)))
 
 
-def _finish(value: Any, tangent: np.ndarray, k: int) -> DualArray:
+def _finish(value: ArrayLike, tangent: np.ndarray, k: int) -> DualArray:
     value = np.asarray(value, dtype=np.float64)
     shape = value.shape + (k,)
     if tangent.shape != shape:
@@ -338,25 +349,25 @@ def _finish(value: Any, tangent: np.ndarray, k: int) -> DualArray:
     return DualArray(value, tangent)
 
 
-def _check_key(key: Any) -> tuple:
+def _check_key(key: Key) -> tuple:
     key = key if isinstance(key, tuple) else (key,)
     if any(isinstance(k, DualArray) for k in key):
         raise TypeError(f"indexing with a DualArray: {_LOST}")
     return key
 
 
-def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
+def _axes(axis: Axis, ndim: int) -> tuple[int, ...]:
     """Non-negative value axes, so that they never reach the trailing tangent axis."""
     return tuple(range(ndim)) if axis is None else normalize_axis_tuple(axis, ndim)
 
 
-def _reject(name: str, **given: Any) -> None:
+def _reject(name: str, **given: object) -> None:
     bad = [k for k, v in given.items() if v is not None and v is not _NOVALUE]
     if bad:
         raise TypeError(f"DualArray does not support {name} with {bad}")
 
 
-def _write_out(name: str, out: Any, result: DualArray) -> DualArray:
+def _write_out(name: str, out: OutArrays, result: DualArray) -> DualArray:
     out = out if isinstance(out, tuple) else (out,)
     if len(out) != 1 or not isinstance(out[0], DualArray):
         raise TypeError(f"{name} with out= a plain ndarray: {_LOST}")
@@ -382,7 +393,7 @@ def _unary(ufunc: np.ufunc, x: DualArray) -> DualArray:
         return _finish(y, _times(factor, x.tangent), x.n_tangents)
 
 
-def _binary(ufunc: np.ufunc, a: Any, b: Any) -> DualArray:
+def _binary(ufunc: np.ufunc, a: Operand, b: Operand) -> DualArray:
     k = _k_of((a, b))
     av = _value(a) if isinstance(a, DualArray) else _plain(a, f"numpy.{ufunc.__name__}")
     bv = _value(b) if isinstance(b, DualArray) else _plain(b, f"numpy.{ufunc.__name__}")
@@ -397,7 +408,7 @@ def _binary(ufunc: np.ufunc, a: Any, b: Any) -> DualArray:
     return _finish(y, tangent, k)
 
 
-def _matmul(a: Any, b: Any) -> DualArray:
+def _matmul(a: Operand, b: Operand) -> DualArray:
     k = _k_of((a, b))
     av = np.asarray(_value(a), dtype=np.float64)
     bv = np.asarray(_value(b), dtype=np.float64)
@@ -419,23 +430,24 @@ def _matmul(a: Any, b: Any) -> DualArray:
 
 
 # ---- reductions ------------------------------------------------------------------------------
-def _sum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
-         initial: Any = None, where: Any = None) -> DualArray:
+def _sum(a: DualArray, axis: Axis = None, dtype: DTypeLike | None = None, out: Out = None,
+         keepdims: bool = False, initial: float | None = None,
+         where: ArrayLike | None = None) -> DualArray:
     _reject("numpy.sum", dtype=dtype, out=out, initial=initial, where=where)
     ax = _axes(axis, a.ndim)
     return DualArray(np.sum(a.value, axis=ax, keepdims=keepdims),
                      np.sum(a.tangent, axis=ax, keepdims=keepdims))
 
 
-def _mean(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
-          *, where: Any = None) -> DualArray:
+def _mean(a: DualArray, axis: Axis = None, dtype: DTypeLike | None = None, out: Out = None,
+          keepdims: bool = False, *, where: ArrayLike | None = None) -> DualArray:
     _reject("numpy.mean", dtype=dtype, out=out, where=where)
     ax = _axes(axis, a.ndim)
     count = int(np.prod([a.shape[i] for i in ax]))
     return _sum(a, ax, keepdims=keepdims) / count
 
 
-def _extreme(a: Any, axis: Any, keepdims: bool, pick: Callable) -> DualArray:
+def _extreme(a: DualArray, axis: Axis, keepdims: bool, pick: Callable) -> DualArray:
     ax = _axes(axis, a.ndim)
     m = pick(a.value, axis=ax, keepdims=True)
     hit = a.value == m
@@ -446,21 +458,21 @@ def _extreme(a: Any, axis: Any, keepdims: bool, pick: Callable) -> DualArray:
     return DualArray(m if keepdims else np.squeeze(m, axis=ax), t)
 
 
-def _max(a: Any, axis: Axis = None, out: Any = None, keepdims: bool = False,
-         initial: Any = None, where: Any = None) -> DualArray:
+def _max(a: DualArray, axis: Axis = None, out: Out = None, keepdims: bool = False,
+         initial: float | None = None, where: ArrayLike | None = None) -> DualArray:
     _reject("numpy.max", out=out, initial=initial, where=where)
     return _extreme(a, axis, keepdims, np.max)
 
 
-def _min(a: Any, axis: Axis = None, out: Any = None, keepdims: bool = False,
-         initial: Any = None, where: Any = None) -> DualArray:
+def _min(a: DualArray, axis: Axis = None, out: Out = None, keepdims: bool = False,
+         initial: float | None = None, where: ArrayLike | None = None) -> DualArray:
     _reject("numpy.min", out=out, initial=initial, where=where)
     return _extreme(a, axis, keepdims, np.min)
 
 
-def _var(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: float = 0,
-         keepdims: bool = False, *, where: Any = None, mean: Any = None,
-         correction: Any = None) -> DualArray:
+def _var(a: DualArray, axis: Axis = None, dtype: DTypeLike | None = None, out: Out = None,
+         ddof: float = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
+         mean: ArrayLike | None = None, correction: float | None = None) -> DualArray:
     _reject("numpy.var", dtype=dtype, out=out, where=where, mean=mean)
     ddof = ddof if correction is None or correction is _NOVALUE else correction
     ax = _axes(axis, a.ndim)
@@ -469,21 +481,23 @@ def _var(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: fl
     return _sum(d * d, ax, keepdims=keepdims) / (count - ddof)
 
 
-def _std(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, ddof: float = 0,
-         keepdims: bool = False, *, where: Any = None, mean: Any = None,
-         correction: Any = None) -> DualArray:
+def _std(a: DualArray, axis: Axis = None, dtype: DTypeLike | None = None, out: Out = None,
+         ddof: float = 0, keepdims: bool = False, *, where: ArrayLike | None = None,
+         mean: ArrayLike | None = None, correction: float | None = None) -> DualArray:
     _reject("numpy.std", dtype=dtype, out=out, where=where, mean=mean)
     return np.sqrt(_var(a, axis, ddof=ddof, keepdims=keepdims, correction=correction))
 
 
-def _prod(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdims: bool = False,
-          initial: Any = None, where: Any = None) -> DualArray:
+def _prod(a: DualArray, axis: Axis = None, dtype: DTypeLike | None = None, out: Out = None,
+          keepdims: bool = False, initial: float | None = None,
+          where: ArrayLike | None = None) -> DualArray:
     _reject("numpy.prod", dtype=dtype, out=out, initial=initial, where=where)
     ax = _axes(axis, a.ndim)
     keep = [i for i in range(a.ndim) if i not in ax]
     # Bring the reduced axes last and merge them, then d(prod)/dx_i = prod of the others,
     # built from exclusive left and right cumulative products (exact even with zeros).
-    v = np.transpose(a.value, keep + list(ax)).reshape([a.shape[i] for i in keep] + [-1])
+    v: np.ndarray = np.transpose(a.value, keep + list(ax)).reshape(
+        [a.shape[i] for i in keep] + [-1])
     t = np.transpose(a.tangent, keep + list(ax) + [a.ndim]).reshape(v.shape + (a.n_tangents,))
     ones = np.ones(v.shape[:-1] + (1,))
     left = np.cumprod(np.concatenate([ones, v[..., :-1]], axis=-1), axis=-1)
@@ -493,7 +507,8 @@ def _prod(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None, keepdim
     return DualArray(value, tangent.reshape(np.shape(value) + (a.n_tangents,)))
 
 
-def _cumsum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None) -> DualArray:
+def _cumsum(a: DualArray, axis: SupportsIndex | None = None, dtype: DTypeLike | None = None,
+            out: Out = None) -> DualArray:
     _reject("numpy.cumsum", dtype=dtype, out=out)
     if axis is None:
         a, axis = _reshape(a, -1), 0
@@ -504,71 +519,72 @@ def _cumsum(a: Any, axis: Axis = None, dtype: Any = None, out: Any = None) -> Du
 _REDUCERS = {np.add: _sum, np.maximum: _max, np.minimum: _min}
 
 
-def _ufunc_reduce(ufunc: np.ufunc, name: str, a: Any, axis: Any = 0, dtype: Any = None,
-                  keepdims: bool = False, **kw: Any) -> DualArray:
+def _ufunc_reduce(ufunc: np.ufunc, name: str, a: DualArray, axis: Axis = 0,
+                  dtype: DTypeLike | None = None, keepdims: bool = False,
+                  **kw: object) -> DualArray:
     _reject(name, dtype=dtype, **kw)
     return _REDUCERS[ufunc](a, axis=axis, keepdims=keepdims)
 
 
 # ---- shape manipulation ----------------------------------------------------------------------
-def _reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
-             copy: Any = None) -> DualArray:
+def _reshape(a: DualArray, shape: ShapeLike | None = None, order: str = "C", *,
+             newshape: ShapeLike | None = None, copy: bool | None = None) -> DualArray:
     if order != "C":
         raise TypeError(f"DualArray does not support numpy.reshape with order={order!r}")
     v = np.reshape(a.value, newshape if shape is None else shape)
     return DualArray(v, a.tangent.reshape(v.shape + (a.n_tangents,)))
 
 
-def _ravel(a: Any, order: str = "C") -> DualArray:
+def _ravel(a: DualArray, order: str = "C") -> DualArray:
     return _reshape(a, -1, order=order)
 
 
-def _transpose(a: Any, axes: Any = None) -> DualArray:
+def _transpose(a: DualArray, axes: ShapeLike | None = None) -> DualArray:
     ax = tuple(range(a.ndim))[::-1] if axes is None else normalize_axis_tuple(axes, a.ndim)
     return DualArray(np.transpose(a.value, ax), np.transpose(a.tangent, ax + (a.ndim,)))
 
 
-def _swapaxes(a: Any, axis1: int, axis2: int) -> DualArray:
+def _swapaxes(a: DualArray, axis1: int, axis2: int) -> DualArray:
     i, j = normalize_axis_index(axis1, a.ndim), normalize_axis_index(axis2, a.ndim)
     return DualArray(np.swapaxes(a.value, i, j), np.swapaxes(a.tangent, i, j))
 
 
-def _moveaxis(a: Any, source: Any, destination: Any) -> DualArray:
+def _moveaxis(a: DualArray, source: ShapeLike, destination: ShapeLike) -> DualArray:
     s, d = normalize_axis_tuple(source, a.ndim), normalize_axis_tuple(destination, a.ndim)
     return DualArray(np.moveaxis(a.value, s, d), np.moveaxis(a.tangent, s, d))
 
 
-def _squeeze(a: Any, axis: Axis = None) -> DualArray:
+def _squeeze(a: DualArray, axis: Axis = None) -> DualArray:
     # Explicit axes: a bare squeeze would also remove the tangent axis when K == 1.
     ax = tuple(i for i, n in enumerate(a.shape) if n == 1) if axis is None else \
         normalize_axis_tuple(axis, a.ndim)
     return DualArray(np.squeeze(a.value, ax), np.squeeze(a.tangent, ax))
 
 
-def _expand_dims(a: Any, axis: Any) -> DualArray:
+def _expand_dims(a: DualArray, axis: ShapeLike) -> DualArray:
     n_new = len(axis) if isinstance(axis, (tuple, list)) else 1
     ax = normalize_axis_tuple(axis, a.ndim + n_new)
     return DualArray(np.expand_dims(a.value, ax), np.expand_dims(a.tangent, ax))
 
 
-def _flip(a: Any, axis: Axis = None) -> DualArray:
+def _flip(a: DualArray, axis: Axis = None) -> DualArray:
     ax = _axes(axis, a.ndim)
     return DualArray(np.flip(a.value, ax), np.flip(a.tangent, ax))
 
 
-def _broadcast_to(a: Any, shape: Any, subok: bool = False) -> DualArray:
+def _broadcast_to(a: DualArray, shape: ShapeLike, subok: bool = False) -> DualArray:
     v = np.broadcast_to(a.value, shape)
     return DualArray(v, np.broadcast_to(a.tangent, v.shape + (a.n_tangents,)))
 
 
-def _broadcast_arrays(*args: Any, subok: bool = False) -> tuple[Any, ...]:
+def _broadcast_arrays(*args: Operand, subok: bool = False) -> tuple[DualArray | np.ndarray, ...]:
     shape = np.broadcast_shapes(*(np.shape(_value(a)) for a in args))
     return tuple(_broadcast_to(a, shape) if isinstance(a, DualArray) else np.broadcast_to(a, shape)
                  for a in args)
 
 
-def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None,
-                 casting: Any = None) -> DualArray:
+def _concatenate(arrays: Sequence[Operand], axis: SupportsIndex | None = 0, out: Out = None, *,
+                 dtype: DTypeLike | None = None, casting: str | None = None) -> DualArray:
     _reject("numpy.concatenate", out=out, dtype=dtype)
     k = _k_of(arrays)
     duals = [_lift(a, k) for a in arrays]
@@ -579,8 +595,8 @@ def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = No
                      np.concatenate([d.tangent for d in duals], axis=ax))
 
 
-def _stack(arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None,
-           casting: Any = None) -> DualArray:
+def _stack(arrays: Sequence[Operand], axis: int = 0, out: Out = None, *,
+           dtype: DTypeLike | None = None, casting: str | None = None) -> DualArray:
     _reject("numpy.stack", out=out, dtype=dtype)
     k = _k_of(arrays)
     duals = [_lift(a, k) for a in arrays]
@@ -589,7 +605,7 @@ def _stack(arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None,
                      np.stack([d.tangent for d in duals], axis=ax))
 
 
-def _atleast(a: Any, n: int) -> Any:
+def _atleast(a: Operand, n: int) -> DualArray | np.ndarray:
     if isinstance(a, DualArray):
         while a.ndim < n:  # numpy.atleast_1d/2d prepend axes
             a = _expand_dims(a, 0)
@@ -597,18 +613,20 @@ def _atleast(a: Any, n: int) -> Any:
     return np.atleast_2d(a) if n == 2 else np.atleast_1d(a)
 
 
-def _vstack(tup: Any, *, dtype: Any = None, casting: Any = None) -> DualArray:
+def _vstack(tup: Sequence[Operand], *, dtype: DTypeLike | None = None,
+            casting: str | None = None) -> DualArray:
     _reject("numpy.vstack", dtype=dtype)
     return _concatenate([_atleast(a, 2) for a in tup], axis=0)
 
 
-def _hstack(tup: Any, *, dtype: Any = None, casting: Any = None) -> DualArray:
+def _hstack(tup: Sequence[Operand], *, dtype: DTypeLike | None = None,
+            casting: str | None = None) -> DualArray:
     _reject("numpy.hstack", dtype=dtype)
     arrs = [_atleast(a, 1) for a in tup]
     return _concatenate(arrs, axis=0 if np.ndim(_value(arrs[0])) == 1 else 1)
 
 
-def _take(a: Any, indices: Any, axis: Axis = None, out: Any = None,
+def _take(a: DualArray, indices: ArrayLike, axis: SupportsIndex | None = None, out: Out = None,
           mode: str = "raise") -> DualArray:
     _reject("numpy.take", out=out)
     idx = _plain(indices, "numpy.take indices")
@@ -619,7 +637,8 @@ def _take(a: Any, indices: Any, axis: Axis = None, out: Any = None,
                      np.take(a.tangent, idx, axis=ax, mode=mode))
 
 
-def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> DualArray:
+def _take_along_axis(arr: DualArray, indices: ArrayLike,
+                     axis: SupportsIndex | None = -1) -> DualArray:
     idx = _plain(indices, "numpy.take_along_axis indices")
     if axis is None:
         arr, axis = _reshape(arr, -1), 0
@@ -628,22 +647,22 @@ def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> DualArray:
     return DualArray(np.take_along_axis(arr.value, idx, axis=ax), t)
 
 
-def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = _NOVALUE,
-          append: Any = _NOVALUE) -> DualArray:
+def _diff(a: DualArray, n: int = 1, axis: int = -1, prepend: ArrayLike = _NOVALUE,
+          append: ArrayLike = _NOVALUE) -> DualArray:
     _reject("numpy.diff", prepend=prepend, append=append)
     ax = normalize_axis_index(axis, a.ndim)
     return DualArray(np.diff(a.value, n, axis=ax), np.diff(a.tangent, n, axis=ax))
 
 
-def _trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
-           out: Any = None) -> DualArray:
+def _trace(a: DualArray, offset: int = 0, axis1: int = 0, axis2: int = 1,
+           dtype: DTypeLike | None = None, out: Out = None) -> DualArray:
     _reject("numpy.trace", dtype=dtype, out=out)
     i, j = normalize_axis_index(axis1, a.ndim), normalize_axis_index(axis2, a.ndim)
     return DualArray(np.trace(a.value, offset, i, j), np.trace(a.tangent, offset, i, j))
 
 
 def _tri(name: str, fn: Callable) -> Callable:
-    def impl(m: Any, k: int = 0) -> DualArray:
+    def impl(m: DualArray, k: int = 0) -> DualArray:
         if m.ndim < 2:  # numpy would broadcast a vector to a matrix; keep it simple and explicit
             raise TypeError(f"DualArray supports numpy.{name} only for ndim >= 2")
         t = np.moveaxis(fn(np.moveaxis(m.tangent, -1, 0), k), 0, -1)
@@ -651,7 +670,8 @@ def _tri(name: str, fn: Callable) -> Callable:
     return impl
 
 
-def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
+def _where(condition: Operand, x: Operand | None = None,
+           y: Operand | None = None) -> DualArray | tuple[np.ndarray, ...]:
     cond = np.asarray(_value(condition), dtype=bool) if isinstance(condition, DualArray) \
         else _plain(condition, "numpy.where condition").astype(bool)
     if x is None and y is None:
@@ -662,8 +682,9 @@ def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
     return _finish(value, np.where(cond[..., None], xd.tangent, yd.tangent), k)
 
 
-def _clip(a: Any, a_min: Any = _NOVALUE, a_max: Any = _NOVALUE, out: Any = None, *,
-          min: Any = _NOVALUE, max: Any = _NOVALUE, **kw: Any) -> DualArray:
+def _clip(a: Operand, a_min: Operand | None = _NOVALUE, a_max: Operand | None = _NOVALUE,
+          out: Out = None, *, min: Operand | None = _NOVALUE, max: Operand | None = _NOVALUE,
+          **kw: object) -> DualArray:
     _reject("numpy.clip", out=out, **kw)
     lo = min if a_min is _NOVALUE else a_min
     hi = max if a_max is _NOVALUE else a_max
@@ -675,7 +696,8 @@ def _clip(a: Any, a_min: Any = _NOVALUE, a_max: Any = _NOVALUE, out: Any = None,
     return a
 
 
-def _constant_like(a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
+def _constant_like(a: DualArray, fill: Operand, dtype: DTypeLike | None,
+                   shape: ShapeLike | None) -> DualArray | np.ndarray:
     if isinstance(fill, DualArray):
         raise TypeError("numpy.full_like with a DualArray fill value is not supported")
     shp = a.shape if shape is None else tuple(int(n) for n in np.atleast_1d(shape))
@@ -686,19 +708,21 @@ def _constant_like(a: Any, fill: Any, dtype: Any, shape: Any) -> Any:
 
 
 def _like(fill: float) -> Callable:
-    def impl(a: Any, dtype: Any = None, order: Any = "K", subok: bool = True, shape: Any = None,
-             *, device: Any = None) -> Any:
+    def impl(a: DualArray, dtype: DTypeLike | None = None, order: str | None = "K",
+             subok: bool = True, shape: ShapeLike | None = None, *,
+             device: str | None = None) -> DualArray | np.ndarray:
         return _constant_like(a, fill, dtype, shape)
     return impl
 
 
-def _full_like(a: Any, fill_value: Any, dtype: Any = None, order: Any = "K", subok: bool = True,
-               shape: Any = None, *, device: Any = None) -> Any:
+def _full_like(a: DualArray, fill_value: Operand, dtype: DTypeLike | None = None,
+               order: str | None = "K", subok: bool = True, shape: ShapeLike | None = None, *,
+               device: str | None = None) -> DualArray | np.ndarray:
     return _constant_like(a, fill_value, dtype, shape)
 
 
 # ---- products ----------------------------------------------------------------------------------
-def _dot(a: Any, b: Any, out: Any = None) -> DualArray:
+def _dot(a: Operand, b: Operand, out: Out = None) -> DualArray:
     _reject("numpy.dot", out=out)
     av, bv = np.asarray(_value(a), np.float64), np.asarray(_value(b), np.float64)
     if av.ndim == 0 or bv.ndim == 0:
@@ -709,7 +733,7 @@ def _dot(a: Any, b: Any, out: Any = None) -> DualArray:
     k = _k_of((a, b))
     ca, cb = av.ndim - 1, max(bv.ndim - 2, 0)
     y = np.dot(av, bv)
-    tangent: Any = 0.0
+    tangent: float | np.ndarray = 0.0
     if isinstance(a, DualArray):
         t = np.tensordot(a.tangent, bv, axes=([ca], [cb]))  # a-rest, K, b-rest
         tangent = tangent + np.moveaxis(t, av.ndim - 1, -1)
@@ -718,7 +742,7 @@ def _dot(a: Any, b: Any, out: Any = None) -> DualArray:
     return _finish(y, np.asarray(tangent), k)
 
 
-def _outer(a: Any, b: Any, out: Any = None) -> DualArray:
+def _outer(a: Operand, b: Operand, out: Out = None) -> DualArray:
     _reject("numpy.outer", out=out)
     flat = [(_reshape(x, -1) if isinstance(x, DualArray) else np.ravel(x)) for x in (a, b)]
     return flat[0][:, None] * flat[1][None, :]
@@ -736,8 +760,8 @@ def _explicit(subscripts: str) -> tuple[list[str], str]:
     return ins, ("..." if "..." in s else "") + out
 
 
-def _einsum(subscripts: Any, *operands: Any, out: Any = None, optimize: Any = False,
-            **kw: Any) -> DualArray:
+def _einsum(subscripts: str, *operands: Operand, out: Out = None,
+            optimize: bool | str = False, **kw: object) -> DualArray:
     _reject("numpy.einsum", out=out, **{k: v for k, v in kw.items() if k != "casting"})
     if not isinstance(subscripts, str):
         raise TypeError("DualArray supports numpy.einsum only with a subscripts string")
@@ -762,7 +786,9 @@ def _einsum(subscripts: Any, *operands: Any, out: Any = None, optimize: Any = Fa
     return _finish(y, np.asarray(tangent), k)
 
 
-def _norm(x: Any, ord: Any = None, axis: Axis = None, keepdims: bool = False) -> DualArray:
+def _norm(x: DualArray, ord: float | str | None = None, axis: Axis = None,
+          keepdims: bool = False) -> DualArray:
+
     ax = _axes(axis, x.ndim)
     if not (ord is None or (ord == "fro" and len(ax) == 2) or (ord == 2 and len(ax) == 1)):
         raise TypeError(f"DualArray supports numpy.linalg.norm only for the 2-norm and "

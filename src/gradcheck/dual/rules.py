@@ -7,12 +7,14 @@ none. Ties in ``maximum``/``minimum`` split the derivative evenly (the symmetric
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
+#: A derivative factor: a constant, or an array broadcasting against the operands.
+Factor = float | np.ndarray
+
 # Each rule maps (x, y=f(x)) to df/dx; the tangent is that factor times the input tangent.
-UNARY: dict[np.ufunc, Callable[[np.ndarray, np.ndarray], Any]] = {
+UNARY: dict[np.ufunc, Callable[[np.ndarray, np.ndarray], Factor]] = {
     np.negative: lambda x, y: -1.0,
     np.positive: lambda x, y: 1.0,
     np.conjugate: lambda x, y: 1.0,
@@ -56,7 +58,7 @@ _TWO_OVER_SQRT_PI = 1.1283791670955126
 _ONE_OVER_SQRT_2PI = 0.3989422804014327
 
 # scipy.special's ufuncs, matched by name (scipy is optional and not imported here).
-NAMED_UNARY: dict[str, Callable[[np.ndarray, np.ndarray], Any]] = {
+NAMED_UNARY: dict[str, Callable[[np.ndarray, np.ndarray], Factor]] = {
     "erf": lambda x, y: _TWO_OVER_SQRT_PI * np.exp(-x * x),
     "erfc": lambda x, y: -_TWO_OVER_SQRT_PI * np.exp(-x * x),
     "ndtr": lambda x, y: _ONE_OVER_SQRT_2PI * np.exp(-0.5 * x * x),
@@ -65,7 +67,7 @@ NAMED_UNARY: dict[str, Callable[[np.ndarray, np.ndarray], Any]] = {
 }
 
 
-def unary_rule(ufunc: np.ufunc) -> Callable[[np.ndarray, np.ndarray], Any] | None:
+def unary_rule(ufunc: np.ufunc) -> Callable[[np.ndarray, np.ndarray], Factor] | None:
     """The derivative rule of a one-input ufunc: numpy's by identity, scipy.special's
     (``erf``, ``erfc``, ``ndtr``, ``expit``, ``log_expit``) by name; None if it has none."""
     rule = UNARY.get(ufunc)
@@ -80,7 +82,8 @@ def _tie(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return wa, (b > a) + 0.5 * (a == b)
 
 
-def _max_rule(a: Any, b: Any, y: Any, fmax: bool, want_min: bool) -> tuple[Any, Any]:
+def _max_rule(a: np.ndarray, b: np.ndarray, y: np.ndarray, fmax: bool,
+              want_min: bool) -> tuple[np.ndarray, np.ndarray]:
     wa, wb = _tie(-a, -b) if want_min else _tie(a, b)
     if fmax:  # fmax/fmin ignore a NaN side
         wa = np.where(np.isnan(b) & ~np.isnan(a), 1.0, wa)
@@ -89,7 +92,7 @@ def _max_rule(a: Any, b: Any, y: Any, fmax: bool, want_min: bool) -> tuple[Any, 
     return np.where(nan, np.nan, wa), np.where(nan, np.nan, wb)
 
 
-def _pow_rule(a: Any, b: Any, y: Any) -> tuple[Any, Any]:
+def _pow_rule(a: np.ndarray, b: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # b * a**(b-1) is 0 * inf at a = 0, b = 0; the true derivative of a**0 is 0.
     da = np.where(b == 0, 0.0, b * np.power(a, b - 1.0))
     # y * log(a) is 0 * -inf at a = 0; 0**b is flat in b there (b > 0).
@@ -97,7 +100,7 @@ def _pow_rule(a: Any, b: Any, y: Any) -> tuple[Any, Any]:
     return da, db
 
 
-BINARY: dict[np.ufunc, Callable[[Any, Any, Any], tuple[Any, Any]]] = {
+BINARY: dict[np.ufunc, Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[Factor, Factor]]] = {
     np.add: lambda a, b, y: (1.0, 1.0),
     np.subtract: lambda a, b, y: (1.0, -1.0),
     np.multiply: lambda a, b, y: (b, a),

@@ -44,6 +44,7 @@ from ._array import MPArray as MPArray
 from ._array import complex_from_parts as complex_from_parts
 from ._array import complex_parts as complex_parts
 from ._complex import MPComplex as MPComplex
+from ._context import Context as Context
 from ._context import context as context
 from ._context import owned as owned
 from ._convert import from_mp as from_mp

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn, SupportsInt
 
 import numpy as np
 from mpmath import libmp
+from numpy.typing import ArrayLike
 
 from ._complex import MPComplex, _parts_of
-from ._context import GLOBAL
+from ._context import GLOBAL, Context, Mpf
 from ._context import active as _active
 from ._errors import PrecisionLossError
 from ._exact import intercept, vocabulary_params
-from ._scalar import MPFloat, _exact_tuple, _record, _wrap
+from ._scalar import MPFloat, Real, _exact_tuple, _record, _wrap
 from ._vocabulary import name_of
 
 
@@ -40,13 +41,13 @@ class MPArray(np.ndarray):
     True
     """
 
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: object, **kwargs: Any) -> object:
         exact = _exactly(ufunc, method, inputs, kwargs)
         if exact is not None:
             return exact
         return apply_ufunc(ufunc, method, inputs, kwargs)
 
-    def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
+    def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> object:
         exact = _exactly(func, "__call__", args, kwargs)
         if exact is not None:
             return exact
@@ -55,7 +56,7 @@ class MPArray(np.ndarray):
         return _as_mparray(super().__array_function__(func, types, args, kwargs))
 
     @property  # type: ignore[misc]  # read-only on purpose: the parts of exact complex values
-    def real(self) -> Any:
+    def real(self) -> np.ndarray:
         """The real parts: the array itself when it holds real numbers only; for
         :class:`~gradcheck.mp.MPComplex` elements, their real parts (numpy's object arrays
         would return the complex elements themselves)."""
@@ -64,13 +65,13 @@ class MPArray(np.ndarray):
         return complex_parts(self)[0]
 
     @property  # type: ignore[misc]  # read-only, like real
-    def imag(self) -> Any:
+    def imag(self) -> np.ndarray:
         """The imaginary parts (exact zeros for real elements; numpy's object arrays give
         zeros even for complex elements)."""
         return complex_parts(self)[1]
 
     @property
-    def ctypes(self) -> Any:
+    def ctypes(self) -> NoReturn:
         """Refused: C code given this pointer would read object pointers as doubles."""
         raise _record(".ctypes (a raw pointer for C code)")
 
@@ -79,7 +80,7 @@ def _holds_complex(a: np.ndarray) -> bool:
     return any(isinstance(v, (MPComplex, complex, np.complexfloating)) for v in a.reshape(-1))
 
 
-def _exactly(func: Any, method: str, args: tuple, kwargs: dict) -> Any:
+def _exactly(func: Callable, method: str, args: tuple, kwargs: dict) -> object:
     """A contraction computed by the exact kernels (:mod:`gradcheck.mp._exact`), or None."""
     name = name_of(func, method)
     parsed = None if name is None else vocabulary_params(name, args, kwargs)
@@ -91,7 +92,7 @@ def _exactly(func: Any, method: str, args: tuple, kwargs: dict) -> Any:
     return _as_mparray(intercept(name, tuple(operands), params, _context_of(*firsts)))
 
 
-def _context_of(*values: Any) -> Any:
+def _context_of(*values: object) -> Context:
     """The context an elementwise operation on ``values`` rounds to (see ``_context.py``)."""
     ctx = _active()
     if ctx is None:
@@ -99,40 +100,40 @@ def _context_of(*values: Any) -> Any:
     return ctx
 
 
-def _num(v: Any, ctx: Any) -> Any:
+def _num(v: Real, ctx: Context) -> Mpf:
     return ctx.make_mpf(_exact_tuple_or_raise(v))
 
 
-def _exact_tuple_or_raise(v: Any) -> tuple:
+def _exact_tuple_or_raise(v: object) -> tuple:
     t = _exact_tuple(v)
     if t is None:
         raise TypeError(f"expected a real number, got {type(v).__name__}")
     return t
 
 
-def _mp(value: Any, ctx: Any) -> MPFloat:
+def _mp(value: Mpf, ctx: Context) -> MPFloat:
     return _wrap(value._mpf_, ctx)
 
 
-def _as_mpfloat(v: Any) -> MPFloat:
+def _as_mpfloat(v: Real) -> MPFloat:
     """``v`` itself if it is an MPFloat (keeping its context), else its exact MPFloat."""
     return v if type(v) is MPFloat else MPFloat(v)
 
 
-def _signbit(v: Any) -> bool:
+def _signbit(v: Real) -> bool:
     if isinstance(v, float):
         return math.copysign(1.0, v) < 0  # the sign of -0.0, which mpmath has no notion of
     t = _exact_tuple(v)
     return t is not None and t != libmp.fnan and t[0] == 1
 
 
-def _copysign(a: Any, b: Any) -> MPFloat:
+def _copysign(a: Real, b: Real) -> MPFloat:
     ctx = _context_of(a, b)
     magnitude = abs(_num(a, ctx))
     return _mp(-magnitude if _signbit(b) else magnitude, ctx)
 
 
-def _heaviside(x: Any, at_zero: Any) -> MPFloat:
+def _heaviside(x: Real, at_zero: Real) -> MPFloat:
     ctx = _context_of(x, at_zero)
     v = _num(x, ctx)
     if ctx.isnan(v):
@@ -140,7 +141,7 @@ def _heaviside(x: Any, at_zero: Any) -> MPFloat:
     return _mp(_num(at_zero, ctx) if v == 0 else ctx.mpf(int(v > 0)), ctx)
 
 
-def _logaddexp(a: Any, b: Any, base: Any = None) -> MPFloat:
+def _logaddexp(a: Real, b: Real, base: int | None = None) -> MPFloat:
     ctx = _context_of(a, b)
     x, y = _num(a, ctx), _num(b, ctx)
     hi, lo = (x, y) if x >= y else (y, x)
@@ -151,22 +152,22 @@ def _logaddexp(a: Any, b: Any, base: Any = None) -> MPFloat:
     return _mp(hi + ctx.log1p(ctx.power(base, lo - hi)) / ctx.log(base), ctx)
 
 
-def _divmod(a: Any, b: Any) -> tuple[MPFloat, MPFloat]:
+def _divmod(a: Real, b: Real) -> tuple[MPFloat, MPFloat]:
     return divmod(_as_mpfloat(a), _as_mpfloat(b))
 
 
-def _modf(x: Any) -> tuple[MPFloat, MPFloat]:
+def _modf(x: Real) -> tuple[MPFloat, MPFloat]:
     v = _as_mpfloat(x)
     whole = _wrap(libmp.from_int(int(v)), v._ctx)
     return v - whole, whole
 
 
-def _ldexp(x: Any, n: Any) -> MPFloat:
+def _ldexp(x: Real, n: SupportsInt) -> MPFloat:
     v = _as_mpfloat(x)
     return _wrap(libmp.mpf_shift(v._t, int(n)), v._ctx)
 
 
-def _frexp(x: Any) -> tuple[MPFloat, int]:
+def _frexp(x: Real) -> tuple[MPFloat, int]:
     v = _as_mpfloat(x)
     t = v._t
     if not t[1]:
@@ -175,7 +176,7 @@ def _frexp(x: Any) -> tuple[MPFloat, int]:
     return _wrap(libmp.mpf_shift(t, -exponent), v._ctx), exponent
 
 
-def _is(test: str) -> Callable[[Any], bool]:
+def _is(test: str) -> Callable[[Real], bool]:
     """``np.isnan`` and friends: exact questions, at no precision."""
     return lambda v: bool(getattr(GLOBAL, test)(GLOBAL.make_mpf(_exact_tuple_or_raise(v))))
 
@@ -202,7 +203,7 @@ _ELEMENTWISE = {
 }
 
 
-def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> object:
     """Run ``ufunc.method`` on object operands, never converting an ``MPFloat`` to float.
 
     Used by ``MPFloat.__array_ufunc__`` and ``MPArray.__array_ufunc__``.
@@ -233,7 +234,8 @@ def apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> An
         return _as_mparray(getattr(ufunc, method)(*normalized, **kwargs))
 
 
-def _scalar_array_ufunc(self: MPFloat, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+def _scalar_array_ufunc(self: MPFloat, ufunc: np.ufunc, method: str, *inputs: object,
+                        **kwargs: Any) -> object:
     """``MPFloat.__array_ufunc__``."""
     # np.float64(2) * v and float_array * v land here: run numpy's object loop on exact
     # object operands instead of letting numpy convert v with float().
@@ -246,7 +248,7 @@ MPFloat.__array_ufunc__ = _scalar_array_ufunc  # type: ignore[method-assign]
 MPComplex.__array_ufunc__ = _scalar_array_ufunc  # type: ignore[attr-defined]
 
 
-def _object_operand(a: Any) -> Any:
+def _object_operand(a: object) -> object:
     """An operand numpy puts through its object loop without ever calling ``float()`` on it."""
     if isinstance(a, (MPFloat, MPComplex)):
         # A 0-d object array: passing the MPFloat itself would dispatch back to it forever.
@@ -268,14 +270,14 @@ def _object_operand(a: Any) -> Any:
 _to_mpfloat = np.frompyfunc(lambda v: v if isinstance(v, (MPFloat, MPComplex)) else _maybe_mp(v), 1, 1)
 
 
-def _maybe_mp(v: Any) -> Any:
+def _maybe_mp(v: object) -> object:
     if isinstance(v, (complex, np.complexfloating)):
         return MPComplex(v)  # a complex constant meets an MPFloat: exactly, as an MPComplex
     t = _exact_tuple(v)
     return v if t is None else _wrap(t)
 
 
-def _normalize(a: Any) -> Any:
+def _normalize(a: object) -> object:
     if isinstance(a, np.ndarray) and a.dtype == object:
         return _to_mpfloat(a)
     if isinstance(a, (int, float, np.generic)):
@@ -283,7 +285,7 @@ def _normalize(a: Any) -> Any:
     return a
 
 
-def _as_mparray(result: Any) -> Any:
+def _as_mparray(result: object) -> object:
     if isinstance(result, tuple):
         return tuple(_as_mparray(r) for r in result)
     if isinstance(result, list):
@@ -293,7 +295,7 @@ def _as_mparray(result: Any) -> Any:
     return result
 
 
-def complex_from_parts(re: Any, im: Any) -> np.ndarray:
+def complex_from_parts(re: ArrayLike, im: ArrayLike) -> np.ndarray:
     """The object array (an ``MPArray``) of :class:`MPComplex` ``re + i im``, elementwise;
     ``re`` and ``im`` hold MPFloat (or any real numbers, taken exactly).
 
@@ -310,7 +312,7 @@ def complex_from_parts(re: Any, im: Any) -> np.ndarray:
     return out.view(MPArray)
 
 
-def complex_parts(a: Any) -> tuple[np.ndarray, np.ndarray]:
+def complex_parts(a: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """``(real parts, imaginary parts)`` of an object array of MPComplex, MPFloat and
     Python numbers (real numbers have imaginary part 0), as ``MPArray`` of MPFloat; exact."""
     arr = np.asarray(a, dtype=object)

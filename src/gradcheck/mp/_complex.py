@@ -25,19 +25,20 @@ reads a complex output back with :func:`complex_parts` (both in ``_array``).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from mpmath import libmp
 
-from ._context import GLOBAL
+from ._context import GLOBAL, Context, Mpc
 from ._context import active as _active
 from ._scalar import MPFloat, _exact_tuple, _make_mpf, _record, _wrap
 
 _ZERO = libmp.fzero
 
 
-def _parts_of(other: Any) -> tuple[Any, Any] | None:
+def _parts_of(other: object) -> tuple[Any, Any] | None:
     """``other`` as an exact pair of mpf tuples, or None (not a number this can combine with)."""
     if type(other) is MPComplex:
         return other._re, other._im
@@ -47,7 +48,7 @@ def _parts_of(other: Any) -> tuple[Any, Any] | None:
     return None if t is None else (t, _ZERO)
 
 
-def _ctx(a: Any, b: Any = None) -> Any:
+def _ctx(a: Any, b: Any = None) -> Context:
     """The context to round to: the running computation's, else the operands', else global."""
     active = _active()
     if active is not None:
@@ -58,24 +59,24 @@ def _ctx(a: Any, b: Any = None) -> Any:
     return GLOBAL
 
 
-def _new(z: tuple[tuple, tuple], ctx: Any) -> MPComplex:
+def _new(z: tuple[tuple, tuple], ctx: Context) -> MPComplex:
     out = object.__new__(MPComplex)
     out._re, out._im = z
     out._ctx = None if ctx is GLOBAL else ctx
     return out
 
 
-def _binary(op: Any, name: str) -> tuple[Any, Any]:
+def _binary(op: Callable[..., tuple[tuple, tuple]], name: str) -> tuple[Callable, Callable]:
     """``__op__`` and ``__rop__`` for ``libmp.mpc_<op>(z, w, prec, rounding)``."""
 
-    def forward(self: MPComplex, other: Any) -> Any:
+    def forward(self: MPComplex, other: object) -> MPComplex:
         w = _parts_of(other)
         if w is None:
             return NotImplemented
         ctx = _ctx(self, other)
         return _new(op((self._re, self._im), w, *ctx._prec_rounding), ctx)
 
-    def reverse(self: MPComplex, other: Any) -> Any:
+    def reverse(self: MPComplex, other: object) -> MPComplex:
         w = _parts_of(other)
         if w is None:
             return NotImplemented
@@ -86,7 +87,7 @@ def _binary(op: Any, name: str) -> tuple[Any, Any]:
     return forward, reverse
 
 
-def _unary(op: Any, name: str) -> Any:
+def _unary(op: Callable[..., tuple[tuple, tuple]], name: str) -> Callable[[MPComplex], MPComplex]:
     """The method numpy's object loop calls for ``np.<name>``."""
 
     def method(self: MPComplex) -> MPComplex:
@@ -146,7 +147,7 @@ class MPComplex:
         return _wrap(self._im, self._ctx)
 
     @property
-    def value(self) -> Any:
+    def value(self) -> Mpc:
         """The exact ``mpmath.mpc``."""
         return GLOBAL.make_mpc((self._re, self._im))
 
@@ -169,17 +170,17 @@ class MPComplex:
         raise TypeError("an MPComplex cannot be converted to int")
 
     # -- comparisons, truth, hash
-    def __eq__(self, other: object) -> Any:
+    def __eq__(self, other: object) -> bool:
         w = _parts_of(other)
         if w is None:
             return NotImplemented
         return bool(libmp.mpf_eq(self._re, w[0]) and libmp.mpf_eq(self._im, w[1]))
 
-    def __ne__(self, other: object) -> Any:
+    def __ne__(self, other: object) -> bool:
         eq = self.__eq__(other)
         return eq if eq is NotImplemented else not eq
 
-    def __lt__(self, other: object) -> Any:
+    def __lt__(self, other: object) -> bool:
         raise TypeError("'<' is not defined for complex numbers (MPComplex)")
 
     __le__ = __gt__ = __ge__ = __lt__

@@ -22,19 +22,28 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
-from typing import Any
+from typing import TypeAlias
 
 import mpmath
 
+# mpmath ships no type information (pyproject's mypy overrides): these names say what a value
+# is, and mypy reads each as an unchecked (dynamic) type.
+#: An mpmath context: ``mpmath.mp`` or a private ``MPContext``.
+Context: TypeAlias = mpmath.ctx_mp.MPContext
+#: A real of any context (each context has its own ``mpf`` subclass of this).
+Mpf: TypeAlias = mpmath.ctx_mp_python._mpf
+#: A complex of any context.
+Mpc: TypeAlias = mpmath.ctx_mp_python._mpc
+
 GLOBAL = mpmath.mp
 
-_active: contextvars.ContextVar[Any] = contextvars.ContextVar(
+_active: contextvars.ContextVar[Context | None] = contextvars.ContextVar(
     "gradcheck_mp_context", default=None
 )
 active = _active.get  # the computation running in this thread, or None
 
 
-def context() -> Any:
+def context() -> Context:
     """The mpmath context that arbitrary-precision arithmetic rounds to right here: inside
     :func:`gradcheck.dispute`, :func:`gradcheck.mp.evaluate` and the referee, the running
     computation's own (private) context, at its working precision (40 digits in a dispute
@@ -64,12 +73,12 @@ def context() -> Any:
 # Contexts no computation owns. list.pop and list.append are atomic, so two threads never
 # take the same one. The mpmath functions used here leave no state in a context but its
 # precision (its attributes are unchanged after them), which is set on every acquisition.
-_IDLE: list[Any] = []
+_IDLE: list[Context] = []
 _IDLE_MAX = 16
 
 
 @contextlib.contextmanager
-def owned(dps: int | None = None) -> Iterator[Any]:
+def owned(dps: int | None = None) -> Iterator[Context]:
     """A private context at ``dps`` digits (mpmath's default 53 bits if None), owned for
     the duration of one computation.
 
@@ -91,7 +100,7 @@ def owned(dps: int | None = None) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def running(ctx: Any) -> Iterator[None]:
+def running(ctx: Context) -> Iterator[None]:
     """Make ``ctx`` the computation of this thread (of this task, under asyncio) for the
     duration of the block."""
     token = _active.set(ctx)

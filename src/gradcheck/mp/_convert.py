@@ -1,25 +1,24 @@
 """Exact conversion into arbitrary precision, and a single correct rounding back out."""
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from mpmath import libmp
 from numpy.typing import ArrayLike, DTypeLike
 
 from .._core.formats import resolve_format, round_to_format
 from ._array import MPArray
-from ._scalar import _exact_tuple, _wrap
+from ._context import Context, Mpf
+from ._scalar import MPFloat, _exact_tuple, _wrap
 
 
-def _exact_tuple_or_raise(v: Any) -> tuple:
+def _exact_tuple_or_raise(v: object) -> tuple:
     t = _exact_tuple(v)
     if t is None:
         raise TypeError(f"cannot convert {type(v).__name__} {v!r} to MPFloat: not a real number")
     return t
 
 
-def _float_info(dtype: np.dtype) -> Any:
+def _float_info(dtype: np.dtype) -> np.finfo | None:
     """numpy's or ml_dtypes' ``finfo`` for a binary float dtype; ``None`` for anything else."""
     if dtype.kind == "f":
         return np.finfo(dtype)
@@ -50,7 +49,7 @@ def to_mp(x: ArrayLike, dps: int | None = None) -> MPArray:
     return to_mp_in(x, None, dps)
 
 
-def to_mp_in(x: ArrayLike, ctx: Any, dps: int | None = None) -> MPArray:
+def to_mp_in(x: ArrayLike, ctx: Context | None, dps: int | None = None) -> MPArray:
     """:func:`to_mp` whose elements belong to the private context ``ctx`` (None: to none).
 
     A thread that ``f`` starts does not see its computation's context variable; the
@@ -72,7 +71,8 @@ def to_mp_in(x: ArrayLike, ctx: Any, dps: int | None = None) -> MPArray:
     return np.asarray(out, dtype=object).view(MPArray)
 
 
-def from_mp(y: Any, dtype: DTypeLike = np.float64) -> Any:
+def from_mp(y: MPFloat | Mpf | np.ndarray,
+            dtype: DTypeLike = np.float64) -> np.ndarray | np.generic:
     """``y`` (MPFloat, mpf, or an array of them) rounded once to ``dtype``.
 
     The rounding is to nearest, ties to even, straight from the arbitrary-precision value to

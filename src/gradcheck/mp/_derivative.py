@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import mpmath
 import numpy as np
@@ -13,10 +12,10 @@ from numpy.typing import ArrayLike
 
 from ._array import MPArray
 from ._array import _exact_tuple_or_raise as _exact
-from ._context import owned
+from ._context import Context, Mpf, owned
 from ._convert import to_mp_in
 from ._evaluate import run_checked
-from ._scalar import MPFloat, _make_mpf, _wrap
+from ._scalar import MPFloat, Real, _make_mpf, _wrap
 
 _PRECISION_GAP = 20  # digits between the two precisions that must agree
 # Error bounds and digit counts need no more than float64's 53 bits (mpmath's default, at
@@ -27,7 +26,7 @@ _BOOKKEEPING_PREC = 53
 _DIGITS_PER_DPS = 0.8
 
 
-def certified_digits(a: Any, b: Any, *, cap: int | None = None) -> int:
+def certified_digits(a: Real, b: Real, *, cap: int | None = None) -> int:
     """How many leading significant decimal digits ``a`` and ``b`` agree on.
 
     ``floor(-log10(|a - b| / max(|a|, |b|)))``, clipped to ``[0, cap]``; equal values give
@@ -45,7 +44,7 @@ def certified_digits(a: Any, b: Any, *, cap: int | None = None) -> int:
         return _agreement(a, b, cap, ctx)
 
 
-def _agreement(a: Any, b: Any, cap: int, ctx: Any) -> int:
+def _agreement(a: Real, b: Real, cap: int, ctx: Context) -> int:
     """:func:`certified_digits` in the private context ``ctx`` (left at 53 bits)."""
     ctx.prec = _BOOKKEEPING_PREC
     x, y = ctx.make_mpf(_exact(a)), ctx.make_mpf(_exact(b))
@@ -84,13 +83,13 @@ class MPDerivative:
     ``evaluations`` counts calls of ``f``.
     """
 
-    value: Any
+    value: Mpf
     digits: int
-    error: Any
-    left: Any
-    right: Any
-    left_error: Any
-    right_error: Any
+    error: Mpf
+    left: Mpf
+    right: Mpf
+    left_error: Mpf
+    right_error: Mpf
     dps: tuple[int, int]
     evaluations: int
     negligible: bool = False
@@ -104,22 +103,22 @@ class MPDerivative:
         return bool(libmp.mpf_gt(gap, libmp.mpf_mul(libmp.from_int(10), self.side_error._mpf_)))
 
     @property
-    def side_error(self) -> Any:
+    def side_error(self) -> Mpf:
         """``left_error + right_error``, exactly (an ``mpmath.mpf``)."""
         return _make_mpf(libmp.mpf_add(self.left_error._mpf_, self.right_error._mpf_))
 
 
 @dataclass(frozen=True)
 class _Estimate:
-    central: Any
-    left: Any
-    right: Any
-    noise: Any  # round-off allowance of these estimates
-    scale: Any  # |f| / max(1, |x_i|): the natural size of a derivative here
+    central: Mpf
+    left: Mpf
+    right: Mpf
+    noise: Mpf  # round-off allowance of these estimates
+    scale: Mpf  # |f| / max(1, |x_i|): the natural size of a derivative here
 
 
 def mp_derivative(
-    f: Callable[[Any], Any],
+    f: Callable[[np.ndarray], object],
     x: ArrayLike,
     index: int | tuple[int, ...],
     *,
@@ -194,7 +193,7 @@ def _derive(g: _Contracted, dps: int, min_digits: int, max_dps: int) -> MPDeriva
     )
 
 
-def _digits(error: Any, value: Any, cap: int, ctx: Any) -> int:
+def _digits(error: Mpf, value: Mpf, cap: int, ctx: Context) -> int:
     if not error:
         return cap
     if not value:
@@ -219,24 +218,24 @@ class _Contracted:
     """``t -> sum(cotangent * f(x with x[index] = t))`` as an mpf of ``ctx``, at its current
     precision."""
 
-    def __init__(self, f: Callable[[Any], Any], base: MPArray, index: tuple, cot: Any,
-                 ctx: Any) -> None:
+    def __init__(self, f: Callable[[np.ndarray], object], base: MPArray, index: tuple,
+                 cot: MPArray | None, ctx: Context) -> None:
         self.f, self.base, self.index, self.ctx, self.calls = f, base, index, ctx, 0
         self.x_i = ctx.make_mpf(base[index]._t)
         if cot is not None:
             flat = cot.reshape(-1)
-            self.cot_shape = cot.shape
+            self.cot_shape: tuple[int, ...] | None = cot.shape
             self.terms = [(k, ctx.make_mpf(flat[k]._t)) for k in range(flat.size) if flat[k]]
         else:
             self.cot_shape = None
 
-    def _at(self, t: Any) -> MPArray:
+    def _at(self, t: Mpf) -> MPArray:
         """``x`` with this derivative's parameter set to ``t``."""
         x = self.base.copy()
         x[self.index] = _wrap(t._mpf_, self.ctx)
         return x
 
-    def __call__(self, t: Any) -> Any:
+    def __call__(self, t: Mpf) -> Mpf:
         ctx = self.ctx
         x = self._at(t)
         self.calls += 1
@@ -260,15 +259,15 @@ class _Along(_Contracted):
     ``x_j``, ``d_j`` float values it is exact while the precision holds both (it does at the
     steps :func:`_estimate` takes, down to ``|x_j| / |d_j|`` of about ``2**(prec - 53)``)."""
 
-    def __init__(self, f: Callable[[Any], Any], base: MPArray, support: np.ndarray, direction: np.ndarray,
-                 cot: Any, ctx: Any) -> None:
+    def __init__(self, f: Callable[[np.ndarray], object], base: MPArray, support: np.ndarray,
+                 direction: np.ndarray, cot: MPArray | None, ctx: Context) -> None:
         super().__init__(f, base, tuple(0 for _ in base.shape), cot, ctx)
         self.x_i = ctx.zero
         flat = base.reshape(-1)
         self.support = [(int(k), ctx.make_mpf(flat[k]._t), ctx.make_mpf(_exact(float(v))))
                         for k, v in zip(support, direction)]
 
-    def _at(self, t: Any) -> MPArray:
+    def _at(self, t: Mpf) -> MPArray:
         ctx = self.ctx
         x = self.base.copy()
         flat = x.reshape(-1)  # a view: x is C-contiguous
@@ -278,7 +277,7 @@ class _Along(_Contracted):
 
 
 def mp_directional_derivative(
-    f: Callable[[Any], Any],
+    f: Callable[[np.ndarray], object],
     x: ArrayLike,
     direction: ArrayLike,
     *,

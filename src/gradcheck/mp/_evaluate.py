@@ -3,17 +3,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import mpmath
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ._array import MPArray
-from ._context import owned, running
+from ._context import Context, owned, running
 from ._convert import to_mp_in
 from ._errors import NotAdjudicable, PrecisionLossError, Reason
 from ._scalar import _MPF, MPFloat, _exact_tuple, _float_events, _wrap
+
+_X = TypeVar("_X")  # what f takes: an MPArray, or nothing (a computation closed over its values)
 
 # Exceptions from these packages mean compiled code was handed the object array.
 _COMPILED_MODULES = ("numba", "cffi", "ctypes", "_ctypes")
@@ -29,7 +31,7 @@ def backend() -> str:
     return str(mpmath.libmp.BACKEND)
 
 
-def evaluate(f: Callable[[Any], Any], x: ArrayLike, *, dps: int) -> Any:
+def evaluate(f: Callable[[MPArray], object], x: ArrayLike, *, dps: int) -> MPFloat | MPArray:
     """``f(x)`` computed at ``dps`` significant digits: an :class:`MPFloat` or an object array.
 
     ``x`` is a float array (converted exactly by :func:`to_mp`) or an object array of
@@ -59,7 +61,7 @@ def evaluate(f: Callable[[Any], Any], x: ArrayLike, *, dps: int) -> Any:
         return run_checked(f, x_mp, ctx)
 
 
-def run_checked(f: Callable[[Any], Any], x_mp: Any, ctx: Any) -> Any:
+def run_checked(f: Callable[[_X], object], x_mp: _X, ctx: Context) -> Any:
     """``f(x_mp)`` computed in the private context ``ctx`` (at its current precision), with
     every way of leaving mpmath detected. The result's values belong to no context."""
     events: list[PrecisionLossError] = []
@@ -82,7 +84,7 @@ def run_checked(f: Callable[[Any], Any], x_mp: Any, ctx: Any) -> Any:
     return check_result(result)
 
 
-def _final_conversion(result: Any, events: list[PrecisionLossError]) -> MPFloat | None:
+def _final_conversion(result: object, events: list[PrecisionLossError]) -> MPFloat | None:
     """The ``MPFloat`` whose conversion ``f`` returned, or None.
 
     ``return float(loss)`` (or ``loss.item()``, ``np.float64(loss)``) loses nothing the
@@ -150,7 +152,7 @@ def _where(exc: BaseException) -> str:
     return found
 
 
-def check_result(result: Any) -> Any:
+def check_result(result: object) -> MPFloat | MPArray:
     """The result as ``MPFloat`` or ``MPArray``, or ``NotAdjudicable`` if it is not high precision.
 
     Exact constants among ``MPFloat`` elements (the ``0.0`` of ``np.maximum(x, 0.0)``) are kept,

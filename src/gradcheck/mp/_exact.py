@@ -25,15 +25,25 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from types import EllipsisType
+from typing import Any, SupportsIndex
 
 import numpy as np
 from mpmath import libmp
+from numpy.typing import ArrayLike, DTypeLike
 
+from ._context import Context
 from ._exactsum import components_for
 from ._scalar import MPFloat, _exact_tuple, _wrap
 from ._vocabulary import components, name_of, sensitivity
+
+#: A shape (``reshape``) and an axis argument (``sum``, ``squeeze``), as numpy takes them.
+ShapeLike = SupportsIndex | Sequence[SupportsIndex]
+Axis = SupportsIndex | tuple[SupportsIndex, ...] | None
+#: One component of an index, and an index.
+_KeyPart = SupportsIndex | slice | EllipsisType | np.ndarray | None
+Key = _KeyPart | tuple[_KeyPart, ...]
 
 #: Contractions of fewer operand entries stay on numpy's object loop (a few hundred
 #: microseconds at most), so that a small arbitrary-precision evaluation (the referee's) never
@@ -63,7 +73,7 @@ def enabled() -> bool:
 # -- conversions -----------------------------------------------------------------------------
 
 
-def as_float64(a: Any) -> np.ndarray | None:
+def as_float64(a: object) -> np.ndarray | None:
     """``a`` as a float64 array holding exactly its values, or None when float64 cannot
     (values with more than 53 significant bits, non-finite values, non-numbers)."""
     if not isinstance(a, np.ndarray):
@@ -88,7 +98,7 @@ def as_float64(a: Any) -> np.ndarray | None:
     return out.reshape(a.shape)
 
 
-def from_components(comps: np.ndarray, ctx: Any) -> np.ndarray:
+def from_components(comps: np.ndarray, ctx: Context | None) -> np.ndarray:
     """An object array of the exact values (``MPFloat``) whose float64 components lie on the
     last axis of ``comps``, each rounded once to ``ctx``'s precision (None: kept exact)."""
     shape = comps.shape[:-1]
@@ -131,16 +141,16 @@ class Expansions:
     def __len__(self) -> int:
         return len(self.comps)
 
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, key: Key) -> MPFloat | np.ndarray:
         tail = key + (slice(None),) if isinstance(key, tuple) else (key, Ellipsis, slice(None))
         part = from_components(np.asarray(self.comps[tail]), None)
         return part[()] if part.ndim == 0 else part
 
-    def reshape(self, *shape: Any) -> Expansions:
+    def reshape(self, *shape: ShapeLike) -> Expansions:
         target = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         return Expansions(self.comps.reshape(tuple(target) + self.comps.shape[-1:]))
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+    def __array__(self, dtype: DTypeLike | None = None, copy: bool | None = None) -> np.ndarray:
         return from_components(self.comps, None)
 
     def __repr__(self) -> str:
@@ -150,7 +160,8 @@ class Expansions:
 # -- on MPArrays ------------------------------------------------------------------------------
 
 
-def intercept(name: str, operands: tuple[Any, ...], params: dict[str, Any], ctx: Any) -> Any:
+def intercept(name: str, operands: tuple[Any, ...], params: dict[str, object],
+              ctx: Context) -> np.ndarray | None:
     """The contraction ``name`` (:mod:`gradcheck.mp._vocabulary`) of ``operands`` computed
     exactly and rounded once to ``ctx``'s precision (an object array), or None when its
     operands are not all arrays exact in float64 (one of them of arbitrary precision), or
@@ -169,7 +180,7 @@ def intercept(name: str, operands: tuple[Any, ...], params: dict[str, Any], ctx:
     return None if comps is None else from_components(comps, ctx)
 
 
-def vocabulary_params(name: str, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict] | None:
+def vocabulary_params(name: str, args: tuple, kwargs: dict[str, object]) -> tuple[tuple, dict] | None:
     """(operands, params) of a call of the vocabulary function ``name`` with numpy's
     arguments, or None for arguments outside the forms the kernels compute (``out=``,
     ``dtype=``, ``initial=``, ``where=``, an einsum ``optimize`` path, ...)."""
@@ -243,22 +254,22 @@ class Exact:
     def _each(self, func: Callable, args: tuple, kwargs: dict) -> Exact:
         return _rearranged(func, (self, *args), kwargs)
 
-    def __getitem__(self, key: Any) -> Exact:
+    def __getitem__(self, key: Key) -> Exact:
         if isinstance(key, Exact) or (isinstance(key, tuple) and any(isinstance(k, Exact) for k in key)):
             raise _Abandon("indexing by computed values")
         return Exact(self.comps[key + (slice(None),) if isinstance(key, tuple) else (key, Ellipsis, slice(None))]
                      if key is not Ellipsis else self.comps, self.kappa[key], self.operand)
 
-    def reshape(self, *shape: Any, **kw: Any) -> Exact:
+    def reshape(self, *shape: ShapeLike, **kw: object) -> Exact:
         return self._each(np.reshape, (shape[0] if len(shape) == 1 else shape,), kw)
 
-    def transpose(self, *axes: Any) -> Exact:
+    def transpose(self, *axes: ShapeLike | None) -> Exact:
         return self._each(np.transpose, (axes[0] if len(axes) == 1 else (axes or None),), {})
 
     def swapaxes(self, a: int, b: int) -> Exact:
         return self._each(np.swapaxes, (a, b), {})
 
-    def squeeze(self, axis: Any = None) -> Exact:
+    def squeeze(self, axis: Axis = None) -> Exact:
         return self._each(np.squeeze, (axis,), {})
 
     def ravel(self) -> Exact:
@@ -269,19 +280,19 @@ class Exact:
     def copy(self) -> Exact:
         return self
 
-    def sum(self, axis: Any = None, keepdims: bool = False, **kw: Any) -> Exact:
+    def sum(self, axis: Axis = None, keepdims: bool = False, **kw: object) -> Exact:
         return _contract(np.sum, "__call__", (self, axis), dict(kw, keepdims=keepdims))
 
-    def cumsum(self, axis: Any = None, **kw: Any) -> Exact:
+    def cumsum(self, axis: SupportsIndex | None = None, **kw: object) -> Exact:
         return _contract(np.cumsum, "__call__", (self, axis), kw)
 
-    def dot(self, other: Any) -> Exact:
+    def dot(self, other: Exact | ArrayLike) -> Exact:
         return _contract(np.dot, "__call__", (self, other), {})
 
-    def __matmul__(self, other: Any) -> Exact:
+    def __matmul__(self, other: Exact | ArrayLike) -> Exact:
         return _contract(np.matmul, "__call__", (self, other), {})
 
-    def __rmatmul__(self, other: Any) -> Exact:
+    def __rmatmul__(self, other: Exact | ArrayLike) -> Exact:
         return _contract(np.matmul, "__call__", (other, self), {})
 
     def __neg__(self) -> Exact:
@@ -290,7 +301,7 @@ class Exact:
     def __pos__(self) -> Exact:
         return self
 
-    def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
+    def __array__(self, *args: object, **kwargs: object) -> np.ndarray:
         raise _Abandon("conversion to a plain array")
 
     def __bool__(self) -> bool:
@@ -299,18 +310,19 @@ class Exact:
     def __float__(self) -> float:
         raise _Abandon("float()")
 
-    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Exact:
         if method == "__call__" and ufunc in (np.negative, np.positive) and not kwargs:
             return -inputs[0] if ufunc is np.negative else inputs[0]
         return _contract(ufunc, method, inputs, kwargs)
 
-    def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
+    def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Exact:
         if func in _REARRANGING:
             return _rearranged(func, args, kwargs)
         return _contract(func, "__call__", args, kwargs)
 
 
-def _pick(obj: Any, get: Callable[[Exact], np.ndarray], plain: Callable[[np.ndarray], np.ndarray]) -> Any:
+def _pick(obj: object, get: Callable[[Exact], np.ndarray],
+          plain: Callable[[np.ndarray], np.ndarray]) -> Any:
     """The arguments with each Exact replaced by ``get(it)`` and each array by
     ``plain(it)``; other arguments (axes, shapes) unchanged."""
     if isinstance(obj, Exact):
@@ -322,7 +334,7 @@ def _pick(obj: Any, get: Callable[[Exact], np.ndarray], plain: Callable[[np.ndar
     return obj
 
 
-def _exacts(args: Any) -> list[Exact]:
+def _exacts(args: object) -> list[Exact]:
     if isinstance(args, Exact):
         return [args]
     if isinstance(args, (list, tuple)):
@@ -358,7 +370,7 @@ def _rearranged(func: Callable, args: tuple, kwargs: dict) -> Exact:
                  np.asarray(kappa, dtype=np.float64), all(e.operand for e in found))
 
 
-def _contract(func: Any, method: str, args: tuple, kwargs: dict) -> Exact:
+def _contract(func: Callable, method: str, args: tuple, kwargs: dict) -> Exact:
     name = name_of(func, method)
     parsed = None if name is None else vocabulary_params(name, args, kwargs)
     if parsed is None:
@@ -380,7 +392,7 @@ def _contract(func: Any, method: str, args: tuple, kwargs: dict) -> Exact:
 _NCOMP: contextvars.ContextVar[int] = contextvars.ContextVar("gradcheck_mp_probe_ncomp", default=3)
 
 
-def probe(f: Callable[..., Any], args: tuple[np.ndarray, ...], prec: int) -> Exact | None:
+def probe(f: Callable[..., object], args: tuple[np.ndarray, ...], prec: int) -> Exact | None:
     """``f(*args)`` when ``f`` is made only of contractions of its inputs and exact
     rearrangements: its exact values (components enough for ``prec`` bits) and each
     output's sensitivity to a relative perturbation of the inputs; None otherwise (any

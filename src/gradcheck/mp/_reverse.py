@@ -16,19 +16,24 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from typing import Any
+from typing import Union, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._array import MPArray, _exact_tuple_or_raise
-from ._scalar import MPFloat, _record, _wrap
+from ._scalar import MPFloat, Real, _record, _wrap
 
 # The record of the running gradient computation: MPVars that have parents, in creation order.
 _tape: contextvars.ContextVar[list[MPVar] | None] = contextvars.ContextVar(
     "gradcheck_mp_tape", default=None)
+#: A value in numpy's object loop: an MPFloat or a constant (a Python or numpy number).
+Scalar = MPFloat | float | np.number
+#: What an operator of MPVar meets there: another MPVar or a value.
+Operand = Union["MPVar", Scalar]
 
 
-def _mp(v: Any) -> MPFloat:
+def _mp(v: Real) -> MPFloat:
     if type(v) is MPFloat:
         return v
     return _wrap(_exact_tuple_or_raise(v))
@@ -45,7 +50,7 @@ class MPVar:
 
     __slots__ = ("adjoint", "parents", "value")
 
-    def __init__(self, value: Any, parents: tuple = ()) -> None:
+    def __init__(self, value: Real, parents: tuple = ()) -> None:
         self.value = _mp(value)
         self.parents = parents
         self.adjoint: MPFloat | None = None
@@ -74,25 +79,25 @@ class MPVar:
         return f"MPVar({self.value})"
 
     # -- comparisons: on values
-    def __lt__(self, o: Any) -> bool: return self.value < _value(o)
-    def __le__(self, o: Any) -> bool: return self.value <= _value(o)
-    def __gt__(self, o: Any) -> bool: return self.value > _value(o)
-    def __ge__(self, o: Any) -> bool: return self.value >= _value(o)
+    def __lt__(self, o: Operand) -> bool: return self.value < _value(o)
+    def __le__(self, o: Operand) -> bool: return self.value <= _value(o)
+    def __gt__(self, o: Operand) -> bool: return self.value > _value(o)
+    def __ge__(self, o: Operand) -> bool: return self.value >= _value(o)
     def __eq__(self, o: object) -> bool: return self.value == _value(o)  # type: ignore[override]
     def __ne__(self, o: object) -> bool: return self.value != _value(o)  # type: ignore[override]
     __hash__ = None  # type: ignore[assignment]
 
     # -- arithmetic
-    def __add__(self, o: Any) -> MPVar: return _add(self, o)
-    def __radd__(self, o: Any) -> MPVar: return _add(o, self)
-    def __sub__(self, o: Any) -> MPVar: return _sub(self, o)
-    def __rsub__(self, o: Any) -> MPVar: return _sub(o, self)
-    def __mul__(self, o: Any) -> MPVar: return _mul(self, o)
-    def __rmul__(self, o: Any) -> MPVar: return _mul(o, self)
-    def __truediv__(self, o: Any) -> MPVar: return _div(self, o)
-    def __rtruediv__(self, o: Any) -> MPVar: return _div(o, self)
-    def __pow__(self, o: Any) -> MPVar: return _pow(self, o)
-    def __rpow__(self, o: Any) -> MPVar: return _pow(o, self)
+    def __add__(self, o: Operand) -> MPVar: return _add(self, o)
+    def __radd__(self, o: Operand) -> MPVar: return _add(o, self)
+    def __sub__(self, o: Operand) -> MPVar: return _sub(self, o)
+    def __rsub__(self, o: Operand) -> MPVar: return _sub(o, self)
+    def __mul__(self, o: Operand) -> MPVar: return _mul(self, o)
+    def __rmul__(self, o: Operand) -> MPVar: return _mul(o, self)
+    def __truediv__(self, o: Operand) -> MPVar: return _div(self, o)
+    def __rtruediv__(self, o: Operand) -> MPVar: return _div(o, self)
+    def __pow__(self, o: Operand) -> MPVar: return _pow(self, o)
+    def __rpow__(self, o: Operand) -> MPVar: return _pow(o, self)
 
     def __neg__(self) -> MPVar:
         return MPVar(-self.value, ((self, _mp(-1)),))
@@ -110,42 +115,46 @@ class MPVar:
         return self
 
 
-def _value(o: Any) -> Any:
+@overload
+def _value(o: Operand) -> Scalar: ...
+@overload
+def _value(o: object) -> object: ...
+def _value(o: object) -> object:
     return o.value if isinstance(o, MPVar) else o
 
 
-def _node(value: Any, *pairs: tuple[Any, Callable[[], Any]]) -> MPVar:
+def _node(value: Scalar, *pairs: tuple[Operand, Callable[[], Scalar]]) -> MPVar:
     """An MPVar of ``value`` whose parents are the MPVars among ``pairs`` (operand, partial)."""
     parents = tuple((a, _mp(d())) for a, d in pairs if isinstance(a, MPVar))
     return MPVar(value, parents)
 
 
-def _add(a: Any, b: Any) -> MPVar:
+def _add(a: Operand, b: Operand) -> MPVar:
     return _node(_value(a) + _value(b), (a, lambda: 1), (b, lambda: 1))
 
 
-def _sub(a: Any, b: Any) -> MPVar:
+def _sub(a: Operand, b: Operand) -> MPVar:
     return _node(_value(a) - _value(b), (a, lambda: 1), (b, lambda: -1))
 
 
-def _mul(a: Any, b: Any) -> MPVar:
+def _mul(a: Operand, b: Operand) -> MPVar:
     x, y = _value(a), _value(b)
     return _node(x * y, (a, lambda: y), (b, lambda: x))
 
 
-def _div(a: Any, b: Any) -> MPVar:
+def _div(a: Operand, b: Operand) -> MPVar:
     x, y = _value(a), _value(b)
     z = x / y
     return _node(z, (a, lambda: 1 / y), (b, lambda: -z / y))
 
 
-def _pow(a: Any, b: Any) -> MPVar:
+def _pow(a: Operand, b: Operand) -> MPVar:
     x, y = _mp(_value(a)), _mp(_value(b))
     z = x ** y
     return _node(z, (a, lambda: y * x ** (y - 1)), (b, lambda: z * x.log()))
 
 
-def _unary(name: str, derivative: Callable[[MPFloat, MPFloat], Any]) -> Callable[[MPVar], MPVar]:
+def _unary(name: str, derivative: Callable[[MPFloat, MPFloat], Scalar]) -> Callable[[MPVar], MPVar]:
     """The method numpy's object loop calls for ``np.<name>``, with its derivative
     ``derivative(x, z)`` (x the argument, z the result)."""
 
@@ -184,7 +193,8 @@ for _name, _d in {
     setattr(MPVar, _name, _unary(_name, _d))
 
 
-def mp_vjp(f: Callable[..., Any], inputs: tuple[Any, ...], wrt: int, cotangent: Any, *,
+def mp_vjp(f: Callable[..., object], inputs: tuple[ArrayLike, ...], wrt: int,
+           cotangent: ArrayLike | None, *,
            dps: int | None = None) -> MPArray:
     """The gradient of ``sum(cotangent * f(*inputs))`` with respect to ``inputs[wrt]``.
 
@@ -204,7 +214,7 @@ def mp_vjp(f: Callable[..., Any], inputs: tuple[Any, ...], wrt: int, cotangent: 
             exact = tuple(to_mp_in(a, ctx) for a in inputs)
             return run_checked(lambda _: mp_vjp(f, exact, wrt, cotangent), None, ctx)
     leaves = np.frompyfunc(MPVar, 1, 1)(np.asarray(inputs[wrt], dtype=object))
-    xs: list[Any] = list(inputs)
+    xs: list[ArrayLike] = list(inputs)
     xs[wrt] = np.asarray(leaves, dtype=object).view(MPArray)
     tape: list[MPVar] = []
     token = _tape.set(tape)
@@ -225,7 +235,7 @@ def mp_vjp(f: Callable[..., Any], inputs: tuple[Any, ...], wrt: int, cotangent: 
     return out.reshape(np.shape(leaves)).view(MPArray)
 
 
-def _seed(y: Any, cotangent: Any) -> None:
+def _seed(y: object, cotangent: ArrayLike | None) -> None:
     """Set the adjoints of ``f``'s outputs to the cotangent (added, for repeated outputs)."""
     ys = np.asarray(y, dtype=object)
     if cotangent is None:

@@ -19,13 +19,14 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from types import FrameType
+from typing import Any, Union
 
 import mpmath
 import numpy as np
 from mpmath import libmp
 
-from ._context import GLOBAL
+from ._context import GLOBAL, Context, Mpc, Mpf
 from ._context import active as _active
 from ._errors import PrecisionLossError
 
@@ -44,10 +45,12 @@ _from_float = functools.lru_cache(maxsize=1 << 16)(libmp.from_float)
 _float_events: contextvars.ContextVar[list[PrecisionLossError] | None] = contextvars.ContextVar(
     "gradcheck_mp_float_events", default=None
 )
+#: A real number MPFloat takes exactly: int, float, a numpy or ml_dtypes scalar, an mpf.
+Real = Union[float, np.generic, "MPFloat", Mpf]
 _SKIP_DIRS = (os.path.dirname(np.__file__) + os.sep, os.path.dirname(__file__) + os.sep)
 
 
-def exact_mpf(value: Any) -> Any:
+def exact_mpf(value: object) -> Mpf | None:
     """The exact ``mpmath.mpf`` of a real number, or ``None`` if ``value`` is not one.
 
     Accepts int, float, numpy and ml_dtypes scalars, ``mpf`` and ``MPFloat``. Nothing is
@@ -61,7 +64,7 @@ def exact_mpf(value: Any) -> Any:
     return None if t is None else _make_mpf(t)
 
 
-def _exact_tuple(value: Any) -> tuple | None:
+def _exact_tuple(value: object) -> tuple | None:
     if isinstance(value, MPFloat):
         return value._t
     if isinstance(value, float):  # includes np.float64
@@ -94,7 +97,7 @@ def _operand(other: Any) -> tuple | None:
     return _exact_tuple(other)
 
 
-def _wrap(t: tuple, ctx: Any = None) -> MPFloat:
+def _wrap(t: tuple, ctx: Context | None = None) -> MPFloat:
     """An MPFloat of the exact tuple ``t``, made in context ``ctx``; one made in the global
     context (or None) records none, so that it never overrides a computation's."""
     out = object.__new__(MPFloat)
@@ -103,12 +106,12 @@ def _wrap(t: tuple, ctx: Any = None) -> MPFloat:
     return out
 
 
-def _context(a: MPFloat, other: Any = None) -> Any:
+def _context(a: MPFloat, other: object = None) -> Context:
     """The context an operation on ``a`` (and ``other``) rounds to (see ``_context.py``)."""
     return _active() or _resting(a, other)
 
 
-def _resting(a: MPFloat, other: Any) -> Any:
+def _resting(a: MPFloat, other: object) -> Context:
     """Outside this thread's computation: the operands' context, else mpmath's global one."""
     return a._ctx or (other._ctx if type(other) is MPFloat else None) or GLOBAL
 
@@ -117,7 +120,7 @@ def _resting(a: MPFloat, other: Any) -> Any:
 _ZEROS = tuple(z for z in (libmp.fzero, getattr(libmp, "fnzero", None)) if z is not None)
 
 
-def _to_real_tuple(z: Any) -> tuple:
+def _to_real_tuple(z: Mpf | Mpc) -> tuple:
     """numpy's real-valued semantics: outside a function's real domain the answer is NaN."""
     if isinstance(z, _MPC):
         re, im = z._mpc_
@@ -127,7 +130,7 @@ def _to_real_tuple(z: Any) -> tuple:
 
 def _caller() -> str:
     """``file:line in function`` of the first frame outside numpy and this package."""
-    frame: Any = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_SKIP_DIRS):
         frame = frame.f_back
     if frame is None:
@@ -158,14 +161,14 @@ def _convert(v: MPFloat, operation: str) -> float:
 def _binary(op: Callable[..., tuple]) -> tuple[Callable, Callable]:
     """``__op__`` and ``__rop__`` for an mpf-tuple operation ``op(s, t, prec, rounding)``."""
 
-    def forward(self: MPFloat, other: Any) -> Any:
+    def forward(self: MPFloat, other: object) -> MPFloat:
         o = _operand(other)
         if o is None:
             return NotImplemented
         ctx = _active() or _resting(self, other)  # _context, inlined: the hottest path
         return _wrap(op(self._t, o, *ctx._prec_rounding), ctx)
 
-    def reverse(self: MPFloat, other: Any) -> Any:
+    def reverse(self: MPFloat, other: object) -> MPFloat:
         o = _operand(other)
         if o is None:
             return NotImplemented
@@ -178,14 +181,14 @@ def _binary(op: Callable[..., tuple]) -> tuple[Callable, Callable]:
 def _binary_in_context(op: Callable[..., tuple]) -> tuple[Callable, Callable]:
     """``__op__`` and ``__rop__`` for ``op(s, t, ctx)``, which needs mpmath's functions."""
 
-    def forward(self: MPFloat, other: Any) -> Any:
+    def forward(self: MPFloat, other: object) -> MPFloat:
         o = _operand(other)
         if o is None:
             return NotImplemented
         ctx = _context(self, other)
         return _wrap(op(self._t, o, ctx), ctx)
 
-    def reverse(self: MPFloat, other: Any) -> Any:
+    def reverse(self: MPFloat, other: object) -> MPFloat:
         o = _operand(other)
         if o is None:
             return NotImplemented
@@ -196,14 +199,14 @@ def _binary_in_context(op: Callable[..., tuple]) -> tuple[Callable, Callable]:
 
 
 def _compare(op: Callable[[tuple, tuple], bool]) -> Callable:
-    def compare(self: MPFloat, other: Any) -> Any:
+    def compare(self: MPFloat, other: object) -> bool:
         o = _operand(other)
         return NotImplemented if o is None else op(self._t, o)
 
     return compare
 
 
-def _unary(name: str, fn: Callable[[Any, Any], Any] | None = None) -> Callable:
+def _unary(name: str, fn: Callable[[Context, Mpf], Mpf | Mpc] | None = None) -> Callable:
     """The method numpy's object loop calls for ``np.<name>``: ``fn(ctx, v)``, by default
     mpmath's function of that name (``ctx.tanh``), in the operation's context."""
 
@@ -218,15 +221,15 @@ def _unary(name: str, fn: Callable[[Any, Any], Any] | None = None) -> Callable:
     return method
 
 
-def _floordiv(s: tuple, t: tuple, ctx: Any) -> tuple:
+def _floordiv(s: tuple, t: tuple, ctx: Context) -> tuple:
     return _divmod(s, t, ctx)[0]
 
 
-def _mod(s: tuple, t: tuple, ctx: Any) -> tuple:
+def _mod(s: tuple, t: tuple, ctx: Context) -> tuple:
     return _divmod(s, t, ctx)[1]
 
 
-def _divmod(s: tuple, t: tuple, ctx: Any) -> tuple[tuple, tuple]:
+def _divmod(s: tuple, t: tuple, ctx: Context) -> tuple[tuple, tuple]:
     """Python's floor division and modulo (the remainder takes the divisor's sign)."""
     a, b = ctx.make_mpf(s), ctx.make_mpf(t)
     if not b:
@@ -240,7 +243,7 @@ def _divmod(s: tuple, t: tuple, ctx: Any) -> tuple[tuple, tuple]:
     return q._mpf_, r._mpf_
 
 
-def _pow(s: tuple, t: tuple, ctx: Any) -> tuple:
+def _pow(s: tuple, t: tuple, ctx: Context) -> tuple:
     sign, man, exp, bits = t
     if not sign and man and exp >= 0 and bits + exp <= 10:
         # A small positive integer exponent (x ** 2): repeated multiplication, any base sign.
@@ -271,7 +274,7 @@ class MPFloat:
     # value, None if made outside one (see _context.py).
     __slots__ = ("_ctx", "_t")
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Real | str) -> None:
         self._ctx = None
         t = _exact_tuple(value)
         if t is None:
@@ -281,7 +284,7 @@ class MPFloat:
         self._t = t
 
     @property
-    def value(self) -> Any:
+    def value(self) -> Mpf:
         """The exact ``mpmath.mpf``."""
         return _make_mpf(self._t)
 
@@ -331,7 +334,7 @@ class MPFloat:
     def __ceil__(self) -> int:
         return int(libmp.to_int(libmp.mpf_ceil(self._t)))
 
-    def __round__(self, ndigits: int | None = None) -> Any:
+    def __round__(self, ndigits: int | None = None) -> int | MPFloat:
         ctx = _context(self)
         v = ctx.make_mpf(self._t)
         if ndigits is None:
@@ -346,7 +349,7 @@ class MPFloat:
     __gt__ = _compare(libmp.mpf_gt)
     __ge__ = _compare(libmp.mpf_ge)
 
-    def __ne__(self, other: object) -> Any:
+    def __ne__(self, other: object) -> bool:
         o = _operand(other)
         return NotImplemented if o is None else not libmp.mpf_eq(self._t, o)
 
@@ -374,7 +377,7 @@ class MPFloat:
     __mod__, __rmod__ = _binary_in_context(_mod)
     __pow__, __rpow__ = _binary_in_context(_pow)
 
-    def __divmod__(self, other: Any) -> Any:
+    def __divmod__(self, other: object) -> tuple[MPFloat, MPFloat]:
         o = _operand(other)
         if o is None:
             return NotImplemented
@@ -382,7 +385,7 @@ class MPFloat:
         q, r = _divmod(self._t, o, ctx)
         return _wrap(q, ctx), _wrap(r, ctx)
 
-    def __rdivmod__(self, other: Any) -> Any:
+    def __rdivmod__(self, other: object) -> tuple[MPFloat, MPFloat]:
         o = _operand(other)
         if o is None:
             return NotImplemented
@@ -425,24 +428,24 @@ class MPFloat:
         """``np.conjugate``: a real number is its own conjugate."""
         return self
 
-    def arctan2(self, other: Any) -> MPFloat:
+    def arctan2(self, other: Real) -> MPFloat:
         """``np.arctan2(self, other)``."""
         ctx = _context(self, other)
         y = ctx.atan2(ctx.make_mpf(self._t), ctx.make_mpf(_operand(other)))
         return _wrap(y._mpf_, ctx)
 
-    def hypot(self, other: Any) -> MPFloat:
+    def hypot(self, other: Real) -> MPFloat:
         """``np.hypot(self, other)``."""
         ctx = _context(self, other)
         y = ctx.hypot(ctx.make_mpf(self._t), ctx.make_mpf(_operand(other)))
         return _wrap(y._mpf_, ctx)
 
-    def fmod(self, other: Any) -> MPFloat:
+    def fmod(self, other: Real) -> MPFloat:
         """``np.fmod``: C's remainder, which takes the dividend's sign."""
         ctx = _context(self, other)
         q, r = _divmod(libmp.mpf_abs(self._t), libmp.mpf_abs(_operand(other)), ctx)
         return _wrap(libmp.mpf_neg(r) if self._t[0] else r, ctx)
 
-    def logical_xor(self, other: Any) -> bool:
+    def logical_xor(self, other: object) -> bool:
         """``np.logical_xor``: truth values differ."""
         return bool(self) != bool(other)

@@ -21,8 +21,8 @@ outside the vocabulary (the caller then computes it the ordinary way).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, SupportsIndex
 
 import numpy as np
 
@@ -35,7 +35,7 @@ NAMES = ("matmul", "dot", "inner", "vdot", "tensordot", "einsum", "sum", "cumsum
          "convolve", "correlate")
 
 
-def name_of(func: Any, method: str = "__call__") -> str | None:
+def name_of(func: Callable, method: str = "__call__") -> str | None:
     """The vocabulary name of a numpy function or ufunc method, or None."""
     if func is np.matmul and method == "__call__":
         return "matmul"
@@ -85,7 +85,7 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> _Matmul | None:
     return _Matmul(big_a, big_b, lambda out: out.reshape(shape + out.shape[-1:]))
 
 
-def _tensordot(a: np.ndarray, b: np.ndarray, axes: Any = 2) -> _Matmul | None:
+def _tensordot(a: np.ndarray, b: np.ndarray, axes: int | Sequence[int | Sequence[int]] = 2) -> _Matmul | None:
     try:
         if isinstance(axes, (int, np.integer)):
             ax_a, ax_b = list(range(a.ndim - int(axes), a.ndim)), list(range(int(axes)))
@@ -113,7 +113,7 @@ def _dot(a: np.ndarray, b: np.ndarray) -> _Matmul | None:
     return _tensordot(a, b, ([-1], [0 if b.ndim == 1 else -2]))
 
 
-def _einsum(subscripts: Any, *ops: np.ndarray) -> _Matmul | _Rows | None:
+def _einsum(subscripts: object, *ops: np.ndarray) -> _Matmul | _Rows | None:
     if not isinstance(subscripts, str) or "." in subscripts or len(ops) not in (1, 2):
         return None
     spec = subscripts.replace(" ", "")
@@ -167,7 +167,8 @@ def _einsum_two(ta: str, tb: str, out: str, a: np.ndarray, b: np.ndarray) -> _Ma
     return _Matmul(left, right, lambda r: r.reshape(shape + r.shape[-1:]).transpose(perm))
 
 
-def _reduction(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> _Rows | None:
+def _reduction(x: np.ndarray, axis: int | Sequence[int] | None = None,
+               keepdims: bool = False) -> _Rows | None:
     try:
         axes = tuple(range(x.ndim)) if axis is None else tuple(
             int(i) % x.ndim for i in np.atleast_1d(axis))
@@ -183,7 +184,7 @@ def _reduction(x: np.ndarray, axis: Any = None, keepdims: bool = False) -> _Rows
     return _Rows(moved.reshape(-1, n), False, lambda r: r.reshape(shape + r.shape[-1:]))
 
 
-def _accumulation(x: np.ndarray, axis: Any = None) -> _Rows | None:
+def _accumulation(x: np.ndarray, axis: SupportsIndex | None = None) -> _Rows | None:
     if axis is None:
         flat = x.reshape(1, -1)
         return _Rows(flat, True, lambda r: r.reshape(r.shape[1:]))

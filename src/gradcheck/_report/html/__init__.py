@@ -19,8 +19,8 @@ result's type name).
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
-from typing import Any
 
 from .page import fragment, page
 
@@ -36,7 +36,7 @@ _RENDERERS = {
 }
 
 
-def _renderer(obj: Any):
+def _renderer(obj: object):
     """The body renderer for ``obj``'s type (or its nearest base): ``render(obj, full) -> (title, body)``."""
     for cls in type(obj).__mro__:
         if cls.__name__ in _RENDERERS:
@@ -45,13 +45,13 @@ def _renderer(obj: Any):
     raise TypeError(f"no HTML rendering for {type(obj).__name__}; expected a gradcheck report or result")
 
 
-def notebook_html(obj: Any) -> str:
+def notebook_html(obj: object) -> str:
     """The short HTML shown by Jupyter for ``obj`` (summary, counts, worst entries, heat map)."""
     _, body = _renderer(obj)(obj, full=False)
     return fragment(body)
 
 
-def page_html(obj: Any, path: Any = None) -> str:
+def page_html(obj: object, path: str | os.PathLike[str] | None = None) -> str:
     """The whole self-contained page for ``obj``; written (UTF-8) to ``path`` when given."""
     title, body = _renderer(obj)(obj, full=True)
     text = page(title, body)
@@ -73,7 +73,7 @@ class HtmlViews:
         """What a notebook shows: the summary, counts, heat maps and the worst entries."""
         return notebook_html(self)
 
-    def to_html(self, path: Any = None) -> str:
+    def to_html(self, path: str | os.PathLike[str] | None = None) -> str:
         """The result as one self-contained HTML page (no script, nothing fetched), for a
         reviewer or a CI artifact: everything the text shows, every non-PASS entry (the
         most severe 500 per tensor listed, the rest counted), heat maps downsampled to at

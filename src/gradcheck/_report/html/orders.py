@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from .page import badge, esc, next_section, notes_list, num, status_of
-from .tables import table
+from .tables import Cell, table
 
 _DRAWS = ("t1, v1", "t2, v2", "sums")
 _SVG_W, _SVG_H, _PAD = 420, 260, 44
@@ -110,7 +110,7 @@ def render_taylor(result: Any, full: bool) -> tuple[str, str]:
     head = ["h", "R1 (grad)", "order"] + (["R2 (+Hessian)", "order"] if len(result.remainders) > 1 else [])
     rows = []
     for k, h in enumerate(result.steps):
-        row: list[Any] = [num(h, ".3e")]
+        row: list[Cell] = [num(h, ".3e")]
         for j, rem in enumerate(result.remainders):
             order = result.orders[j][k] if k < len(result.orders[j]) else math.nan
             row.append(num(rem[k], ".3e") + ("" if result.counted[j][k] else " ·"))

@@ -48,7 +48,7 @@ CSS = """
 """
 
 
-def esc(value: Any) -> str:
+def esc(value: object) -> str:
     """Any value as HTML text: ``<``, ``>``, ``&`` and both quotes escaped (safe in attributes)."""
     return html.escape(str(value), quote=True)
 
@@ -85,7 +85,7 @@ def notes_list(notes: Iterable[str]) -> str:
     return f'<ul class="gc-notes">{items}</ul>' if items else ""
 
 
-def next_section(result: Any) -> str:
+def next_section(result: object) -> str:
     """What to do next (:func:`gradcheck._report.next_step.next_steps`), the page's last section."""
     items = "".join(f"<li>{esc(step)}</li>" for step in next_steps(result))
     return f'<div class="gc-next"><h3>Next</h3><ul>{items}</ul></div>' if items else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._core import status as _status
 from ..._core.verdict import Cause, Verdict
@@ -91,7 +92,7 @@ def entry_table(report: Any, flat: np.ndarray, *, caption: str = "") -> str:
     return table(head, rows, caption=caption, cls="gc-entries")
 
 
-def _measured(v: Any, spec: str) -> str:
+def _measured(v: float, spec: str) -> str:
     """A second-look value, blank where it was not measured (stored as NaN)."""
     return "" if np.isnan(v) else num(v, spec)
 
@@ -110,7 +111,7 @@ def _meta(report: Any) -> str:
     return "".join(f'<p class="gc-meta">{line}</p>' for line in lines)
 
 
-def _limit_words(limit: Any) -> str:
+def _limit_words(limit: str | ArrayLike) -> str:
     arr = np.asarray(limit, dtype=np.float64) if not isinstance(limit, str) else None
     if arr is None or arr.dtype == object:
         return esc(limit)
