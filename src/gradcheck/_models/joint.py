@@ -15,7 +15,9 @@ Names are screened together when they share a dtype and a config (one working ve
 that dtype); a model mixing float32 and float64 parameters gets one screen per dtype.
 Memory: one working copy of the parameters in their dtype, the claim in float64, the sign
 draws (int8) and blocks (int32), the per-draw thresholds and clearances; weights and
-floors are computed where read; the reports hold float32 detection limits rounded up.
+floors are computed where read; the reports hold float32 detection limits rounded up
+(and check_params' snapshot of a user's numpy dict, one copy in its dtype, which puts it back
+if the loss writes into it).
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -193,7 +194,7 @@ def check_params(
         grads = None  # a framework's claim now lives in ``claimed`` alone (the screen frees it once copied)
         if problem is not None:
             problem.grads = {}
-        out = _screened(loss, params, claimed, configs, budget=budget, **run)
+        out = _screened(loss, params, claimed, configs, own=problem is not None, budget=budget, **run)
     else:
         out = _entrywise(loss, params, claimed, configs, sample=sample, seed=seed, **run)
     notes = list(problem.notes if problem is not None else []) + out.notes
@@ -216,15 +217,36 @@ class _Outcome:
     evidence: dict[str, str] = field(default_factory=dict)
 
 
-def _screened(loss, params, claimed, configs, *, order, budget, adjudicate, digits, engine, executor) -> _Outcome:
-    """``screen=True``: one screen over every entry of every name (:mod:`.joint`); the dict
-    is never written (the screen evaluates the loss on its own copy)."""
-    f0 = _scalar_loss(loss, params)
-    mp_capable = getattr(loss, "gradcheck_mp_capable", True)
-    whole = screen_whole(loss, params, claimed, configs, order, budget=budget, engine=engine, executor=executor,
-                         adjudicate=adjudicate, digits=digits, mp_capable=mp_capable)
-    f1 = _scalar_loss(loss, params)
+def _screened(loss, params, claimed, configs, *, own, order, budget, adjudicate, digits, engine,
+              executor) -> _Outcome:
+    """``screen=True``: one screen over every entry of every name (:mod:`.joint`), on the
+    screen's own copy; ``f(params)`` before and after (the determinism check) and the base
+    point are evaluated on the dict itself, so a user's dict (``own`` False: not the adapter's
+    arrays of a framework's model) is snapshotted and put back bit for bit on the way out, as
+    the entry-wise check does, also when the loss writes into it or raises."""
+    with _put_back(params, () if own else list(params)):
+        f0 = _scalar_loss(loss, params)
+        mp_capable = getattr(loss, "gradcheck_mp_capable", True)
+        whole = screen_whole(loss, params, claimed, configs, order, budget=budget, engine=engine,
+                             executor=executor, adjudicate=adjudicate, digits=digits, mp_capable=mp_capable)
+        f1 = _scalar_loss(loss, params)
     return _Outcome(whole.reports, f0, f1, 2 + whole.evaluations, whole.notes, whole.failing)
+
+
+@contextmanager
+def _put_back(params: dict[str, np.ndarray], names: Sequence[str]) -> Iterator[dict[str, np.ndarray]]:
+    """The arrays ``params[n]`` of ``names`` as they were, put back on the way out (the user's
+    own objects, their contents restored bit for bit, whatever happened inside): yields the
+    snapshots."""
+    originals = {n: params[n] for n in names}                   # the user's objects, for identity
+    snapshots = {n: np.array(params[n], copy=True) for n in names}
+    try:
+        yield snapshots
+    finally:
+        for n in names:
+            params[n] = originals[n]
+            if params[n].flags.writeable and not same_bits(params[n], snapshots[n]):
+                params[n][...] = snapshots[n]
 
 
 def _entrywise(loss, params, claimed, configs, *, order, sample, seed, adjudicate, digits, engine,
@@ -232,8 +254,6 @@ def _entrywise(loss, params, claimed, configs, *, order, sample, seed, adjudicat
     """Every entry of every name checked entry by entry, perturbed in place in the dict and
     restored bit for bit."""
     names = list(params)
-    originals = dict(params)                      # the user's objects, for identity restore
-    snapshots = {n: np.array(params[n], copy=True) for n in names}
     rng = np.random.default_rng(seed)
     # The backward's round-off scales with its largest values anywhere in the model, not
     # with one tensor's (a key bias's claimed ~1e-17 is round-off of O(1) quantities).
@@ -241,7 +261,7 @@ def _entrywise(loss, params, claimed, configs, *, order, sample, seed, adjudicat
     claim_scale = float(max(finite)) if finite else 0.0
     reports: dict[str, Report] = {}
     swapped: list[str] = []
-    try:
+    with _put_back(params, names) as snapshots:
         for n in names:
             if not params[n].flags.writeable:
                 # Can't perturb a read-only array in place: swap in a private copy.
@@ -255,11 +275,6 @@ def _entrywise(loss, params, claimed, configs, *, order, sample, seed, adjudicat
             reports[n] = _check_one(loss, params, n, claimed[n], configs[n], sample, rng, adjudicate, digits,
                                     claim_scale, chosen, why, executor)
         f1 = _scalar_loss(loss, params)
-    finally:
-        for n in names:
-            params[n] = originals[n]
-            if params[n].flags.writeable and not same_bits(params[n], snapshots[n]):
-                params[n][...] = snapshots[n]
     notes = [f"read-only parameters checked through a temporary copy in the dict: {swapped}"] if swapped else []
     return _Outcome(reports, f0, f1, 2 + timed + sum(r.evaluations for r in reports.values()), notes)
 
