@@ -27,6 +27,7 @@ from .._evaluate import (
     Adaptive,
     BatchedRunner,
     CompiledRunner,
+    ExecutorOptions,
     ExecutorRunner,
     Points,
     ProcessesRunner,
@@ -119,7 +120,7 @@ def select(name: str, prep: Prepared, *, executor: Any, vectorized: bool = False
         if executor is None:
             raise ValueError("engine='executor' needs screen(..., executor=...): a concurrent.futures.Executor")
         return Engine(runner_for("executor", prep, executor), prep), \
-            f"executor: directions run on {type(executor).__name__}"
+            f"executor: directions run on {type(ExecutorOptions.of(executor).executor).__name__}"
     if name == "processes":
         if not fork_safe:
             raise ValueError("engine='processes' forks worker processes, and a child forked after a "
