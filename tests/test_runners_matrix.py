@@ -159,21 +159,24 @@ def dying(x):
 PARENT = os.getpid()
 
 
+@pytest.mark.parametrize("feature", ["check", "screen"])
 @pytest.mark.parametrize("runner", ["processes", "executor"])
-def test_check_a_dead_worker_is_never_a_raw_broken_pool(runner):
-    """processes: WorkerDiedError naming a range that holds (3, 2); an executor whose process
-    pool broke: ChunkFailedError after its retries, the broken pool chained."""
+def test_a_dead_worker_is_never_a_raw_broken_pool(runner, feature):
+    """check's entries and screen's blocks (run_screen: below): processes: WorkerDiedError
+    naming a range that holds (3, 2); an executor whose process pool broke: ChunkFailedError
+    after its retries, the broken pool chained."""
     needs("processes")
     x = X.copy()
+    run = run_check if feature == "check" else run_screen
     if runner == "processes":
         with pytest.raises(WorkerDiedError) as died:
-            run_check("processes", f=dying, x=x)
+            run("processes", f=dying, x=x)
         flat = np.ravel_multi_index
         assert flat(died.value.first, X.shape) <= flat((3, 2), X.shape) <= flat(died.value.last, X.shape)
     else:
         pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
         with pytest.raises(ChunkFailedError) as failed:
-            run_check("executor", f=dying, x=x, pool=pool, retries=0)
+            run("executor", f=dying, x=x, pool=pool, retries=0)
         assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
     assert same_bits(x, X) and no_workers_left()
 
@@ -183,17 +186,22 @@ def slow(z):
     return f_py(z)
 
 
+@pytest.mark.parametrize("feature", ["check", "screen"])
 @pytest.mark.parametrize("runner", RUNNERS)
-def test_check_ctrl_c_leaves_no_worker(runner):
+def test_ctrl_c_leaves_no_worker(runner, feature):
     """KeyboardInterrupt arrives in the checking thread while f runs (or the pool works, or a
-    kernel runs: then as it returns): it propagates, no worker process is left, x is untouched."""
+    kernel runs: then as it returns), in check's entries or screen's blocks (run_screen: below):
+    it propagates, no worker process is left, x is untouched."""
     needs(runner)
     x = X.copy()
+    run = run_check if feature == "check" else run_screen
+    if runner == "compiled":  # warm: an interrupt inside numba's compiler leaves it unable to compile that kernel again
+        run(runner, x=X.copy())
     timer = threading.Timer(0.2, _thread.interrupt_main)
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_check(runner, f=None if runner == "compiled" else slow, x=x)
+            run(runner, f=None if runner == "compiled" else slow, x=x)
             time.sleep(5)  # (a kernel that ran to its end: the interrupt arrives here)
     finally:
         timer.cancel()
@@ -242,8 +250,13 @@ def test_check_params_refuses_what_it_does_not_offer(runner):
         check_params(loss, params(), claims(), engine=runner)
 
 
+@pytest.mark.parametrize("screen", [False, True])
 @pytest.mark.parametrize("runner", PARAMS_RUNNERS)
-def test_check_params_errors_name_the_parameter_and_entry(runner):
+def test_check_params_errors_name_the_parameter_and_entry(runner, screen):
+    """Entry by entry: FunctionError at w[3, 2], +h. With screen=True (run_params_screen:
+    below) the joint screen's one block (24 entries: w's 20, then b's 4) raises as w[3, 2]
+    moves: at its first entry, w[0, 0], ``along a block of 24 entries``. A write into the
+    loss's input is InputMutationError; the dict is untouched either way."""
     needs(runner)
     p = params()
 
@@ -252,17 +265,21 @@ def test_check_params_errors_name_the_parameter_and_entry(runner):
             raise ZeroDivisionError("planted")
         return loss(q)
 
+    run = run_params_screen if screen else run_params
     with pytest.raises(FunctionError) as info:
-        run_params(runner, raising_loss, p)
-    assert (info.value.index, info.value.side, info.value.param) == ((3, 2), "+h", "w")
+        run(runner, raising_loss, p)
+    where = ((0, 0), "along a block of 24 entries") if screen else ((3, 2), "+h")
+    assert (info.value.index, info.value.side, info.value.param) == (*where, "w")
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
     assert same_bits(p["w"], X) and no_workers_left()
 
-    def writing_loss(q):
-        q["w"][0, 0] += 1.0
+    def writing_loss(q):  # screen=True: where the runner evaluates, at a perturbed point (the base: an xfail below)
+        if not screen or q["w"][3, 2] != X[3, 2]:
+            q["w"][0, 0] += 1.0
         return loss(q)
 
     with pytest.raises(InputMutationError):
-        run_params(runner, writing_loss, p)
+        run(runner, writing_loss, p)
     assert same_bits(p["w"], X) and same_bits(p["b"], X[0]) and no_workers_left()
 
 
@@ -555,40 +572,6 @@ def test_screen_f_writing_into_its_input_is_refused(runner):
     assert same_bits(x, before) and no_workers_left()
 
 
-@pytest.mark.parametrize("runner", ["processes", "executor"])
-def test_screen_a_dead_worker_is_never_a_raw_broken_pool(runner):
-    """processes: WorkerDiedError naming a range that holds (3, 2); an executor whose process
-    pool broke: ChunkFailedError after its retries, the broken pool chained."""
-    needs("processes")
-    x = X.copy()
-    if runner == "processes":
-        with pytest.raises(WorkerDiedError) as died:
-            run_screen("processes", f=dying, x=x)
-        flat = np.ravel_multi_index
-        assert flat(died.value.first, X.shape) <= flat((3, 2), X.shape) <= flat(died.value.last, X.shape)
-    else:
-        pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
-        with pytest.raises(ChunkFailedError) as failed:
-            run_screen("executor", f=dying, x=x, pool=pool, retries=0)
-        assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
-    assert same_bits(x, X) and no_workers_left()
-
-
-@pytest.mark.parametrize("runner", RUNNERS)
-def test_screen_ctrl_c_leaves_no_worker(runner):
-    needs(runner)
-    x = X.copy()
-    timer = threading.Timer(0.2, _thread.interrupt_main)
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_screen(runner, f=None if runner == "compiled" else slow, x=x)
-            time.sleep(5)  # (a kernel that ran to its end: the interrupt arrives here)
-    finally:
-        timer.cancel()
-    assert same_bits(x, X) and no_workers_left()
-
-
 # -- check_params(screen=True): one screen over every name ----------------------------------------
 def run_params_screen(runner: str, loss_fn=loss, p=None, **kw):
     """``check_params(..., screen=True)`` on ``runner`` (the executor: a thread pool, or ``kw['pool']``)."""
@@ -619,35 +602,6 @@ def test_check_params_screen_refuses_what_it_does_not_offer(runner):
     """loss(params) is a Python function of a dict of named arrays: no batch axis, no kernel."""
     with pytest.raises(ValueError, match=f"engine='{runner}' is not one of"):
         check_params(loss, params(), claims(), engine=runner, screen=True)
-
-
-@pytest.mark.parametrize("runner", PARAMS_RUNNERS)
-def test_check_params_screen_errors_name_the_parameter_and_block(runner):
-    """The joint screen's one block (24 entries: w's 20, then b's 4) raises as w[3, 2] moves:
-    FunctionError at its first entry, w[0, 0], of parameter 'w'; a write into the loss's input
-    is InputMutationError; the dict is untouched either way."""
-    needs(runner)
-    p = params()
-
-    def raising_loss(q):
-        if q["w"][3, 2] > X[3, 2]:
-            raise ZeroDivisionError("planted")
-        return loss(q)
-
-    with pytest.raises(FunctionError) as info:
-        run_params_screen(runner, raising_loss, p)
-    assert (info.value.index, info.value.side, info.value.param) == ((0, 0), "along a block of 24 entries", "w")
-    assert isinstance(info.value.__cause__, ZeroDivisionError)
-    assert same_bits(p["w"], X) and same_bits(p["b"], X[0]) and no_workers_left()
-
-    def writing_loss(q):  # where the runner evaluates: at a perturbed point (for the base point, below)
-        if q["w"][3, 2] != X[3, 2]:
-            q["w"][0, 0] += 1.0
-        return loss(q)
-
-    with pytest.raises(InputMutationError):
-        run_params_screen(runner, writing_loss, p)
-    assert same_bits(p["w"], X) and same_bits(p["b"], X[0]) and no_workers_left()
 
 
 @pytest.mark.xfail(strict=True, reason="check_params(screen=True) evaluates the loss at the base point on the "
