@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import _thread
 import concurrent.futures as cf
+import dataclasses
 import gc
 import multiprocessing
 import os
@@ -493,6 +494,23 @@ def test_screen_of_a_correct_gradient_passes_on_every_runner():
         got = run_screen(runner, x=x, claim=g_true)
         assert got.passed and got.counts[gradcheck.Verdict.MISMATCH] == 0, runner
     assert same_bits(x, X)
+
+
+def test_screen_auto_runs_a_vectorized_f_batched():
+    """As check's auto: vectorized=True (or f.gradcheck_vectorized) runs the batched runner,
+    serial's report; without it, auto stays in process for this cheap f (the control)."""
+    serial = gradcheck.screen(f_py, X.copy(), grad, engine="serial", **SCREEN)
+
+    def declared(x):
+        return f_py(x)
+
+    declared.gradcheck_vectorized = True  # type: ignore[attr-defined]
+    for got in (gradcheck.screen(f_py, X.copy(), grad, vectorized=True, **SCREEN),
+                gradcheck.screen(declared, X.copy(), grad, **SCREEN)):
+        assert "batched: f takes a leading batch axis (vectorized): many directions per call" in got.notes
+        got = dataclasses.replace(got, notes=tuple(n for n in got.notes if not n.startswith("batched: ")))
+        assert_same_screen(got, serial, "batched")
+    assert gradcheck.screen(f_py, X.copy(), grad, **SCREEN).engine == "screen/serial"
 
 
 def test_screen_refuses_a_runner_that_does_not_apply():
