@@ -150,7 +150,7 @@ KEYWORDS: dict[Any, dict[str, list[Any]]] = {
     },
     gradcheck.screen: {
         "budget": [0, -5, "abc", 1.5, True, "10 parsecs", "1.2.3s"], "config": CONFIG,
-        "engine": ["fast", None], "executor": EXECUTOR, "draws": COUNT, "blocks": COUNT,
+        "engine": ["fast", None], "vectorized": FLAG, "executor": EXECUTOR, "draws": COUNT, "blocks": COUNT,
         "complex_step": ["yes", 2], "exact": ["yes", 2], "adjudicate": ADJUDICATE, "digits": DIGITS, "name": NAME,
         "backend": BACKEND, "seed": SEED_OR_NONE, "grad": ["abc", np.ones(2), 3], **TOLERANCES,
     },

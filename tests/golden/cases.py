@@ -260,7 +260,8 @@ def _screen(engine: str) -> Any:
 
         f = numba.njit(cache=False)(lambda x: np.sum(np.sin(x) * x ** 2))
         return outcome(lambda: screen(f, X_SCREEN, g_flat_bug, engine="compiled", **SCREEN_OPTIONS))
-    return _with_engine(engine, lambda kw: screen(f_flat, X_SCREEN, g_flat_bug, **SCREEN_OPTIONS, **kw))
+    vec = {"vectorized": True} if engine == "batched" else {}
+    return _with_engine(engine, lambda kw: screen(f_flat, X_SCREEN, g_flat_bug, **SCREEN_OPTIONS, **vec, **kw))
 
 
 def _params_screen(engine: str) -> Any:

@@ -116,7 +116,9 @@ def check_params(
         perturb their own copies, so the dict is never touched; results identical to
         serial); ``"auto"`` picks processes when the whole check is estimated to take more
         than a couple of seconds and there is more than one core. Each report says which
-        ran and, for auto, why in its notes.
+        ran and, for auto, why in its notes. The same engines run ``screen=True``;
+        ``check``'s ``"batched"`` and ``"compiled"`` are refused: a loss of a dict of named
+        arrays neither takes a leading batch axis nor runs in a numba kernel.
     executor : concurrent.futures.Executor or ExecutorOptions, optional
         Runs each name's entries there, as :func:`check` does (e.g. a dask cluster's
         ``client.get_executor()``): the loss and the parameters are shipped once per

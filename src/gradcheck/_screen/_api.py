@@ -70,6 +70,7 @@ def screen(
     resolution: float | None = None,
     noise_factor: float | None = None,
     engine: str = "auto",
+    vectorized: bool = False,
     executor: Any = None,
     draws: int = DEFAULT_DRAWS,
     blocks: int | None = None,
@@ -116,14 +117,20 @@ def screen(
     rtol, atol, eps, resolution, noise_factor : float, optional
         Single fields of the config, as in :func:`gradcheck.check` (``screen(f, x, g,
         rtol=1e-8)``): they set the entry-wise rule the detection limit is stated against.
-    engine : {"auto", "serial", "processes", "executor", "compiled"}, default "auto"
-        ``"processes"``: a fork pool; ``"executor"``: with ``executor=``; ``"compiled"``:
-        an ``@njit`` f or a C f through cffi (:func:`gradcheck.native.native_function`),
-        one parallel numba kernel per batch of directions. Each gives serial's report.
-        ``"auto"``: in process while it times f (the step search's runs), then, for a batch
-        that would take over 1 s on one core (0.5 s for an @njit or C f), a fork pool (the
-        compiled kernel), decided from the median time per evaluation; a pool whose first
-        batch was not faster is closed (the evaluation layer's ``Adaptive``).
+    engine : {"auto", "serial", "batched", "processes", "executor", "compiled"}, default "auto"
+        ``"batched"``: a ``vectorized=True`` f, many directions per call; ``"processes"``:
+        a fork pool; ``"executor"``: with ``executor=``; ``"compiled"``: an ``@njit`` f or a
+        C f through cffi (:func:`gradcheck.native.native_function`), one parallel numba
+        kernel per batch of directions. Each gives serial's report (batched: up to f's own
+        batch-vs-single rounding). ``"auto"``: batched for a vectorized f; else in process
+        while it times f (the step search's runs), then, for a batch that would take over 1 s
+        on one core (0.5 s for an @njit or C f), a fork pool (the compiled kernel), decided
+        from the median time per evaluation; a pool whose first batch was not faster is
+        closed (the evaluation layer's ``Adaptive``).
+    vectorized : bool, default False
+        ``f`` accepts a leading batch axis (so does ``f.gradcheck_vectorized = True``), as
+        in :func:`gradcheck.check`: ``f(X)`` with ``X`` of shape ``(B, *x.shape)`` returns
+        one value (or one output) per row.
     executor : concurrent.futures.Executor, optional
         Any executor (e.g. dask's), with ``engine="executor"`` or ``"auto"``.
     draws : int, default 2
@@ -185,6 +192,7 @@ def screen(
     draws, blocks, seed, complex_step, adjudicate, exact = _validate(
         engine, draws, blocks, complex_step, adjudicate, exact, budget=budget, executor=executor,
         digits=digits, name=name, seed=seed)
+    vectorized = bool(_arguments.flag("vectorized", vectorized)) or bool(getattr(f, "gradcheck_vectorized", False))
     config, tuning = with_keywords(config, rtol=rtol, atol=atol, eps=eps, resolution=resolution,
                                    noise_factor=noise_factor)
     prep = prepare(f, x, grad, config, name, backend, tuning)
@@ -194,7 +202,8 @@ def screen(
         return trivial_report(prep, started, Verdict.NONFINITE,
                                f"f is not finite at x ({prep.f0!r}): no entry can be screened")
     done = run_screen(prep, budget=budget, engine=engine, executor=executor, draws=draws, blocks=blocks,
-                      complex_step=complex_step, exact=exact, adjudicate=adjudicate, digits=digits, seed=seed)
+                      complex_step=complex_step, exact=exact, adjudicate=adjudicate, digits=digits, seed=seed,
+                      vectorized=vectorized)
     return assemble(prep, done.state, done.notes, done.deterministic, done.drift, started)
 
 
@@ -222,14 +231,15 @@ class Screened:
 
 def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws: int, blocks: int | None,
                complex_step: bool | str, exact: bool | str, adjudicate: bool | str, digits: int,
-               seed: int | None, recut: bool = True, follow_dense: bool = True) -> Screened:
+               seed: int | None, recut: bool = True, follow_dense: bool = True, vectorized: bool = False) -> Screened:
     """The screen of ``prep`` (f at x, prepared), from timing f to the bisection's end:
     :func:`screen` without the validation and the report (``gradcheck._models`` screens a
     whole model's concatenated parameters through it and reports each name). ``recut=False``
     keeps the fitted blocks (a whole model re-screens the names its blocks limit instead);
     ``follow_dense=False`` stops at a dense error without following blocks down to example
     entries, and calls it dense when every block of the first draw disagrees (a whole model
-    tests its names one by one instead: see ``_bisect``)."""
+    tests its names one by one instead: see ``_bisect``); ``vectorized``: ``f`` takes a leading
+    batch axis (the batched runner)."""
     per_call, deterministic, f1 = time_and_repeat(prep)
     prep.evaluations += 1
     allowed = parse_budget(budget, per_call)
@@ -237,7 +247,7 @@ def run_screen(prep: Prepared, *, budget: Any, engine: str, executor: Any, draws
     count, fitted = int(blocks or 0), ""
     if blocks is None:  # asked-for blocks are kept even when the budget cannot pay for them
         count, fitted = _fit_blocks(min(DEFAULT_BLOCKS, max(1, n // (2 * LEAF_SIZE))), int(draws), allowed)
-    eng, why = select(engine, prep, executor=executor)
+    eng, why = select(engine, prep, executor=executor, vectorized=vectorized)
     try:
         run = functools.partial(_run, prep, eng, allowed, draws=int(draws), wanted=(complex_step, exact),
                                 adjudicate=adjudicate, digits=digits, per_call=per_call,

@@ -2,10 +2,12 @@
 
 Evaluations along different directions are independent, so they run like ``check``'s
 entries, on the layer's runners (:mod:`gradcheck._evaluate`): ``serial`` (in process),
-``processes`` (one fork pool), ``executor`` (any ``concurrent.futures.Executor``, e.g. dask's
+``batched`` (a ``vectorized=True`` f: many blocks per call, the points joined), ``processes``
+(one fork pool), ``executor`` (any ``concurrent.futures.Executor``, e.g. dask's
 ``client.get_executor()``) and ``compiled`` (an ``@njit`` f or a C f through cffi: one parallel
-numba kernel), and ``auto``: the layer's :class:`~gradcheck._evaluate.Adaptive`, which decides
-from the median of the evaluations it timed in this screen. A job ``(idx, values)`` is a point,
+numba kernel), and ``auto``: ``batched`` for a vectorized f (as ``check``'s auto), else the
+layer's :class:`~gradcheck._evaluate.Adaptive`, which decides from the median of the
+evaluations it timed in this screen. A job ``(idx, values)`` is a point,
 ``x`` with ``x[idx] = values``; a batch of jobs goes to the runner as blocks
 (:meth:`~gradcheck._evaluate.Points.of_blocks`: consecutive jobs of one block saved and put back
 once), and the values are the same bits whichever runner ran them (given an ``f`` that computes
@@ -23,7 +25,9 @@ import numpy as np
 
 from .._evaluate import (
     Adaptive,
+    BatchedRunner,
     CompiledRunner,
+    ExecutorOptions,
     ExecutorRunner,
     Points,
     ProcessesRunner,
@@ -37,7 +41,7 @@ from ..backends import NumpyBackend
 from ._complex import ComplexCopy
 from ._prepare import Prepared
 
-SCREEN_ENGINES = ("auto", "serial", "processes", "executor", "compiled")
+SCREEN_ENGINES = ("auto", "serial", "batched", "processes", "executor", "compiled")
 
 
 def applies(f: Any) -> bool:
@@ -78,11 +82,17 @@ def _target(prep: Prepared, backend: Any = None, executor: Any = None) -> Target
     return replace(prep.target, backend=backend, executor=executor)
 
 
-def runner_for(name: str, prep: Prepared, executor: Any = None, backend: Any = None) -> Runner:
+def runner_for(name: str, prep: Prepared, executor: Any = None, backend: Any = None,
+               vectorized: bool = False) -> Runner:
     """The layer's runner called ``name`` for the screen of ``prep`` (not ``auto``); ``backend``:
-    the compiled runner's (default numpy's)."""
+    the compiled runner's (default numpy's); ``vectorized``: f takes a leading batch axis."""
     if name == "serial":
         return SerialRunner(_target(prep))
+    if name == "batched":  # check's refusal, in screen's words
+        if not vectorized:
+            raise ValueError("engine='batched' needs an f that accepts a leading batch axis; "
+                             "declare it with screen(..., vectorized=True)")
+        return BatchedRunner(replace(prep.target, vectorized=True))
     if name == "processes":  # chunks of jobs on one fork pool that lives as long as the screen
         return ProcessesRunner(_target(prep))
     if name == "executor":  # the target travels once per worker
@@ -97,9 +107,10 @@ def runner_for(name: str, prep: Prepared, executor: Any = None, backend: Any = N
     return CompiledRunner(_target(prep, backend if backend is not None else NumpyBackend()))
 
 
-def select(name: str, prep: Prepared, *, executor: Any) -> tuple[Engine, str]:
+def select(name: str, prep: Prepared, *, executor: Any, vectorized: bool = False) -> tuple[Engine, str]:
     """The engine for ``name`` and why (said in the report's notes; for ``"auto"`` without an
-    executor, the layer's adaptive chooser, whose ``why`` is final once the screen has run)."""
+    executor, ``batched`` for a vectorized f, else the layer's adaptive chooser, whose ``why``
+    is final once the screen has run)."""
     if name not in SCREEN_ENGINES:
         raise ValueError(f"engine={name!r} is not one of {SCREEN_ENGINES} for screen")
     if executor is not None and name not in ("auto", "executor"):
@@ -109,7 +120,7 @@ def select(name: str, prep: Prepared, *, executor: Any) -> tuple[Engine, str]:
         if executor is None:
             raise ValueError("engine='executor' needs screen(..., executor=...): a concurrent.futures.Executor")
         return Engine(runner_for("executor", prep, executor), prep), \
-            f"executor: directions run on {type(executor).__name__}"
+            f"executor: directions run on {type(ExecutorOptions.of(executor).executor).__name__}"
     if name == "processes":
         if not fork_safe:
             raise ValueError("engine='processes' forks worker processes, and a child forked after a "
@@ -119,7 +130,11 @@ def select(name: str, prep: Prepared, *, executor: Any) -> tuple[Engine, str]:
         return Engine(runner_for("processes", prep), prep), \
             ("processes: asked for" if hazard is None else
              f"processes: asked for, although {hazard}: f must not call into jax")
-    if name in ("compiled", "serial"):
-        return Engine(runner_for(name, prep, backend=prep.backend), prep), f"{name}: asked for"
+    if name in ("compiled", "serial", "batched"):
+        return Engine(runner_for(name, prep, backend=prep.backend, vectorized=vectorized), prep), \
+            f"{name}: asked for"
+    if vectorized:  # check's auto: many blocks per call of f
+        return Engine(runner_for("batched", prep, vectorized=True), prep), \
+            "batched: f takes a leading batch axis (vectorized): many directions per call"
     auto = Adaptive(_target(prep), fork_safe=fork_safe, make=lambda chosen: runner_for(chosen, prep))
     return Engine(auto, prep), auto.why
