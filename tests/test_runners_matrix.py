@@ -274,7 +274,7 @@ def test_check_params_errors_name_the_parameter_and_entry(runner, screen):
     assert isinstance(info.value.__cause__, ZeroDivisionError)
     assert same_bits(p["w"], X) and no_workers_left()
 
-    def writing_loss(q):  # screen=True: where the runner evaluates, at a perturbed point (the base: an xfail below)
+    def writing_loss(q):  # screen=True: where the runner evaluates, at a perturbed point (the base: below)
         if not screen or q["w"][3, 2] != X[3, 2]:
             q["w"][0, 0] += 1.0
         return loss(q)
@@ -622,10 +622,6 @@ def test_check_params_screen_refuses_what_it_does_not_offer(runner):
         check_params(loss, params(), claims(), engine=runner, screen=True)
 
 
-@pytest.mark.xfail(strict=True, reason="check_params(screen=True) evaluates the loss at the base point on the "
-                                       "user's own dict (f0 in _models.params._screened, y0 in "
-                                       "_models.joint._screen_group) and does not put back what it wrote there; "
-                                       "the entry-wise path restores every array from its snapshot")
 def test_check_params_screen_leaves_the_dict_as_it_was_when_the_loss_writes_at_the_base():
     """A loss that writes into its input at every call (the base point included): refused, and
     the dict as it was (as check_params without screen=True leaves it)."""
