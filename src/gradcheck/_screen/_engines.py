@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core import arguments as _arguments
 from .._evaluate import (
     Adaptive,
     BatchedRunner,
@@ -113,8 +114,7 @@ def select(name: str, prep: Prepared, *, executor: Any, vectorized: bool = False
     is final once the screen has run)."""
     if name not in SCREEN_ENGINES:
         raise ValueError(f"engine={name!r} is not one of {SCREEN_ENGINES} for screen")
-    if executor is not None and name not in ("auto", "executor"):
-        raise ValueError(f"an executor runs engine='executor'; got engine={name!r} as well (drop one)")
+    _arguments.engine_with_executor(name, executor)
     fork_safe = prep.backend.name == "numpy"
     if name == "executor" or (name == "auto" and executor is not None):
         if executor is None:
