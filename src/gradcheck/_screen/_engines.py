@@ -45,12 +45,6 @@ from ._prepare import Prepared
 SCREEN_ENGINES = ("auto", "serial", "batched", "processes", "executor", "compiled")
 
 
-def applies(f: Any) -> bool:
-    """Whether ``f`` runs in the compiled kernel: a numba ``@njit`` function or a C loss
-    through cffi, without importing numba otherwise."""
-    return kind_of(f) is not None
-
-
 class Engine:
     """A screen engine: its jobs as blocks on a runner of the evaluation layer (``auto``: the
     layer's :class:`~gradcheck._evaluate.Adaptive`), complex jobs on :attr:`complex`."""
@@ -99,7 +93,7 @@ def runner_for(name: str, prep: Prepared, executor: Any = None, backend: Any = N
     if name == "executor":  # the target travels once per worker
         return ExecutorRunner(_target(prep, executor=executor))
     f = prep.target.f
-    if not applies(f):
+    if kind_of(f) is None:  # neither a numba @njit function nor a C loss through cffi
         raise ValueError(f"engine='compiled' needs a numba @njit f or a C f through cffi "
                          f"(gradcheck.native.NativeFunction), got {type(f).__name__}; "
                          "use engine='serial' or 'auto'")
