@@ -196,7 +196,7 @@ def _runs(evaluate, work: np.ndarray, points: Points, progress) -> np.ndarray:
     assert points.blocks is not None
     jobs, who = points.blocks.jobs, points.blocks.who
     flat = work.reshape(-1)
-    out = np.empty(len(jobs))
+    out = np.empty(len(jobs), dtype=np.complex128 if work.dtype.kind == "c" else np.float64)  # the complex step's
     start = 0
     with np.errstate(all="ignore"):  # f is evaluated at points the user did not choose
         for k in range(1, len(jobs) + 1):

@@ -6,7 +6,7 @@ entries carry ``check``'s entry-wise verdicts.
 
 Modules, in the order a screen uses them: ``_partition`` (sign draws, blocks),
 ``_directional`` (central differences along a block, the step search; the estimate and its
-bound are THE Richardson estimator's, the round-off THE model's, from ``gradcheck._differences``), ``_complex`` (the complex-step probe, its complex copy of ``x`` and its verification),
+bound are THE Richardson estimator's, the round-off THE model's, from ``gradcheck._differences``), ``_complex`` (the complex-step probe, its evaluations on the layer with a complex working copy of ``x``, and its verification),
 ``_engines`` (the jobs along many directions as blocks of points on the evaluation layer's
 runners: serial, processes, executor, compiled, and the layer's adaptive ``auto``), ``_measure`` (blocks to
 estimates, the budget), ``_bisect`` (the bisection driver), ``_prepare`` (f at x, the

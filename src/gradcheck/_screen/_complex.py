@@ -18,11 +18,19 @@ Its bound is ``k kappa u S``, where ``S = sum |a_i d_i| + |C|`` is the scale of 
 directional derivative's terms and ``kappa >= 1`` is measured on the first direction from
 two steps whose ratio is not a power of two (so their rounding differs).
 
-Its evaluations (:class:`ComplexCopy`) are not the evaluation layer's: they run on a complex
-copy of ``x`` (made on first use), give complex values, and a failure is the caller's to
-read (an exception or a numpy warning while the step is tried means "not applicable", said
-with the exception's own type and words), where the layer turns every exception into a
-FunctionError at an entry and silences numpy's floating-point warnings.
+Its evaluations (:class:`ComplexCopy`) run on the evaluation layer's serial loop
+(:func:`~gradcheck._evaluate.run_here`) with a complex copy of ``x`` (made on first use,
+private) as the working copy: the layer perturbs it, puts it back in ``finally``, sees a
+write by ``f`` into its complex input (one ``same_bits`` rule; the whole copy compared with
+``x`` after each batch), and raises ``f``'s exception as a FunctionError at the block's first
+entry. Its reduction is this module's (a complex value, ``v . f`` with the cotangent).
+While the step is *tried* (:func:`probe_first`) any failure means "not applicable", said
+with the exception's own type and words, a Python warning (ComplexWarning) included, and
+numpy's floating-point warnings as numpy would give them outside the layer. A write into
+the complex input is one such failure there, not an InputMutationError: ``f`` was already
+seen not to write into its real input, the user's ``x`` and the real working copy are
+untouched, and finite differences remain correct; it is worth a note, not a refusal of
+the whole screen. Once the step is accepted, a write is the layer's InputMutationError.
 """
 from __future__ import annotations
 
@@ -34,6 +42,9 @@ from typing import Any
 
 import numpy as np
 
+from .._core.arrays import same_bits
+from .._core.errors import FunctionError, mutation_error
+from .._evaluate import Points, run_here
 from ._directional import exact_dot
 from ._measure import Measured, Measurer, disagreement
 
@@ -55,26 +66,21 @@ def unavailable(f, backend_name: str) -> str | None:
 
 
 class ComplexCopy:
-    """``f`` on a complex copy of ``x`` (made on first use) with a block's entries replaced,
+    """``f`` on the layer, with a complex copy of ``x`` (made on first use) as its working copy,
     reduced with the cotangent ``v`` (``v . f``) when ``f`` returns an array."""
 
-    def __init__(self, f: Callable[..., Any], work: np.ndarray, cotangent: np.ndarray | None) -> None:
-        self.f, self.work = f, work
+    def __init__(self, f: Callable[..., Any], work: np.ndarray, cotangent: np.ndarray | None,
+                 who: str = "the function") -> None:
+        self.f, self.x, self.who = f, work, who
         self.cotangent = None if cotangent is None else cotangent.reshape(-1)
-        self._complex: np.ndarray | None = None
+        self.work: np.ndarray | None = None
+        self.errors: dict[str, str] | None = None  # numpy's error handling while the step is tried
 
-    def value(self, idx: np.ndarray, values: np.ndarray) -> complex:
-        """The reduced ``f`` (complex) with ``x[idx] = values``. Exceptions propagate as they
-        are: the caller decides what a failure means."""
-        if self._complex is None:
-            self._complex = self.work.astype(np.complex128)
-        flat = self._complex.reshape(-1)
-        old = flat[idx].copy()
-        flat[idx] = values
-        try:
-            y = np.asarray(self.f(self._complex))
-        finally:
-            flat[idx] = old
+    def evaluate(self) -> complex:
+        """The reduced ``f`` (complex) at :attr:`work` as it stands."""
+        assert self.work is not None
+        with np.errstate(**(self.errors or {})):  # the layer's silence, except while tried
+            y = np.asarray(self.f(self.work))
         if y.dtype.kind != "c":
             raise TypeError(f"f returned {y.dtype} for complex input (the imaginary part was dropped)")
         if self.cotangent is None:
@@ -83,9 +89,21 @@ class ComplexCopy:
             return complex(y)
         return complex(np.add.reduce(self.cotangent * y.reshape(-1)))
 
-    def values(self, jobs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        """:meth:`value` of each job ``(idx, values)``, in order."""
-        return np.array([self.value(i, v) for i, v in jobs], dtype=np.complex128)
+    def values(self, jobs: list[tuple[np.ndarray, np.ndarray]], tried: bool = False) -> np.ndarray:
+        """The reduced ``f`` at each job ``(idx, values)``, in order (complex128), on the layer
+        (``tried``: numpy's floating-point errors as the caller has them, not silenced); a copy
+        that ``f`` may have written into is dropped, to be made again from ``x``."""
+        self.errors = np.geterr() if tried else None
+        if self.work is None:
+            self.work = self.x.astype(np.complex128)
+        try:
+            out = run_here(self.evaluate, self.work, Points.of_blocks(jobs, self.who))
+            if not same_bits(self.work, self.x.astype(np.complex128)):  # outside the blocks it ran
+                raise mutation_error(self.who, " (seen in its complex input, after a batch of the complex step)")
+        except BaseException:
+            self.work = None
+            raise
+        return out
 
 
 @dataclass
@@ -123,10 +141,11 @@ def probe_first(m: Measurer, probe: ComplexCopy,
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
-                y = probe.value(idx, m.x_flat[idx] + 1j * h * d)
+                y = probe.values([(idx, m.x_flat[idx] + 1j * h * d)], tried=True)[0]
         except Exception as exc:
             m.evaluations += 1
-            return None, f"f fails on complex input ({type(exc).__name__}: {exc})"
+            cause = exc.__cause__ if isinstance(exc, FunctionError) and exc.__cause__ is not None else exc
+            return None, f"f fails on complex input ({type(cause).__name__}: {cause})"
         m.evaluations += 1
         m.by_method["complex"] = m.by_method.get("complex", 0) + 1
         slopes.append(y.imag / h)

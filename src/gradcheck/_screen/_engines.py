@@ -11,8 +11,8 @@ evaluations it timed in this screen. A job ``(idx, values)`` is a point,
 ``x`` with ``x[idx] = values``; a batch of jobs goes to the runner as blocks
 (:meth:`~gradcheck._evaluate.Points.of_blocks`: consecutive jobs of one block saved and put back
 once), and the values are the same bits whichever runner ran them (given an ``f`` that computes
-the same on every worker). Complex jobs (the complex step) run in process, on the complex copy
-of :mod:`._complex`.
+the same on every worker). Complex jobs (the complex step) run in process, on the layer's
+serial loop with a complex working copy of ``x`` (:class:`._complex.ComplexCopy`).
 
 An engine is ``run(jobs) -> values`` plus ``close()``.
 """
@@ -51,7 +51,7 @@ class Engine:
 
     def __init__(self, runner: Runner | Adaptive, prep: Prepared, complex_copy: ComplexCopy | None = None) -> None:
         self.runner, self.who = runner, prep.label
-        self.complex = complex_copy or ComplexCopy(prep.target.f, prep.target.work, prep.cotangent)
+        self.complex = complex_copy or ComplexCopy(prep.target.f, prep.target.work, prep.cotangent, prep.label)
 
     @property
     def name(self) -> str:
@@ -66,7 +66,7 @@ class Engine:
         if not jobs:
             return np.zeros(0)
         if jobs[0][1].dtype.kind == "c":
-            return self.complex.values(jobs)  # the complex step: in process
+            return self.complex.values(jobs)  # the complex step: serially, on its complex copy
         return self.runner.run(Points.of_blocks(jobs, self.who))
 
     def close(self) -> None:
