@@ -293,6 +293,77 @@ def test_complex_step_refused_when_f_casts_to_float():
     assert "complex step not used" in str(r) and r.passed
 
 
+def on_complex_input(f, act, after: int = 0):
+    """``f`` that calls ``act(w)`` on its complex input ``w`` from its ``after + 1``-th complex
+    call on; ``calls[0]``: the complex calls so far."""
+    calls = [0]
+
+    def g(w):
+        if np.iscomplexobj(w):
+            calls[0] += 1
+            if calls[0] > after:
+                act(w)
+        return f(w)
+
+    return g, calls
+
+
+def _zero_imag(w):  # writes into the block being perturbed (only its entries have an imaginary part)
+    w.imag[...] = 0
+
+
+def _bump_others(w):  # writes only outside that block: seen by comparing the whole complex copy
+    w[w.imag == 0] += 1
+
+
+@pytest.mark.parametrize("act", [None, _zero_imag, _bump_others], ids=["no write", "in the block", "outside it"])
+def test_complex_step_of_an_f_that_writes_into_its_complex_input_is_not_used(act):
+    """The complex step runs on the evaluation layer, with a private complex copy of ``x`` as
+    its working copy: an f that writes into its complex input while the step is tried (into
+    the perturbed block, or elsewhere) is caught, and the step is not used, said with the
+    layer's InputMutationError words; finite differences screen as before, the user's x is
+    bit for bit what it was. Negative control: the same f without the write uses the step."""
+    f0, g, W = mlp(64)
+    x = W.copy()
+    f, calls = on_complex_input(f0, act or (lambda w: None))
+    r = gradcheck.screen(f, W, g, complex_step=True)
+    assert r.passed and r.counts[MISMATCH] == 0 and calls[0] >= 1
+    assert W.tobytes() == x.tobytes()
+    if act is None:
+        assert "complex step used" in str(r)
+    else:
+        assert "complex step not used: f fails on complex input (InputMutationError: " in str(r)
+        assert "wrote into the array it was given" in str(r)
+
+
+def test_complex_step_failing_after_it_was_accepted_is_the_layers_error():
+    """Once the complex step is accepted (2 probe calls, 8 verification calls: blocks=8), a
+    write into its complex input is InputMutationError, and an exception is the layer's
+    FunctionError at the failing block's first entry, chained to f's own; x is untouched.
+    Negative control: without either, more complex calls follow the acceptance."""
+    f0, g, W = mlp(64)
+    x = W.copy()
+    clean, calls = on_complex_input(f0, lambda w: None)
+    assert "complex step used" in str(gradcheck.screen(clean, W, g, complex_step=True, blocks=8))
+    assert calls[0] > 10  # so the failures below happen in measured runs
+    writes, _ = on_complex_input(f0, _bump_others, after=10)
+    with pytest.raises(gradcheck.InputMutationError, match="complex input"):
+        gradcheck.screen(writes, W, g, complex_step=True, blocks=8)
+    assert W.tobytes() == x.tobytes()
+    seen = []
+
+    def fail(w):
+        seen.append(np.unravel_index(np.flatnonzero(w.imag)[0], w.shape))
+        raise ValueError("no more complex input")
+
+    raises, _ = on_complex_input(f0, fail, after=10)
+    with pytest.raises(gradcheck.FunctionError, match="along a block of") as err:
+        gradcheck.screen(raises, W, g, complex_step=True, blocks=8)
+    assert err.value.index == tuple(int(i) for i in seen[0])
+    assert isinstance(err.value.__cause__, ValueError) and "no more complex input" in str(err.value)
+    assert W.tobytes() == x.tobytes()
+
+
 # -- cost ------------------------------------------------------------------------------------------
 
 

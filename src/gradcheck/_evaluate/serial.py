@@ -20,6 +20,8 @@ costs); after each call the entries must still hold what was written, and from
 :data:`KERNEL_MIN` entries on, that check and the next write (or the restore) are one pass of a
 numba kernel (:mod:`.loops`) on the values' bits. An entry written outside the run is left to the
 caller's comparison of the whole copy with ``x`` at the end (the screen's).
+Blocks on a complex working copy (the screen's complex step) are answered in complex128, by
+numpy (the kernels know the bits of float64 and float32 only).
 
 A shift (every entry moved by its step) is made in place a block at a time from a copy of
 ``work``, compared a block at a time after ``f`` returned, and put back from the copy. With a

@@ -74,7 +74,7 @@ class ComplexCopy:
         self.f, self.x, self.who = f, work, who
         self.cotangent = None if cotangent is None else cotangent.reshape(-1)
         self.work: np.ndarray | None = None
-        self.errors: dict[str, str] | None = None  # numpy's error handling while the step is tried
+        self.errors: Any = None  # numpy's error handling while the step is tried
 
     def evaluate(self) -> complex:
         """The reduced ``f`` (complex) at :attr:`work` as it stands."""
