@@ -18,19 +18,16 @@ Its bound is ``k kappa u S``, where ``S = sum |a_i d_i| + |C|`` is the scale of 
 directional derivative's terms and ``kappa >= 1`` is measured on the first direction from
 two steps whose ratio is not a power of two (so their rounding differs).
 
-Its evaluations (:class:`ComplexCopy`) run on the evaluation layer's serial loop
-(:func:`~gradcheck._evaluate.run_here`) with a complex copy of ``x`` (made on first use,
-private) as the working copy: the layer perturbs it, puts it back in ``finally``, sees a
-write by ``f`` into its complex input (one ``same_bits`` rule; the whole copy compared with
-``x`` after each batch), and raises ``f``'s exception as a FunctionError at the block's first
-entry. Its reduction is this module's (a complex value, ``v . f`` with the cotangent).
-While the step is *tried* (:func:`probe_first`) any failure means "not applicable", said
-with the exception's own type and words, a Python warning (ComplexWarning) included, and
-numpy's floating-point warnings as numpy would give them outside the layer. A write into
-the complex input is one such failure there, not an InputMutationError: ``f`` was already
-seen not to write into its real input, the user's ``x`` and the real working copy are
-untouched, and finite differences remain correct; it is worth a note, not a refusal of
-the whole screen. Once the step is accepted, a write is the layer's InputMutationError.
+Its evaluations (:class:`ComplexCopy`) run on the evaluation layer's serial loop with a
+private complex copy of ``x`` (made on first use) as the working copy: the layer perturbs and
+restores it, sees writes into it (``same_bits``; the whole copy compared with ``x`` after each
+batch) and raises ``f``'s exception as a FunctionError at the block's first entry; the
+reduction (a complex value) is this module's. While the step is *tried* (:func:`probe_first`)
+any failure means "not applicable", said with the exception's own type and words: a Python
+warning (ComplexWarning) or a numpy floating-point warning (not silenced there) included, and
+a write into the complex input too, rather than an InputMutationError: ``f`` was already seen
+not to write into its real input, ``x`` and the real working copy are untouched, and finite
+differences stay correct. Once the step is accepted, a write is the layer's InputMutationError.
 """
 from __future__ import annotations
 
