@@ -515,12 +515,16 @@ def test_screen_auto_runs_a_vectorized_f_batched():
 
 def test_screen_refuses_a_runner_that_does_not_apply():
     """batched needs vectorized=True (check's refusal, in screen's words); compiled an @njit
-    or C f."""
+    or C f: the layer's refusal, check's type and words (CompiledRunner: compiled.unsupported)."""
     with pytest.raises(ValueError, match=r"engine='batched' needs an f that accepts a leading batch axis; "
                                          r"declare it with screen\(\.\.\., vectorized=True\)"):
         gradcheck.screen(f_py, X.copy(), grad, engine="batched", **SCREEN)
-    with pytest.raises(ValueError, match="engine='compiled' needs a numba @njit f"):
+    refusal = "engine='compiled' cannot check this function: f is a function, not a numba @njit function"
+    with pytest.raises(TypeError, match=refusal) as checked:
+        check(f_py, X.copy(), grad, engine="compiled")
+    with pytest.raises(TypeError, match=refusal) as screened:
         gradcheck.screen(f_py, X.copy(), grad, engine="compiled", **SCREEN)
+    assert str(screened.value) == str(checked.value)
 
 
 def first_of_the_block_holding(entry: tuple[int, ...], shape: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
