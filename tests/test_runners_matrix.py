@@ -179,6 +179,9 @@ def test_a_dead_worker_is_never_a_raw_broken_pool(runner, feature):
         with pytest.raises(ChunkFailedError) as failed:
             run("executor", f=dying, x=x, pool=pool, retries=0)
         assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
+        # what the unchecked rest of the pass is counted in: check's entries, screen's blocks
+        assert failed.value.unit == ("entries" if feature == "check" else "blocks")
+        assert (" entries of this pass are unchecked" in str(failed.value)) == (feature == "check")
     assert same_bits(x, X) and no_workers_left()
 
 
@@ -415,6 +418,7 @@ def test_axes_a_dead_worker_is_never_a_raw_broken_pool(runner):
         with pytest.raises(ChunkFailedError) as failed:
             run_axes("executor", f, claim, x, pool=pool, retries=0)
         assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
+        assert failed.value.unit == "rounds" and "entries of this pass" not in str(failed.value)
     assert same_bits(x, before) and no_workers_left()
 
 
@@ -658,6 +662,7 @@ def test_check_params_screen_a_dead_worker_is_never_a_raw_broken_pool(runner):
         with pytest.raises(ChunkFailedError) as failed:
             run_params_screen("executor", dying_loss, p, pool=pool, retries=0)
         assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
+        assert failed.value.unit == "blocks" and "entries of this pass" not in str(failed.value)
     assert same_bits(p["w"], X) and same_bits(p["b"], X[0]) and no_workers_left()
 
 

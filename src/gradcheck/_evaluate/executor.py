@@ -151,22 +151,35 @@ class ChunkFailedError(GradcheckError, RuntimeError):
     """A chunk of entries could not be evaluated: its task failed ``attempts`` times for
     reasons outside ``f`` (a lost worker, a broken pool, ...).
 
-    ``entries`` are the multi-indices of the chunk, ``attempts`` how often it was tried,
-    ``unfinished`` how many entries of the call had no result; the last failure is chained as
-    ``__cause__``.
+    ``entries`` are the multi-indices of the entries the chunk perturbs, ``attempts`` how often
+    it was tried, ``unfinished`` how many of the call's points had no result, counted in
+    ``unit``: the entry-wise pass's entries, a screen's blocks, the colouring's rounds, the
+    points along a direction (``size``: the chunk's own, in ``unit``; None for entries, which
+    ``entries`` counts); the last failure is chained as ``__cause__``.
     """
 
     def __init__(self, entries: list[tuple[int, ...]], attempts: int, unfinished: int,
-                 cause: BaseException) -> None:
+                 cause: BaseException, unit: str = "entries", size: int | None = None) -> None:
         self.entries, self.attempts, self.unfinished = list(entries), int(attempts), int(unfinished)
+        self.unit = unit
         shown = ", ".join(str(e) for e in self.entries[:8])
         more = f" and {len(self.entries) - 8} more" if len(self.entries) > 8 else ""
+        what = f"{len(self.entries)} entries ({shown}{more})" if size is None else (
+            f"{_counted(size, unit)} ({len(self.entries)} entries: {shown}{more})")
+        lost = f"{self.unfinished} entries of this pass are" if unit == "entries" else (
+            f"{_counted(self.unfinished, unit)} of this pass {'is' if self.unfinished == 1 else 'are'}")
+        # checkpoint= is check's (its entry-wise pass and its colouring's rounds)
+        kept = " (with checkpoint=... the finished entries are kept)" if unit in ("entries", "rounds") else ""
         super().__init__(
-            f"a chunk of {len(self.entries)} entries ({shown}{more}) failed {self.attempts} times "
-            f"on the executor, last with {type(cause).__name__}: {cause}; {self.unfinished} "
-            "entries of this pass are unchecked. The executor or its workers are failing, not "
-            "f; fix them and run again (with checkpoint=... the finished entries are kept)"
+            f"a chunk of {what} failed {self.attempts} times on the executor, last with "
+            f"{type(cause).__name__}: {cause}; {lost} unchecked. "
+            f"The executor or its workers are failing, not f; fix them and run again{kept}"
         )
+
+
+def _counted(n: int, unit: str) -> str:
+    """``"1 block"``, ``"2 blocks"`` (units: blocks, rounds, points)."""
+    return f"{n} {unit[:-1] if n == 1 else unit}"
 
 
 @dataclass
@@ -352,8 +365,10 @@ class _Pass:
         runner = self.runner
         if chunk.attempt >= runner.options.retries:
             entries = self.points.flat_entries(chunk.lo * self.width, chunk.hi * self.width)
-            raise ChunkFailedError(runner._entries(entries), chunk.attempt + 1,
-                                   int((~self.filled).sum()), exc) from exc
+            unit, counted = self.points.unit, self.points.counted
+            size = None if unit == "entries" else counted(np.arange(chunk.lo, chunk.hi))
+            raise ChunkFailedError(runner._entries(entries), chunk.attempt + 1, counted(np.flatnonzero(~self.filled)),
+                                   exc, unit, size) from exc
         runner.stats.retries += 1
         self.queue.append(_Chunk(chunk.lo, chunk.hi, chunk.attempt + 1, chunk.force_payload))
 
