@@ -11,7 +11,8 @@ executor):
 * ``f`` raising at one perturbed entry is :class:`FunctionError` at that entry and side (a
   screen's block: at the block's first entry, ``"along a block of N entries"``);
 * ``f`` writing into its input is :class:`InputMutationError`;
-* a worker process that dies (``os._exit``) is :class:`WorkerDiedError` (processes), or the
+* a worker process that dies (``os._exit``) is :class:`WorkerDiedError` (processes; in ``check_params``
+  naming the parameter of each end of its range, screen=True too), or the
   executor's :class:`ChunkFailedError` after its retries, never a raw ``BrokenProcessPool``;
 * Ctrl-C (``KeyboardInterrupt`` in the checking thread) leaves no worker process behind;
 * the user's arrays are bit-identical afterwards, whatever happened.
@@ -650,13 +651,49 @@ def dying_loss(q):
     return loss(q)
 
 
+def joint_position(param: str, index: tuple[int, ...]) -> int:
+    """Where ``param[index]`` sits in the joint screen's flat vector (w's 20 entries, then b's 4)."""
+    return {"w": 0, "b": X.size}[param] + int(np.ravel_multi_index(index, {"w": X.shape, "b": X[0].shape}[param]))
+
+
 @pytest.mark.parametrize("runner", ["processes", "executor"])
-def test_check_params_screen_a_dead_worker_is_never_a_raw_broken_pool(runner):
+def test_check_params_a_dead_worker_is_never_a_raw_broken_pool(runner):
+    """Entry by entry: processes: WorkerDiedError naming the parameter and a range of its
+    entries that holds w[3, 2]; the executor: ChunkFailedError, the broken pool chained."""
     needs("processes")
     p = params()
     if runner == "processes":
-        with pytest.raises(WorkerDiedError):
+        with pytest.raises(WorkerDiedError) as died:
+            run_params("processes", dying_loss, p)
+        err = died.value
+        assert (err.param, err.last_param) == ("w", "w") and err.first <= (3, 2) <= err.last
+        assert f"from {err.first} to {err.last} of parameter 'w'" in str(err)
+    else:
+        pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
+        with pool, pytest.raises(ChunkFailedError) as failed:
+            check_params(dying_loss, p, claims(), executor=gradcheck.ExecutorOptions(pool, retries=0))
+        assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
+    assert same_bits(p["w"], X) and same_bits(p["b"], X[0]) and no_workers_left()
+
+
+@pytest.mark.parametrize("runner", ["processes", "executor"])
+def test_check_params_screen_a_dead_worker_is_never_a_raw_broken_pool(runner):
+    """processes: WorkerDiedError naming (parameter, index) at both ends of a range that holds
+    w[3, 2] (not positions of the joined vector); the executor: ChunkFailedError."""
+    needs("processes")
+    p = params()
+    if runner == "processes":
+        with pytest.raises(WorkerDiedError) as died:
             run_params_screen("processes", dying_loss, p)
+        err = died.value
+        shapes = {"w": X.shape, "b": X[0].shape}
+        assert err.param in shapes and err.last_param in shapes
+        assert len(err.first) == len(shapes[err.param]) and len(err.last) == len(shapes[err.last_param])
+        assert joint_position(err.param, err.first) <= joint_position("w", (3, 2)) <= \
+            joint_position(err.last_param, err.last)
+        # the joint screen's one block is every entry (test_check_params_errors_name_the_parameter_and_entry)
+        assert (err.param, err.first, err.last_param, err.last, err.count) == ("w", (0, 0), "b", (3,), 24)
+        assert "one of the 24 entries from (0, 0) of parameter 'w' to (3,) of parameter 'b'" in str(err)
     else:
         pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
         with pytest.raises(ChunkFailedError) as failed:
