@@ -580,8 +580,8 @@ def _broken(run):
 def test_a_failed_chunk_counts_what_is_lost_in_the_unit_of_the_points():
     """ChunkFailedError counts the chunk and the unchecked rest of its pass in what a point
     (or a group of points) is: check's entries (its words as they were), the colouring's
-    rounds (a round's +h and -h: 3 rounds here, not its 6 points), a screen's blocks,
-    check_params(screen=True)'s blocks of the joined vector."""
+    rounds (a round's +h and -h: 3 rounds here, not its 6 points), a screen's blocks
+    (check_params(screen=True)'s: below)."""
     x = np.random.default_rng(73).standard_normal((5, 3))
     cube, cube_grad = (lambda x: float((x ** 3).sum())), (lambda x: 3 * x ** 2)
     err = _broken(lambda o: check(cube, x, cube_grad, executor=o))
@@ -601,8 +601,24 @@ def test_a_failed_chunk_counts_what_is_lost_in_the_unit_of_the_points():
     assert re.search(rf"; {err.unfinished} blocks? of this pass (is|are) unchecked\. ", str(err))
     assert "entries of this pass" not in str(err) and "checkpoint" not in str(err)  # screen has no checkpoint=
 
+
+def test_a_failed_chunk_of_check_params_names_the_parameters():
+    """check_params' ChunkFailedError names each entry's parameter (``params``), entry by entry
+    (one name, said once) and with screen=True, whose chunks are blocks of one flat vector of
+    every parameter: indices in each parameter's shape, not positions of that vector. No
+    checkpoint= to suggest (check_params has none)."""
+    x = np.random.default_rng(73).standard_normal((5, 3))
     p = {"w": x.copy(), "b": np.ones(3)}
-    err = _broken(lambda o: check_params(lambda q: float((q["w"] ** 3).sum() + q["b"].sum()), p,
-                                         {"w": 3 * x ** 2, "b": np.ones(3)}, screen=True, adjudicate=False, executor=o))
+    loss, claims = (lambda q: float((q["w"] ** 3).sum() + q["b"].sum())), {"w": 3 * x ** 2, "b": np.ones(3)}
+    err = _broken(lambda o: check_params(loss, p, claims, adjudicate=False, executor=o))
+    assert err.unit == "entries" and err.params == ["w"] * len(err.entries)
+    assert all(len(e) == 2 for e in err.entries) and ") of parameter 'w' failed 1 times" in str(err)
+    assert "checkpoint" not in str(err)
+
+    err = _broken(lambda o: check_params(loss, p, claims, screen=True, adjudicate=False, executor=o))
     assert err.unit == "blocks" and re.search(rf"; {err.unfinished} blocks? of this pass", str(err))
-    assert same_bits(p["w"], x)
+    assert len(err.params) == len(err.entries) and set(err.params) <= {"w", "b"}
+    assert all(len(e) == {"w": 2, "b": 1}[n] for n, e in zip(err.params, err.entries))
+    first = err.entries[0]
+    assert f"entries: {first} of {err.params[0]!r}, " in str(err)
+    assert same_bits(p["w"], x) and same_bits(p["b"], np.ones(3))

@@ -673,6 +673,7 @@ def test_check_params_a_dead_worker_is_never_a_raw_broken_pool(runner):
         with pool, pytest.raises(ChunkFailedError) as failed:
             check_params(dying_loss, p, claims(), executor=gradcheck.ExecutorOptions(pool, retries=0))
         assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
+        assert failed.value.params == ["w"] * len(failed.value.entries) and (3, 2) in failed.value.entries
     assert same_bits(p["w"], X) and same_bits(p["b"], X[0]) and no_workers_left()
 
 
@@ -700,6 +701,9 @@ def test_check_params_screen_a_dead_worker_is_never_a_raw_broken_pool(runner):
             run_params_screen("executor", dying_loss, p, pool=pool, retries=0)
         assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
         assert failed.value.unit == "blocks" and "entries of this pass" not in str(failed.value)
+        # the joint screen's one block: every entry, named (parameter, index)
+        assert list(zip(failed.value.params, failed.value.entries)) == \
+            [("w", tuple(int(k) for k in i)) for i in np.ndindex(X.shape)] + [("b", (j,)) for j in range(X.shape[1])]
     assert same_bits(p["w"], X) and same_bits(p["b"], X[0]) and no_workers_left()
 
 
