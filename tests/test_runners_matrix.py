@@ -230,11 +230,13 @@ def claims():
     return {"w": grad(X), "b": (1 - np.tanh(b) ** 2) * b + np.tanh(b)}
 
 
-def run_params(runner: str, loss_fn=loss, p=None):
+def run_params(runner: str, loss_fn=loss, p=None, **kw):
+    """``check_params`` on ``runner`` (the executor: a thread pool, or ``kw['pool']``)."""
     p = params() if p is None else p
+    pool = kw.pop("pool", None)
     if runner == "executor":
-        with cf.ThreadPoolExecutor(2) as ex:
-            return check_params(loss_fn, p, claims(), executor=ex)
+        with pool or cf.ThreadPoolExecutor(2) as ex:
+            return check_params(loss_fn, p, claims(), executor=gradcheck.ExecutorOptions(ex, retries=kw.pop("retries", 2)))
     return check_params(loss_fn, p, claims(), engine=runner)
 
 
@@ -651,59 +653,38 @@ def dying_loss(q):
     return loss(q)
 
 
-def joint_position(param: str, index: tuple[int, ...]) -> int:
-    """Where ``param[index]`` sits in the joint screen's flat vector (w's 20 entries, then b's 4)."""
-    return {"w": 0, "b": X.size}[param] + int(np.ravel_multi_index(index, {"w": X.shape, "b": X[0].shape}[param]))
-
-
+@pytest.mark.parametrize("screen", [False, True])
 @pytest.mark.parametrize("runner", ["processes", "executor"])
-def test_check_params_a_dead_worker_is_never_a_raw_broken_pool(runner):
-    """Entry by entry: processes: WorkerDiedError naming the parameter and a range of its
-    entries that holds w[3, 2]; the executor: ChunkFailedError, the broken pool chained."""
+def test_check_params_a_dead_worker_is_never_a_raw_broken_pool(runner, screen):
+    """Named by parameter, never by positions of the joined vector: processes: WorkerDiedError,
+    entry by entry a range of w's entries that holds w[3, 2], with screen=True the joint
+    screen's one block (every entry: from w[0, 0] to b[3]); the executor: ChunkFailedError
+    after its retries, the broken pool chained, its entries (parameter, index) too."""
     needs("processes")
     p = params()
+    run = run_params_screen if screen else run_params
+    every = [("w", tuple(int(k) for k in i)) for i in np.ndindex(X.shape)] + [("b", (j,)) for j in range(X.shape[1])]
     if runner == "processes":
         with pytest.raises(WorkerDiedError) as died:
-            run_params("processes", dying_loss, p)
+            run("processes", dying_loss, p)
         err = died.value
-        assert (err.param, err.last_param) == ("w", "w") and err.first <= (3, 2) <= err.last
-        assert f"from {err.first} to {err.last} of parameter 'w'" in str(err)
-    else:
-        pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
-        with pool, pytest.raises(ChunkFailedError) as failed:
-            check_params(dying_loss, p, claims(), executor=gradcheck.ExecutorOptions(pool, retries=0))
-        assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
-        assert failed.value.params == ["w"] * len(failed.value.entries) and (3, 2) in failed.value.entries
-    assert same_bits(p["w"], X) and same_bits(p["b"], X[0]) and no_workers_left()
-
-
-@pytest.mark.parametrize("runner", ["processes", "executor"])
-def test_check_params_screen_a_dead_worker_is_never_a_raw_broken_pool(runner):
-    """processes: WorkerDiedError naming (parameter, index) at both ends of a range that holds
-    w[3, 2] (not positions of the joined vector); the executor: ChunkFailedError."""
-    needs("processes")
-    p = params()
-    if runner == "processes":
-        with pytest.raises(WorkerDiedError) as died:
-            run_params_screen("processes", dying_loss, p)
-        err = died.value
-        shapes = {"w": X.shape, "b": X[0].shape}
-        assert err.param in shapes and err.last_param in shapes
-        assert len(err.first) == len(shapes[err.param]) and len(err.last) == len(shapes[err.last_param])
-        assert joint_position(err.param, err.first) <= joint_position("w", (3, 2)) <= \
-            joint_position(err.last_param, err.last)
-        # the joint screen's one block is every entry (test_check_params_errors_name_the_parameter_and_entry)
-        assert (err.param, err.first, err.last_param, err.last, err.count) == ("w", (0, 0), "b", (3,), 24)
-        assert "one of the 24 entries from (0, 0) of parameter 'w' to (3,) of parameter 'b'" in str(err)
+        if screen:  # the joint screen's one block is every entry (test_check_params_errors_name_the_parameter_and_entry)
+            assert (err.param, err.first, err.last_param, err.last, err.count) == ("w", (0, 0), "b", (3,), 24)
+            assert "one of the 24 entries from (0, 0) of parameter 'w' to (3,) of parameter 'b'" in str(err)
+        else:
+            assert (err.param, err.last_param) == ("w", "w") and err.first <= (3, 2) <= err.last
+            assert f"from {err.first} to {err.last} of parameter 'w'" in str(err)
     else:
         pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
         with pytest.raises(ChunkFailedError) as failed:
-            run_params_screen("executor", dying_loss, p, pool=pool, retries=0)
-        assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
-        assert failed.value.unit == "blocks" and "entries of this pass" not in str(failed.value)
-        # the joint screen's one block: every entry, named (parameter, index)
-        assert list(zip(failed.value.params, failed.value.entries)) == \
-            [("w", tuple(int(k) for k in i)) for i in np.ndindex(X.shape)] + [("b", (j,)) for j in range(X.shape[1])]
+            run("executor", dying_loss, p, pool=pool, retries=0)
+        err = failed.value
+        assert type(err.__cause__).__name__ == "BrokenProcessPool"
+        named = list(zip(err.params, err.entries))
+        if screen:
+            assert err.unit == "blocks" and "entries of this pass" not in str(err) and named == every
+        else:  # whichever chunk the broken pool failed first: entries of w
+            assert err.unit == "entries" and len(named) == len(err.entries) and set(named) <= set(every[:X.size])
     assert same_bits(p["w"], X) and same_bits(p["b"], X[0]) and no_workers_left()
 
 
