@@ -24,7 +24,8 @@ import zoo  # noqa: E402
 from zoo import CASES  # noqa: E402
 
 import gradcheck  # noqa: E402
-from gradcheck import FunctionError, InputMutationError, check  # noqa: E402
+from gradcheck import FunctionError, InputMutationError, check, check_params  # noqa: E402
+from gradcheck._core.arrays import same_bits  # noqa: E402
 from gradcheck._differences import CentralDifferences, steps_for  # noqa: E402
 from gradcheck._evaluate import ChunkFailedError, ExecutorOptions, ExecutorRunner  # noqa: E402
 from gradcheck._evaluate import executor as _executor  # noqa: E402
@@ -555,3 +556,69 @@ def test_independent_axes_tasks_are_retried_then_named():
             check(_rows_normed, x, _rows_normed_vjp, independent_axes=(0,), executor=ExecutorOptions(ex, retries=1))
     assert (2, 1) in info.value.entries and info.value.attempts == 2
     assert 2 <= ex.calls <= 4  # the +h and the -h evaluation of its round, each at most twice
+
+
+class _BrokenExecutor(cf.ThreadPoolExecutor):
+    """A pool whose every task fails outside f (a lost worker): the first pass on it stops
+    with ChunkFailedError, none of its points recorded."""
+
+    def __init__(self):
+        super().__init__(max_workers=2)
+
+    def submit(self, fn, *args, **kwargs):
+        fut = cf.Future()
+        fut.set_exception(OSError("connection reset by peer"))
+        return fut
+
+
+def _broken(run):
+    with _BrokenExecutor() as ex, pytest.raises(ChunkFailedError) as info:
+        run(ExecutorOptions(ex, retries=0))
+    return info.value
+
+
+def test_a_failed_chunk_counts_what_is_lost_in_the_unit_of_the_points():
+    """ChunkFailedError counts the chunk and the unchecked rest of its pass in what a point
+    (or a group of points) is: check's entries (its words as they were), the colouring's
+    rounds (a round's +h and -h: 3 rounds here, not its 6 points), a screen's blocks
+    (check_params(screen=True)'s: below)."""
+    x = np.random.default_rng(73).standard_normal((5, 3))
+    cube, cube_grad = (lambda x: float((x ** 3).sum())), (lambda x: 3 * x ** 2)
+    err = _broken(lambda o: check(cube, x, cube_grad, executor=o))
+    assert err.unit == "entries" and err.unfinished == x.size
+    assert f"; {x.size} entries of this pass are unchecked. The executor or its workers are failing, not f; " \
+           "fix them and run again (with checkpoint=... the finished entries are kept)" in str(err)
+    assert re.match(r"a chunk of \d+ entries \(\(", str(err))
+
+    err = _broken(lambda o: check(_rows_normed, x, _rows_normed_vjp, independent_axes=(0,), executor=o))
+    assert err.unit == "rounds" and err.unfinished == x.shape[1]  # one round per column of the rows
+    assert re.match(r"a chunk of 1 round \(5 entries: ", str(err))
+    assert "; 3 rounds of this pass are unchecked." in str(err) and "entries of this pass" not in str(err)
+
+    err = _broken(lambda o: gradcheck.screen(cube, x, cube_grad, blocks=2, adjudicate=False, seed=0, executor=o))
+    assert err.unit == "blocks" and err.unfinished >= 1
+    assert re.match(r"a chunk of \d+ blocks? \(\d+ entries: ", str(err))
+    assert re.search(rf"; {err.unfinished} blocks? of this pass (is|are) unchecked\. ", str(err))
+    assert "entries of this pass" not in str(err) and "checkpoint" not in str(err)  # screen has no checkpoint=
+
+
+def test_a_failed_chunk_of_check_params_names_the_parameters():
+    """check_params' ChunkFailedError names each entry's parameter (``params``), entry by entry
+    (one name, said once) and with screen=True, whose chunks are blocks of one flat vector of
+    every parameter: indices in each parameter's shape, not positions of that vector. No
+    checkpoint= to suggest (check_params has none)."""
+    x = np.random.default_rng(73).standard_normal((5, 3))
+    p = {"w": x.copy(), "b": np.ones(3)}
+    loss, claims = (lambda q: float((q["w"] ** 3).sum() + q["b"].sum())), {"w": 3 * x ** 2, "b": np.ones(3)}
+    err = _broken(lambda o: check_params(loss, p, claims, adjudicate=False, executor=o))
+    assert err.unit == "entries" and err.params == ["w"] * len(err.entries)
+    assert all(len(e) == 2 for e in err.entries) and ") of parameter 'w' failed 1 times" in str(err)
+    assert "checkpoint" not in str(err)
+
+    err = _broken(lambda o: check_params(loss, p, claims, screen=True, adjudicate=False, executor=o))
+    assert err.unit == "blocks" and re.search(rf"; {err.unfinished} blocks? of this pass", str(err))
+    assert len(err.params) == len(err.entries) and set(err.params) <= {"w", "b"}
+    assert all(len(e) == {"w": 2, "b": 1}[n] for n, e in zip(err.params, err.entries))
+    first = err.entries[0]
+    assert f"entries: {first} of {err.params[0]!r}, " in str(err)
+    assert same_bits(p["w"], x) and same_bits(p["b"], np.ones(3))

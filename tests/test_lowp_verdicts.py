@@ -9,10 +9,15 @@ float32 unit roundoff) a kernel is
 
 * clearly **accurate** when every entry is within ``1.9 + 4 s`` ulp;
 * clearly **broken** when some entry is beyond ``3 + 16 s`` ulp (or not finite);
-* unclear otherwise (nothing asserted for that kernel).
+* unclear otherwise.
 
 ``dispute``'s bound (``2 + 8 s``) lies between the two: it must agree with every clear truth,
-call no clearly accurate kernel broken, and call every naive kernel broken. Torch's cases are
+call no clearly accurate kernel broken, and call every naive kernel broken. Between the bands
+either verdict is right, so no verdict could be checked there: the table's inputs are chosen
+so that every case's truth is clear, and an unclear one fails (pick other inputs for it)
+rather than pass having verified nothing. (Measured 2026-12-03, torch 2.13 CPU: the accurate
+kernels' worst entry is at most 0.84 of ``1.9 + 4 s``, torch's float16 gelu; the broken ones'
+at least 1.12 times ``3 + 16 s``, torch's layer_norm backward.) Torch's cases are
 collected when torch is installed, marked ``optional`` (CI's full configuration runs them).
 """
 from __future__ import annotations
@@ -252,8 +257,8 @@ def test_dispute_agrees_with_the_mpmath_truth(case):
     r = _judge(case, inputs, candidate)
     if case.source == "naive":
         assert found == "broken", f"{case.name}: the naive kernel is not clearly broken (truth {found})"
-    if found == "unclear":
-        pytest.skip(f"{case.name}: no clear truth (an entry between 1.9 + 4s and 3 + 16s ulp)")
+    assert found != "unclear", (f"{case.name}: no clear truth (an entry between 1.9 + 4s and 3 + 16s ulp), "
+                                "so no verdict of dispute could be checked: give the case inputs whose truth is clear")
     assert ("k" in r.broken) == (found == "broken"), (case.name, found, r.verdict)
 
 

@@ -11,7 +11,8 @@ executor):
 * ``f`` raising at one perturbed entry is :class:`FunctionError` at that entry and side (a
   screen's block: at the block's first entry, ``"along a block of N entries"``);
 * ``f`` writing into its input is :class:`InputMutationError`;
-* a worker process that dies (``os._exit``) is :class:`WorkerDiedError` (processes), or the
+* a worker process that dies (``os._exit``) is :class:`WorkerDiedError` (processes; in ``check_params``
+  naming the parameter of each end of its range, screen=True too), or the
   executor's :class:`ChunkFailedError` after its retries, never a raw ``BrokenProcessPool``;
 * Ctrl-C (``KeyboardInterrupt`` in the checking thread) leaves no worker process behind;
 * the user's arrays are bit-identical afterwards, whatever happened.
@@ -179,6 +180,9 @@ def test_a_dead_worker_is_never_a_raw_broken_pool(runner, feature):
         with pytest.raises(ChunkFailedError) as failed:
             run("executor", f=dying, x=x, pool=pool, retries=0)
         assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
+        # what the unchecked rest of the pass is counted in: check's entries, screen's blocks
+        assert failed.value.unit == ("entries" if feature == "check" else "blocks")
+        assert (" entries of this pass are unchecked" in str(failed.value)) == (feature == "check")
     assert same_bits(x, X) and no_workers_left()
 
 
@@ -226,11 +230,13 @@ def claims():
     return {"w": grad(X), "b": (1 - np.tanh(b) ** 2) * b + np.tanh(b)}
 
 
-def run_params(runner: str, loss_fn=loss, p=None):
+def run_params(runner: str, loss_fn=loss, p=None, **kw):
+    """``check_params`` on ``runner`` (the executor: a thread pool, or ``kw['pool']``)."""
     p = params() if p is None else p
+    pool = kw.pop("pool", None)
     if runner == "executor":
-        with cf.ThreadPoolExecutor(2) as ex:
-            return check_params(loss_fn, p, claims(), executor=ex)
+        with pool or cf.ThreadPoolExecutor(2) as ex:
+            return check_params(loss_fn, p, claims(), executor=gradcheck.ExecutorOptions(ex, retries=kw.pop("retries", 2)))
     return check_params(loss_fn, p, claims(), engine=runner)
 
 
@@ -415,6 +421,7 @@ def test_axes_a_dead_worker_is_never_a_raw_broken_pool(runner):
         with pytest.raises(ChunkFailedError) as failed:
             run_axes("executor", f, claim, x, pool=pool, retries=0)
         assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
+        assert failed.value.unit == "rounds" and "entries of this pass" not in str(failed.value)
     assert same_bits(x, before) and no_workers_left()
 
 
@@ -515,12 +522,16 @@ def test_screen_auto_runs_a_vectorized_f_batched():
 
 def test_screen_refuses_a_runner_that_does_not_apply():
     """batched needs vectorized=True (check's refusal, in screen's words); compiled an @njit
-    or C f."""
+    or C f: the layer's refusal, check's type and words (CompiledRunner: compiled.unsupported)."""
     with pytest.raises(ValueError, match=r"engine='batched' needs an f that accepts a leading batch axis; "
                                          r"declare it with screen\(\.\.\., vectorized=True\)"):
         gradcheck.screen(f_py, X.copy(), grad, engine="batched", **SCREEN)
-    with pytest.raises(ValueError, match="engine='compiled' needs a numba @njit f"):
+    refusal = "engine='compiled' cannot check this function: f is a function, not a numba @njit function"
+    with pytest.raises(TypeError, match=refusal) as checked:
+        check(f_py, X.copy(), grad, engine="compiled")
+    with pytest.raises(TypeError, match=refusal) as screened:
         gradcheck.screen(f_py, X.copy(), grad, engine="compiled", **SCREEN)
+    assert str(screened.value) == str(checked.value)
 
 
 def first_of_the_block_holding(entry: tuple[int, ...], shape: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
@@ -642,18 +653,38 @@ def dying_loss(q):
     return loss(q)
 
 
+@pytest.mark.parametrize("screen", [False, True])
 @pytest.mark.parametrize("runner", ["processes", "executor"])
-def test_check_params_screen_a_dead_worker_is_never_a_raw_broken_pool(runner):
+def test_check_params_a_dead_worker_is_never_a_raw_broken_pool(runner, screen):
+    """Named by parameter, never by positions of the joined vector: processes: WorkerDiedError,
+    entry by entry a range of w's entries that holds w[3, 2], with screen=True the joint
+    screen's one block (every entry: from w[0, 0] to b[3]); the executor: ChunkFailedError
+    after its retries, the broken pool chained, its entries (parameter, index) too."""
     needs("processes")
     p = params()
+    run = run_params_screen if screen else run_params
+    every = [("w", tuple(int(k) for k in i)) for i in np.ndindex(X.shape)] + [("b", (j,)) for j in range(X.shape[1])]
     if runner == "processes":
-        with pytest.raises(WorkerDiedError):
-            run_params_screen("processes", dying_loss, p)
+        with pytest.raises(WorkerDiedError) as died:
+            run("processes", dying_loss, p)
+        err = died.value
+        if screen:  # the joint screen's one block is every entry (test_check_params_errors_name_the_parameter_and_entry)
+            assert (err.param, err.first, err.last_param, err.last, err.count) == ("w", (0, 0), "b", (3,), 24)
+            assert "one of the 24 entries from (0, 0) of parameter 'w' to (3,) of parameter 'b'" in str(err)
+        else:
+            assert (err.param, err.last_param) == ("w", "w") and err.first <= (3, 2) <= err.last
+            assert f"from {err.first} to {err.last} of parameter 'w'" in str(err)
     else:
         pool = cf.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
         with pytest.raises(ChunkFailedError) as failed:
-            run_params_screen("executor", dying_loss, p, pool=pool, retries=0)
-        assert type(failed.value.__cause__).__name__ == "BrokenProcessPool"
+            run("executor", dying_loss, p, pool=pool, retries=0)
+        err = failed.value
+        assert type(err.__cause__).__name__ == "BrokenProcessPool"
+        named = list(zip(err.params, err.entries))
+        if screen:
+            assert err.unit == "blocks" and "entries of this pass" not in str(err) and named == every
+        else:  # whichever chunk the broken pool failed first: entries of w
+            assert err.unit == "entries" and len(named) == len(err.entries) and set(named) <= set(every[:X.size])
     assert same_bits(p["w"], X) and same_bits(p["b"], X[0]) and no_workers_left()
 
 

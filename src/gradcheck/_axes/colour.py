@@ -193,7 +193,7 @@ class Coloured:
         :class:`StepsOf`'s relative step) or by the steps given."""
         n = self.work.size
         rule = Shift(h.rel_step if isinstance(h, StepsOf) else h, n)
-        answers = self.runner.run(Points.shifted(rule, SIDES, KIND))
+        answers = self.runner.run(Points.shifted(rule, SIDES, KIND, unit="rounds"))
         self.rounds += 1
         denom = None
         if denominators:  # (x + h) - (x - h) as perturbed_points takes it, a block at a time
@@ -242,7 +242,7 @@ class Coloured:
         np.cumsum([ids.size for ids, _ in parts], out=starts[1:])
         idx = np.concatenate([ids for ids, _ in parts]).astype(np.int64, copy=False)
         values = np.concatenate([v for _, v in parts])
-        answers = self.runner.run(Points(idx, values, starts, 1, SIDES, KIND))
+        answers = self.runner.run(Points(idx, values, starts, 1, SIDES, KIND, unit="rounds"))
         for r, (pos, ids, _, _) in enumerate(batch):
             at = int(starts[2 * r])
             f_plus[pos] = answers[at:at + ids.size]

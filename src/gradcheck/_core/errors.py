@@ -230,9 +230,10 @@ class WorkerDiedError(GradcheckError, RuntimeError):
 
     ``first`` and ``last`` are the multi-indices bounding the entries it may have been working
     on (``count`` entries: those of the chunks unfinished when the pool broke that the workers
-    could have picked up); ``how`` says how the dead process ended, as far as it is known;
-    ``task`` what the workers were doing. The pool's ``BrokenProcessPool`` is chained as
-    ``__cause__``.
+    could have picked up); in :func:`gradcheck.check_params`, ``param`` and ``last_param`` name
+    the parameters they are entries of (else None); ``how`` says how the dead process ended,
+    as far as it is known; ``task`` what the workers were doing. The pool's
+    ``BrokenProcessPool`` is chained as ``__cause__``.
 
     Examples
     --------
@@ -250,14 +251,28 @@ class WorkerDiedError(GradcheckError, RuntimeError):
     def __init__(self, first: tuple[int, ...], last: tuple[int, ...], count: int, how: str,
                  *, task: str = "a worker process of engine='processes' died ({how}) while differencing",
                  remedy: str = "engine='serial' evaluates in this process, where the crash shows "
-                               "where it happens.") -> None:
+                               "where it happens.",
+                 param: str | None = None, last_param: str | None = None) -> None:
         self.first, self.last, self.count, self.how = tuple(first), tuple(last), int(count), how
-        where = f"entry {self.first}" if count == 1 else (
-            f"one of the {count} entries from {self.first} to {self.last}")
+        self.param, self.last_param = param, last_param if last_param is not None else param
+        self.task, self.remedy = task, remedy
+        of = lambda name: "" if name is None else f" of parameter {name!r}"  # noqa: E731
+        if count == 1:
+            where = f"entry {self.first}{of(param)}"
+        elif self.last_param == param:
+            where = f"one of the {count} entries from {self.first} to {self.last}{of(param)}"
+        else:
+            where = f"one of the {count} entries from {self.first}{of(param)} to {self.last}{of(self.last_param)}"
         super().__init__(
             f"{task.format(how=how)} {where}. Probable cause: f, or native code it calls, crashed "
             f"or exited there, or the system killed the worker (out of memory). {remedy}"
         )
+
+    def at(self, first: tuple[str, tuple[int, ...]], last: tuple[str, tuple[int, ...]]) -> WorkerDiedError:
+        """The same death, its bounds named ``(parameter, index)`` (check_params' joint screen,
+        whose workers see one flat vector of every parameter)."""
+        return WorkerDiedError(first[1], last[1], self.count, self.how, task=self.task, remedy=self.remedy,
+                               param=first[0], last_param=last[0])
 
 
 class GradientAssertionError(AssertionError):

@@ -7,7 +7,10 @@ groups of ``width`` consecutive points (an entry's ``+h`` and ``-h``: 2) that a 
 splits between chunks; chunk sizes, progress and counts are in groups (entries, for the
 entry-wise pass). ``labels`` say how an error names the perturbation of point ``j``:
 ``labels[j % len(labels)]`` with ``{count}`` replaced by the point's number of entries; with a
-``kind`` (``"coloured"``) the label is ``"+h, coloured: 8 entries perturbed together"``.
+``kind`` (``"coloured"``) the label is ``"+h, coloured: 8 entries perturbed together"``. ``unit``
+says what an error that counts the points counts (:meth:`Points.counted`): the entry-wise
+pass's entries (an entry's two points), a screen's blocks (one point each), the colouring's
+rounds (a round's points at ``+h`` and at ``-h``: one cycle of the labels), else points.
 
 A **shift** (:class:`Shift`) is a batch of points that move EVERY entry by its step, ``x_i +
 sign * h_i`` in ``x``'s dtype (the elementwise colouring's one round): it holds no index or value
@@ -132,12 +135,14 @@ class Points:
     kind: str | None = None
     shift: Shift | None = None
     blocks: Blocks | None = None
+    unit: str = "points"
 
     @classmethod
     def of_blocks(cls, jobs: list[tuple[np.ndarray, np.ndarray]], who: str = "the function",
                   labels: tuple[str, ...] = ("along a block of {count} entries",)) -> Points:
         """One point per job ``(idx, values)``: ``x[idx] = values`` (:class:`Blocks`)."""
-        return cls(np.zeros(0, dtype=np.int64), np.zeros(0), None, 1, labels, blocks=Blocks(tuple(jobs), who))
+        return cls(np.zeros(0, dtype=np.int64), np.zeros(0), None, 1, labels, blocks=Blocks(tuple(jobs), who),
+                   unit="blocks")
 
     def joined(self, dtype: np.dtype | None = None) -> Points:
         """Blocks as ordinary points (their indices and values concatenated, the values in
@@ -149,19 +154,20 @@ class Points:
         np.cumsum([i.size for i, _ in jobs], out=starts[1:])
         idx = np.concatenate([i for i, _ in jobs]).astype(np.int64) if jobs else np.zeros(0, np.int64)
         values = np.concatenate([np.asarray(v, dtype=dtype) for _, v in jobs]) if jobs else np.zeros(0, dtype)
-        return Points(idx, values, starts, self.width, self.labels, self.kind)
+        return Points(idx, values, starts, self.width, self.labels, self.kind, unit=self.unit)
 
     @classmethod
     def pairs(cls, idx: np.ndarray, plus: np.ndarray, minus: np.ndarray) -> Points:
         """The entry-wise pass's points: entry ``idx[j]`` at ``plus[j]``, then at ``minus[j]``."""
         values = np.empty(2 * plus.size, dtype=plus.dtype)
         values[0::2], values[1::2] = plus, minus
-        return cls(np.repeat(np.asarray(idx, dtype=np.int64), 2), values, None, 2, SIDES)
+        return cls(np.repeat(np.asarray(idx, dtype=np.int64), 2), values, None, 2, SIDES, unit="entries")
 
     @classmethod
-    def shifted(cls, shift: Shift, labels: tuple[str, ...] = SIDES, kind: str | None = None) -> Points:
+    def shifted(cls, shift: Shift, labels: tuple[str, ...] = SIDES, kind: str | None = None,
+                unit: str = "points") -> Points:
         """One point per sign of ``shift``, each moving every entry."""
-        return cls(np.zeros(0, dtype=np.int64), np.zeros(0), None, 1, labels, kind, shift)
+        return cls(np.zeros(0, dtype=np.int64), np.zeros(0), None, 1, labels, kind, shift, unit=unit)
 
     def __len__(self) -> int:
         if self.shift is not None:
@@ -253,6 +259,13 @@ class Points:
             return f"{self.side(j)}, {self.kind}: {count} entries perturbed together"
         return self.side(j).format(count=count)
 
+    def counted(self, groups: np.ndarray) -> int:
+        """How many :attr:`unit` (entries, blocks, rounds, points) groups ``groups`` (their
+        numbers) touch; a round is one cycle of the labels (its ``+h`` and ``-h`` points)."""
+        per_unit = len(self.labels) if self.unit == "rounds" else self.width
+        first = np.asarray(groups, dtype=np.int64) * self.width
+        return int(np.unique(first // per_unit).size)
+
     def flat_entries(self, lo: int, hi: int) -> np.ndarray:
         """The distinct flat indices points ``lo:hi`` set, sorted."""
         if self.shift is not None:
@@ -264,14 +277,15 @@ class Points:
         labels = _shifted(self.labels, lo)
         if self.blocks is not None:
             blocks = Blocks(self.blocks.jobs[lo:hi], self.blocks.who)
-            return Points(self.idx, self.values, None, self.width, labels, self.kind, blocks=blocks)
+            return Points(self.idx, self.values, None, self.width, labels, self.kind, blocks=blocks, unit=self.unit)
         if self.shift is not None:
             shift = Shift(self.shift.step, self.shift.size, self.shift.signs[lo:hi])
-            return Points(self.idx, self.values, None, self.width, labels, self.kind, shift)
+            return Points(self.idx, self.values, None, self.width, labels, self.kind, shift, unit=self.unit)
         if self.starts is None:
-            return Points(self.idx[lo:hi], self.values[lo:hi], None, self.width, labels, self.kind)
+            return Points(self.idx[lo:hi], self.values[lo:hi], None, self.width, labels, self.kind, unit=self.unit)
         a, b = int(self.starts[lo]), int(self.starts[hi])
-        return Points(self.idx[a:b], self.values[a:b], self.starts[lo:hi + 1] - a, self.width, labels, self.kind)
+        return Points(self.idx[a:b], self.values[a:b], self.starts[lo:hi + 1] - a, self.width, labels, self.kind,
+                      unit=self.unit)
 
     def bounds(self, chunks: int) -> np.ndarray:
         """``chunks + 1`` point offsets that cut the points into about equal runs of whole groups."""
@@ -290,7 +304,7 @@ class Points:
             self.shift.fill(old, sign, values[j * n:(j + 1) * n])
         idx = np.tile(np.arange(n, dtype=np.int64), len(signs))
         starts = np.arange(len(signs) + 1, dtype=np.int64) * n
-        return Points(idx, values, starts, self.width, self.labels, self.kind)
+        return Points(idx, values, starts, self.width, self.labels, self.kind, unit=self.unit)
 
 
 def _shifted(labels: tuple[str, ...], lo: int) -> tuple[str, ...]:

@@ -144,5 +144,6 @@ class ProcessesRunner:
         task = "a worker process of engine='processes' died ({how}) while differencing"
         if points.kind is not None:
             task += f" ({points.kind}: several entries perturbed together)"
-        return WorkerDiedError(entry_of(flat.min(), shape), entry_of(flat.max(), shape), flat.size, how, task=task)
+        return WorkerDiedError(entry_of(flat.min(), shape), entry_of(flat.max(), shape), flat.size, how, task=task,
+                               param=self.target.param)
 

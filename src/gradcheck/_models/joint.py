@@ -30,10 +30,10 @@ import numpy as np
 
 from .._core.arrays import same_bits
 from .._core.config import Config, dtype_name
-from .._core.errors import FunctionError, InputMutationError, OutputError, mutation_error
+from .._core.errors import FunctionError, InputMutationError, OutputError, WorkerDiedError, mutation_error
 from .._core.inputs import real_scalar
 from .._core.verdict import Verdict
-from .._evaluate import at_x
+from .._evaluate import ChunkFailedError, at_x
 from .._pipeline.prepare import unit_in_use
 from .._report.report import Report
 from .._screen import (
@@ -163,6 +163,10 @@ def _screen_group(loss, params, claimed, names: Sequence[str], config: Config, *
                           seed=seed, recut=False, follow_dense=False, **options)
     except FunctionError as err:
         raise _named(err, seg) from err.__cause__
+    except WorkerDiedError as err:  # bounds of the flat vector: named (name, index)
+        raise err.at(seg.locate(err.first[0]), seg.locate(err.last[0])) from err.__cause__
+    except ChunkFailedError as err:  # entries of the flat vector: named (name, index)
+        raise err.at(seg.locate) from err.__cause__
     except InputMutationError:
         raise mutation_error(f"the loss (while {label} were screened)") from None
     _require_untouched(work, params, seg)

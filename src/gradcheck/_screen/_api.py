@@ -170,6 +170,8 @@ def screen(
     TypeError
         A model instead of one array (a torch module, a dict of named parameters): the
         message gives the ``check_params(..., screen=True)`` call that screens it whole.
+        ``engine="compiled"`` for an f the kernel cannot run (neither ``@njit`` nor a C
+        f): :func:`check`'s refusal, in its words.
     InputMutationError
         ``f`` wrote into the array it was given.
     GradcheckError

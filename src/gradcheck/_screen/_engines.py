@@ -36,7 +36,6 @@ from .._evaluate import (
     SerialRunner,
     Target,
     fork_hazard,
-    kind_of,
 )
 from ..backends import NumpyBackend
 from ._complex import ComplexCopy
@@ -92,13 +91,7 @@ def runner_for(name: str, prep: Prepared, executor: Any = None, backend: Any = N
         return ProcessesRunner(_target(prep))
     if name == "executor":  # the target travels once per worker
         return ExecutorRunner(_target(prep, executor=executor))
-    f = prep.target.f
-    if kind_of(f) is None:  # neither a numba @njit function nor a C loss through cffi
-        raise ValueError(f"engine='compiled' needs a numba @njit f or a C f through cffi "
-                         f"(gradcheck.native.NativeFunction), got {type(f).__name__}; "
-                         "use engine='serial' or 'auto'")
-    if kind_of(f) == "native" and prep.cotangent is not None:
-        raise ValueError("engine='compiled' runs a C f that returns a scalar; use engine='serial'")
+    # An f the kernel cannot run (not @njit nor a C f, a C f of an array output): the layer's refusal.
     return CompiledRunner(_target(prep, backend if backend is not None else NumpyBackend()))
 
 
