@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._core.config import UNIT_ROUNDOFF, Config, dtype_name
-from .._core.sparse import SparseColumn, WhereRead
+from .._core.sparse import WhereRead
 from .._evaluate import steps_for  # the step rule lives with the shift that rebuilds it on a worker
 from .noise import modelled
 
@@ -40,12 +40,6 @@ class StepsOf(WhereRead):
 
     def _at(self, key: Any) -> np.ndarray:
         return steps_for(self.values[key], self.rel_step)
-
-    def reading(self, values: np.ndarray) -> StepsOf:
-        """The same steps read from a copy of the values (the values may move meanwhile)."""
-        twin = StepsOf(values, self.rel_step)
-        twin._set = SparseColumn.from_entries(self.size, self._set.positions, self._set.values)  # its own copy
-        return twin
 
 
 class DenominatorsOf(WhereRead):

@@ -108,7 +108,7 @@ def _single(evaluate, work, flat, points: Points, old: list, out: list, progress
     width = points.width
     for j, (i, value) in enumerate(zip(points.idx.tolist(), points.values.tolist())):
         was, now = old[j], probe[i]
-        if now != was or (now == 0 and sign(1.0, now) != sign(1.0, was)):  # same_value, inlined
+        if now != was or (now == 0 and sign(1.0, now) != sign(1.0, was)):  # same bits (-0.0 is not 0.0; no NaN is set)
             raise written(entry_of(i, work.shape), "while other entries were perturbed")
         try:
             flat[i] = value
@@ -134,7 +134,7 @@ def _pairs(evaluate, work, flat, points: Points, old: list, progress) -> np.ndar
     plus_out, minus_out = [np.nan] * len(old), [np.nan] * len(old)
     for j, (i, plus, minus, was) in enumerate(rows):
         now = probe[i]
-        if now != was or (now == 0 and sign(1.0, now) != sign(1.0, was)):  # same_value, inlined
+        if now != was or (now == 0 and sign(1.0, now) != sign(1.0, was)):  # same bits (-0.0 is not 0.0; no NaN is set)
             raise written(entry_of(i, work.shape), "while other entries were perturbed")
         side = 0
         try:

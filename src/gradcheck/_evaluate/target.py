@@ -12,7 +12,6 @@ output as it is, and each perturbed entry's answer is its own slice's reduction 
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -150,12 +149,6 @@ def at_x(evaluate: Callable[[], Y], where: str = "base", *, work: np.ndarray | N
 def written(index: tuple[int, ...], how: str = "while it was perturbed") -> InputMutationError:
     """``f`` wrote into entry ``index``: seen ``how``."""
     return mutation_error(seen=f" (entry {index} changed {how})")
-
-
-def same_value(a: float, b: float) -> bool:
-    """Two floats hold the same value and sign (``same_bits`` for one finite entry: ``-0.0``
-    over ``0.0`` is a write; NaN is never set by a point)."""
-    return a == b and (a != 0 or math.copysign(1.0, a) == math.copysign(1.0, b))
 
 
 def flat_handle(target: np.ndarray) -> Any:
