@@ -61,7 +61,6 @@ class Budget:
     def __init__(self, limit: int | None, counter) -> None:
         self.limit, self._counter = limit, counter
         self._start = self._count()
-        self.unafforded = 0
 
     def _count(self) -> int:
         return int(getattr(self._counter, "evaluations", 0))
