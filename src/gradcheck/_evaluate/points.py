@@ -35,7 +35,7 @@ other runners take them joined (:meth:`Points.joined`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -154,7 +154,7 @@ class Points:
         np.cumsum([i.size for i, _ in jobs], out=starts[1:])
         idx = np.concatenate([i for i, _ in jobs]).astype(np.int64) if jobs else np.zeros(0, np.int64)
         values = np.concatenate([np.asarray(v, dtype=dtype) for _, v in jobs]) if jobs else np.zeros(0, dtype)
-        return Points(idx, values, starts, self.width, self.labels, self.kind, unit=self.unit)
+        return replace(self, idx=idx, values=values, starts=starts, blocks=None)
 
     @classmethod
     def pairs(cls, idx: np.ndarray, plus: np.ndarray, minus: np.ndarray) -> Points:
@@ -277,15 +277,14 @@ class Points:
         labels = _shifted(self.labels, lo)
         if self.blocks is not None:
             blocks = Blocks(self.blocks.jobs[lo:hi], self.blocks.who)
-            return Points(self.idx, self.values, None, self.width, labels, self.kind, blocks=blocks, unit=self.unit)
+            return replace(self, labels=labels, blocks=blocks)
         if self.shift is not None:
             shift = Shift(self.shift.step, self.shift.size, self.shift.signs[lo:hi])
-            return Points(self.idx, self.values, None, self.width, labels, self.kind, shift, unit=self.unit)
+            return replace(self, labels=labels, shift=shift)
         if self.starts is None:
-            return Points(self.idx[lo:hi], self.values[lo:hi], None, self.width, labels, self.kind, unit=self.unit)
+            return replace(self, idx=self.idx[lo:hi], values=self.values[lo:hi], labels=labels)
         a, b = int(self.starts[lo]), int(self.starts[hi])
-        return Points(self.idx[a:b], self.values[a:b], self.starts[lo:hi + 1] - a, self.width, labels, self.kind,
-                      unit=self.unit)
+        return replace(self, idx=self.idx[a:b], values=self.values[a:b], starts=self.starts[lo:hi + 1] - a, labels=labels)
 
     def bounds(self, chunks: int) -> np.ndarray:
         """``chunks + 1`` point offsets that cut the points into about equal runs of whole groups."""
@@ -304,7 +303,7 @@ class Points:
             self.shift.fill(old, sign, values[j * n:(j + 1) * n])
         idx = np.tile(np.arange(n, dtype=np.int64), len(signs))
         starts = np.arange(len(signs) + 1, dtype=np.int64) * n
-        return Points(idx, values, starts, self.width, self.labels, self.kind, unit=self.unit)
+        return replace(self, idx=idx, values=values, starts=starts, shift=None)
 
 
 def _shifted(labels: tuple[str, ...], lo: int) -> tuple[str, ...]:
