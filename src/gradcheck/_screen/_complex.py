@@ -71,12 +71,12 @@ class ComplexCopy:
         self.f, self.x, self.who = f, work, who
         self.cotangent = None if cotangent is None else cotangent.reshape(-1)
         self.work: np.ndarray | None = None
-        self.errors: Any = None  # numpy's error handling while the step is tried
 
-    def evaluate(self) -> complex:
-        """The reduced ``f`` (complex) at :attr:`work` as it stands."""
+    def evaluate(self, errors: Any = None) -> complex:
+        """The reduced ``f`` (complex) at :attr:`work` as it stands; ``errors``: numpy's error
+        handling for the call (None: the layer's silence)."""
         assert self.work is not None
-        with np.errstate(**(self.errors or {})):  # the layer's silence, except while tried
+        with np.errstate(**(errors or {})):
             y = np.asarray(self.f(self.work))
         if y.dtype.kind != "c":
             raise TypeError(f"f returned {y.dtype} for complex input (the imaginary part was dropped)")
@@ -90,11 +90,11 @@ class ComplexCopy:
         """The reduced ``f`` at each job ``(idx, values)``, in order (complex128), on the layer
         (``tried``: numpy's floating-point errors as the caller has them, not silenced); a copy
         that ``f`` may have written into is dropped, to be made again from ``x``."""
-        self.errors = np.geterr() if tried else None
+        errors = np.geterr() if tried else None  # the caller's, not the layer's silence
         if self.work is None:
             self.work = self.x.astype(np.complex128)
         try:
-            out = run_here(self.evaluate, self.work, Points.of_blocks(jobs, self.who))
+            out = run_here(lambda: self.evaluate(errors), self.work, Points.of_blocks(jobs, self.who))
             if not same_bits(self.work, self.x.astype(np.complex128)):  # outside the blocks it ran
                 raise mutation_error(self.who, " (seen in its complex input, after a batch of the complex step)")
         except BaseException:
